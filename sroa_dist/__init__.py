@@ -1,0 +1,61 @@
+"""sroa-dist: certified successive rank-one approximation of nearly orthogonally decomposable
+symmetric tensors, and distributed Monte Carlo sweeps of it.
+
+The numerical core (everything importable from here except the sweep helpers) is pure
+numpy/scipy; ``run_sweep``, ``load_spec`` and ``open_results`` load Dask/zarr lazily.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .decomposition import SROAResult, sroa, sroa_batch
+from .instances import Instance, make_instance
+from .metrics import MatchResult, match, theorem_2_2_bounds, theorem_3_1_bounds
+from .noise import NOISE_MODELS, noise_tensor, register_noise
+from .norms import OperatorNormResult, operator_norm, operator_norm_batch, scale_to_opnorm
+from .solvers import METHODS, RankOneResult, rank_one, rank_one_batch
+from .tensors import identity_basis, random_orthonormal_basis, sod_tensor, symmetrize
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "METHODS",
+    "NOISE_MODELS",
+    "Instance",
+    "MatchResult",
+    "OperatorNormResult",
+    "RankOneResult",
+    "SROAResult",
+    "identity_basis",
+    "load_spec",
+    "make_instance",
+    "match",
+    "noise_tensor",
+    "open_results",
+    "operator_norm",
+    "operator_norm_batch",
+    "random_orthonormal_basis",
+    "rank_one",
+    "rank_one_batch",
+    "register_noise",
+    "run_sweep",
+    "scale_to_opnorm",
+    "sod_tensor",
+    "sroa",
+    "sroa_batch",
+    "symmetrize",
+    "theorem_2_2_bounds",
+    "theorem_3_1_bounds",
+]
+
+_SWEEP_NAMES = {"run_sweep", "load_spec", "open_results"}
+
+
+def __getattr__(name: str) -> Any:
+    # The sweep service pulls in Dask and zarr; import it only when asked for.
+    if name in _SWEEP_NAMES:
+        from . import sweep
+
+        return getattr(sweep, name)
+    raise AttributeError(f"module 'sroa_dist' has no attribute {name!r}")
