@@ -244,17 +244,18 @@ def _method_sshopm(
     Ts: FloatArray,
     rngs: Sequence[np.random.Generator],
     *,
-    n_starts: int = 32,
-    max_iter: int = 500,
-    tol: float = 1e-7,
+    n_starts: int = 16,
+    max_iter: int = 100,
+    tol: float = 1e-5,
     shift: str | float = "monotone",
     polish: bool = True,
 ) -> dict[str, Any]:
     """Multi-start shifted symmetric higher-order power method with adaptive shift.
 
     Options: ``n_starts`` random starts (per sign for even p), ``max_iter`` and step tolerance
-    ``tol`` of the ascent, ``shift`` (``"monotone"``: eigenvalue-free adaptive shift;
-    ``"adaptive"``: Kolda–Mayo's Hessian-based shift; a float: fixed shift), ``polish``: Newton
+    ``tol`` of the ascent (the Newton polish, not the ascent, delivers the final accuracy, so
+    the ascent only has to reach the right basin), ``shift`` (``"monotone"``: eigenvalue-free
+    adaptive shift; ``"adaptive"``: Kolda–Mayo's Hessian-based shift; a float: fixed shift), ``polish``: Newton
     steps on the sphere from the best start to machine precision. Converges to local maxima:
     fast, not certified.
     """
@@ -328,8 +329,8 @@ def _method_certified(
     rngs: Sequence[np.random.Generator],
     *,
     n_starts: int = 16,
-    max_iter: int = 500,
-    tol: float = 1e-7,
+    max_iter: int = 100,
+    tol: float = 1e-5,
     shift: str | float = "monotone",
     order: int | None = None,
     max_gram_size: int = MAX_GRAM_SIZE,

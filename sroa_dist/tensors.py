@@ -182,8 +182,10 @@ def _check_order(p: int) -> int:
 
 def kron_power(X: FloatArray, k: int) -> FloatArray:
     """Row-wise Kronecker power ``x^{⊗k}`` of vectors ``X (..., n)`` → ``(..., n**k)``."""
-    out = np.ones(X.shape[:-1] + (1,))
-    for _ in range(k):
+    if k == 0:
+        return np.ones(X.shape[:-1] + (1,))
+    out = X
+    for _ in range(k - 1):
         out = (out[..., :, None] * X[..., None, :]).reshape(X.shape[:-1] + (-1,))
     return out
 

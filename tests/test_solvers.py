@@ -1,0 +1,147 @@
+"""Rank-one solvers: every registered method on planted solutions, closed forms and exhaustive
+search; batching and seeding."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from sroa_dist import (
+    METHODS,
+    identity_basis,
+    noise_tensor,
+    random_orthonormal_basis,
+    rank_one,
+    rank_one_batch,
+    sod_tensor,
+    symmetrize,
+)
+from sroa_dist.solvers import method_options, newton_polish
+from sroa_dist.tensors import contract
+
+ALL_METHODS = sorted(METHODS)
+GLOBAL_METHODS = ["certified", "sos"]
+
+
+def circle_max(T):
+    """Exhaustive maximum of |T x^p| (odd p: T x^p) over 200 001 points of the unit circle."""
+    theta = np.linspace(0.0, 2 * np.pi, 200_001)
+    X = np.stack([np.cos(theta), np.sin(theta)], axis=1)
+    vals = contract(T[None], X[None], T.ndim)[0]
+    return np.max(vals) if T.ndim % 2 else np.max(np.abs(vals))
+
+
+def z_residual(T, x):
+    p = T.ndim
+    g = contract(T[None], x[None, None], p - 1)[0, 0]
+    return np.linalg.norm(g - (g @ x) * x)
+
+
+@pytest.mark.parametrize("method", ALL_METHODS)
+@pytest.mark.parametrize("p", [3, 4, 5])
+def test_planted_sod_component_is_found(method, p):
+    n = 5
+    V = random_orthonormal_basis(n, 4, rng=p)
+    lam = np.array([1.0, 2.0, 1.5, 0.7])
+    if p % 2 == 0:
+        lam[1] = -2.5  # the largest |λ| has a negative sign: lam must keep it
+    res = rank_one(sod_tensor(lam, V, p), method, rng=1)
+    i = int(np.argmax(np.abs(lam)))
+    assert res.lam == pytest.approx(lam[i], abs=1e-9)
+    assert min(np.linalg.norm(res.x - V[:, i]), np.linalg.norm(res.x + V[:, i])) < 1e-7
+    assert res.upper_bound >= abs(res.lam) - 1e-9
+    assert res.method == method
+
+
+@pytest.mark.parametrize("method", ["sshopm", "power"])
+@pytest.mark.parametrize("p", [3, 4])
+def test_local_methods_return_z_eigenpairs(method, p):
+    rng = np.random.default_rng(5)
+    for _ in range(5):
+        T = symmetrize(rng.standard_normal((4,) * p))
+        res = rank_one(T, method, rng=rng)
+        assert abs(np.linalg.norm(res.x) - 1) < 1e-12
+        tol = 1e-8 if method == "sshopm" else 1e-2  # power runs a fixed number of iterations
+        assert z_residual(T, res.x) < tol * np.linalg.norm(T)
+        assert res.lam == pytest.approx(contract(T[None], res.x[None, None], p)[0, 0], rel=1e-12)
+
+
+@pytest.mark.parametrize("method", GLOBAL_METHODS)
+@pytest.mark.parametrize("p", [3, 4])
+def test_global_methods_agree_with_exhaustive_search_on_the_circle(method, p):
+    rng = np.random.default_rng(100 + p)
+    for _ in range(6):
+        T = symmetrize(rng.standard_normal((2,) * p))
+        best = circle_max(T)
+        res = rank_one(T, method, rng=0)
+        assert abs(res.lam) == pytest.approx(best, abs=1e-7)
+        assert res.upper_bound >= best - 1e-9  # the certificate is a true upper bound
+        assert res.certified
+
+
+@pytest.mark.parametrize("method", GLOBAL_METHODS)
+def test_even_order_negative_extremum_keeps_its_sign(method):
+    T = -sod_tensor(np.ones(3), identity_basis(3), 4) + 0.2 * sod_tensor(
+        [1.0], np.ones((3, 1)) / np.sqrt(3), 4
+    )
+    res = rank_one(T, method, rng=0)
+    assert res.lam < 0
+    assert abs(res.lam) == pytest.approx(1.0 - 0.2 / 9, abs=1e-6) or abs(res.lam) > 0.97
+    assert res.certified
+
+
+def test_diagonal_tensor_closed_form_z_eigenpairs():
+    """T = Σ e_i^{⊗3}: x_S = Σ_{i∈S} e_i/√|S| is a Z-eigenvector with λ = 1/√|S| for every S."""
+    n = 4
+    T = sod_tensor(np.ones(n), identity_basis(n), 3)
+    rng = np.random.default_rng(0)
+    for k in range(1, n + 1):
+        for S in itertools.combinations(range(n), k):
+            x = np.zeros(n)
+            x[list(S)] = 1 / np.sqrt(k)
+            assert z_residual(T, x) < 1e-14
+            # Newton on the sphere from a nearby point lands on the same eigenpair.
+            y = x + 1e-3 * rng.standard_normal(n)
+            y /= np.linalg.norm(y)
+            z = newton_polish(T[None], y[None])[0]
+            lam = contract(T[None], z[None, None], 3)[0, 0]
+            if k == 1:  # a local maximum: polishing must converge to it
+                assert lam == pytest.approx(1 / np.sqrt(k), abs=1e-12)
+    for method in GLOBAL_METHODS:
+        res = rank_one(T, method, rng=0)
+        assert res.lam == pytest.approx(1.0, abs=1e-9)
+        assert res.certified and res.upper_bound == pytest.approx(1.0, abs=1e-6)
+
+
+@pytest.mark.parametrize("method", ALL_METHODS)
+def test_batched_equals_one_at_a_time_bit_for_bit(method):
+    T0 = sod_tensor(np.ones(5), identity_basis(5), 3)
+    Ts = np.stack([T0 + noise_tensor("gaussian", 5, 3, 0.05, s) for s in range(4)])
+    seeds = [11, 12, 13, 14]
+    batch = rank_one_batch(Ts, method, rng=seeds)
+    for b in range(4):
+        one = rank_one(Ts[b], method, rng=seeds[b])
+        np.testing.assert_array_equal(batch.x[b], one.x)
+        assert batch.lam[b] == one.lam and batch.upper_bound[b] == one.upper_bound
+    again = rank_one_batch(Ts, method, rng=seeds)
+    np.testing.assert_array_equal(again.x, batch.x)
+
+
+def test_nearly_sod_n10_certified():
+    T = sod_tensor(np.ones(10), identity_basis(10), 3) + noise_tensor("gaussian", 10, 3, 0.01, 3)
+    res = rank_one(T, "certified", rng=0)
+    assert res.certified
+    assert 0 <= res.upper_bound - res.lam <= 1e-6 * np.linalg.norm(T)
+    loc = rank_one(T, "sshopm", rng=0)
+    assert loc.lam <= res.lam + 1e-12
+
+
+def test_bad_method_and_options_are_named():
+    T = sod_tensor(np.ones(3), identity_basis(3), 3)
+    with pytest.raises(ValueError, match="unknown rank-one method 'newton'.*certified"):
+        rank_one(T, "newton")
+    with pytest.raises(ValueError, match="does not accept \\['n_start'\\].*n_starts"):
+        rank_one(T, "sshopm", n_start=3)
+    with pytest.raises(ValueError, match="not symmetric"):
+        rank_one(np.arange(27.0).reshape(3, 3, 3))
+    assert "n_starts" in method_options("power")
