@@ -255,9 +255,9 @@ def _method_sshopm(
     Options: ``n_starts`` random starts (per sign for even p), ``max_iter`` and step tolerance
     ``tol`` of the ascent (the Newton polish, not the ascent, delivers the final accuracy, so
     the ascent only has to reach the right basin), ``shift`` (``"monotone"``: eigenvalue-free
-    adaptive shift; ``"adaptive"``: Kolda–Mayo's Hessian-based shift; a float: fixed shift), ``polish``: Newton
-    steps on the sphere from the best start to machine precision. Converges to local maxima:
-    fast, not certified.
+    adaptive shift; ``"adaptive"``: Kolda–Mayo's Hessian-based shift; a float: fixed shift),
+    ``polish``: Newton steps on the sphere from the best start to machine precision. Converges
+    to local maxima: fast, not certified.
     """
     B, n = Ts.shape[0], Ts.shape[1]
     X0 = random_starts(rngs, n_starts, n)
