@@ -1,0 +1,42 @@
+"""Monte Carlo sweeps of SROA: TOML specs, a block grid with per-instance seeding, Dask
+execution and xarray/zarr result cubes (see docs/sweeps.md).
+
+``load_spec`` and the grid are pure; ``run_sweep`` imports Dask and ``open_results`` zarr only
+when called.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .spec import SpecError, SweepSpec, load_spec
+
+if TYPE_CHECKING:
+    import xarray
+
+    from .execute import SweepResult
+
+__all__ = ["SpecError", "SweepResult", "SweepSpec", "load_spec", "open_results", "run_sweep"]
+
+
+def run_sweep(spec_or_path: Any, store: str | Path | None = None, client: Any = None, **kw: Any):
+    """Run, resume or extend a sweep; see :func:`sroa_dist.sweep.execute.run_sweep`."""
+    from .execute import run_sweep as _run
+
+    return _run(spec_or_path, store, client, **kw)
+
+
+def open_results(store: str | Path, storage_options: dict | None = None) -> xarray.Dataset:
+    """Open a result cube lazily; see :func:`sroa_dist.sweep.storage.open_results`."""
+    from .storage import open_results as _open
+
+    return _open(store, storage_options)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "SweepResult":
+        from .execute import SweepResult
+
+        return SweepResult
+    raise AttributeError(f"module 'sroa_dist.sweep' has no attribute {name!r}")

@@ -1,0 +1,340 @@
+"""Run a sweep on Dask distributed: client/cluster handling, block submission, progress, resume.
+
+*What* is computed lives in spec/grid/worker; *where* in this module. One task = one block:
+the task computes its instances with the numerical core and writes them straight into the
+store (results never travel through the scheduler; the task returns a few timings). Finished
+blocks are recorded in the store's ``done`` mask, so running again resumes where any earlier
+run stopped, whatever killed it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import os
+import sys
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from .grid import BlockTask, Layout, block_task, make_layout
+from .spec import SweepSpec, apply_overrides, load_spec, spec_from_dict
+
+__all__ = ["SweepResult", "connect", "run_sweep"]
+
+
+@dataclass
+class SweepResult:
+    """What a run did: store, counts and timings.
+
+    ``task_time`` sums the wall time of the tasks run, ``kernel_time`` the part of it spent
+    inside numerical-core calls; ``wall_time`` is the run's total (setup included).
+    """
+
+    store: str
+    name: str
+    action: str
+    n_instances: int
+    n_blocks: int
+    blocks_done_before: int
+    blocks_reused: int
+    blocks_computed: int
+    failed: dict[int, str] = field(default_factory=dict)
+    wall_time: float = 0.0
+    compute_wall_time: float = 0.0
+    task_time: float = 0.0
+    kernel_time: float = 0.0
+    instances_computed: int = 0
+    n_workers: int = 0
+    dashboard: str | None = None
+
+    @property
+    def complete(self) -> bool:
+        """Every block is done."""
+        return not self.failed and (
+            self.blocks_done_before + self.blocks_reused + self.blocks_computed == self.n_blocks
+        )
+
+
+def default_workers() -> int:
+    """CPUs available to this process."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - non-Linux
+        return os.cpu_count() or 1
+
+
+@contextlib.contextmanager
+def connect(
+    client: Any = None,
+    *,
+    scheduler: str | None = None,
+    scheduler_file: str | None = None,
+    workers: int | None = None,
+    dashboard_address: str = ":8787",
+) -> Iterator[Any]:
+    """A Dask client: the one given, a running cluster, or an embedded LocalCluster.
+
+    Precedence: ``client``; ``scheduler`` (address) or the ``DASK_SCHEDULER_ADDRESS`` setting;
+    ``scheduler_file``; otherwise an in-process LocalCluster with ``workers`` processes
+    (default: the CPUs available) of one thread each — the solvers are single-threaded numpy,
+    and processes avoid the GIL. Clients and clusters opened here are closed on exit.
+    """
+    if client is not None:
+        yield client
+        return
+    import dask
+    from distributed import Client, LocalCluster
+
+    address = scheduler or dask.config.get("scheduler-address", None)
+    if address:
+        with Client(address) as c:
+            yield c
+    elif scheduler_file:
+        with Client(scheduler_file=scheduler_file) as c:
+            yield c
+    else:
+        n = workers or default_workers()
+        with (
+            LocalCluster(
+                n_workers=n,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=dashboard_address,
+            ) as cluster,
+            Client(cluster) as c,
+        ):
+            yield c
+
+
+def _run_block(url: str, task: BlockTask, storage_options: Mapping[str, Any] | None) -> dict:
+    """Task body: compute a block and write it into the store (idempotent)."""
+    from .storage import write_block
+    from .worker import compute_block
+
+    t0 = time.perf_counter()
+    result = compute_block(task)
+    write_block(url, task.index, result, storage_options=storage_options)
+    return {
+        "index": task.index,
+        "n": result.n_instances,
+        "kernel_time": result.kernel_time,
+        "compute_time": result.wall_time,
+        "task_time": time.perf_counter() - t0,
+    }
+
+
+class Progress:
+    """Instances done / total, rate and ETA; a live line on a TTY, plain lines otherwise."""
+
+    def __init__(self, total: int, done: int, stream: TextIO | None, interval: float = 5.0):
+        self.total, self.done, self.start_done = total, done, done
+        self.stream, self.interval = stream, interval
+        self.t0 = self.last = time.perf_counter()
+        self.tty = bool(stream is not None and getattr(stream, "isatty", lambda: False)())
+
+    def update(self, n: int, force: bool = False) -> None:
+        """Count ``n`` more instances; print when due."""
+        self.done += n
+        if self.stream is None:
+            return
+        now = time.perf_counter()
+        if not (force or self.tty or now - self.last >= self.interval):
+            return
+        if self.tty and not force and now - self.last < 0.2:
+            return
+        self.last = now
+        elapsed = now - self.t0
+        rate = (self.done - self.start_done) / elapsed if elapsed > 0 else 0.0
+        left = self.total - self.done
+        eta = left / rate if rate > 0 else float("nan")
+        pct = 100.0 * self.done / self.total if self.total else 100.0
+        msg = (
+            f"{self.done}/{self.total} instances ({pct:5.1f} %)  {rate:8.1f} inst/s  "
+            f"elapsed {_hms(elapsed)}  ETA {_hms(eta)}"
+        )
+        if self.tty:
+            self.stream.write("\r" + msg + ("\n" if force else ""))
+        else:
+            self.stream.write(msg + "\n")
+        self.stream.flush()
+
+
+def _hms(seconds: float) -> str:
+    if seconds != seconds:  # NaN
+        return "--:--:--"
+    s = int(round(seconds))
+    return f"{s // 3600:02d}:{s % 3600 // 60:02d}:{s % 60:02d}"
+
+
+def _resolve_spec(spec_or_path: Any, overrides: Mapping[str, Any]) -> SweepSpec:
+    if isinstance(spec_or_path, SweepSpec):
+        if overrides:
+            return spec_from_dict(
+                apply_overrides(spec_or_path.to_dict(), overrides, spec_or_path.source),
+                source=spec_or_path.source,
+            )
+        return spec_or_path
+    if isinstance(spec_or_path, Mapping):
+        return spec_from_dict(apply_overrides(spec_or_path, overrides))
+    return load_spec(spec_or_path, overrides)
+
+
+def run_sweep(
+    spec_or_path: SweepSpec | str | Path | Mapping[str, Any],
+    store: str | Path | None = None,
+    client: Any = None,
+    *,
+    scheduler: str | None = None,
+    scheduler_file: str | None = None,
+    workers: int | None = None,
+    block_size: int | None = None,
+    overwrite: bool = False,
+    progress: TextIO | None | bool = False,
+    history: str | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+    dashboard_address: str = ":8787",
+    **overrides: Any,
+) -> SweepResult:
+    """Run (or resume, or extend) a sweep and write its result cube.
+
+    Parameters
+    ----------
+    spec_or_path
+        A :class:`SweepSpec`, a path to a TOML spec, or a spec dict.
+    store
+        Local path or fsspec URL of the zarr store (default ``results/<name>.zarr``).
+    client
+        A ``distributed.Client`` to use; otherwise see :func:`connect` (``scheduler``,
+        ``scheduler_file``, ``workers``, ``dashboard_address``).
+    block_size
+        Instances per task when the store is created (default: about 4 s of work per task,
+        at most 10^4 tasks). An existing store keeps its blocks.
+    overwrite
+        Discard an existing store instead of resuming or extending it.
+    progress
+        A stream for the progress bar, ``True`` for stderr, ``False``/``None`` for silence.
+    history
+        The line recorded in the store's ``history`` attribute (default: this call).
+    storage_options
+        fsspec options for remote stores (e.g. ``{"anon": False}``).
+    **overrides
+        Spec overrides by dotted key (``noise__sigma`` may stand for ``noise.sigma``), e.g.
+        ``run_sweep("sweeps/figure2.toml", replicates=20)``.
+
+    Returns
+    -------
+    SweepResult
+        Counts and timings; ``failed`` maps block index to the error of blocks that raised
+        (they are retried by the next run).
+    """
+    from .storage import clear_failed, mark_failed, prepare_store, read_done
+
+    t_start = time.perf_counter()
+    spec = _resolve_spec(spec_or_path, overrides)
+    url = str(store) if store is not None else str(Path("results") / f"{spec.name}.zarr")
+    stream = sys.stderr if progress is True else (progress or None)
+    layout = make_layout(spec, block_size=block_size)
+    if history is None:
+        history = f"run_sweep({spec.source!r}, overrides={dict(overrides)!r})"
+    history = f"{_dt.datetime.now(_dt.UTC).isoformat(timespec='seconds')}: {history}"
+    prepared = prepare_store(
+        url, spec, layout, overwrite=overwrite, history=history, storage_options=storage_options
+    )
+    layout = prepared.layout
+    done = read_done(url, storage_options)
+    pending = [int(b) for b in (~done).nonzero()[0]]
+    done_before = int(done.sum()) - prepared.reused_blocks
+    result = SweepResult(
+        store=url,
+        name=spec.name,
+        action=prepared.action,
+        n_instances=layout.n_instances,
+        n_blocks=layout.n_blocks,
+        blocks_done_before=done_before,
+        blocks_reused=prepared.reused_blocks,
+        blocks_computed=0,
+    )
+    if pending:
+        clear_failed(url, storage_options)
+        with connect(
+            client,
+            scheduler=scheduler,
+            scheduler_file=scheduler_file,
+            workers=workers,
+            dashboard_address=dashboard_address,
+        ) as c:
+            result.dashboard = getattr(c, "dashboard_link", None)
+            result.n_workers = len(c.scheduler_info(n_workers=-1).get("workers", {}))
+            if stream is not None:
+                stream.write(
+                    f"sroa-dist: sweep '{spec.name}' -> {url} ({prepared.action}); "
+                    f"{len(pending)}/{layout.n_blocks} blocks to run on {result.n_workers} "
+                    f"workers; dashboard: {result.dashboard}\n"
+                )
+                stream.flush()
+            _submit_all(c, url, spec, layout, pending, result, stream, storage_options)
+        if result.failed:
+            mark_failed(url, result.failed, storage_options)
+    result.wall_time = time.perf_counter() - t_start
+    return result
+
+
+def _submit_all(
+    client: Any,
+    url: str,
+    spec: SweepSpec,
+    layout: Layout,
+    pending: list[int],
+    result: SweepResult,
+    stream: TextIO | None,
+    storage_options: Mapping[str, Any] | None,
+) -> None:
+    """Submit blocks with a bounded window (scheduler memory stays small for 10^4+ tasks)."""
+    from distributed import as_completed
+
+    done_inst = layout.n_instances - sum(layout.block_size(b) for b in pending)
+    bar = Progress(layout.n_instances, done_inst, stream)
+    run_id = uuid.uuid4().hex[:8]
+    nthreads = max(1, sum(client.nthreads().values()))
+    window = max(4 * nthreads, 64)
+    todo = iter(pending)
+    ac = as_completed()
+    futures = {}
+
+    def submit_next() -> bool:
+        b = next(todo, None)
+        if b is None:
+            return False
+        task = block_task(spec, layout, b)
+        fut = client.submit(
+            _run_block, url, task, storage_options, key=f"sroa_block-{run_id}-{b}", pure=False
+        )
+        futures[fut.key] = b
+        ac.add(fut)
+        return True
+
+    for _ in range(window):
+        if not submit_next():
+            break
+    t0 = time.perf_counter()
+    for fut in ac:
+        b = futures.pop(fut.key)
+        try:
+            info = fut.result()
+        except Exception as exc:  # a failing block must not stop the others
+            result.failed[b] = f"{type(exc).__name__}: {exc}"
+            bar.update(0)
+        else:
+            result.blocks_computed += 1
+            result.instances_computed += info["n"]
+            result.task_time += info["task_time"]
+            result.kernel_time += info["kernel_time"]
+            bar.update(info["n"])
+        fut.release()
+        submit_next()
+    result.compute_wall_time = time.perf_counter() - t0
+    bar.update(0, force=True)

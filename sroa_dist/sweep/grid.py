@@ -1,0 +1,358 @@
+"""Sweep grid: axes and coordinates, blocks of instances (the unit of work and of storage), and
+per-instance seeding from coordinate values.
+
+Pure data, no I/O. A :class:`Layout` is the single description shared by the storage layer
+(zarr chunk shape = block shape) and the execution layer (one task = one block); a
+:class:`BlockTask` is everything a worker needs to compute one block, small enough to ship
+through the scheduler thousands of times.
+
+Seeding (the reproducibility contract): instance ``(settings, replicate)`` draws from
+``SeedSequence(seed, spawn_key=(h("noise=…"), h("n=…"), h("p=…"), h("rank=…"), h("<level>=…"),
+replicate))`` where ``h`` is a stable 32-bit hash (SHA-256) of ``name=value`` and floats enter as
+the repr of their 12-significant-digit rounding. The solver method is deliberately *not* part of
+the key: every method sees the same tensor, so a ``method`` axis compares methods on paired
+instances. Results therefore do not depend on worker count, block size, execution order or
+resume points, and extending an axis leaves existing instances unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .spec import AXIS_KEYS, SweepSpec, round_sig
+
+__all__ = [
+    "BlockTask",
+    "InstanceSettings",
+    "Layout",
+    "certified_tractable",
+    "chunks_for_block_size",
+    "default_block_size",
+    "instance_seed",
+    "make_layout",
+    "resolve_norm_method",
+    "stable_hash32",
+]
+
+#: Largest number of tasks a sweep should need (scheduler overhead ~2 ms per task).
+MAX_TASKS = 10_000
+#: Aim for tasks of this many seconds (1–10 s keeps overhead negligible and progress smooth).
+TARGET_TASK_SECONDS = 4.0
+
+
+def stable_hash32(name: str, value: Any) -> int:
+    """Stable 32-bit hash of ``name=value`` (floats via repr of their 12-digit rounding).
+
+    Python's ``hash`` is salted per process, so it cannot seed anything reproducibly.
+    """
+    if isinstance(value, bool):
+        text = f"{name}={value}"
+    elif isinstance(value, float):
+        text = f"{name}={round_sig(value)!r}"
+    elif isinstance(value, (int, np.integer)):
+        text = f"{name}={int(value)}"
+    else:
+        text = f"{name}={value}"
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "little")
+
+
+@dataclass(frozen=True)
+class InstanceSettings:
+    """Everything that defines one grid point (all instances at it differ only by replicate)."""
+
+    noise: str
+    n: int
+    p: int
+    rank: int
+    method: str
+    level_name: str  # "sigma", "eps" or "eps_scaled"
+    level: float
+    steps: int
+    norm_method: str
+
+    def seed_key(self) -> tuple[int, ...]:
+        """Spawn-key prefix of this grid point; the method is excluded on purpose (paired runs)."""
+        return (
+            stable_hash32("noise", self.noise),
+            stable_hash32("n", self.n),
+            stable_hash32("p", self.p),
+            stable_hash32("rank", self.rank),
+            stable_hash32(self.level_name, self.level),
+        )
+
+    def group_key(self) -> tuple[Any, ...]:
+        """Instances sharing this key can go through one batched core call."""
+        return (self.noise, self.n, self.p, self.rank, self.method, self.steps, self.norm_method)
+
+
+def instance_seed(
+    master_seed: int, settings: InstanceSettings, replicate: int
+) -> np.random.SeedSequence:
+    """The instance's seed sequence; children 0/1/2 feed instance, solver and norm streams."""
+    return np.random.SeedSequence(master_seed, spawn_key=(*settings.seed_key(), int(replicate)))
+
+
+def certified_tractable(n: int, p: int) -> bool:
+    """Whether the certified (moment relaxation) solver is affordable per instance.
+
+    Delegates to the core's ``relaxation_tractable`` (moment matrix side <= 120: n <= 14 for
+    p = 3, 4); only used to choose the default ``solver.norm_method``.
+    """
+    try:
+        from sroa_dist.solvers import relaxation_tractable
+    except ImportError:  # core unavailable: the documented rule of thumb
+        return (p in (3, 4) and n <= 12) or (p in (5, 6) and n <= 6)
+    return bool(relaxation_tractable(n, p))
+
+
+def resolve_norm_method(method: str, n: int, p: int, norm_method: str | None) -> str:
+    """Default ``solver.norm_method``: the method itself if it is global (certified / sos), else
+    certified when tractable, else sshopm."""
+    if norm_method is not None:
+        return norm_method
+    if method in ("certified", "sos"):
+        return method
+    return "certified" if certified_tractable(n, p) else "sshopm"
+
+
+# Rough per-solve cost in seconds (measured order of magnitude, see docs/sweeps.md); only used
+# to choose a default block size so that a task takes seconds, not milliseconds or hours.
+_SOLVE_COST = {"power": 2e-3, "sshopm": 4e-3, "certified": 0.12, "sos": 0.12}
+
+
+def _instance_cost(s: InstanceSettings) -> float:
+    def cost(method: str) -> float:
+        base = _SOLVE_COST.get(method, 0.05)
+        if method in ("certified", "sos"):
+            return base * max(1.0, (s.n / 10) ** 3)
+        return base * max(1.0, (s.n / 10) ** (s.p - 1))
+
+    return cost(s.method) * s.steps + cost(s.norm_method)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Shape of a sweep: dims, coordinates, block (= zarr chunk) shape and per-step extents.
+
+    ``dims`` are the swept dims in cube order followed by ``replicate``; ``chunks`` is the block
+    shape along them. ``n_steps`` is the length of the ``step`` dim (largest number of SROA steps
+    on the grid) and ``n_component`` the length of ``component`` (largest n) for ``v_hat``.
+    """
+
+    dims: tuple[str, ...]
+    coords: tuple[tuple[Any, ...], ...]
+    chunks: tuple[int, ...]
+    n_steps: int
+    n_component: int
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Instance-grid shape along ``dims``."""
+        return tuple(len(c) for c in self.coords)
+
+    @property
+    def n_instances(self) -> int:
+        """Total number of instances."""
+        return math.prod(self.shape)
+
+    @property
+    def block_grid(self) -> tuple[int, ...]:
+        """Number of blocks along each dim."""
+        return tuple(-(-s // c) for s, c in zip(self.shape, self.chunks, strict=True))
+
+    @property
+    def n_blocks(self) -> int:
+        """Total number of blocks (tasks)."""
+        return math.prod(self.block_grid)
+
+    def coord(self, dim: str) -> tuple[Any, ...]:
+        """Coordinate values of one dim."""
+        return self.coords[self.dims.index(dim)]
+
+    def block_region(self, index: int) -> tuple[slice, ...]:
+        """Index slices (one per dim) of block ``index`` (C order over the block grid)."""
+        multi = np.unravel_index(index, self.block_grid)
+        return tuple(
+            slice(int(m) * c, min((int(m) + 1) * c, s))
+            for m, c, s in zip(multi, self.chunks, self.shape, strict=True)
+        )
+
+    def block_size(self, index: int) -> int:
+        """Number of instances in block ``index``."""
+        return math.prod(s.stop - s.start for s in self.block_region(index))
+
+    def check_aligned(self, region: Sequence[slice]) -> None:
+        """Raise ``ValueError`` unless ``region`` covers whole blocks (chunks) only.
+
+        Concurrent writes into a shared zarr chunk silently lose data, so a region that starts
+        inside a chunk or ends inside one (other than at the array's end) is refused.
+        """
+        for dim, sl, c, s in zip(self.dims, region, self.chunks, self.shape, strict=True):
+            start, stop = sl.start or 0, s if sl.stop is None else sl.stop
+            if start % c or (stop % c and stop != s) or not 0 <= start < stop <= s:
+                raise ValueError(
+                    f"region along '{dim}': expected whole chunks of {c} within [0, {s}); "
+                    f"received [{start}, {stop}). Hint: writes must align with the store's "
+                    "chunks, or concurrent writers silently lose data"
+                )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able description (for provenance and comparisons)."""
+        return {
+            "dims": list(self.dims),
+            "chunks": list(self.chunks),
+            "shape": list(self.shape),
+            "n_steps": self.n_steps,
+            "n_component": self.n_component,
+        }
+
+
+def chunks_for_block_size(shape: Sequence[int], block_size: int) -> tuple[int, ...]:
+    """Block shape holding about ``block_size`` instances, filling the innermost dims first.
+
+    Replicates first (they vary fastest), then the noise level, and so on: e.g. 500 replicates
+    with block size 100 gives ``(1, …, 1, 100)``; one replicate over 2000 σ values with block
+    size 256 gives ``(…, 256, 1)``.
+    """
+    chunks = [1] * len(shape)
+    remaining = max(1, int(block_size))
+    for d in reversed(range(len(shape))):
+        c = min(shape[d], remaining)
+        chunks[d] = c
+        if c < shape[d]:
+            break
+        remaining //= c
+        if remaining <= 1:
+            break
+    return tuple(chunks)
+
+
+def default_block_size(spec: SweepSpec) -> int:
+    """Instances per task: ~TARGET_TASK_SECONDS of work, at most MAX_TASKS tasks, and at least
+    ~32 tasks when the sweep is cheap so that every worker of a small cluster stays busy."""
+    layout = make_layout(spec, block_size=1)
+    points = list(_iter_settings(spec, layout))
+    mean_cost = sum(_instance_cost(s) for s in points) / len(points)
+    total = layout.n_instances
+    size = TARGET_TASK_SECONDS / mean_cost
+    lo = max(1, -(-total // MAX_TASKS))
+    hi = max(lo, -(-total // 32))
+    return int(min(max(size, lo), hi, 5000))
+
+
+def _settings_from_coords(spec: SweepSpec, values: dict[str, Any]) -> InstanceSettings:
+    """Settings of the grid point whose swept coordinates are ``values`` (scalars from spec)."""
+
+    def val(key: str) -> Any:
+        dim = AXIS_KEYS[key]
+        if dim in values:
+            return values[dim]
+        ax = spec.axes.get(key)
+        return None if ax is None else ax.scalar
+
+    n, p = int(val("tensor.n")), int(val("tensor.p"))
+    rank = val("tensor.rank")
+    rank = n if rank is None else int(rank)
+    level_key = spec.noise_level_key
+    method = val("solver.method")
+    steps = spec.data["solver"]["steps"] or rank
+    return InstanceSettings(
+        noise=val("noise.model"),
+        n=n,
+        p=p,
+        rank=rank,
+        method=method,
+        level_name=level_key.split(".")[1],
+        level=float(val(level_key)),
+        steps=int(steps),
+        norm_method=resolve_norm_method(method, n, p, spec.data["solver"]["norm_method"]),
+    )
+
+
+def _iter_settings(spec: SweepSpec, layout: Layout) -> Iterator[InstanceSettings]:
+    sweep = layout.dims[:-1]
+    for combo in np.ndindex(*layout.shape[:-1]):
+        values = {d: layout.coords[i][j] for i, (d, j) in enumerate(zip(sweep, combo, strict=True))}
+        yield _settings_from_coords(spec, values)
+
+
+def make_layout(
+    spec: SweepSpec, block_size: int | None = None, chunks: Sequence[int] | None = None
+) -> Layout:
+    """The sweep's layout; block shape from explicit ``chunks``, a ``block_size`` or the default."""
+    dims = [*spec.sweep_dims(), "replicate"]
+    by_dim = {AXIS_KEYS[k]: ax for k, ax in spec.axes.items()}
+    coords = [tuple(by_dim[d].values) for d in dims[:-1]]
+    coords.append(tuple(range(spec.replicates)))
+    shape = [len(c) for c in coords]
+    ns = spec.axes["tensor.n"].values
+    if "tensor.rank" in spec.axes:
+        max_rank = max(spec.axes["tensor.rank"].values)
+    else:
+        max_rank = max(ns)
+    n_steps = spec.data["solver"]["steps"] or max_rank
+    if chunks is None:
+        if block_size is None:
+            block_size = default_block_size(spec)
+        chunks = chunks_for_block_size(shape, block_size)
+    chunks = tuple(min(int(c), s) for c, s in zip(chunks, shape, strict=True))
+    if len(chunks) != len(dims) or min(chunks) < 1:
+        raise ValueError(
+            f"chunks: expected {len(dims)} positive sizes for {dims}; received {chunks}"
+        )
+    return Layout(tuple(dims), tuple(coords), chunks, int(n_steps), int(max(ns)))
+
+
+@dataclass(frozen=True)
+class BlockTask:
+    """One unit of work: a block of the grid and the spec settings needed to compute it.
+
+    ``coords`` holds, per dim, only the coordinate values inside the block, so the task stays
+    small (no full axes) however large the sweep.
+    """
+
+    index: int
+    region: tuple[tuple[int, int], ...]
+    dims: tuple[str, ...]
+    coords: tuple[tuple[Any, ...], ...]
+    spec_json: str
+    n_steps: int
+    n_component: int
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Block shape along ``dims``."""
+        return tuple(b - a for a, b in self.region)
+
+    def instances(self, spec: SweepSpec) -> Iterator[tuple[tuple[int, ...], InstanceSettings, int]]:
+        """Yield ``(index within block, settings, replicate)`` in C order."""
+        cache: dict[tuple[int, ...], InstanceSettings] = {}
+        for idx in np.ndindex(*self.shape):
+            outer = idx[:-1]
+            if outer not in cache:
+                values = {
+                    d: self.coords[i][j]
+                    for i, (d, j) in enumerate(zip(self.dims[:-1], outer, strict=True))
+                }
+                cache[outer] = _settings_from_coords(spec, values)
+            yield idx, cache[outer], int(self.coords[-1][idx[-1]])
+
+
+def block_task(spec: SweepSpec, layout: Layout, index: int) -> BlockTask:
+    """The task computing block ``index`` of ``layout``."""
+    region = layout.block_region(index)
+    return BlockTask(
+        index=index,
+        region=tuple((s.start, s.stop) for s in region),
+        dims=layout.dims,
+        coords=tuple(c[s] for c, s in zip(layout.coords, region, strict=True)),
+        spec_json=spec.to_json(),
+        n_steps=layout.n_steps,
+        n_component=layout.n_component,
+    )

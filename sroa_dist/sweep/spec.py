@@ -1,0 +1,715 @@
+"""Sweep specifications: TOML files validated on load into a frozen, pure-data ``SweepSpec``.
+
+A spec says *what* to compute (tensor family, noise, solver, replicates); the grid module turns
+it into axes and blocks, the execution layer says *where and how*. Validation is hand-written
+rather than delegated to pydantic so that every error names the file, the dotted key, what was
+expected, what was received and a hint, without the noise of union-branch error lists.
+
+Grammar (the keys are a contract, see ``docs/sweeps.md``)::
+
+    name, seed, replicates, description
+    [tensor]  n, p, rank, basis, lambdas
+    [noise]   model, sigma | eps | eps_scaled, scale
+    [solver]  method, steps, options, norm_method, norm_options
+    [output]  vectors
+
+Any of ``tensor.n``, ``tensor.p``, ``tensor.rank``, ``noise.model``, ``noise.sigma``,
+``noise.eps``, ``noise.eps_scaled`` and ``solver.method`` given as a list or a range table
+(``{start, stop, step}`` or ``{start, stop, factor}``) becomes an axis of the sweep.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "AXIS_ORDER",
+    "KNOWN_METHODS",
+    "KNOWN_NOISE_MODELS",
+    "SpecError",
+    "SweepSpec",
+    "apply_overrides",
+    "expand_range",
+    "load_spec",
+    "parse_override",
+    "round_sig",
+    "solver_options",
+    "spec_from_dict",
+]
+
+#: Canonical order of sweep dimensions in the result cube (docs/architecture.md).
+AXIS_ORDER: tuple[str, ...] = ("noise", "n", "p", "rank", "method", "sigma", "eps", "eps_scaled")
+
+#: Names used when the numerical core cannot be imported (it is the source of truth otherwise).
+KNOWN_METHODS: tuple[str, ...] = ("power", "sshopm", "sos", "certified")
+KNOWN_NOISE_MODELS: tuple[str, ...] = ("binary", "uniform", "gaussian")
+
+_SIG_DIGITS = 12
+_MAX_AXIS_LEN = 10_000_000
+
+
+class SpecError(ValueError):
+    """A sweep spec (file, ``--set`` override or dict) is invalid.
+
+    The message names the source, the dotted key, and says what was expected, what was received
+    and, where one helps, a hint.
+    """
+
+    def __init__(self, source: str, key: str, expected: str, received: Any, hint: str = ""):
+        self.source, self.key = source, key
+        msg = f"{source}: key '{key}': expected {expected}; received {_show(received)}"
+        if hint:
+            msg += f". Hint: {hint}"
+        super().__init__(msg)
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, str) and value.startswith("<"):
+        return value  # already a description such as "<missing>"
+    return f"{value!r} ({type(value).__name__})"
+
+
+def round_sig(x: float, digits: int = _SIG_DIGITS) -> float:
+    """Round ``x`` to ``digits`` significant digits (0 stays 0).
+
+    Coordinates computed as ``start + step * k`` carry representation noise
+    (0.1 + 0.2 != 0.3); rounding makes them equal to the decimal a person would type, which
+    matters because coordinate values also seed each instance's random stream.
+    """
+    x = float(x)
+    if x == 0.0 or not math.isfinite(x):
+        return x
+    return float(f"{x:.{digits - 1}e}")
+
+
+# --------------------------------------------------------------------------------------------
+# Schema: (kind, default, required). Kinds: "int", "float", "str", "bool", "table",
+# "int_axis", "float_axis", "str_axis", "lambdas", "seed".
+_SCHEMA: dict[str, Any] = {
+    "name": ("str", None, True),
+    "description": ("str", "", False),
+    "seed": ("seed", 0, False),
+    "replicates": ("int", 1, False),
+    "tensor": {
+        "n": ("int_axis", None, True),
+        "p": ("int_axis", 3, False),
+        "rank": ("int_axis", None, False),
+        "basis": ("str", "identity", False),
+        "lambdas": ("lambdas", 1.0, False),
+    },
+    "noise": {
+        "model": ("str_axis", "gaussian", False),
+        "sigma": ("float_axis", None, False),
+        "eps": ("float_axis", None, False),
+        "eps_scaled": ("float_axis", None, False),
+        "scale": ("str", None, False),
+    },
+    "solver": {
+        "method": ("str_axis", "certified", False),
+        "steps": ("int", None, False),
+        "options": ("table", {}, False),
+        "norm_method": ("str", None, False),
+        "norm_options": ("table", {}, False),
+    },
+    "output": {
+        "vectors": ("bool", False, False),
+    },
+}
+
+#: Dotted spec key -> axis (dimension) name, for keys that may be swept.
+AXIS_KEYS: dict[str, str] = {
+    "noise.model": "noise",
+    "tensor.n": "n",
+    "tensor.p": "p",
+    "tensor.rank": "rank",
+    "solver.method": "method",
+    "noise.sigma": "sigma",
+    "noise.eps": "eps",
+    "noise.eps_scaled": "eps_scaled",
+}
+
+_BASES = ("identity", "random")
+_SCALES = ("sigma", "opnorm")
+
+
+def solver_options(data: Mapping[str, Any], method: str, *, norm: bool = False) -> dict[str, Any]:
+    """Keyword options for ``method`` from ``[solver.options]`` (or ``[solver.norm_options]``).
+
+    Plain keys apply to every method; a sub-table named after a method (``[solver.options.
+    certified]``) applies to that method only, so a ``method`` axis can tune each method.
+    ``norm_options`` default to ``options`` when the norm uses the solver's own method.
+    """
+    solver = data["solver"]
+    table = solver["norm_options"] if norm else solver["options"]
+    if norm and not table and _norm_method_is(data, method):
+        table = solver["options"]
+    out = {k: v for k, v in table.items() if not isinstance(v, Mapping)}
+    out.update(table.get(method, {}) if isinstance(table.get(method), Mapping) else {})
+    return out
+
+
+def _norm_method_is(data: Mapping[str, Any], method: str) -> bool:
+    methods = data["solver"]["method"]
+    methods = methods if isinstance(methods, list) else [methods]
+    return method in methods
+
+
+def _valid_options(method: str) -> list[str] | None:
+    """Keyword options the core accepts for ``method`` (None when the core is unavailable)."""
+    try:
+        from sroa_dist.solvers import method_options
+    except ImportError:
+        return None
+    return [*method_options(method), "gap_tol"]
+
+
+def _registry_names() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Method and noise names from the numerical core, or the documented defaults without it."""
+    methods, models = KNOWN_METHODS, KNOWN_NOISE_MODELS
+    try:
+        import sroa_dist as core
+
+        models = tuple(sorted(core.NOISE_MODELS))
+    except (ImportError, AttributeError):
+        pass
+    try:
+        from sroa_dist import solvers
+
+        for attr in ("METHODS", "RANK_ONE_METHODS", "available_methods"):
+            reg = getattr(solvers, attr, None)
+            if reg is not None:
+                methods = tuple(sorted(reg() if callable(reg) else reg))
+                break
+    except ImportError:
+        pass
+    return methods, models
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One possibly swept setting: its values and whether it is an axis (list or range)."""
+
+    key: str
+    values: tuple[Any, ...]
+    swept: bool
+    given: Any  # as written (range tables kept compact for provenance)
+
+    @property
+    def scalar(self) -> Any:
+        """The single value of a non-swept setting."""
+        return self.values[0]
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """A validated, resolved sweep spec (pure data, hashable pieces, JSON round-trip).
+
+    Use :func:`load_spec` or :func:`spec_from_dict` to build one. ``data`` is the resolved
+    spec as a plain dict (defaults filled in, range tables kept as written); ``axes`` maps each
+    possibly swept key to an :class:`Axis`.
+    """
+
+    data: dict[str, Any]
+    source: str = "<dict>"
+    axes: dict[str, Axis] = field(default_factory=dict, compare=False)
+
+    # -- convenient views -------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        """Sweep name (default store: ``results/<name>.zarr``)."""
+        return self.data["name"]
+
+    @property
+    def seed(self) -> int:
+        """Master seed."""
+        return self.data["seed"]
+
+    @property
+    def replicates(self) -> int:
+        """Instances per grid point."""
+        return self.data["replicates"]
+
+    def get(self, dotted: str) -> Any:
+        """Value of a dotted key in the resolved spec."""
+        node: Any = self.data
+        for part in dotted.split("."):
+            node = node[part]
+        return node
+
+    @property
+    def scale(self) -> str:
+        """``"sigma"`` (entries of scale σ) or ``"opnorm"`` (E rescaled to ‖E‖ = eps)."""
+        return self.data["noise"]["scale"]
+
+    @property
+    def noise_level_key(self) -> str:
+        """The noise-level key in use: ``noise.sigma``, ``noise.eps`` or ``noise.eps_scaled``."""
+        noise = self.data["noise"]
+        for k in ("sigma", "eps", "eps_scaled"):
+            if noise.get(k) is not None:
+                return f"noise.{k}"
+        raise AssertionError("validated spec without a noise level")  # pragma: no cover
+
+    def sweep_dims(self) -> list[str]:
+        """Swept dimensions in canonical cube order (without ``replicate`` and ``step``)."""
+        return [AXIS_KEYS[k] for k in self._axis_keys_in_order() if self.axes[k].swept]
+
+    def _axis_keys_in_order(self) -> list[str]:
+        order = {d: i for i, d in enumerate(AXIS_ORDER)}
+        return sorted(self.axes, key=lambda k: order[AXIS_KEYS[k]])
+
+    def to_dict(self) -> dict[str, Any]:
+        """The resolved spec as a JSON-serialisable dict (a deep copy)."""
+        return copy.deepcopy(self.data)
+
+    def to_json(self) -> str:
+        """Canonical JSON text of the resolved spec (sorted keys)."""
+        return json.dumps(self.data, sort_keys=True, separators=(",", ":"))
+
+    def instance_settings(self) -> dict[str, Any]:
+        """Everything that changes an instance's result, except axis *values*.
+
+        Two specs whose ``instance_settings`` agree compute bitwise the same result for every
+        instance they have in common, so a store written by one can be resumed or extended by
+        the other. Axis values are excluded (extending an axis is compatible) but whether a key
+        is swept is included (it changes the cube's dimensions).
+        """
+        d = self.to_dict()
+        d.pop("name", None)
+        d.pop("description", None)
+        d.pop("replicates", None)
+        for key in self.axes:
+            sect, leaf = key.split(".")
+            ax = self.axes[key]
+            d[sect][leaf] = "<axis>" if ax.swept else ax.scalar
+        return d
+
+
+# --------------------------------------------------------------------------------------------
+# Loading
+
+
+def load_spec(path: str | Path, overrides: Sequence[str] | Mapping[str, Any] = ()) -> SweepSpec:
+    """Read, override and validate a TOML sweep spec.
+
+    Parameters
+    ----------
+    path
+        The TOML file.
+    overrides
+        ``KEY=VALUE`` strings as given to ``sroa-dist run --set`` (VALUE is a TOML value; a bare
+        word is taken as a string), or a mapping of dotted keys to Python values.
+
+    Raises
+    ------
+    SpecError
+        Naming the file (or the ``--set`` option), the key and the reason.
+    """
+    path = Path(path)
+    source = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError(source, "<file>", "an existing TOML file", "<missing>") from None
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(source, "<file>", "valid TOML", f"<parse error: {exc}>") from None
+    raw = apply_overrides(raw, overrides, source)
+    return spec_from_dict(raw, source=source)
+
+
+def parse_override(item: str) -> tuple[str, Any]:
+    """Parse one ``KEY=VALUE`` override; VALUE is TOML (a bare word becomes a string)."""
+    if "=" not in item:
+        raise SpecError(
+            "--set", item, "KEY=VALUE", item, "e.g. --set replicates=20 or --set noise.sigma=0.01"
+        )
+    key, value = item.split("=", 1)
+    key, value = key.strip(), value.strip()
+    try:
+        parsed = tomllib.loads(f"v = {value}")["v"]
+    except tomllib.TOMLDecodeError:
+        parsed = value  # bare word such as gaussian or certified
+    return key, parsed
+
+
+def apply_overrides(
+    raw: Mapping[str, Any], overrides: Sequence[str] | Mapping[str, Any], source: str = "<dict>"
+) -> dict[str, Any]:
+    """Return a copy of ``raw`` with dotted-key overrides applied (unknown keys are kept and
+    reported by validation, naming the ``--set`` option)."""
+    out = copy.deepcopy(dict(raw))
+    items = (
+        list(overrides.items())
+        if isinstance(overrides, Mapping)
+        else [parse_override(o) for o in overrides]
+    )
+    for key, value in items:
+        key = key.replace("__", ".")
+        parts = key.split(".")
+        node = out
+        for part in parts[:-1]:
+            nxt = node.setdefault(part, {})
+            if not isinstance(nxt, dict):
+                raise SpecError(
+                    f"{source} (--set)", key, "a key inside a table", f"<{part} is not a table>"
+                )
+            node = nxt
+        node[parts[-1]] = value
+    return out
+
+
+def spec_from_dict(raw: Mapping[str, Any], source: str = "<dict>") -> SweepSpec:
+    """Validate a spec given as a (TOML-like) dict and resolve defaults."""
+    data = _validate_table(raw, _SCHEMA, "", source)
+    methods, models = _registry_names()
+    axes = {}
+    for key in AXIS_KEYS:
+        sect, leaf = key.split(".")
+        given = data[sect][leaf]
+        if given is None:
+            continue
+        kind = _SCHEMA[sect][leaf][0]
+        values, swept = _axis_values(given, kind, key, source)
+        axes[key] = Axis(key, values, swept, given)
+    _check_semantics(data, axes, source, methods, models)
+    return SweepSpec(data=data, source=source, axes=axes)
+
+
+def _validate_table(raw: Any, schema: dict[str, Any], prefix: str, source: str) -> dict[str, Any]:
+    if not isinstance(raw, Mapping):
+        raise SpecError(source, prefix.rstrip(".") or "<root>", "a table", raw)
+    unknown = sorted(set(raw) - set(schema))
+    if unknown:
+        raise SpecError(
+            source,
+            prefix + unknown[0],
+            f"one of {sorted(schema)}" + (f" in [{prefix.rstrip('.')}]" if prefix else ""),
+            "<unknown key>",
+            "check the spelling; see docs/sweeps.md for the key reference",
+        )
+    out: dict[str, Any] = {}
+    for key, sub in schema.items():
+        dotted = prefix + key
+        if isinstance(sub, dict):
+            out[key] = _validate_table(raw.get(key, {}), sub, dotted + ".", source)
+            continue
+        kind, default, required = sub
+        if raw.get(key) is None:  # absent (TOML has no null; None comes from JSON round trips)
+            if required:
+                raise SpecError(source, dotted, f"a value ({kind})", "<missing>")
+            out[key] = copy.deepcopy(default)
+            continue
+        out[key] = _check_kind(raw[key], kind, dotted, source)
+    return out
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_num(v: Any) -> bool:
+    return (_is_int(v) or isinstance(v, float)) and math.isfinite(v)
+
+
+def _check_kind(v: Any, kind: str, key: str, source: str) -> Any:
+    """Type-check one value; returns it normalised (floats as float, tables as dicts)."""
+    if kind == "str":
+        if not isinstance(v, str):
+            raise SpecError(source, key, "a string", v)
+        return v
+    if kind == "bool":
+        if not isinstance(v, bool):
+            raise SpecError(source, key, "true or false", v)
+        return v
+    if kind == "table":
+        if not isinstance(v, Mapping):
+            raise SpecError(source, key, "a table of keyword options", v)
+        return dict(v)
+    if kind in ("int", "seed"):
+        if not _is_int(v):
+            raise SpecError(source, key, "an integer", v)
+        if kind == "seed" and not 0 <= v < 2**128:
+            raise SpecError(source, key, "a non-negative integer", v)
+        return v
+    if kind == "lambdas":
+        if _is_num(v):
+            return float(v)
+        if isinstance(v, list):
+            if not v or not all(_is_num(x) for x in v):
+                raise SpecError(source, key, "a non-empty list of numbers", v)
+            return [float(x) for x in v]
+        if isinstance(v, Mapping):
+            if v.get("dist") != "uniform" or set(v) != {"dist", "low", "high"}:
+                raise SpecError(
+                    source,
+                    key,
+                    '{dist = "uniform", low = L, high = H}',
+                    dict(v),
+                    "only the uniform distribution is supported",
+                )
+            lo, hi = v["low"], v["high"]
+            if not (_is_num(lo) and _is_num(hi)) or lo > hi:
+                raise SpecError(source, key, "numbers with low <= high", dict(v))
+            return {"dist": "uniform", "low": float(lo), "high": float(hi)}
+        raise SpecError(source, key, "a number, a list of r numbers or a distribution table", v)
+    # axes: scalar, list or range table
+    elem = kind.split("_")[0]
+    if isinstance(v, Mapping):
+        return _check_range_table(v, elem, key, source)
+    if isinstance(v, list):
+        if not v:
+            raise SpecError(source, key, "a non-empty list", v, "an axis needs at least one value")
+        return [_check_scalar(x, elem, key, source) for x in v]
+    return _check_scalar(v, elem, key, source)
+
+
+def _check_scalar(x: Any, elem: str, key: str, source: str) -> Any:
+    if elem == "int":
+        if not _is_int(x):
+            raise SpecError(source, key, "an integer (or a list / range table of integers)", x)
+        return x
+    if elem == "float":
+        if not _is_num(x):
+            raise SpecError(source, key, "a finite number (or a list / range table)", x)
+        return float(x)
+    if not isinstance(x, str):
+        raise SpecError(source, key, "a string (or a list of strings)", x)
+    return x
+
+
+def _check_range_table(v: Mapping[str, Any], elem: str, key: str, source: str) -> dict[str, Any]:
+    if elem == "str":
+        raise SpecError(source, key, "a string or a list of strings", dict(v))
+    allowed = {"start", "stop", "step", "factor"}
+    extra = sorted(set(v) - allowed)
+    if extra:
+        raise SpecError(
+            source, f"{key}.{extra[0]}", "one of start, stop, step, factor", "<unknown key>"
+        )
+    if "start" not in v or "stop" not in v or (("step" in v) == ("factor" in v)):
+        raise SpecError(
+            source, key, "a range table {start, stop, step} or {start, stop, factor}", dict(v)
+        )
+    out = {}
+    for k in ("start", "stop", "step", "factor"):
+        if k in v:
+            num = v[k]
+            ok = _is_int(num) if (elem == "int" and k != "factor") else _is_num(num)
+            if not ok:
+                want = "an integer" if elem == "int" and k != "factor" else "a finite number"
+                raise SpecError(source, f"{key}.{k}", want, num)
+            out[k] = num if elem == "int" and k != "factor" else float(num)
+    if out["stop"] < out["start"]:
+        raise SpecError(
+            source, key, "a range with stop >= start", dict(v), "ranges must be increasing"
+        )
+    if "step" in out and out["step"] <= 0:
+        raise SpecError(
+            source, f"{key}.step", "a positive step", out["step"], "ranges must be increasing"
+        )
+    if "factor" in out and (out["factor"] <= 1 or out["start"] <= 0):
+        raise SpecError(
+            source,
+            f"{key}.factor",
+            "factor > 1 with start > 0",
+            dict(v),
+            "geometric ranges must grow",
+        )
+    return out
+
+
+def expand_range(table: Mapping[str, Any], integer: bool = False) -> tuple[Any, ...]:
+    """Values of a range table.
+
+    ``{start, stop, step}`` gives ``start + step * arange(k)`` with
+    ``k = floor((stop - start) / step + 1e-9) + 1``; ``{start, stop, factor}`` gives
+    ``start * factor**arange(k)`` up to ``stop``. Floats are rounded to 12 significant digits so
+    that ``{start = 0.0001, stop = 0.2, step = 0.0001}`` gives exactly 2000 values, the last 0.2.
+    Integer ranges give integers (geometric ones rounded to the nearest integer, deduplicated).
+    """
+    start, stop = table["start"], table["stop"]
+    if "step" in table:
+        step = table["step"]
+        k = math.floor((stop - start) / step + 1e-9) + 1
+        if k > _MAX_AXIS_LEN:
+            raise ValueError(f"range {dict(table)} has {k} values (more than {_MAX_AXIS_LEN})")
+        raw = start + step * np.arange(k, dtype=np.float64)
+    else:
+        factor = table["factor"]
+        k = math.floor(math.log(stop / start) / math.log(factor) + 1e-9) + 1
+        raw = start * factor ** np.arange(k, dtype=np.float64)
+    if integer:
+        vals = [int(round(x)) for x in raw]
+        return tuple(dict.fromkeys(vals))
+    return tuple(round_sig(x) for x in raw)
+
+
+def _axis_values(given: Any, kind: str, key: str, source: str) -> tuple[tuple[Any, ...], bool]:
+    integer = kind == "int_axis"
+    if isinstance(given, Mapping):
+        values = expand_range(given, integer=integer)
+    elif isinstance(given, list):
+        values = tuple(round_sig(x) if kind == "float_axis" else x for x in given)
+    else:
+        return ((round_sig(given) if kind == "float_axis" else given),), False
+    if len(set(values)) != len(values):
+        dup = next(x for x in values if values.count(x) > 1)
+        raise SpecError(
+            source,
+            key,
+            "distinct values",
+            given,
+            f"{dup!r} appears twice; coordinates must be unique",
+        )
+    return values, True
+
+
+def _check_semantics(
+    data: dict[str, Any],
+    axes: dict[str, Axis],
+    source: str,
+    methods: Sequence[str],
+    models: Sequence[str],
+) -> None:
+    """Cross-key rules: p >= 3, rank <= n, registry names, one noise level, steps <= rank."""
+    if data["replicates"] < 1:
+        raise SpecError(source, "replicates", "an integer >= 1", data["replicates"])
+    ns, ps = axes["tensor.n"].values, axes["tensor.p"].values
+    if min(ns) < 2:
+        raise SpecError(source, "tensor.n", "dimensions n >= 2", min(ns))
+    if min(ps) < 3:
+        raise SpecError(
+            source,
+            "tensor.p",
+            "tensor order p >= 3",
+            min(ps),
+            "p = 2 is the matrix case (use an eigendecomposition); SROA theory needs p >= 3",
+        )
+    if "tensor.rank" in axes:
+        ranks = axes["tensor.rank"].values
+        if min(ranks) < 1:
+            raise SpecError(source, "tensor.rank", "rank >= 1", min(ranks))
+        if max(ranks) > min(ns):
+            raise SpecError(
+                source,
+                "tensor.rank",
+                f"rank <= n (smallest n is {min(ns)})",
+                max(ranks),
+                "an orthogonal decomposition has at most n components",
+            )
+    basis = data["tensor"]["basis"]
+    if basis not in _BASES:
+        raise SpecError(source, "tensor.basis", f"one of {list(_BASES)}", basis)
+    lambdas = data["tensor"]["lambdas"]
+    if isinstance(lambdas, list):
+        rank_ax = axes.get("tensor.rank")
+        ranks = rank_ax.values if rank_ax else ns
+        if len(ranks) != 1 or ranks[0] != len(lambdas):
+            raise SpecError(
+                source,
+                "tensor.lambdas",
+                f"a list of rank = {list(ranks)} values",
+                lambdas,
+                "a list of lambdas needs a single rank (or n) of the same length",
+            )
+    for m in axes["noise.model"].values:
+        if m not in models:
+            raise SpecError(
+                source, "noise.model", f"one of {sorted(models)}", m, "unknown noise model"
+            )
+    for m in axes["solver.method"].values:
+        if m not in methods:
+            raise SpecError(
+                source, "solver.method", f"one of {sorted(methods)}", m, "unknown method"
+            )
+    nm = data["solver"]["norm_method"]
+    if nm is not None and nm not in methods:
+        raise SpecError(
+            source, "solver.norm_method", f"one of {sorted(methods)}", nm, "unknown method"
+        )
+    levels = [k for k in ("sigma", "eps", "eps_scaled") if f"noise.{k}" in axes]
+    if len(levels) != 1:
+        raise SpecError(
+            source,
+            "noise",
+            "exactly one of sigma, eps, eps_scaled",
+            levels or "<none>",
+            "sigma sets the entry scale; eps / eps_scaled set the operator norm of E",
+        )
+    level = levels[0]
+    scale = data["noise"]["scale"]
+    inferred = "sigma" if level == "sigma" else "opnorm"
+    if scale is None:
+        data["noise"]["scale"] = scale = inferred
+    if scale not in _SCALES:
+        raise SpecError(source, "noise.scale", f"one of {list(_SCALES)}", scale)
+    if scale != inferred:
+        raise SpecError(
+            source,
+            "noise.scale",
+            f'"{inferred}" with noise.{level}',
+            scale,
+            'scale = "sigma" goes with noise.sigma; scale = "opnorm" with noise.eps or eps_scaled',
+        )
+    if min(axes[f"noise.{level}"].values) < 0:
+        raise SpecError(
+            source, f"noise.{level}", "non-negative values", min(axes[f"noise.{level}"].values)
+        )
+    for table_key in ("options", "norm_options"):
+        table = data["solver"][table_key]
+        for sub, val in table.items():
+            if isinstance(val, Mapping) and sub not in methods:
+                raise SpecError(
+                    source,
+                    f"solver.{table_key}.{sub}",
+                    f"a method sub-table (one of {sorted(methods)})",
+                    "<unknown method>",
+                )
+    norm_methods = set()
+    for m in axes["solver.method"].values:
+        for n in ns:
+            for p in ps:
+                norm_methods.add(_resolve_norm(m, n, p, nm))
+    checks = [("options", m, False) for m in axes["solver.method"].values]
+    checks += [("norm_options", m, True) for m in sorted(norm_methods)]
+    for table_key, m, norm in checks:
+        valid = _valid_options(m)
+        if valid is None:
+            continue
+        unknown = sorted(set(solver_options(data, m, norm=norm)) - set(valid))
+        if unknown:
+            raise SpecError(
+                source,
+                f"solver.{table_key}.{unknown[0]}",
+                f"an option of method '{m}': {valid}",
+                "<unknown option>",
+                f"put method-specific options in [solver.{table_key}.{m}]",
+            )
+    steps = data["solver"]["steps"]
+    if steps is not None:
+        min_rank = min(axes["tensor.rank"].values) if "tensor.rank" in axes else min(ns)
+        if not 1 <= steps <= min_rank:
+            raise SpecError(
+                source,
+                "solver.steps",
+                f"1 <= steps <= rank (smallest rank is {min_rank})",
+                steps,
+                "SROA extracts one component per step; omit steps to run all rank steps",
+            )
+
+
+def _resolve_norm(method: str, n: int, p: int, norm_method: str | None) -> str:
+    from .grid import resolve_norm_method  # grid imports spec; resolve lazily
+
+    return resolve_norm_method(method, n, p, norm_method)

@@ -1,0 +1,559 @@
+"""Result-cube storage: the only module that imports zarr.
+
+One zarr (v3) store per sweep, local path or fsspec URL. Write pattern (xarray's documented
+one for distributed writers): the client writes a template with ``compute=False`` (metadata and
+coordinates only), then every task writes its own block with a chunk-aligned region write and
+finally flips its element of the ``done`` mask. Blocks *are* chunks, so no two writers ever
+share a chunk (concurrent writes into a shared chunk silently lose data); :func:`write_block`
+checks the alignment against the store's real chunks and refuses anything else.
+
+Completion is never inferred from chunk files (zarr 3 skips chunks equal to the fill value):
+only ``done`` says a block is finished, and it is written after the block's data, so a kill at
+any moment leaves either a finished block or one that will be recomputed (writes are
+idempotent: a recomputed block has the same bits).
+
+Extending an axis (more σ values, more replicates) re-templates the store into a new layout
+and copies every new block whose instances were all finished in the old store, matching them
+by coordinate *label*; see :func:`prepare_store`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import subprocess
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import xarray as xr
+import zarr
+
+from .grid import Layout
+from .spec import AXIS_KEYS, SweepSpec, spec_from_dict
+from .worker import V_HAT_ATTRS, VARIABLES, BlockResult
+
+__all__ = [
+    "PreparedStore",
+    "StoreIncompatibleError",
+    "StoreStatus",
+    "mark_failed",
+    "open_results",
+    "prepare_store",
+    "read_done",
+    "store_status",
+    "write_block",
+]
+
+_BOOKKEEPING = ("done", "done_time", "failed")
+_DIM_ATTRS = {
+    "noise": {"long_name": "noise model of E's entries (paper Section 2.3)", "units": "1"},
+    "n": {"long_name": "tensor dimension n", "units": "1"},
+    "p": {"long_name": "tensor order p", "units": "1"},
+    "rank": {"long_name": "number of SOD components r", "units": "1"},
+    "method": {"long_name": "rank-one solver method", "units": "1"},
+    "sigma": {"long_name": "entry scale sigma of the noise", "units": "1"},
+    "eps": {"long_name": "operator norm ||E|| the noise was scaled to", "units": "1"},
+    "eps_scaled": {
+        "long_name": "eps * n^(1/(p-1)) / lambda_min (Theorem 3.1 scale); absolute ||E|| in eps",
+        "units": "1",
+    },
+    "replicate": {"long_name": "instance index at a grid point (0-based)", "units": "1"},
+    "step": {"long_name": "SROA iteration j (1-based)", "units": "1"},
+    "component": {"long_name": "coordinate index of v_hat_j", "units": "1"},
+    "block": {"long_name": "block (task) index, C order over the chunk grid", "units": "1"},
+}
+
+
+class StoreIncompatibleError(ValueError):
+    """The store holds results of a spec that computes different instances."""
+
+
+@dataclass(frozen=True)
+class PreparedStore:
+    """Outcome of :func:`prepare_store`: the layout in force and how the store was obtained."""
+
+    url: str
+    layout: Layout
+    action: str  # "created", "resumed" or "extended"
+    reused_blocks: int = 0
+
+
+@dataclass(frozen=True)
+class StoreStatus:
+    """Progress of a store: blocks done / failed (failed = last attempt raised, not done)."""
+
+    n_blocks: int
+    n_done: int
+    n_instances: int
+    n_instances_done: int
+    failed: dict[int, str]
+
+    @property
+    def done_fraction(self) -> float:
+        """Fraction of instances finished."""
+        return self.n_instances_done / self.n_instances if self.n_instances else 1.0
+
+
+# --------------------------------------------------------------------------------------------
+# Helpers
+
+
+def _exists(url: str, storage_options: Mapping[str, Any] | None) -> bool:
+    try:
+        zarr.open_group(url, mode="r", storage_options=_so(url, storage_options))
+    except (FileNotFoundError, zarr.errors.GroupNotFoundError, KeyError):
+        return False
+    return True
+
+
+def _so(url: str, storage_options: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """storage_options only for URLs (zarr refuses them for local paths)."""
+    return dict(storage_options or {}) if "://" in str(url) else None
+
+
+def _fs(url: str, storage_options: Mapping[str, Any] | None):
+    import fsspec.core
+
+    fs, path = fsspec.core.url_to_fs(str(url), **(storage_options or {}))
+    return fs, path
+
+
+def software_versions() -> dict[str, str]:
+    """Versions of the packages that determine results."""
+    import dask
+    import distributed
+    import scipy
+
+    import sroa_dist
+
+    return {
+        "sroa_dist_version": getattr(sroa_dist, "__version__", "unknown"),
+        "numpy_version": np.__version__,
+        "scipy_version": scipy.__version__,
+        "dask_version": dask.__version__,
+        "distributed_version": distributed.__version__,
+        "zarr_version": zarr.__version__,
+        "xarray_version": xr.__version__,
+    }
+
+
+def git_commit() -> str:
+    """``git describe --always --dirty`` of the package source, or ``"unknown"``."""
+    here = Path(__file__).resolve().parent
+    try:
+        out = subprocess.run(
+            ["git", "describe", "--always", "--dirty", "--abbrev=40"],
+            cwd=here,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return out.stdout.strip() or "unknown"
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+
+
+def _coord_array(dim: str, values: Sequence[Any]) -> np.ndarray:
+    if dim in ("noise", "method"):
+        return np.array(list(values), dtype=object)  # stored as zarr v3 vlen string
+    if dim in ("sigma", "eps", "eps_scaled"):
+        return np.asarray(values, dtype=np.float64)
+    return np.asarray(values, dtype=np.int64)
+
+
+# --------------------------------------------------------------------------------------------
+# Template
+
+
+def _template(spec: SweepSpec, layout: Layout, history: str) -> tuple[xr.Dataset, dict]:
+    import dask.array as da
+
+    vectors = bool(spec.data["output"]["vectors"])
+    dims = layout.dims
+    coords: dict[str, Any] = {
+        d: (d, _coord_array(d, c)) for d, c in zip(dims, layout.coords, strict=True)
+    }
+    coords["step"] = ("step", np.arange(1, layout.n_steps + 1, dtype=np.int64))
+    coords["block"] = ("block", np.arange(layout.n_blocks, dtype=np.int64))
+    if vectors:
+        coords["component"] = ("component", np.arange(layout.n_component, dtype=np.int64))
+    data_vars: dict[str, Any] = {}
+    encoding: dict[str, dict[str, Any]] = {}
+    specs = dict(VARIABLES)
+    if vectors:
+        specs["v_hat"] = (True, "f8", np.nan, V_HAT_ATTRS)
+    eps_is_dim = "eps" in dims
+    for name, (per_step, dtype, fill, attrs) in specs.items():
+        if name == "eps" and eps_is_dim:
+            continue  # the coordinate is ||E|| (E scaled to it); the bracket stays a variable
+        vdims = dims + (("step",) if per_step else ())
+        chunks = layout.chunks + ((layout.n_steps,) if per_step else ())
+        if name == "v_hat":
+            vdims, chunks = vdims + ("component",), chunks + (layout.n_component,)
+        shape = layout.shape + ((layout.n_steps,) if per_step else ())
+        if name == "v_hat":
+            shape += (layout.n_component,)
+        arr = da.full(shape, fill, dtype=dtype, chunks=chunks)
+        data_vars[name] = (vdims, arr, dict(attrs))
+        encoding[name] = {"chunks": chunks, "fill_value": fill}
+    # Bookkeeping: one chunk per block, so each task writes only its own element.
+    n_blocks = layout.n_blocks
+    data_vars["done"] = (
+        ("block",),
+        da.zeros(n_blocks, dtype=bool, chunks=1),
+        {"long_name": "block finished and its data written", "units": "1"},
+    )
+    data_vars["done_time"] = (
+        ("block",),
+        da.full(n_blocks, np.nan, chunks=1),
+        {"long_name": "when the block's data was written (POSIX time)", "units": "s"},
+    )
+    data_vars["failed"] = (
+        ("block",),
+        da.zeros(n_blocks, dtype=bool, chunks=1),
+        {
+            "long_name": "last attempt at the block raised (see attrs of this variable)",
+            "units": "1",
+        },
+    )
+    encoding["done"] = {"chunks": (1,), "fill_value": False}
+    encoding["done_time"] = {"chunks": (1,), "fill_value": np.nan}
+    encoding["failed"] = {"chunks": (1,), "fill_value": False}
+    ds = xr.Dataset(data_vars, coords=coords)
+    for d in ds.dims:
+        if d in ds.coords:
+            ds[d].attrs.update(_DIM_ATTRS.get(d, {}))
+    scalars = {
+        f"setting_{AXIS_KEYS[k].replace('noise', 'noise_model')}": ax.scalar
+        for k, ax in spec.axes.items()
+        if not ax.swept
+    }
+    ds.attrs.update(
+        {
+            "title": f"sroa-dist sweep '{spec.name}'",
+            "description": spec.data.get("description", ""),
+            "source": "sroa-dist (certified SROA of nearly SOD tensors), Monte Carlo sweep",
+            "sweep_name": spec.name,
+            "spec": spec.to_json(),
+            "spec_source": spec.source,
+            "block_shape": json.dumps(dict(zip(layout.dims, layout.chunks, strict=True))),
+            **{k: (v if not isinstance(v, bool) else int(v)) for k, v in scalars.items()},
+            "setting_basis": spec.data["tensor"]["basis"],
+            "setting_lambdas": json.dumps(spec.data["tensor"]["lambdas"]),
+            "setting_noise_scale": spec.scale,
+            "git_commit": git_commit(),
+            **software_versions(),
+            "created": _now(),
+            "history": history,
+        }
+    )
+    return ds, encoding
+
+
+# --------------------------------------------------------------------------------------------
+# Create / resume / extend
+
+
+def _stored_spec_and_layout(url: str, so: Mapping[str, Any] | None) -> tuple[SweepSpec, Layout]:
+    ds = xr.open_zarr(url, consolidated=False, storage_options=_so(url, so))
+    spec = spec_from_dict(json.loads(ds.attrs["spec"]), source=f"{url} (stored spec)")
+    dims = tuple(d for d in ds["lam_hat"].dims if d != "step")
+    coords = tuple(tuple(ds[d].values.tolist()) for d in dims)
+    chunks = tuple(int(c) for c in ds["lam_hat"].encoding["chunks"][: len(dims)])
+    n_component = int(ds.sizes.get("component", 0)) or max(spec.axes["tensor.n"].values)
+    layout = Layout(dims, coords, chunks, int(ds.sizes["step"]), n_component)
+    return spec, layout
+
+
+def _incompatibility(old: SweepSpec, new: SweepSpec) -> str | None:
+    a, b = old.instance_settings(), new.instance_settings()
+    if a == b:
+        return None
+    diffs = []
+    for sect in sorted(set(a) | set(b)):
+        va, vb = a.get(sect), b.get(sect)
+        if isinstance(va, dict) and isinstance(vb, dict):
+            diffs += [
+                f"{sect}.{k}: {va.get(k)!r} -> {vb.get(k)!r}"
+                for k in sorted(set(va) | set(vb))
+                if va.get(k) != vb.get(k)
+            ]
+        elif va != vb:
+            diffs.append(f"{sect}: {va!r} -> {vb!r}")
+    return "; ".join(diffs)
+
+
+def prepare_store(
+    url: str,
+    spec: SweepSpec,
+    layout: Layout,
+    *,
+    overwrite: bool = False,
+    history: str = "",
+    storage_options: Mapping[str, Any] | None = None,
+) -> PreparedStore:
+    """Create the store, or check that an existing one can be resumed or extended.
+
+    * absent (or ``overwrite``): write the template for ``layout``;
+    * same instance settings and the same axes: resume, keeping the stored block shape
+      (``layout``'s block shape is ignored, with a warning if it differs);
+    * same instance settings and every axis a superset of the stored one (same dims): extend —
+      a template for the new grid (with the stored block shape) is written beside the store,
+      every new block whose instances were all finished is copied over by coordinate label and
+      marked done, and the new store replaces the old one;
+    * anything else: :class:`StoreIncompatibleError` naming the differences.
+
+    A history line is appended to the dataset attrs in every case.
+    """
+    url = str(url)
+    _recover_interrupted_swap(url, storage_options)
+    if overwrite or not _exists(url, storage_options):
+        _write_template(url, spec, layout, history, storage_options)
+        return PreparedStore(url, layout, "created")
+    old_spec, old_layout = _stored_spec_and_layout(url, storage_options)
+    why = _incompatibility(old_spec, spec)
+    if why is None and old_layout.dims != layout.dims:
+        why = f"dims {old_layout.dims} -> {layout.dims}"
+    if why is not None:
+        raise StoreIncompatibleError(
+            f"store {url}: expected results of a compatible spec (same instance settings and "
+            f"dims; axes may only grow); received a spec that differs in: {why}. Hint: use "
+            "--overwrite to discard the stored results, or another --store"
+        )
+    same_axes = old_layout.coords == layout.coords
+    if same_axes:
+        if layout.chunks != old_layout.chunks:
+            warnings.warn(
+                f"store {url}: keeping its block shape {old_layout.chunks} (requested "
+                f"{layout.chunks}); blocks are fixed when a store is created",
+                stacklevel=2,
+            )
+        _append_history(url, history, storage_options, spec)
+        return PreparedStore(url, old_layout, "resumed")
+    for dim, old_c, new_c in zip(layout.dims, old_layout.coords, layout.coords, strict=True):
+        missing = set(old_c) - set(new_c)
+        if missing:
+            raise StoreIncompatibleError(
+                f"store {url}: axis '{dim}' expected to contain the stored values (axes may only "
+                f"grow); received a spec without {sorted(missing)[:5]}. Hint: use --overwrite or "
+                "another --store"
+            )
+    chunks = tuple(min(c, s) for c, s in zip(old_layout.chunks, layout.shape, strict=True))
+    new_layout = Layout(layout.dims, layout.coords, chunks, layout.n_steps, layout.n_component)
+    reused = _extend(url, spec, old_layout, new_layout, history, storage_options)
+    return PreparedStore(url, new_layout, "extended", reused)
+
+
+def _write_template(url, spec, layout, history, so) -> None:
+    ds, encoding = _template(spec, layout, history)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*[Cc]onsolidated metadata.*")
+        ds.to_zarr(
+            url,
+            mode="w",
+            compute=False,
+            encoding=encoding,
+            consolidated=False,
+            storage_options=_so(url, so),
+            zarr_format=3,
+        )
+
+
+def _append_history(url: str, line: str, so, spec: SweepSpec | None = None) -> None:
+    g = zarr.open_group(url, mode="r+", storage_options=_so(url, so))
+    hist = str(g.attrs.get("history", ""))
+    update = {"history": (hist + "\n" + line).strip() if line else hist}
+    if spec is not None:
+        update["spec_source"] = spec.source
+    g.attrs.update(update)
+
+
+def _recover_interrupted_swap(url: str, so) -> None:
+    """Finish or undo an extension interrupted by a kill (see :func:`_extend`)."""
+    fs, path = _fs(url, so)
+    nxt, old = path + ".next", path + ".old"
+    if fs.exists(old):
+        if not fs.exists(path):
+            fs.mv(nxt, path, recursive=True)  # .next was complete: the swap had started
+        fs.rm(old, recursive=True)
+    if fs.exists(nxt):
+        fs.rm(nxt, recursive=True)  # an unfinished copy: redo it
+
+
+def _extend(url, spec, old_layout: Layout, new_layout: Layout, history, so) -> int:
+    """Copy finished blocks into a new template at ``url + '.next'`` and swap it in."""
+    fs, path = _fs(url, so)
+    nxt_url = str(url) + ".next"
+    _write_template(nxt_url, spec, new_layout, "", so)
+    old = xr.open_zarr(url, consolidated=False, storage_options=_so(url, so))
+    g_old = zarr.open_group(url, mode="r", storage_options=_so(url, so))
+    g_new = zarr.open_group(nxt_url, mode="r+", storage_options=_so(nxt_url, so))
+    g_new.attrs.update(
+        {
+            "history": (str(g_old.attrs.get("history", "")) + "\n" + history).strip(),
+            "created": g_old.attrs.get("created", _now()),
+        }
+    )
+    # Instance-level "finished" mask of the old store.
+    done_old = np.asarray(g_old["done"][:], dtype=bool)
+    finished = np.zeros(old_layout.shape, dtype=bool)
+    for b in np.flatnonzero(done_old):
+        finished[old_layout.block_region(int(b))] = True
+    index_maps = [{v: i for i, v in enumerate(c)} for c in old_layout.coords]
+    names = [v for v in old.data_vars if v not in _BOOKKEEPING]
+    reused = 0
+    done_time_old = np.asarray(g_old["done_time"][:], dtype=float)
+    for b in range(new_layout.n_blocks):
+        region = new_layout.block_region(b)
+        idx = []
+        for m, c, sl in zip(index_maps, new_layout.coords, region, strict=True):
+            pos = [m.get(v, -1) for v in c[sl]]
+            idx.append(np.asarray(pos))
+        if any((i < 0).any() for i in idx) or not finished[np.ix_(*idx)].all():
+            continue
+        block = old[names].isel({d: i for d, i in zip(new_layout.dims, idx, strict=True)})
+        block = block.drop_vars(list(block.coords)).load()
+        write_block(nxt_url, b, _as_result(b, block), storage_options=so, mark_done=False)
+        # Keep when the data was computed (evidence that it was reused, not recomputed): the
+        # time of the old block holding the new block's first instance.
+        first = tuple(int(i[0]) // c for i, c in zip(idx, old_layout.chunks, strict=True))
+        g_new["done_time"][b] = done_time_old[np.ravel_multi_index(first, old_layout.block_grid)]
+        g_new["done"][b] = True
+        reused += 1
+    # Swap: store -> .old, .next -> store, drop .old (each step recoverable on restart).
+    fs.mv(path, path + ".old", recursive=True)
+    fs.mv(path + ".next", path, recursive=True)
+    fs.rm(path + ".old", recursive=True)
+    return reused
+
+
+def _as_result(index: int, block: xr.Dataset) -> BlockResult:
+    return BlockResult(index, {k: block[k].values for k in block.data_vars}, 0.0, 0.0, 0)
+
+
+# --------------------------------------------------------------------------------------------
+# Task-side writes
+
+
+def _check_aligned(name: str, arr: Any, region: Sequence[slice]) -> None:
+    for axis, (sl, c, s) in enumerate(zip(region, arr.chunks, arr.shape, strict=False)):
+        start, stop = sl.start, sl.stop
+        if start % c or (stop % c and stop != s) or not 0 <= start < stop <= s:
+            raise ValueError(
+                f"write into '{name}' axis {axis}: expected a region of whole chunks (chunk "
+                f"size {c}, length {s}); received [{start}, {stop}). Hint: concurrent writes into "
+                "a shared zarr chunk silently lose data, so blocks must equal chunks"
+            )
+
+
+def write_block(
+    url: str,
+    index: int,
+    result: BlockResult,
+    *,
+    region: Sequence[slice] | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+    mark_done: bool = True,
+) -> None:
+    """Write one block's arrays into its region, then mark the block done.
+
+    ``region`` defaults to block ``index`` of the store's own chunk grid. The region is checked
+    against the real zarr chunks of every variable written: a region that does not cover whole
+    chunks raises ``ValueError`` (nothing is written).
+    """
+    so = _so(url, storage_options)
+    g = zarr.open_group(url, mode="r+", storage_options=so)
+    ref = g["lam_hat"]
+    dims = tuple(ref.metadata.dimension_names)[:-1]
+    if region is None:
+        grid = tuple(-(-s // c) for s, c in zip(ref.shape[:-1], ref.chunks[:-1], strict=True))
+        multi = np.unravel_index(index, grid)
+        region = tuple(
+            slice(int(m) * c, min((int(m) + 1) * c, s))
+            for m, c, s in zip(multi, ref.chunks[:-1], ref.shape[:-1], strict=True)
+        )
+    region = tuple(region)
+    data_vars = {}
+    for name, arr in result.data.items():
+        if name in dims or name not in g:
+            continue  # 'eps' is the coordinate when eps is an axis
+        _check_aligned(name, g[name], region)
+        vdims = tuple(g[name].metadata.dimension_names)
+        data_vars[name] = (vdims, arr)
+    ds = xr.Dataset(data_vars)
+    ds.to_zarr(
+        url,
+        region=dict(zip(dims, region, strict=True)),
+        mode="r+",
+        consolidated=False,
+        storage_options=so,
+    )
+    if mark_done:
+        g["done_time"][index] = _dt.datetime.now(_dt.UTC).timestamp()
+        g["done"][index] = True
+
+
+def mark_failed(url: str, failures: Mapping[int, str], storage_options=None) -> None:
+    """Record failed blocks (client only: one writer for the attrs)."""
+    g = zarr.open_group(url, mode="r+", storage_options=_so(url, storage_options))
+    arr = g["failed"]
+    msgs = dict(arr.attrs.get("messages", {}))
+    for i, msg in failures.items():
+        arr[int(i)] = True
+        msgs[str(int(i))] = str(msg)[:2000]
+    arr.attrs["messages"] = msgs
+
+
+def clear_failed(url: str, storage_options=None) -> None:
+    """Forget recorded failures before a new attempt."""
+    g = zarr.open_group(url, mode="r+", storage_options=_so(url, storage_options))
+    if g["failed"].attrs.get("messages"):
+        g["failed"][:] = False
+        g["failed"].attrs["messages"] = {}
+
+
+def read_done(url: str, storage_options=None) -> np.ndarray:
+    """The ``done`` mask (one bool per block)."""
+    g = zarr.open_group(url, mode="r", storage_options=_so(url, storage_options))
+    return np.asarray(g["done"][:], dtype=bool)
+
+
+def store_status(url: str, storage_options=None) -> StoreStatus:
+    """Blocks and instances done, failed blocks with their messages."""
+    _, layout = _stored_spec_and_layout(str(url), storage_options)
+    g = zarr.open_group(url, mode="r", storage_options=_so(url, storage_options))
+    done = np.asarray(g["done"][:], dtype=bool)
+    failed_mask = np.asarray(g["failed"][:], dtype=bool) & ~done
+    msgs = g["failed"].attrs.get("messages", {})
+    failed = {int(i): msgs.get(str(int(i)), "") for i in np.flatnonzero(failed_mask)}
+    n_inst_done = sum(layout.block_size(int(b)) for b in np.flatnonzero(done))
+    return StoreStatus(layout.n_blocks, int(done.sum()), layout.n_instances, n_inst_done, failed)
+
+
+def store_layout(url: str, storage_options=None) -> tuple[SweepSpec, Layout]:
+    """The spec and layout a store was written with."""
+    return _stored_spec_and_layout(str(url), storage_options)
+
+
+def open_results(store: str | Path, storage_options: Mapping[str, Any] | None = None) -> xr.Dataset:
+    """Open a result cube lazily (dask-backed) for analysis.
+
+    Instances of unfinished blocks read as NaN (False for booleans); ``done`` tells which
+    blocks are finished.
+    """
+    url = str(store)
+    if not _exists(url, storage_options):
+        raise FileNotFoundError(
+            f"store: expected a sroa-dist result store; received {url!r}, which does not exist. "
+            "Hint: run `sroa-dist run SPEC --store ...` first"
+        )
+    return xr.open_zarr(url, consolidated=False, storage_options=_so(url, storage_options))
