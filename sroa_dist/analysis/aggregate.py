@@ -1,0 +1,363 @@
+"""Lazy, xarray-native aggregation of result cubes: per-step statistics, bound checks, success."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from ._cube import (
+    CATEGORICAL_AXES,
+    REPLICATE,
+    STEP,
+    as_tuple,
+    require,
+    require_dim,
+    step_one,
+    sweep_axes,
+    theorem_bounds,
+)
+
+#: Success criteria understood by :func:`success`.
+CRITERIA = ("radius", "theorem")
+#: Theorems whose bounds :func:`violation_mask` checks.
+THEOREMS = ("2.2", "3.1")
+DEFAULT_RADIUS = 0.3
+
+
+def step_stats(
+    ds: xr.Dataset,
+    variables: Sequence[str] = ("lam_err", "vec_err"),
+    *,
+    dim: str | Sequence[str] = REPLICATE,
+    quantiles: Sequence[float] = (0.05, 0.5, 0.95),
+    ddof: int = 1,
+) -> xr.Dataset:
+    """Per-step mean, standard deviation, quantiles and count over replicates.
+
+    The numbers behind Figure 2 of the paper (mean ± 2 std of the errors per SROA iteration).
+    NaNs (steps past an instance's rank, unfinished instances) are skipped, and ``<var>_count``
+    says how many values each statistic rests on.  Dask-backed inputs give dask-backed outputs:
+    nothing is computed here.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A result cube (``open_results``) or any subset of it.
+    variables : sequence of str
+        Variables to summarise; default the λ and vector errors.
+    dim : str or sequence of str
+        Dimension(s) to reduce over; default ``replicate``.  Add sweep axes (e.g.
+        ``("replicate", "sigma")``) to pool them.
+    quantiles : sequence of float
+        Quantile levels in [0, 1], reported along a ``quantile`` dimension.
+    ddof : int
+        Delta degrees of freedom of the standard deviation (1: sample std).
+
+    Returns
+    -------
+    xarray.Dataset
+        ``<var>_mean``, ``<var>_std``, ``<var>_quantile`` (extra ``quantile`` dim) and
+        ``<var>_count`` for each variable, over the remaining dims.
+    """
+    require(ds, variables, "step_stats")
+    dims = as_tuple(dim)
+    for d in dims:
+        require_dim(ds, d, "step_stats(dim=...)")
+    out: dict[str, xr.DataArray] = {}
+    for name in variables:
+        da = ds[name]
+        reduce_dims = [d for d in dims if d in da.dims]
+        mean, std, count = _moments(da, reduce_dims, ddof)
+        out[f"{name}_mean"], out[f"{name}_std"] = mean, std
+        with warnings.catch_warnings():
+            # all-NaN slices (steps past every instance's rank) are expected: they give NaN.
+            warnings.simplefilter("ignore", RuntimeWarning)
+            out[f"{name}_quantile"] = da.quantile(list(quantiles), dim=reduce_dims)
+        out[f"{name}_count"] = count
+    return xr.Dataset(out, attrs={"reduced_over": list(dims), "ddof": ddof})
+
+
+def _moments(
+    da: xr.DataArray, dims: Sequence[str], ddof: int = 1
+) -> tuple[xr.DataArray, xr.DataArray, xr.DataArray]:
+    """NaN-skipping mean, std and count over ``dims``, NaN where too few values.
+
+    Written with sums so that empty slices give NaN without 0/0 RuntimeWarnings when a lazy
+    result is computed later (where no warning filter of ours is active).
+    """
+    count = da.notnull().sum(dims)
+    mean = da.sum(dims, skipna=True) / count.where(count > 0)
+    sq = ((da - mean) ** 2).sum(dims, skipna=True)
+    std = np.sqrt(sq / (count - ddof).where(count > ddof))
+    return mean, std, count
+
+
+def violation_mask(
+    ds: xr.Dataset, theorem: str = "2.2", *, rtol: float = 1e-9, atol: float = 0.0
+) -> xr.Dataset:
+    """Boolean masks of the instances (and steps) whose errors exceed a theorem's bounds.
+
+    Theorem 2.2 bounds the first SROA step: ``lam_err ≤ thm22_lam_bound`` and
+    ``vec_err ≤ thm22_vec_bound`` at step 1.  Theorem 3.1 bounds every step with
+    ``thm31_lam_bound`` / ``thm31_vec_bound``; its hypothesis ε ≤ c₀ λ_min n^{-1/(p-1)} has an
+    unknown constant, so a "violation" there means the bound is exceeded, not that the theorem
+    is contradicted.  Missing values (NaN) never count as violations.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Result cube.
+    theorem : {"2.2", "3.1"}
+        Which bounds to check.
+    rtol, atol : float
+        A value counts as a violation only if ``err > bound * (1 + rtol) + atol``, so that
+        rounding in the solver does not produce spurious violations.
+
+    Returns
+    -------
+    xarray.Dataset
+        Boolean ``lam``, ``vec`` and ``any`` (either one), lazily if the cube is dask-backed;
+        dims axes + replicate (+ step for Theorem 3.1).
+    """
+    if theorem not in THEOREMS:
+        raise ValueError(f"unknown theorem {theorem!r}: expected one of {THEOREMS}")
+    require(ds, ["lam_err", "vec_err"], f"checking the Theorem {theorem} bounds")
+    lam_bound, vec_bound = theorem_bounds(ds, theorem)
+    lam_err, vec_err = ds["lam_err"], ds["vec_err"]
+    if theorem == "2.2":
+        lam_err, vec_err = step_one(lam_err), step_one(vec_err)
+    lam = lam_err > lam_bound * (1.0 + rtol) + atol
+    vec = vec_err > vec_bound * (1.0 + rtol) + atol
+    out = xr.Dataset({"lam": lam, "vec": vec, "any": lam | vec})
+    out.attrs = {"theorem": theorem, "rtol": rtol, "atol": atol}
+    return out
+
+
+def count_violations(
+    ds: xr.Dataset,
+    theorem: str = "2.2",
+    *,
+    dim: str | Sequence[str] | None = (REPLICATE, STEP),
+    rtol: float = 1e-9,
+    atol: float = 0.0,
+) -> xr.Dataset:
+    """Count theorem-bound violations, per grid point by default.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Result cube.
+    theorem : {"2.2", "3.1"}
+        Which bounds; see :func:`violation_mask`.
+    dim : str, sequence of str or None
+        Dims summed over; default replicate and step (counts per sweep grid point).  ``None``
+        sums over everything (one total).
+    rtol, atol : float
+        Tolerances of :func:`violation_mask`.
+
+    Returns
+    -------
+    xarray.Dataset
+        Integer ``lam``, ``vec``, ``any`` violation counts and ``n_checked`` (number of
+        comparisons made, i.e. non-missing errors).  Lazy when the cube is.
+    """
+    mask = violation_mask(ds, theorem, rtol=rtol, atol=atol)
+    checked = ds["vec_err"].notnull()
+    if theorem == "2.2":
+        checked = step_one(checked)
+    dims = None if dim is None else [d for d in as_tuple(dim) if d in mask["any"].dims]
+    out = mask.sum(dims)
+    out["n_checked"] = checked.sum(dims)
+    out.attrs = dict(mask.attrs)
+    return out
+
+
+def list_violations(
+    ds: xr.Dataset, theorem: str = "2.2", *, rtol: float = 1e-9, atol: float = 0.0
+) -> pd.DataFrame:
+    """The offending instances of :func:`violation_mask`, one row per violation.
+
+    Computes the (small) mask, then reads only the offending entries, so it stays cheap on a
+    large dask-backed cube.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Coordinates (sweep axes, ``replicate``, and ``step`` for Theorem 3.1) followed by
+        ``lam_err``, ``lam_bound``, ``vec_err``, ``vec_bound``, ``lam_violated``,
+        ``vec_violated`` and, when present, ``eps`` (measured ‖E‖), ``certified`` (the step)
+        and ``eps_certified``: an uncertified step or norm may explain a violation.
+    """
+    mask = violation_mask(ds, theorem, rtol=rtol, atol=atol)
+    anyv = mask["any"].compute()
+    hits = np.nonzero(np.asarray(anyv.values))
+    index = {d: xr.DataArray(i, dims="violation") for d, i in zip(anyv.dims, hits, strict=True)}
+    columns: dict[str, np.ndarray] = {
+        str(d): np.asarray(anyv[d].values)[i] for d, i in zip(anyv.dims, hits, strict=True)
+    }
+    lam_bound, vec_bound = theorem_bounds(ds, theorem)
+    lam_err, vec_err = ds["lam_err"], ds["vec_err"]
+    certified = ds["certified"] if "certified" in ds.data_vars else None
+    if theorem == "2.2":
+        lam_err, vec_err = step_one(lam_err), step_one(vec_err)
+        certified = step_one(certified) if certified is not None else None
+    values = {
+        "lam_err": lam_err,
+        "lam_bound": lam_bound,
+        "vec_err": vec_err,
+        "vec_bound": vec_bound,
+        "lam_violated": mask["lam"],
+        "vec_violated": mask["vec"],
+    }
+    if "eps" in ds.data_vars:
+        values["eps"] = ds["eps"]
+    if certified is not None:
+        values["certified"] = certified
+    if "eps_certified" in ds.data_vars:
+        values["eps_certified"] = ds["eps_certified"]
+    for name, da in values.items():
+        da = da.broadcast_like(anyv)
+        columns[name] = np.asarray(da.isel({d: index[d] for d in anyv.dims}).values)
+    return pd.DataFrame(columns)
+
+
+def success(
+    ds: xr.Dataset,
+    criterion: str = "radius",
+    *,
+    radius: float = DEFAULT_RADIUS,
+    variable: str = "vec_err",
+    steps: Sequence[int] | None = None,
+    rtol: float = 1e-9,
+) -> xr.DataArray:
+    """Per-instance success of the full decomposition: 1.0, 0.0, or NaN when there is no data.
+
+    Success means every component was recovered.  With ``criterion="radius"`` (the default, and
+    the one thresholds use) every step's ``variable`` (default ``vec_err``) is ≤ ``radius``.
+    With ``criterion="theorem"`` every step meets the Theorem 3.1 bounds; that criterion is
+    vacuous once 20ε/λ ≥ √2 (every unit-vector error passes), see /work/shared/NOTES.md, which
+    is why it is not the default.
+
+    Steps that are NaN (past the instance's rank) are ignored; an instance with no non-NaN
+    step (not run yet) is NaN, so it drops out of probabilities instead of counting as success.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Result cube.
+    criterion : {"radius", "theorem"}
+        Success criterion.
+    radius : float
+        Recovery radius for ``criterion="radius"``.
+    variable : str
+        Per-step error compared with the radius.
+    steps : sequence of int, optional
+        Restrict to these (1-based) steps; default all steps.
+    rtol : float
+        Tolerance of the theorem check (see :func:`violation_mask`).
+
+    Returns
+    -------
+    xarray.DataArray
+        Float (1/0/NaN) over the sweep axes and ``replicate``; lazy when the cube is.
+    """
+    if criterion not in CRITERIA:
+        raise ValueError(f"unknown success criterion {criterion!r}: expected one of {CRITERIA}")
+    if criterion == "radius":
+        require(ds, [variable], f"success with criterion='radius' on `{variable}`")
+        err = ds[variable]
+        ok = (err <= radius) | err.isnull()
+        present = err.notnull()
+    else:
+        mask = violation_mask(ds, "3.1", rtol=rtol)
+        ok = ~mask["any"]
+        present = ds["vec_err"].notnull() & ds["lam_err"].notnull()
+    if STEP in ok.dims:
+        if steps is not None:
+            ok, present = ok.sel({STEP: list(steps)}), present.sel({STEP: list(steps)})
+        ok, present = ok.all(STEP), present.any(STEP)
+    out = ok.astype(float).where(present)
+    out.name = "success"
+    out.attrs = {
+        "criterion": criterion,
+        "long_name": "all components recovered",
+        **({"radius": radius, "variable": variable} if criterion == "radius" else {}),
+    }
+    return out
+
+
+def success_probability(
+    ds: xr.Dataset,
+    criterion: str = "radius",
+    *,
+    radius: float = DEFAULT_RADIUS,
+    dim: str | Sequence[str] = REPLICATE,
+    **options,
+) -> xr.Dataset:
+    """Fraction of successful instances per grid point (see :func:`success`).
+
+    Returns
+    -------
+    xarray.Dataset
+        ``p_success`` (float in [0, 1], NaN where no instance has data), ``n_success`` and
+        ``n_instances`` over the dims left after reducing ``dim``; lazy when the cube is.
+    """
+    s = success(ds, criterion, radius=radius, **options)
+    dims = as_tuple(dim)
+    for d in dims:
+        require_dim(s, d, "success_probability(dim=...)")
+    n_success = s.sum(dims, skipna=True).astype(int)
+    n_instances = s.notnull().sum(dims)
+    p = (n_success / n_instances).where(n_instances > 0)
+    return xr.Dataset(
+        {"p_success": p, "n_success": n_success, "n_instances": n_instances}, attrs=s.attrs
+    )
+
+
+def error_growth(
+    ds: xr.Dataset,
+    variables: Sequence[str] = ("lam_err", "vec_err"),
+    *,
+    by: str | Sequence[str] | None = None,
+) -> xr.Dataset:
+    """Mean error per step and its ratio to step 1: do errors accumulate over deflation?
+
+    Theorem 3.1 says the errors do not accumulate when ε is small; ratios near 1 for every
+    step r corroborate it (Figure 2 of the paper).
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Result cube with a ``step`` dimension.
+    variables : sequence of str
+        Per-step errors, default ``lam_err`` and ``vec_err``.
+    by : str or sequence of str, optional
+        Sweep axes kept apart; every other axis and ``replicate`` is pooled.  Default: the
+        categorical axes present (``noise``, ``method``).  When ``n`` is pooled, late steps
+        only average the instances with large enough n.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``<var>_mean`` and ``<var>_growth`` (mean at step r / mean at step 1) over the ``by``
+        dims and ``step``; lazy when the cube is.
+    """
+    require(ds, variables, "error_growth")
+    axes = sweep_axes(ds)
+    keep = [a for a in CATEGORICAL_AXES if a in axes] if by is None else list(as_tuple(by))
+    for d in keep:
+        require_dim(ds, d, "error_growth(by=...)")
+    out = xr.Dataset()
+    for name in variables:
+        require_dim(ds[name], STEP, "error_growth")
+        pooled = [d for d in ds[name].dims if d not in (*keep, STEP)]
+        mean = _moments(ds[name], pooled)[0]
+        out[f"{name}_mean"] = mean
+        out[f"{name}_growth"] = mean / mean.sel({STEP: 1}, drop=True)
+        out[f"{name}_growth"].attrs = {"long_name": f"mean {name} at step r / at step 1"}
+    out.attrs = {"kept": keep}
+    return out

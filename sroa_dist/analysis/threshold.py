@@ -1,0 +1,306 @@
+"""Tolerable-perturbation thresholds: logistic fits of success vs log ε, and their n-scaling.
+
+The paper (Theorem 3.1) guarantees SROA with global rank-one steps for ε ≲ λ_min n^{-1/(p-1)},
+against O(1/n) for the power method, and leaves the empirical check open.  Here, for each grid
+point other than ε, the success probability is fitted by a logistic curve in log ε; the
+threshold is the ε where it crosses 1/2.  A log–log fit of threshold vs n gives the empirical
+exponent.  Both come with percentile-bootstrap confidence intervals from resampling replicates.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+from scipy.special import expit
+
+from ._cube import REPLICATE, measured_eps, noise_axis, require_dim
+from .aggregate import DEFAULT_RADIUS, success
+
+BOOT = "boot"
+# Weak ridge penalties on the (standardised) logistic coefficients: they keep the estimate
+# finite under complete separation (success exactly 1 below some ε and 0 above, common with
+# few replicates) while leaving well-conditioned fits unchanged to ~1e-3.
+_RIDGE_INTERCEPT = 1e-6
+_RIDGE_SLOPE = 1e-2
+
+
+def _fit_logistic(z: np.ndarray, y: np.ndarray, w: np.ndarray, n_iter: int = 100) -> np.ndarray:
+    """Penalised maximum-likelihood fit of P(y=1) = expit(a + b z), batched over weight rows.
+
+    z, y: (N,) standardised log ε and 0/1 outcomes; w: (B, N) non-negative case weights
+    (bootstrap multiplicities).  Returns (B, 2) coefficients.  Newton's method on a strictly
+    concave objective, steps capped for robustness.
+    """
+    theta = np.zeros((w.shape[0], 2))
+    ridge = np.array([_RIDGE_INTERCEPT, _RIDGE_SLOPE])
+    for _ in range(n_iter):
+        mu = expit(theta[:, :1] + theta[:, 1:] * z)
+        r = w * (y - mu)
+        g = np.stack([r.sum(1), (r * z).sum(1)], axis=1) - ridge * theta
+        h = w * mu * (1 - mu)
+        h00 = h.sum(1) + ridge[0]
+        h01 = (h * z).sum(1)
+        h11 = (h * z * z).sum(1) + ridge[1]
+        det = h00 * h11 - h01**2
+        step = np.stack([h11 * g[:, 0] - h01 * g[:, 1], h00 * g[:, 1] - h01 * g[:, 0]], 1)
+        step /= det[:, None]
+        norm = np.linalg.norm(step, axis=1, keepdims=True)
+        step *= np.minimum(1.0, 5.0 / np.maximum(norm, 1e-300))
+        theta += step
+        if np.max(norm) < 1e-10:
+            break
+    return theta
+
+
+def _thresholds_one(
+    x: np.ndarray, y: np.ndarray, level: np.ndarray, n_boot: int, rng: np.random.Generator
+) -> tuple[float, float, np.ndarray]:
+    """Threshold (log ε), logistic width and bootstrap thresholds for one grid point.
+
+    x, y, level: flat arrays over valid instances (log ε, success, index of the ε level used to
+    stratify the resampling).  NaN when the fit is not decreasing in ε or success never crosses.
+    """
+    nan_boot = np.full(n_boot, np.nan)
+    if y.size == 0 or y.min() == y.max():
+        return np.nan, np.nan, nan_boot
+    centre, scale = x.mean(), x.std() or 1.0
+    z = (x - centre) / scale
+    weights = [np.ones(x.size)]
+    if n_boot:
+        # Stratified bootstrap: resample the replicates within each ε level, keeping the design.
+        wb = np.zeros((n_boot, x.size))
+        for lev in np.unique(level):
+            idx = np.flatnonzero(level == lev)
+            wb[:, idx] = rng.multinomial(idx.size, np.full(idx.size, 1.0 / idx.size), n_boot)
+        weights.append(wb)
+    theta = _fit_logistic(z, y, np.concatenate([np.atleast_2d(w) for w in weights]))
+    a, b = theta[:, 0], theta[:, 1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_thr = np.where(b < 0, centre - scale * a / b, np.nan)
+        width = np.where(b < 0, -scale / b, np.nan)
+    return float(log_thr[0]), float(width[0]), log_thr[1:]
+
+
+def _perturbation_x(ds: xr.Dataset, s: xr.DataArray) -> tuple[str, xr.DataArray]:
+    axis = noise_axis(ds)
+    if axis is None:
+        raise ValueError(
+            "cube has no `eps`, `eps_scaled` or `sigma` axis: threshold estimation needs success "
+            "data over a range of perturbation sizes"
+        )
+    # Swept ε: the coordinate (E was scaled to it).  Swept σ or ε-scaled: measured ‖E‖.
+    x = ds[axis].astype(float) if axis == "eps" else measured_eps(ds)
+    if x.sizes.get(axis, 0) < 2:
+        raise ValueError(f"`{axis}` axis has {x.sizes.get(axis, 0)} value(s): need ≥ 2 to fit")
+    return axis, np.log(x.where(x > 0)).broadcast_like(s)
+
+
+def estimate_thresholds(
+    ds: xr.Dataset,
+    criterion: str = "radius",
+    *,
+    radius: float = DEFAULT_RADIUS,
+    n_boot: int = 200,
+    level: float = 0.95,
+    rng: int | np.random.Generator | None = 0,
+    **options,
+) -> xr.Dataset:
+    """Perturbation size ε at which the success probability crosses 1/2, per grid point.
+
+    For every combination of sweep axes other than the perturbation axis (``eps``, else
+    ``eps_scaled``, else ``sigma``) — typically each (noise, n, p, method) — fit
+    ``P(success) = logistic((log θ − log ε) / w)`` by maximum likelihood on the instances, and
+    bootstrap by resampling replicates within each level of that axis.  With a swept ``eps``
+    the coordinate (the norm E was scaled to) is ε; otherwise the measured ‖E‖ of each instance
+    (variable ``eps``), so θ is always in units of ‖E‖.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Result cube; computed here (thresholds are final numbers, not lazy).
+    criterion : {"radius", "theorem"}
+        Success criterion of :func:`~sroa_dist.analysis.success`; the recovery radius by
+        default because the theorem criterion is vacuous at large ε.
+    radius : float
+        Recovery radius on ``vec_err`` (all steps).
+    n_boot : int
+        Bootstrap resamples (0: no confidence interval).
+    level : float
+        Confidence level of the percentile interval.
+    rng : int, Generator or None
+        Seed of the bootstrap; the default 0 makes reports reproducible.
+    **options
+        Passed to :func:`~sroa_dist.analysis.success` (``variable``, ``steps``).
+
+    Returns
+    -------
+    xarray.Dataset
+        Over the remaining sweep axes: ``threshold`` (θ, NaN when success never crosses 1/2 or
+        does not decrease with ε), ``threshold_lo``/``threshold_hi`` (CI), ``width`` (logistic
+        scale w in log ε), ``in_range`` (θ inside the swept ε range), ``n_instances`` and
+        ``threshold_boot`` (dim ``boot``: the bootstrap thresholds, reused by
+        :func:`fit_exponent` so that its CI accounts for the same resampling).
+    """
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    rng = np.random.default_rng(rng)
+    s = success(ds, criterion, radius=radius, **options)
+    axis, x = _perturbation_x(ds, s)
+    require_dim(s, REPLICATE, "threshold estimation (resampling replicates)")
+    groups = [d for d in s.dims if d not in (axis, REPLICATE)]
+    order = [*groups, axis, REPLICATE]
+    s_np = np.asarray(s.transpose(*order).values, dtype=float)
+    x_np = np.asarray(x.transpose(*order).values, dtype=float)
+    gshape = s_np.shape[: len(groups)]
+    n_levels = s_np.shape[len(groups)]
+    s_flat = s_np.reshape(-1, n_levels * s_np.shape[-1])
+    x_flat = x_np.reshape(s_flat.shape)
+    lev_flat = np.repeat(np.arange(n_levels), s_np.shape[-1])
+    n_groups = s_flat.shape[0]
+    thr = np.full(n_groups, np.nan)
+    width = np.full(n_groups, np.nan)
+    boot = np.full((n_groups, n_boot), np.nan)
+    lo = np.full(n_groups, np.nan)
+    hi = np.full(n_groups, np.nan)
+    in_range = np.zeros(n_groups, dtype=bool)
+    count = np.zeros(n_groups, dtype=int)
+    alpha = (1 - level) / 2
+    for g in range(n_groups):
+        valid = np.isfinite(s_flat[g]) & np.isfinite(x_flat[g])
+        count[g] = valid.sum()
+        xv = x_flat[g, valid]
+        thr[g], width[g], boot[g] = _thresholds_one(
+            xv, s_flat[g, valid], lev_flat[valid], n_boot, rng
+        )
+        if np.isfinite(thr[g]):
+            in_range[g] = xv.min() <= thr[g] <= xv.max()
+        # A CI needs most resamples to give a threshold; otherwise it would be overconfident.
+        finite = boot[g][np.isfinite(boot[g])]
+        if n_boot and finite.size >= 0.5 * n_boot:
+            lo[g], hi[g] = np.quantile(finite, [alpha, 1 - alpha])
+    coords = {d: s[d] for d in groups}
+    dims = tuple(groups)
+
+    def arr(a: np.ndarray, extra: tuple[str, ...] = ()) -> xr.DataArray:
+        return xr.DataArray(a.reshape(*gshape, *a.shape[1:]), dims=dims + extra, coords=coords)
+
+    out = xr.Dataset(
+        {
+            "threshold": arr(np.exp(thr)),
+            "threshold_lo": arr(np.exp(lo)),
+            "threshold_hi": arr(np.exp(hi)),
+            "width": arr(width),
+            "in_range": arr(in_range),
+            "n_instances": arr(count),
+            "threshold_boot": arr(np.exp(boot), (BOOT,)),
+        }
+    )
+    out["threshold"].attrs = {"long_name": "ε where P(success) = 1/2", "units": "same as ‖E‖"}
+    out["width"].attrs = {"long_name": "logistic scale in log ε"}
+    out.attrs = {
+        "criterion": criterion,
+        "radius": radius,
+        "perturbation_axis": axis,
+        "level": level,
+        "n_boot": n_boot,
+    }
+    return out
+
+
+def _p_of(thresholds: xr.Dataset, p: int | None) -> xr.DataArray | float:
+    if "p" in thresholds.coords:
+        return thresholds["p"]
+    if p is not None:
+        return float(p)
+    return np.nan
+
+
+def fit_exponent(
+    thresholds: xr.Dataset,
+    *,
+    dim: str = "n",
+    p: int | None = None,
+    level: float | None = None,
+) -> xr.Dataset:
+    """Log–log fit ``threshold ≈ C · n^k`` giving the empirical exponent k with a bootstrap CI.
+
+    Only thresholds inside the swept ε range are used.  The CI is the percentile interval of
+    the slopes fitted to each bootstrap resample of :func:`estimate_thresholds` (same resampled
+    replicates for every n), so it reflects the uncertainty of the thresholds themselves.
+
+    Parameters
+    ----------
+    thresholds : xarray.Dataset
+        Output of :func:`estimate_thresholds` with an ``n`` dimension.
+    dim : str
+        The size dimension (default ``n``).
+    p : int, optional
+        Tensor order for the reference exponent −1/(p−1) when ``p`` is not a coordinate
+        (a scalar setting of the sweep).  Left NaN when unknown.
+    level : float, optional
+        Confidence level; default the one used for the thresholds.
+
+    Returns
+    -------
+    xarray.Dataset
+        Over the other grid dims: ``exponent`` k, ``exponent_lo``/``exponent_hi``,
+        ``prefactor`` C, ``n_points`` (thresholds used), ``reference_sroa`` = −1/(p−1)
+        (Theorem 3.1) and ``reference_power`` = −1 (power method).
+    """
+    require_dim(thresholds, dim, "fit_exponent (threshold vs size)")
+    if thresholds.sizes[dim] < 2:
+        raise ValueError(f"`{dim}` has {thresholds.sizes[dim]} value(s): need ≥ 2 to fit a slope")
+    level = float(thresholds.attrs.get("level", 0.95)) if level is None else level
+    alpha = (1 - level) / 2
+    has_boot = BOOT in thresholds.dims and thresholds.sizes[BOOT] > 0
+    groups = [d for d in thresholds["threshold"].dims if d != dim]
+    thr = thresholds["threshold"].where(thresholds["in_range"]).transpose(*groups, dim)
+    logn = np.log(np.asarray(thresholds[dim].values, dtype=float))
+    gshape = thr.shape[:-1]
+    t_flat = np.log(np.asarray(thr.values)).reshape(-1, thr.shape[-1])
+    if has_boot:
+        tb = thresholds["threshold_boot"].transpose(*groups, dim, BOOT).values
+        b_flat = np.log(np.asarray(tb)).reshape(-1, thr.shape[-1], thresholds.sizes[BOOT])
+    n_groups = t_flat.shape[0]
+    k = np.full(n_groups, np.nan)
+    c = np.full(n_groups, np.nan)
+    lo = np.full(n_groups, np.nan)
+    hi = np.full(n_groups, np.nan)
+    npts = np.zeros(n_groups, dtype=int)
+    for g in range(n_groups):
+        use = np.isfinite(t_flat[g])
+        npts[g] = use.sum()
+        if npts[g] < 2:
+            continue
+        k[g], logc = np.polyfit(logn[use], t_flat[g, use], 1)
+        c[g] = np.exp(logc)
+        if has_boot:
+            yb = b_flat[g][use]  # (points, boot)
+            ok = np.all(np.isfinite(yb), axis=0)
+            if ok.sum() >= 0.5 * yb.shape[1]:
+                xc = logn[use] - logn[use].mean()
+                slopes = (xc @ yb[:, ok]) / (xc @ xc)
+                lo[g], hi[g] = np.quantile(slopes, [alpha, 1 - alpha])
+    coords = {d: thr[d] for d in groups}
+
+    def arr(a: np.ndarray) -> xr.DataArray:
+        return xr.DataArray(a.reshape(gshape), dims=groups, coords=coords)
+
+    p_val = _p_of(thresholds, p)
+    out = xr.Dataset(
+        {
+            "exponent": arr(k),
+            "exponent_lo": arr(lo),
+            "exponent_hi": arr(hi),
+            "prefactor": arr(c),
+            "n_points": arr(npts),
+        }
+    )
+    ref = -1.0 / (p_val - 1)
+    out["reference_sroa"] = xr.zeros_like(out["exponent"]) + ref
+    out["reference_power"] = xr.full_like(out["exponent"], -1.0)
+    out["exponent"].attrs = {"long_name": f"fitted exponent k in threshold ∝ {dim}^k"}
+    out["reference_sroa"].attrs = {"long_name": "−1/(p−1): Theorem 3.1 (SROA, global steps)"}
+    out["reference_power"].attrs = {"long_name": "−1: power method"}
+    out.attrs = {"level": level, "dim": dim}
+    return out

@@ -1,0 +1,145 @@
+"""Synthetic result cubes (docs/architecture.md contract) for the analysis tests; seeded, fast."""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+from scipy.special import expit
+
+NOISES = ("binary", "uniform", "gaussian")
+PROVENANCE = {
+    "spec": 'name = "synthetic"\n[grid]\nnoise = ["binary", "uniform", "gaussian"]\n',
+    "sroa_dist_version": "0.1.0",
+    "git_commit": "0123456789abcdef",
+    "created": "2026-01-01T00:00:00Z",
+    "history": "built by tests/analysis_cubes.py",
+}
+
+
+def _finish(
+    coords: dict,
+    lam_true: np.ndarray,
+    lam_err: np.ndarray,
+    vec_err: np.ndarray,
+    eps: np.ndarray,
+    rng: np.random.Generator,
+    *,
+    eps_is_axis: bool,
+) -> xr.Dataset:
+    """Fill every contract variable from the planted errors; dims are coords' keys + step."""
+    inst_dims = [d for d in coords if d != "step"]
+    step_dims = [*inst_dims, "step"]
+    nan = np.isnan(vec_err)
+    sign = np.where(rng.random(lam_err.shape) < 0.5, -1.0, 1.0)
+    certified = (rng.random(vec_err.shape) < 0.9) & ~nan
+    lam1 = lam_true[..., 0]
+    ratio1 = eps / lam1
+    eps_step = eps[..., None]
+    data = {
+        "lam_hat": (step_dims, lam_true + sign * lam_err),
+        "lam_true": (step_dims, lam_true),
+        "lam_err": (step_dims, lam_err),
+        "vec_err": (step_dims, vec_err),
+        "certified": (step_dims, certified),
+        "upper_bound": (step_dims, lam_true + lam_err + 1e-3),
+        "eps_lower": (inst_dims, eps * (1 - 1e-6)),
+        "eps_upper": (inst_dims, eps * (1 + 1e-6)),
+        "eps_certified": (inst_dims, rng.random(eps.shape) < 0.95),
+        "thm22_lam_bound": (inst_dims, eps.copy()),
+        "thm22_vec_bound": (inst_dims, 10 * (ratio1 + ratio1**2)),
+        "thm31_lam_bound": (step_dims, np.where(nan, np.nan, 2 * eps_step + 0 * lam_true)),
+        "thm31_vec_bound": (step_dims, 20 * eps_step / lam_true),
+        "solve_time": (inst_dims, rng.uniform(0.01, 0.1, eps.shape)),
+    }
+    if not eps_is_axis:  # the measured-‖E‖ variable cannot share the name of an `eps` axis
+        data["eps"] = (inst_dims, eps)
+    ds = xr.Dataset(data, coords=coords, attrs=dict(PROVENANCE))
+    ds["lam_err"].attrs = {"long_name": "|λ̂_j − λ_π(j)|"}
+    ds["vec_err"].attrs = {"long_name": "‖v̂_j − v_π(j)‖"}
+    return ds
+
+
+def figure1_cube(n_sigma: int = 40, seed: int = 0, noises=NOISES) -> xr.Dataset:
+    """noise × sigma × replicate(1) × step(1), σ from 1e-4 to 0.2 as in Figure 1.
+
+    Errors are planted strictly inside the Theorem 2.2 bounds (λ = 1): lam_err ≤ 0.5 ε and
+    vec_err ≤ 2 ε, so any violation a test finds is one the test planted.
+    """
+    rng = np.random.default_rng(seed)
+    sigma = np.geomspace(1e-4, 0.2, n_sigma)
+    shape = (len(noises), n_sigma, 1)
+    eps = 4.0 * sigma[None, :, None] * rng.uniform(0.9, 1.1, shape)
+    lam_true = np.ones((*shape, 1))
+    lam_err = (eps * rng.uniform(0.0, 0.5, shape))[..., None]
+    vec_err = (eps * rng.uniform(0.0, 2.0, shape))[..., None]
+    coords = {"noise": list(noises), "sigma": sigma, "replicate": [0], "step": [1]}
+    return _finish(coords, lam_true, lam_err, vec_err, eps, rng, eps_is_axis=False)
+
+
+def figure2_cube(n_rep: int = 50, n_steps: int = 10, seed: int = 1, noises=NOISES) -> xr.Dataset:
+    """noise × replicate × step(1..n_steps) at one σ = 0.01 (σ a scalar setting, not an axis)."""
+    rng = np.random.default_rng(seed)
+    shape = (len(noises), n_rep)
+    eps = 0.04 * rng.uniform(0.9, 1.1, shape)
+    lam_true = np.ones((*shape, n_steps))
+    lam_err = eps[..., None] * rng.uniform(0.0, 0.6, (*shape, n_steps))
+    vec_err = eps[..., None] * rng.uniform(0.0, 1.5, (*shape, n_steps))
+    coords = {
+        "noise": list(noises),
+        "replicate": np.arange(n_rep),
+        "step": np.arange(1, n_steps + 1),
+    }
+    ds = _finish(coords, lam_true, lam_err, vec_err, eps, rng, eps_is_axis=False)
+    ds.attrs["sigma"] = 0.01
+    return ds
+
+
+def planted_threshold(n, c: float = 0.8, exponent: float = -0.5):
+    """The planted threshold thr(n) = c · n^exponent of :func:`scaling_cube`."""
+    return c * np.asarray(n, dtype=float) ** exponent
+
+
+def scaling_cube(
+    ns=(4, 8, 16, 32),
+    n_eps: int = 12,
+    n_rep: int = 40,
+    width: float = 0.15,
+    c: float = 0.8,
+    exponent: float = -0.5,
+    seed: int = 2,
+    radius: float = 0.3,
+) -> xr.Dataset:
+    """n × eps × replicate × step(1..max n) with planted success probabilities.
+
+    Instance success ~ Bernoulli(logistic((log thr(n) − log ε) / width)) with
+    thr(n) = c · n^exponent.  A success has every step's vec_err below ``radius``; a failure has
+    one random step above it.  Steps past n are NaN, as in a real n sweep.
+    """
+    rng = np.random.default_rng(seed)
+    ns = np.asarray(ns)
+    eps_grid = np.geomspace(0.02, 1.0, n_eps)
+    nmax = int(ns.max())
+    shape = (len(ns), n_eps, n_rep)
+    log_thr = np.log(planted_threshold(ns, c, exponent))[:, None, None]
+    p = expit((log_thr - np.log(eps_grid)[None, :, None]) / width)
+    ok = rng.random(shape) < p
+    vec_err = rng.uniform(0.0, 0.9 * radius, (*shape, nmax))
+    bad_step = (rng.random(shape) * ns[:, None, None]).astype(int)
+    fail = np.zeros((*shape, nmax), dtype=bool)
+    np.put_along_axis(fail, bad_step[..., None], (~ok)[..., None], axis=-1)
+    vec_err = np.where(fail, rng.uniform(1.2 * radius, 1.4, vec_err.shape), vec_err)
+    past = np.arange(1, nmax + 1)[None, None, None, :] > ns[:, None, None, None]
+    vec_err[np.broadcast_to(past, vec_err.shape)] = np.nan
+    lam_true = np.where(past, np.nan, 1.0) + 0 * vec_err
+    eps = np.broadcast_to(eps_grid[None, :, None], shape) * rng.uniform(0.999, 1.001, shape)
+    lam_err = 0.5 * eps[..., None] * rng.uniform(0, 1, vec_err.shape) + 0 * vec_err
+    coords = {
+        "n": ns,
+        "eps": eps_grid,
+        "replicate": np.arange(n_rep),
+        "step": np.arange(1, nmax + 1),
+    }
+    ds = _finish(coords, lam_true, lam_err, vec_err, eps, rng, eps_is_axis=True)
+    ds["planted_success"] = (("n", "eps", "replicate"), ok)
+    ds.attrs["p"] = 3
+    return ds
