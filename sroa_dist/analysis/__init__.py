@@ -1,9 +1,9 @@
-"""Analysis of sroa-dist result cubes: aggregation and thresholds.
+"""Analysis of sroa-dist result cubes: aggregation, thresholds and figures.
 
 Every function takes the xarray Dataset returned by ``open_results`` (or any Dataset following
 the RESULT CUBE contract of docs/architecture.md, with any subset of the sweep axes) and relies
 on dimension and variable names only, never on attrs.  Aggregations stay lazy on dask-backed
-cubes; thresholds compute what they need.
+cubes; thresholds and figures compute what they need.
 """
 
 from .aggregate import (
@@ -15,16 +15,34 @@ from .aggregate import (
     success_probability,
     violation_mask,
 )
+from .figures import (
+    FIGURES,
+    build_figures,
+    figure1,
+    figure2,
+    figure_success_heatmap,
+    figure_threshold_scaling,
+    plot_cube,
+    supported_figures,
+)
 from .threshold import estimate_thresholds, fit_exponent
 
 __all__ = [
+    "FIGURES",
+    "build_figures",
     "count_violations",
     "error_growth",
     "estimate_thresholds",
+    "figure1",
+    "figure2",
+    "figure_success_heatmap",
+    "figure_threshold_scaling",
     "fit_exponent",
     "list_violations",
+    "plot_cube",
     "step_stats",
     "success",
     "success_probability",
+    "supported_figures",
     "violation_mask",
 ]

@@ -1,0 +1,425 @@
+"""Figures of a result cube: the paper's Figures 1 and 2 and the n-scaling of the threshold.
+
+Figures are built as bare :class:`matplotlib.figure.Figure` objects (no pyplot state, Agg
+rendering on save), so they can be inspected in tests and saved from any thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+from matplotlib.figure import Figure
+from matplotlib.ticker import NullLocator
+
+from ._cube import (
+    PERTURBATION_AXES,
+    REPLICATE,
+    STEP,
+    combinations,
+    group_label,
+    measured_eps,
+    noise_axis,
+    require,
+    scalar_p,
+    step_one,
+    sweep_axes,
+    theorem_bounds,
+)
+from .aggregate import DEFAULT_RADIUS, step_stats, success_probability, violation_mask
+from .threshold import estimate_thresholds, fit_exponent
+
+#: Figure names :func:`plot_cube` can produce, in order.
+FIGURES = ("figure1", "figure2", "success_heatmap", "threshold_scaling")
+#: Perturbation axes over which the n-scaling figures are drawn.
+_SCALING_AXES = ("eps", "eps_scaled")
+_POINT = {"color": "tab:red", "s": 9, "alpha": 0.7, "linewidths": 0}
+_BOUND = {"color": "tab:blue", "lw": 1.5}
+_VIOLATION = {"marker": "x", "color": "black", "s": 40, "linewidths": 1.5, "zorder": 3}
+
+
+def _set_scale(ax, axis: str, values: np.ndarray) -> None:
+    """Log scale when the positive values span a decade or more (readable at a glance)."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v) & (v > 0)]
+    if v.size and v.max() / v.min() >= 10:
+        (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
+
+
+def _noise_rows(ds: xr.Dataset) -> list[dict[str, object]]:
+    return combinations(ds, ["noise"]) if "noise" in sweep_axes(ds) else [{}]
+
+
+def supported_figures(ds: xr.Dataset) -> list[str]:
+    """Names (from :data:`FIGURES`) of the figures this cube has the data for."""
+    names: list[str] = []
+    errs = {"lam_err", "vec_err"} <= set(ds.data_vars)
+    has_step = STEP in ds.dims
+    steps = np.asarray(ds[STEP].values) if has_step else np.array([])
+    if errs and noise_axis(ds) and (not has_step or 1 in steps):
+        names.append("figure1")
+    if errs and has_step and steps.size > 1:
+        names.append("figure2")
+    if (
+        "vec_err" in ds.data_vars
+        and ds.sizes.get("n", 0) >= 2
+        and any(ds.sizes.get(a, 0) >= 2 for a in _SCALING_AXES)
+        and REPLICATE in ds.dims
+    ):
+        names += ["success_heatmap", "threshold_scaling"]
+    return names
+
+
+def figure1(ds: xr.Dataset, *, rtol: float = 1e-9) -> Figure:
+    """Figure 1: first-step λ and vector errors vs ‖E‖ with the Theorem 2.2 bounds.
+
+    One row per noise model (one row if there is no ``noise`` axis), one point per instance
+    (every other axis is flattened), bound lines ``ε`` and ``10(ε/λ + (ε/λ)²)`` with λ from
+    ``lam_true`` (one line per distinct λ; λ_min and λ_max when λ varies a lot).  Instances above
+    their own bound are marked with a black × and counted in the panel title.
+    """
+    require(ds, ["lam_err", "vec_err"], "figure 1")
+    lam_bound, vec_bound = theorem_bounds(ds, "2.2")
+    viol = violation_mask(ds, "2.2", rtol=rtol)
+    parts = {
+        "norm": measured_eps(ds),
+        "lam_err": step_one(ds["lam_err"]),
+        "vec_err": step_one(ds["vec_err"]),
+        "lam_bound": lam_bound,
+        "vec_bound": vec_bound,
+        "lam_viol": viol["lam"],
+        "vec_viol": viol["vec"],
+    }
+    if "lam_true" in ds.data_vars:
+        parts["lam_true"] = step_one(ds["lam_true"])
+    # One value per instance for every quantity (the ε coordinate of an n sweep is 1-D).
+    data = xr.Dataset(
+        dict(
+            zip(
+                parts,
+                (v.reset_coords(drop=True) for v in xr.broadcast(*parts.values())),
+                strict=True,
+            )
+        )
+    ).compute()
+    rows = _noise_rows(ds)
+    fig = Figure(figsize=(10, 3.4 * len(rows)), layout="constrained")
+    axes = fig.subplots(len(rows), 2, squeeze=False)
+    for row, sel in zip(axes, rows, strict=True):
+        sub = data.sel(sel)
+        eps = sub["norm"].values.ravel()
+        valid = np.isfinite(eps) & np.isfinite(sub["vec_err"].values.ravel())
+        prefix = f"{sel['noise']}: " if sel else ""
+        grid = (
+            np.geomspace(eps[valid & (eps > 0)].min(), eps[valid].max(), 200) if valid.any() else []
+        )
+        lam_values = sub["lam_true"].values.ravel()[valid] if "lam_true" in sub else np.ones(1)
+        lams = np.unique(np.round(lam_values[np.isfinite(lam_values)], 12))
+        if lams.size > 3:
+            lams = np.array([lams.min(), lams.max()])
+        for ax, kind, ylabel in (
+            (row[0], "lam", r"$|\hat\lambda_1 - \lambda|$  (units of λ)"),
+            (row[1], "vec", r"$\|\hat v_1 - v\|$  (unit-vector distance)"),
+        ):
+            err = sub[f"{kind}_err"].values.ravel()[valid]
+            bad = sub[f"{kind}_viol"].values.ravel()[valid]
+            ax.scatter(eps[valid], err, label="instance", **_POINT)
+            for lam in lams if len(grid) else []:
+                bound = grid if kind == "lam" else 10 * (grid / lam + (grid / lam) ** 2)
+                tag = "" if lams.size == 1 and kind == "lam" else f" (λ={lam:g})"
+                ax.plot(grid, bound, label=f"Theorem 2.2 bound{tag}", **_BOUND)
+            if bad.any():
+                ax.scatter(eps[valid][bad], err[bad], label="violation", **_VIOLATION)
+            what = "λ error" if kind == "lam" else "vector error"
+            ax.set_title(
+                f"{prefix}{what} at step 1, {int(bad.sum())}/{err.size} above bound",
+                fontsize="medium",
+            )
+            ax.set_xlabel(r"$\|E\|$  (operator norm of the perturbation)")
+            ax.set_ylabel(ylabel)
+            _set_scale(ax, "x", eps[valid])
+            _set_scale(ax, "y", err)
+            ax.legend(loc="upper left", fontsize="small")
+    return fig
+
+
+def figure2(ds: xr.Dataset, *, max_series: int = 6) -> Figure:
+    """Figure 2: per-iteration mean ± 2 std of the λ and vector errors over replicates.
+
+    One row per noise model.  Other sweep axes with several values give one series each (up to
+    ``max_series``, beyond which they are pooled and the title says so).
+    """
+    require(ds, ["lam_err", "vec_err"], "figure 2")
+    other = [a for a in sweep_axes(ds) if a != "noise" and ds.sizes[a] > 1]
+    n_series = int(np.prod([ds.sizes[a] for a in other])) if other else 1
+    pooled = other if n_series > max_series else []
+    series_dims = [] if pooled else other
+    stats = step_stats(ds, dim=[REPLICATE, *pooled], quantiles=()).compute()
+    rows = _noise_rows(ds)
+    fig = Figure(figsize=(10, 3.2 * len(rows)), layout="constrained")
+    axes = fig.subplots(len(rows), 2, squeeze=False)
+    steps = ds[STEP].values
+    n_rep = ds.sizes.get(REPLICATE, 1)
+    pool_note = f", pooled over {', '.join(pooled)}" if pooled else ""
+    for row, sel in zip(axes, rows, strict=True):
+        prefix = f"{sel['noise']}: " if sel else ""
+        for ax, kind, ylabel in (
+            (row[0], "lam_err", r"$|\hat\lambda_i - \lambda_{\pi(i)}|$  (units of λ)"),
+            (row[1], "vec_err", r"$\|\hat v_i - v_{\pi(i)}\|$  (unit-vector distance)"),
+        ):
+            series = combinations(stats, series_dims)
+            for k, ser in enumerate(series):
+                sub = stats.sel({**sel, **ser})
+                mean = sub[f"{kind}_mean"].values
+                std = np.nan_to_num(sub[f"{kind}_std"].values)
+                shift = (k - (len(series) - 1) / 2) * 0.08  # side by side, not on top
+                ax.errorbar(
+                    steps + shift,
+                    mean,
+                    yerr=2 * std,
+                    fmt="o",
+                    ms=4,
+                    capsize=3,
+                    label=group_label(ser) or "mean ± 2 std",
+                )
+            what = "λ error" if kind == "lam_err" else "vector error"
+            ax.set_title(
+                f"{prefix}{what} (mean ± 2 std, {n_rep} replicates{pool_note})",
+                fontsize="medium",
+            )
+            ax.set_xlabel("SROA iteration i")
+            ax.set_ylabel(ylabel)
+            ax.set_xticks(steps if steps.size <= 12 else steps[:: int(np.ceil(steps.size / 12))])
+            ax.legend(loc="upper left", fontsize="small")
+    return fig
+
+
+def _log_edges(values: np.ndarray) -> np.ndarray:
+    """Cell edges for a pcolormesh on a log axis: geometric midpoints, extended at the ends."""
+    v = np.log(np.asarray(values, dtype=float))
+    if v.size == 1:
+        return np.exp(v + np.array([-0.5, 0.5]))
+    mid = (v[1:] + v[:-1]) / 2
+    return np.exp(np.concatenate([[2 * v[0] - mid[0]], mid, [2 * v[-1] - mid[-1]]]))
+
+
+def figure_success_heatmap(
+    ds: xr.Dataset,
+    criterion: str = "radius",
+    *,
+    radius: float = DEFAULT_RADIUS,
+    thresholds: xr.Dataset | None = None,
+) -> Figure:
+    """Success probability over (n, ε): one heat map per combination of the other axes.
+
+    The vertical axis is the swept perturbation axis (``eps``, else ``eps_scaled``, else
+    ``sigma``).  Thresholds (from :func:`~sroa_dist.analysis.estimate_thresholds`), when given
+    and on the ``eps`` axis, are overlaid as white markers with their confidence intervals.
+    """
+    axis = noise_axis(ds)
+    if "n" not in ds.dims or axis is None:
+        raise ValueError(
+            "cube needs an `n` dimension and an `eps`, `eps_scaled` or `sigma` dimension: the "
+            f"success heat map is over (n, ε) (dims present: {', '.join(map(str, ds.dims))})"
+        )
+    prob = success_probability(ds, criterion, radius=radius)["p_success"].compute()
+    panels = combinations(prob, [a for a in sweep_axes(ds) if a not in ("n", axis)])
+    ncols = min(3, len(panels))
+    nrows = int(np.ceil(len(panels) / ncols))
+    fig = Figure(figsize=(4.6 * ncols, 3.8 * nrows), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False).ravel())
+    n, eps = prob["n"].values, prob[axis].values
+    what = f"vec_err ≤ {radius:g} at all steps" if criterion == "radius" else "Theorem 3.1 bounds"
+    mesh = None
+    for ax, sel in zip(axes, panels, strict=False):
+        z = prob.sel(sel).transpose(axis, "n").values
+        mesh = ax.pcolormesh(_log_edges(n), _log_edges(eps), z, vmin=0, vmax=1, cmap="viridis")
+        if thresholds is not None and axis == "eps":  # thresholds are in ε units
+            t = thresholds.sel({k: v for k, v in sel.items() if k in thresholds.dims})
+            thr = t["threshold"].values
+            err = np.abs(np.stack([t["threshold_lo"].values, t["threshold_hi"].values]) - thr)
+            ax.errorbar(
+                t["n"].values,
+                thr,
+                yerr=np.nan_to_num(err),
+                fmt="o",
+                color="white",
+                mec="black",
+                capsize=3,
+                label="threshold (P = 1/2)",
+            )
+            ax.legend(loc="lower left", fontsize="small")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xticks(n, [str(v) for v in n])
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.set_xlabel("n  (tensor dimension)")
+        ax.set_ylabel(PERTURBATION_AXES[axis])
+        ax.set_title(", ".join(filter(None, [group_label(sel), f"P({what})"])), fontsize="medium")
+    for ax in axes[len(panels) :]:
+        ax.set_visible(False)
+    if mesh is not None:
+        fig.colorbar(mesh, ax=list(axes[: len(panels)]), label="P(success)")
+    return fig
+
+
+def figure_threshold_scaling(
+    thresholds: xr.Dataset,
+    exponents: xr.Dataset | None = None,
+    *,
+    p: int | None = None,
+) -> Figure:
+    """Threshold vs n on log–log axes, fitted power laws and the reference slopes.
+
+    Each series (a combination of the non-n grid dims) shows its thresholds with confidence
+    intervals and the fitted line, its exponent and CI in the legend.  Dashed grey lines show
+    the reference slopes −1/(p−1) (Theorem 3.1, SROA with global rank-one steps) and −1 (power
+    method), anchored at the geometric centre of the data so the slopes compare directly.
+    """
+    if "n" not in thresholds.dims:
+        raise ValueError("thresholds have no `n` dimension: the scaling plot is threshold vs n")
+    if exponents is None:
+        exponents = fit_exponent(thresholds, p=p)
+    fig = Figure(figsize=(6.4, 4.8), layout="constrained")
+    ax = fig.subplots()
+    n = thresholds["n"].values.astype(float)
+    series = combinations(thresholds, [d for d in thresholds["threshold"].dims if d != "n"])
+    grid = np.geomspace(n.min(), n.max(), 50)
+    plotted = []
+    for k, sel in enumerate(series):
+        t = thresholds.sel(sel)
+        e = exponents.sel(sel)
+        color = f"C{k % 10}"
+        use = t["in_range"].values & np.isfinite(t["threshold"].values)
+        thr = t["threshold"].values
+        err = np.abs(np.stack([t["threshold_lo"].values, t["threshold_hi"].values]) - thr)
+        name = group_label(sel) or "threshold"
+        ax.errorbar(
+            n[use], thr[use], yerr=np.nan_to_num(err[:, use]), fmt="o", color=color, capsize=3
+        )
+        plotted.extend(thr[use])
+        k_fit = float(e["exponent"])
+        if np.isfinite(k_fit):
+            lo, hi = float(e["exponent_lo"]), float(e["exponent_hi"])
+            ci = f" [{lo:.2f}, {hi:.2f}]" if np.isfinite(lo) else ""
+            ax.plot(
+                grid,
+                float(e["prefactor"]) * grid**k_fit,
+                color=color,
+                label=f"{name}: fitted k = {k_fit:.2f}{ci}",
+            )
+        else:
+            ax.plot([], [], "o", color=color, label=f"{name}: too few thresholds to fit")
+    if plotted:
+        y0 = float(np.exp(np.mean(np.log(plotted))))
+        n0 = float(np.exp(np.mean(np.log(n))))
+        refs = np.unique(
+            exponents["reference_sroa"].values[np.isfinite(exponents["reference_sroa"].values)]
+        )
+        for style, (slope, label) in zip(
+            ("--", ":", "-."),
+            [(r, f"reference $n^{{{r:.2g}}}$  (Theorem 3.1, −1/(p−1))") for r in refs]
+            + [(-1.0, "reference $n^{-1}$  (power method)")],
+            strict=False,
+        ):
+            ax.plot(grid, y0 * (grid / n0) ** slope, style, color="grey", label=label)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xticks(n, [f"{v:g}" for v in n])
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xlabel("n  (tensor dimension)")
+    ax.set_ylabel("threshold ε where P(success) = 1/2  (‖E‖)")
+    level = thresholds.attrs.get("level")
+    ax.set_title("Tolerable perturbation vs n" + (f" ({level:.0%} bootstrap CIs)" if level else ""))
+    ax.legend(fontsize="small")
+    return fig
+
+
+def plot_cube(
+    ds: xr.Dataset,
+    out_dir: str | Path,
+    formats: Sequence[str] = ("png",),
+    *,
+    criterion: str = "radius",
+    radius: float = DEFAULT_RADIUS,
+    n_boot: int = 200,
+    rng: int = 0,
+    dpi: int = 120,
+    thresholds: xr.Dataset | None = None,
+) -> list[Path]:
+    """Draw every figure the cube supports (:func:`supported_figures`) and save it.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Result cube (``open_results``).
+    out_dir : str or Path
+        Directory for the files (created if needed); files are named ``<figure>.<format>``.
+    formats : sequence of str
+        Matplotlib file formats, e.g. ``("png", "svg")``.
+    criterion, radius : str, float
+        Success criterion for the n-scaling figures (see :func:`~sroa_dist.analysis.success`).
+    n_boot, rng : int
+        Bootstrap size and seed for the threshold confidence intervals.
+    dpi : int
+        Resolution of raster formats.
+    thresholds : xarray.Dataset, optional
+        Precomputed :func:`~sroa_dist.analysis.estimate_thresholds` output, to avoid refitting.
+
+    Returns
+    -------
+    list of Path
+        The files written, in :data:`FIGURES` order then ``formats`` order.
+    """
+    formats = [formats] if isinstance(formats, str) else list(formats)
+    out_dir = Path(out_dir)
+    valid = set(Figure().canvas.get_supported_filetypes())
+    unknown = [f for f in formats if f not in valid]
+    if unknown:
+        raise ValueError(f"unknown figure format(s) {unknown}: expected some of {sorted(valid)}")
+    names = supported_figures(ds)
+    if not names:
+        return []
+    out_dir.mkdir(parents=True, exist_ok=True)
+    figures = build_figures(
+        ds, names, criterion=criterion, radius=radius, n_boot=n_boot, rng=rng, thresholds=thresholds
+    )
+    paths = []
+    for name, fig in figures.items():
+        for fmt in formats:
+            path = out_dir / f"{name}.{fmt}"
+            fig.savefig(path, dpi=dpi)
+            paths.append(path)
+    return paths
+
+
+def build_figures(
+    ds: xr.Dataset,
+    names: Sequence[str] | None = None,
+    *,
+    criterion: str = "radius",
+    radius: float = DEFAULT_RADIUS,
+    n_boot: int = 200,
+    rng: int = 0,
+    thresholds: xr.Dataset | None = None,
+) -> dict[str, Figure]:
+    """Build the named figures (default: all supported) as Figure objects, sharing one fit."""
+    names = supported_figures(ds) if names is None else list(names)
+    unknown = [n for n in names if n not in FIGURES]
+    if unknown:
+        raise ValueError(f"unknown figure(s) {unknown}: expected some of {FIGURES}")
+    if thresholds is None and {"success_heatmap", "threshold_scaling"} & set(names):
+        thresholds = estimate_thresholds(ds, criterion, radius=radius, n_boot=n_boot, rng=rng)
+    out: dict[str, Figure] = {}
+    for name in names:
+        if name == "figure1":
+            out[name] = figure1(ds)
+        elif name == "figure2":
+            out[name] = figure2(ds)
+        elif name == "success_heatmap":
+            out[name] = figure_success_heatmap(ds, criterion, radius=radius, thresholds=thresholds)
+        else:
+            out[name] = figure_threshold_scaling(thresholds, p=scalar_p(ds))
+    return out

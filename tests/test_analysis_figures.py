@@ -1,0 +1,150 @@
+"""Figures: panels, labels, titles and files checked programmatically (never pixels)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import xarray as xr
+from analysis_cubes import figure1_cube, figure2_cube, scaling_cube
+from matplotlib.figure import Figure
+
+from sroa_dist.analysis import (
+    estimate_thresholds,
+    figure1,
+    figure2,
+    figure_success_heatmap,
+    figure_threshold_scaling,
+    fit_exponent,
+    plot_cube,
+    supported_figures,
+)
+
+
+def _titles(fig: Figure) -> list[str]:
+    return [ax.get_title() for ax in fig.axes]
+
+
+def test_supported_figures_follow_the_axes():
+    assert supported_figures(figure1_cube(n_sigma=5)) == ["figure1"]
+    assert supported_figures(figure2_cube(n_rep=3)) == ["figure2"]
+    assert supported_figures(scaling_cube(ns=(4, 8), n_eps=3, n_rep=3)) == [
+        "figure1",
+        "figure2",
+        "success_heatmap",
+        "threshold_scaling",
+    ]
+    one_n = scaling_cube(ns=(4,), n_eps=3, n_rep=3)
+    assert "success_heatmap" not in supported_figures(one_n)
+
+
+def test_figure1_panels_bounds_and_violations_in_titles():
+    ds = figure1_cube()
+    hit = {"noise": "uniform", "sigma": ds.sigma.values[7], "replicate": 0, "step": 1}
+    ds["vec_err"].loc[hit] = 1.5
+    fig = figure1(ds)
+    assert len(fig.axes) == 6  # 3 noise models × (λ error, vector error)
+    titles = _titles(fig)
+    for noise, row in zip(("binary", "uniform", "gaussian"), (0, 2, 4), strict=True):
+        assert titles[row].startswith(f"{noise}: λ error")
+        assert titles[row + 1].startswith(f"{noise}: vector error")
+    assert "1/40 above bound" in titles[3] and "0/40 above bound" in titles[2]
+    for ax in fig.axes:
+        assert "E" in ax.get_xlabel() and "operator norm" in ax.get_xlabel()
+        assert ax.get_xscale() == "log"  # σ spans three decades
+        labels = ax.get_legend_handles_labels()[1]
+        assert "instance" in labels and any("Theorem 2.2 bound" in s for s in labels)
+        line = ax.get_lines()[0]  # the bound is a line over ‖E‖
+        assert len(line.get_xdata()) > 10
+    assert "violation" in fig.axes[3].get_legend_handles_labels()[1]
+    lam_line = fig.axes[0].get_lines()[0]
+    np.testing.assert_allclose(lam_line.get_ydata(), lam_line.get_xdata())  # lam bound = ε
+    x, y = fig.axes[1].get_lines()[0].get_data()
+    np.testing.assert_allclose(y, 10 * (x + x**2))  # λ = 1
+
+
+def test_figure1_without_noise_axis_has_one_row():
+    ds = figure1_cube(n_sigma=6).sel(noise="binary", drop=True)
+    ds.attrs = {}
+    fig = figure1(ds)
+    assert len(fig.axes) == 2 and _titles(fig)[0].startswith("λ error")
+
+
+def test_figure2_mean_and_two_std_per_step():
+    ds = figure2_cube()
+    fig = figure2(ds)
+    assert len(fig.axes) == 6
+    ax = fig.axes[3]  # uniform, vector error
+    assert ax.get_title().startswith("uniform: vector error (mean ± 2 std, 50 replicates")
+    assert ax.get_xlabel() == "SROA iteration i" and "v" in ax.get_ylabel()
+    container = ax.containers[0]
+    x, y = container.lines[0].get_data()
+    v = ds["vec_err"].sel(noise="uniform").transpose("replicate", "step").values
+    np.testing.assert_allclose(x, np.arange(1, 11))
+    np.testing.assert_allclose(y, v.mean(0))
+    segs = container.lines[2][0].get_segments()
+    np.testing.assert_allclose([s[1, 1] - s[0, 1] for s in segs], 4 * v.std(0, ddof=1))
+
+
+def test_figure2_series_for_extra_axes_and_pooling():
+    ds = scaling_cube(ns=(4, 8), n_eps=3, n_rep=4)
+    fig = figure2(ds, max_series=6)  # 2 n × 3 ε = 6 series
+    assert len(fig.axes) == 2 and len(fig.axes[0].containers) == 6
+    pooled = figure2(ds, max_series=4)
+    assert len(pooled.axes[0].containers) == 1
+    assert "pooled over n, eps" in pooled.axes[0].get_title()
+
+
+def test_scaling_figures():
+    ds = scaling_cube(n_rep=16)
+    thr = estimate_thresholds(ds, n_boot=30)
+    heat = figure_success_heatmap(ds, thresholds=thr)
+    assert len(heat.axes) == 2  # one heat map + its colorbar
+    ax, cbar = heat.axes
+    assert ax.get_xlabel().startswith("n") and ax.get_ylabel().startswith("ε = ‖E‖")
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    assert cbar.get_ylabel() == "P(success)"
+    assert "vec_err ≤ 0.3" in ax.get_title()
+    scale = figure_threshold_scaling(thr, fit_exponent(thr, p=3))
+    (ax,) = scale.axes
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    labels = ax.get_legend_handles_labels()[1]
+    assert any("fitted k = -0.5" in s or "fitted k = -0.4" in s for s in labels), labels
+    assert any("Theorem 3.1" in s and "0.5" in s for s in labels)
+    assert any("power method" in s for s in labels)
+
+
+def test_heatmap_panels_per_noise_model():
+    cubes = [scaling_cube(ns=(4, 8), n_eps=4, n_rep=4, seed=s) for s in (1, 2)]
+    ds = xr.concat(
+        [c.expand_dims(noise=[m]) for c, m in zip(cubes, ("a", "b"), strict=True)], "noise"
+    )
+    fig = figure_success_heatmap(ds)
+    titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+    assert len(titles) == 2 and titles[0].startswith("noise=a")
+
+
+@pytest.mark.parametrize(
+    ("cube", "names", "formats"),
+    [
+        (lambda: figure2_cube(n_rep=5), ["figure2"], ("png", "svg")),
+        (
+            lambda: scaling_cube(ns=(4, 8, 16), n_eps=6, n_rep=8),
+            ["figure1", "figure2", "success_heatmap", "threshold_scaling"],
+            ("png",),
+        ),
+    ],
+)
+def test_plot_cube_writes_the_supported_figures(tmp_path, cube, names, formats):
+    paths = plot_cube(cube(), tmp_path / "figs", formats=formats, n_boot=20)
+    assert [p.name for p in paths] == [f"{n}.{f}" for n in names for f in formats]
+    for p in paths:
+        assert p.stat().st_size > 1000
+        if p.suffix == ".png":
+            assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        else:
+            assert b"<svg" in p.read_bytes()[:2000]
+
+
+def test_plot_cube_rejects_unknown_format(tmp_path):
+    with pytest.raises(ValueError, match=r"unknown figure format.*'bmpx'"):
+        plot_cube(figure2_cube(n_rep=3), tmp_path, formats=("bmpx",))
