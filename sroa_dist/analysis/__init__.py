@@ -1,9 +1,9 @@
-"""Analysis of sroa-dist result cubes: aggregation, thresholds and figures.
+"""Analysis of sroa-dist result cubes: aggregation, thresholds, figures and reports.
 
 Every function takes the xarray Dataset returned by ``open_results`` (or any Dataset following
 the RESULT CUBE contract of docs/architecture.md, with any subset of the sweep axes) and relies
 on dimension and variable names only, never on attrs.  Aggregations stay lazy on dask-backed
-cubes; thresholds and figures compute what they need.
+cubes; thresholds, figures and reports compute what they need.
 """
 
 from .aggregate import (
@@ -25,6 +25,7 @@ from .figures import (
     plot_cube,
     supported_figures,
 )
+from .report import summarize, write_report
 from .threshold import estimate_thresholds, fit_exponent
 
 __all__ = [
@@ -43,6 +44,8 @@ __all__ = [
     "step_stats",
     "success",
     "success_probability",
+    "summarize",
     "supported_figures",
     "violation_mask",
+    "write_report",
 ]
