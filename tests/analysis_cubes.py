@@ -16,6 +16,11 @@ PROVENANCE = {
 }
 
 
+def _labels(values) -> np.ndarray:
+    """String coordinate as the store writes it (object dtype → zarr v3 vlen string)."""
+    return np.array(list(values), dtype=object)
+
+
 def _finish(
     coords: dict,
     lam_true: np.ndarray,
@@ -72,7 +77,7 @@ def figure1_cube(n_sigma: int = 40, seed: int = 0, noises=NOISES) -> xr.Dataset:
     lam_true = np.ones((*shape, 1))
     lam_err = (eps * rng.uniform(0.0, 0.5, shape))[..., None]
     vec_err = (eps * rng.uniform(0.0, 2.0, shape))[..., None]
-    coords = {"noise": list(noises), "sigma": sigma, "replicate": [0], "step": [1]}
+    coords = {"noise": _labels(noises), "sigma": sigma, "replicate": [0], "step": [1]}
     return _finish(coords, lam_true, lam_err, vec_err, eps, rng, eps_is_axis=False)
 
 
@@ -85,7 +90,7 @@ def figure2_cube(n_rep: int = 50, n_steps: int = 10, seed: int = 1, noises=NOISE
     lam_err = eps[..., None] * rng.uniform(0.0, 0.6, (*shape, n_steps))
     vec_err = eps[..., None] * rng.uniform(0.0, 1.5, (*shape, n_steps))
     coords = {
-        "noise": list(noises),
+        "noise": _labels(noises),
         "replicate": np.arange(n_rep),
         "step": np.arange(1, n_steps + 1),
     }

@@ -9,6 +9,7 @@ from analysis_cubes import figure1_cube, figure2_cube, scaling_cube
 from matplotlib.figure import Figure
 
 from sroa_dist.analysis import (
+    build_figures,
     estimate_thresholds,
     figure1,
     figure2,
@@ -143,6 +144,15 @@ def test_plot_cube_writes_the_supported_figures(tmp_path, cube, names, formats):
             assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         else:
             assert b"<svg" in p.read_bytes()[:2000]
+
+
+def test_figures_from_a_lazy_zarr_cube(tmp_path):
+    scaling_cube(ns=(4, 8), n_eps=4, n_rep=6).to_zarr(tmp_path / "c.zarr", consolidated=False)
+    ds = xr.open_zarr(tmp_path / "c.zarr", consolidated=False)
+    assert ds["vec_err"].chunks is not None
+    figures = build_figures(ds, n_boot=10)
+    assert list(figures) == ["figure1", "figure2", "success_heatmap", "threshold_scaling"]
+    assert all(isinstance(f, Figure) and f.axes for f in figures.values())
 
 
 def test_plot_cube_rejects_unknown_format(tmp_path):

@@ -53,14 +53,15 @@ def step_stats(
         Dimension(s) to reduce over; default ``replicate``.  Add sweep axes (e.g.
         ``("replicate", "sigma")``) to pool them.
     quantiles : sequence of float
-        Quantile levels in [0, 1], reported along a ``quantile`` dimension.
+        Quantile levels in [0, 1], reported along a ``quantile`` dimension (none if empty).
     ddof : int
         Delta degrees of freedom of the standard deviation (1: sample std).
 
     Returns
     -------
     xarray.Dataset
-        ``<var>_mean``, ``<var>_std``, ``<var>_quantile`` (extra ``quantile`` dim) and
+        ``<var>_mean``, ``<var>_std``, ``<var>_quantile`` (extra ``quantile`` dim; absent when
+        ``quantiles`` is empty) and
         ``<var>_count`` for each variable, over the remaining dims.
     """
     require(ds, variables, "step_stats")
@@ -73,10 +74,11 @@ def step_stats(
         reduce_dims = [d for d in dims if d in da.dims]
         mean, std, count = _moments(da, reduce_dims, ddof)
         out[f"{name}_mean"], out[f"{name}_std"] = mean, std
-        with warnings.catch_warnings():
-            # all-NaN slices (steps past every instance's rank) are expected: they give NaN.
-            warnings.simplefilter("ignore", RuntimeWarning)
-            out[f"{name}_quantile"] = da.quantile(list(quantiles), dim=reduce_dims)
+        if len(quantiles):  # dask's quantile fails on an empty list
+            with warnings.catch_warnings():
+                # all-NaN slices (steps past every instance's rank) are expected: they give NaN.
+                warnings.simplefilter("ignore", RuntimeWarning)
+                out[f"{name}_quantile"] = da.quantile(list(quantiles), dim=reduce_dims)
         out[f"{name}_count"] = count
     return xr.Dataset(out, attrs={"reduced_over": list(dims), "ddof": ddof})
 
