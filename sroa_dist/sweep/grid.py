@@ -298,9 +298,16 @@ def make_layout(
         max_rank = max(ns)
     n_steps = spec.data["solver"]["steps"] or max_rank
     if chunks is None:
-        if block_size is None:
-            block_size = default_block_size(spec)
+        auto = block_size is None
+        block_size = default_block_size(spec) if auto else block_size
         chunks = chunks_for_block_size(shape, block_size)
+        # Blocks do not straddle outer coordinates, so rounding can add blocks: grow until
+        # the default stays within MAX_TASKS.
+        while (
+            auto and math.prod(-(-s // c) for s, c in zip(shape, chunks, strict=True)) > MAX_TASKS
+        ):
+            block_size = int(block_size * 1.25) + 1
+            chunks = chunks_for_block_size(shape, block_size)
     chunks = tuple(min(int(c), s) for c, s in zip(chunks, shape, strict=True))
     if len(chunks) != len(dims) or min(chunks) < 1:
         raise ValueError(

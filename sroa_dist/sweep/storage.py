@@ -394,7 +394,6 @@ def _extend(url, spec, old_layout: Layout, new_layout: Layout, history, so) -> i
     fs, path = _fs(url, so)
     nxt_url = str(url) + ".next"
     _write_template(nxt_url, spec, new_layout, "", so)
-    old = xr.open_zarr(url, consolidated=False, storage_options=_so(url, so))
     g_old = zarr.open_group(url, mode="r", storage_options=_so(url, so))
     g_new = zarr.open_group(nxt_url, mode="r+", storage_options=_so(nxt_url, so))
     g_new.attrs.update(
@@ -409,35 +408,55 @@ def _extend(url, spec, old_layout: Layout, new_layout: Layout, history, so) -> i
     for b in np.flatnonzero(done_old):
         finished[old_layout.block_region(int(b))] = True
     index_maps = [{v: i for i, v in enumerate(c)} for c in old_layout.coords]
-    names = [v for v in old.data_vars if v not in _BOOKKEEPING]
-    reused = 0
+    nd = len(new_layout.dims)
+    names = [  # the result variables: arrays over the instance grid (coordinates excluded)
+        k
+        for k in g_new.array_keys()
+        if k in g_old
+        and k not in new_layout.dims
+        and tuple(g_new[k].metadata.dimension_names)[:nd] == new_layout.dims
+    ]
+    old_arrays = {k: g_old[k] for k in names}
+    new_arrays = {k: g_new[k] for k in names}
     done_time_old = np.asarray(g_old["done_time"][:], dtype=float)
-    for b in range(new_layout.n_blocks):
+
+    def copy(b: int) -> float | None:
         region = new_layout.block_region(b)
         idx = []
         for m, c, sl in zip(index_maps, new_layout.coords, region, strict=True):
-            pos = [m.get(v, -1) for v in c[sl]]
-            idx.append(np.asarray(pos))
+            idx.append(np.asarray([m.get(v, -1) for v in c[sl]]))
         if any((i < 0).any() for i in idx) or not finished[np.ix_(*idx)].all():
-            continue
-        block = old[names].isel({d: i for d, i in zip(new_layout.dims, idx, strict=True)})
-        block = block.drop_vars(list(block.coords)).load()
-        write_block(nxt_url, b, _as_result(b, block), storage_options=so, mark_done=False)
+            return None
+        for k in names:  # orthogonal selection by label position, then an aligned write
+            old_arr = old_arrays[k]
+            extra = (slice(None),) * (len(old_arr.shape) - len(idx))
+            data = old_arr.oindex[tuple(idx) + extra]
+            _check_aligned(k, new_arrays[k], region)
+            new_arrays[k][region + extra] = data
         # Keep when the data was computed (evidence that it was reused, not recomputed): the
         # time of the old block holding the new block's first instance.
         first = tuple(int(i[0]) // c for i, c in zip(idx, old_layout.chunks, strict=True))
-        g_new["done_time"][b] = done_time_old[np.ravel_multi_index(first, old_layout.block_grid)]
-        g_new["done"][b] = True
-        reused += 1
+        return float(done_time_old[np.ravel_multi_index(first, old_layout.block_grid)])
+
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(8) as pool:  # I/O bound: zarr releases the GIL
+        times = list(pool.map(copy, range(new_layout.n_blocks)))
+    reused_idx = [b for b, t in enumerate(times) if t is not None]
+    if reused_idx:
+        dt = np.full(new_layout.n_blocks, np.nan)
+        dt[reused_idx] = [times[b] for b in reused_idx]
+        mask = np.zeros(new_layout.n_blocks, dtype=bool)
+        mask[reused_idx] = True
+        # Whole-array writes of the bookkeeping by the single client (no concurrent writers).
+        g_new["done_time"][:] = dt
+        g_new["done"][:] = mask
+    reused = len(reused_idx)
     # Swap: store -> .old, .next -> store, drop .old (each step recoverable on restart).
     fs.mv(path, path + ".old", recursive=True)
     fs.mv(path + ".next", path, recursive=True)
     fs.rm(path + ".old", recursive=True)
     return reused
-
-
-def _as_result(index: int, block: xr.Dataset) -> BlockResult:
-    return BlockResult(index, {k: block[k].values for k in block.data_vars}, 0.0, 0.0, 0)
 
 
 # --------------------------------------------------------------------------------------------
@@ -482,21 +501,18 @@ def write_block(
             for m, c, s in zip(multi, ref.chunks[:-1], ref.shape[:-1], strict=True)
         )
     region = tuple(region)
-    data_vars = {}
+    # Check every target first so that a refused write leaves the store untouched.
+    targets = []
     for name, arr in result.data.items():
         if name in dims or name not in g:
             continue  # 'eps' is the coordinate when eps is an axis
-        _check_aligned(name, g[name], region)
-        vdims = tuple(g[name].metadata.dimension_names)
-        data_vars[name] = (vdims, arr)
-    ds = xr.Dataset(data_vars)
-    ds.to_zarr(
-        url,
-        region=dict(zip(dims, region, strict=True)),
-        mode="r+",
-        consolidated=False,
-        storage_options=so,
-    )
+        zarr_arr = g[name]
+        _check_aligned(name, zarr_arr, region)
+        targets.append((zarr_arr, arr))
+    # Region writes straight through zarr: same bytes as xarray's to_zarr(region=...) for these
+    # plain float64/bool variables (no CF encoding), at under half the per-task cost.
+    for zarr_arr, arr in targets:
+        zarr_arr[region + (slice(None),) * (arr.ndim - len(region))] = arr
     if mark_done:
         g["done_time"][index] = _dt.datetime.now(_dt.UTC).timestamp()
         g["done"][index] = True

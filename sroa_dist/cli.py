@@ -1,0 +1,216 @@
+"""``sroa-dist``: thin command line over the sweep service and the analysis layer.
+
+Subcommands: ``run`` (run / resume / extend a sweep), ``validate`` (check a spec), ``status``
+(progress of a store), ``info`` (dims, variables, provenance), and the analysis slots ``plot``
+and ``report`` (implemented in :mod:`sroa_dist.analysis`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["main"]
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from .sweep.execute import run_sweep
+    from .sweep.spec import load_spec
+
+    spec = load_spec(args.spec, args.set or ())
+    store = args.store or str(Path("results") / f"{spec.name}.zarr")
+    history = "sroa-dist " + " ".join(shlex.quote(a) for a in args.argv)
+    res = run_sweep(
+        spec,
+        store,
+        scheduler=args.scheduler,
+        scheduler_file=args.scheduler_file,
+        workers=args.workers,
+        block_size=args.block_size,
+        overwrite=args.overwrite,
+        progress=sys.stderr,
+        history=history,
+    )
+    print(
+        f"store: {res.store} ({res.action})\n"
+        f"blocks: {res.n_blocks} total, {res.blocks_done_before} already done, "
+        f"{res.blocks_reused} reused, {res.blocks_computed} computed, {len(res.failed)} failed\n"
+        f"instances: {res.n_instances} total, {res.instances_computed} computed\n"
+        f"wall time: {res.wall_time:.1f} s (tasks {res.task_time:.1f} s, "
+        f"of which numerical core {res.kernel_time:.1f} s)"
+    )
+    for b, msg in sorted(res.failed.items())[:10]:
+        print(f"failed block {b}: {msg}", file=sys.stderr)
+    return 0 if res.complete else 1
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    from .sweep.grid import make_layout
+    from .sweep.spec import load_spec
+
+    spec = load_spec(args.spec, args.set or ())
+    layout = make_layout(spec, block_size=args.block_size)
+    dims = ", ".join(f"{d}={s}" for d, s in zip(layout.dims, layout.shape, strict=True))
+    print(
+        f"{args.spec}: valid sweep '{spec.name}'\n"
+        f"dims: {dims}, step={layout.n_steps}\n"
+        f"instances: {layout.n_instances} in {layout.n_blocks} blocks of shape {layout.chunks}"
+    )
+    return 0
+
+
+def _cmd_status(args: argparse.Namespace) -> int:
+    from .sweep.storage import store_status
+
+    st = store_status(args.store)
+    print(
+        f"{args.store}: {st.done_fraction:.1%} done "
+        f"({st.n_instances_done}/{st.n_instances} instances, {st.n_done}/{st.n_blocks} blocks)"
+    )
+    print(f"failed blocks: {len(st.failed)}")
+    for b, msg in sorted(st.failed.items()):
+        print(f"  block {b}: {msg}")
+    return 0 if st.n_done == st.n_blocks else 1
+
+
+def _cmd_info(args: argparse.Namespace) -> int:
+    from .sweep.storage import open_results
+
+    ds = open_results(args.store)
+    print(f"store: {args.store}")
+    print("dims: " + ", ".join(f"{d}={n}" for d, n in ds.sizes.items()))
+    for name in ds.coords:
+        vals = ds[name].values
+        shown = ", ".join(map(str, vals[:6])) + (", ..." if len(vals) > 6 else "")
+        print(f"  coord {name}: [{shown}]")
+    print("variables:")
+    for name, var in ds.data_vars.items():
+        print(f"  {name}{tuple(var.dims)}: {var.attrs.get('long_name', '')}")
+    print("provenance:")
+    for key, val in ds.attrs.items():
+        text = str(val)
+        if key == "spec" and not args.full:
+            text = json.dumps(json.loads(text), sort_keys=True)
+        if not args.full and len(text) > 160:
+            text = text[:157] + "..."
+        print(f"  {key}: {text}")
+    return 0
+
+
+# ---- analysis slots (implemented by sroa_dist.analysis) ------------------------------------
+def _cmd_plot(args: argparse.Namespace) -> int:
+    """Slot ``plot``: figures of a cube via ``sroa_dist.analysis.plot_cube``."""
+    from . import analysis
+    from .sweep.storage import open_results
+
+    fmts = _formats(args.formats)
+    ds = open_results(args.store)
+    out = analysis.plot_cube(ds, args.out, fmts) if fmts else analysis.plot_cube(ds, args.out)
+    if out is not None:
+        print(out if isinstance(out, (str, Path)) else "\n".join(map(str, out)))
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    """Slot ``report``: a report of a cube via ``sroa_dist.analysis.write_report``."""
+    from . import analysis
+    from .sweep.storage import open_results
+
+    fmts = _formats(args.formats)
+    ds = open_results(args.store)
+    out = analysis.write_report(ds, args.out, fmts) if fmts else analysis.write_report(ds, args.out)
+    if out is not None:
+        print(out if isinstance(out, (str, Path)) else "\n".join(map(str, out)))
+    return 0
+
+
+def _formats(text: str | None) -> tuple[str, ...] | None:
+    return None if text is None else tuple(f.strip() for f in text.split(",") if f.strip())
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``sroa-dist`` argument parser."""
+    p = argparse.ArgumentParser(
+        prog="sroa-dist",
+        description="Certified SROA of nearly SOD tensors: Monte Carlo sweeps on Dask, "
+        "xarray/zarr result cubes.",
+    )
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    r = sub.add_parser("run", help="run, resume or extend a sweep")
+    r.add_argument("spec", help="TOML sweep spec, e.g. sweeps/figure2.toml")
+    r.add_argument("--store", help="zarr store path or fsspec URL (default results/<name>.zarr)")
+    r.add_argument("--scheduler", help="address of a running Dask scheduler")
+    r.add_argument("--scheduler-file", help="scheduler file of a running Dask cluster")
+    r.add_argument("--workers", type=int, help="processes of the embedded cluster (default: CPUs)")
+    r.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a spec key with a TOML value, e.g. --set replicates=20 (repeatable)",
+    )
+    r.add_argument("--overwrite", action="store_true", help="discard an existing store")
+    r.add_argument(
+        "--block-size", type=int, help="instances per task for a new store (default: ~4 s/task)"
+    )
+    r.set_defaults(func=_cmd_run)
+
+    v = sub.add_parser("validate", help="validate a spec and show its grid")
+    v.add_argument("spec")
+    v.add_argument("--set", action="append", metavar="KEY=VALUE")
+    v.add_argument("--block-size", type=int)
+    v.set_defaults(func=_cmd_validate)
+
+    s = sub.add_parser("status", help="done fraction and failed blocks of a store")
+    s.add_argument("store")
+    s.set_defaults(func=_cmd_status)
+
+    i = sub.add_parser("info", help="dims, variables and provenance of a store")
+    i.add_argument("store")
+    i.add_argument("--full", action="store_true", help="do not shorten long attributes")
+    i.set_defaults(func=_cmd_info)
+
+    pl = sub.add_parser("plot", help="figures of a result cube (sroa_dist.analysis)")
+    pl.add_argument("store")
+    pl.add_argument("--out", default="figures", help="output directory (default: figures)")
+    pl.add_argument("--formats", help="comma-separated, e.g. png,pdf")
+    pl.set_defaults(func=_cmd_plot)
+
+    rp = sub.add_parser("report", help="report of a result cube (sroa_dist.analysis)")
+    rp.add_argument("store")
+    rp.add_argument("--out", default="report", help="output path without extension")
+    rp.add_argument("--formats", help="comma-separated, e.g. md,html")
+    rp.set_defaults(func=_cmd_report)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``sroa-dist`` console script; returns the exit status."""
+    from .sweep.spec import SpecError
+    from .sweep.storage import StoreIncompatibleError
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    args.argv = argv
+    try:
+        return int(args.func(args))
+    except (SpecError, StoreIncompatibleError, FileNotFoundError) as exc:
+        print(f"sroa-dist {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(
+            "sroa-dist: interrupted; finished blocks are kept, run again to resume", file=sys.stderr
+        )
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
