@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
-from matplotlib.ticker import NullLocator
+from matplotlib.ticker import FuncFormatter, LogFormatter, NullLocator
 
 from ._cube import (
     PERTURBATION_AXES,
@@ -46,6 +46,32 @@ def _set_scale(ax, axis: str, values: np.ndarray) -> None:
     v = v[np.isfinite(v) & (v > 0)]
     if v.size and v.max() / v.min() >= 10:
         (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
+
+
+def _plain_log_labels(fig: Figure) -> None:
+    """On log axes spanning under two decades, label ticks 0.05, 0.1, 0.2 … instead of 5×10⁻².
+
+    Matplotlib then labels minor ticks in scientific notation, which overlap; plain numbers at
+    the 1-2-5 ticks stay readable.
+    """
+
+    def plain(v: float, _pos: int | None = None) -> str:
+        return f"{v:g}"
+
+    def one_two_five(v: float, _pos: int | None = None) -> str:
+        mantissa = round(v / 10 ** np.floor(np.log10(v)), 6) if v > 0 else 0
+        return f"{v:g}" if mantissa in (2, 5) else ""
+
+    for ax in fig.axes:
+        for axis, lim in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
+            if axis.get_scale() != "log" or not isinstance(
+                axis.get_major_formatter(), LogFormatter
+            ):
+                continue
+            lo, hi = sorted(lim)
+            if lo > 0 and np.log10(hi / lo) < 2:
+                axis.set_major_formatter(FuncFormatter(plain))
+                axis.set_minor_formatter(FuncFormatter(one_two_five))
 
 
 def _noise_rows(ds: xr.Dataset) -> list[dict[str, object]]:
@@ -142,6 +168,7 @@ def figure1(ds: xr.Dataset, *, rtol: float = 1e-9) -> Figure:
             _set_scale(ax, "x", eps[valid])
             _set_scale(ax, "y", err)
             ax.legend(loc="upper left", fontsize="small")
+    _plain_log_labels(fig)
     return fig
 
 
@@ -262,6 +289,7 @@ def figure_success_heatmap(
         ax.set_visible(False)
     if mesh is not None:
         fig.colorbar(mesh, ax=list(axes[: len(panels)]), label="P(success)")
+    _plain_log_labels(fig)
     return fig
 
 
@@ -334,6 +362,7 @@ def figure_threshold_scaling(
     level = thresholds.attrs.get("level")
     ax.set_title("Tolerable perturbation vs n" + (f" ({level:.0%} bootstrap CIs)" if level else ""))
     ax.legend(fontsize="small")
+    _plain_log_labels(fig)
     return fig
 
 

@@ -58,7 +58,8 @@ def summarize(
     Returns
     -------
     dict
-        ``dims`` (sizes), ``n_instances`` (instances with data) and ``n_planned``,
+        ``dims`` (sizes of the sweep axes, replicate and step), ``n_instances`` (instances
+        with data) and ``n_planned``,
         ``certified_fraction`` (certified steps / steps run), ``all_certified_fraction``
         (instances whose every step is certified), ``eps_certified_fraction``,
         ``violations`` ({theorem: {lam, vec, any, n_checked}}), ``violation_rows``
@@ -117,7 +118,7 @@ def summarize(
         thresholds = estimate_thresholds(ds, criterion, radius=radius, n_boot=n_boot, rng=rng)
         exponents = fit_exponent(thresholds, p=scalar_p(ds))
     return {
-        "dims": {str(k): int(v) for k, v in ds.sizes.items()},
+        "dims": {d: int(ds.sizes[d]) for d in [*axes, REPLICATE, STEP] if d in ds.dims},
         "axes": axes,
         "n_instances": num.get("n_instances"),
         "n_planned": n_planned,
@@ -221,7 +222,9 @@ def _provenance(doc: _Doc, attrs: dict[str, Any]) -> None:
         doc.table(["attribute", "value"], [(k, str(v)) for k, v in short])
     for k, v in long:
         doc.para(f"`{k}`:")
-        doc.code(str(v), "toml" if k == "spec" and not str(v).lstrip().startswith("{") else "")
+        text = str(v)
+        lang = ("json" if text.lstrip().startswith("{") else "toml") if k == "spec" else ""
+        doc.code(text, lang)
 
 
 def _violations(doc: _Doc, summary: dict[str, Any]) -> None:
