@@ -14,6 +14,7 @@ import xarray as xr
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogFormatter, NullLocator
 
+from ..metrics import theorem_2_2_bounds
 from ._cube import (
     PERTURBATION_AXES,
     REPLICATE,
@@ -26,7 +27,6 @@ from ._cube import (
     scalar_p,
     step_one,
     sweep_axes,
-    theorem_bounds,
 )
 from .aggregate import DEFAULT_RADIUS, step_stats, success_probability, violation_mask
 from .threshold import estimate_thresholds, fit_exponent
@@ -107,14 +107,11 @@ def figure1(ds: xr.Dataset, *, rtol: float = 1e-9) -> Figure:
     their own bound are marked with a black × and counted in the panel title.
     """
     require(ds, ["lam_err", "vec_err"], "figure 1")
-    lam_bound, vec_bound = theorem_bounds(ds, "2.2")
     viol = violation_mask(ds, "2.2", rtol=rtol)
     parts = {
         "norm": measured_eps(ds),
         "lam_err": step_one(ds["lam_err"]),
         "vec_err": step_one(ds["vec_err"]),
-        "lam_bound": lam_bound,
-        "vec_bound": vec_bound,
         "lam_viol": viol["lam"],
         "vec_viol": viol["vec"],
     }
@@ -138,9 +135,8 @@ def figure1(ds: xr.Dataset, *, rtol: float = 1e-9) -> Figure:
         eps = sub["norm"].values.ravel()
         valid = np.isfinite(eps) & np.isfinite(sub["vec_err"].values.ravel())
         prefix = f"{sel['noise']}: " if sel else ""
-        grid = (
-            np.geomspace(eps[valid & (eps > 0)].min(), eps[valid].max(), 200) if valid.any() else []
-        )
+        pos = eps[valid & (eps > 0)]
+        grid = np.geomspace(pos.min(), pos.max(), 200) if pos.size else np.array([])
         lam_values = sub["lam_true"].values.ravel()[valid] if "lam_true" in sub else np.ones(1)
         lams = np.unique(np.round(lam_values[np.isfinite(lam_values)], 12))
         if lams.size > 3:
@@ -152,10 +148,11 @@ def figure1(ds: xr.Dataset, *, rtol: float = 1e-9) -> Figure:
             err = sub[f"{kind}_err"].values.ravel()[valid]
             bad = sub[f"{kind}_viol"].values.ravel()[valid]
             ax.scatter(eps[valid], err, label="instance", **_POINT)
-            for lam in lams if len(grid) else []:
-                bound = grid if kind == "lam" else 10 * (grid / lam + (grid / lam) ** 2)
-                tag = "" if lams.size == 1 and kind == "lam" else f" (λ={lam:g})"
-                ax.plot(grid, bound, label=f"Theorem 2.2 bound{tag}", **_BOUND)
+            if grid.size and kind == "lam":  # |λ̂ − λ| ≤ ε whatever λ
+                ax.plot(grid, theorem_2_2_bounds(grid, 1.0)[0], label="Theorem 2.2 bound", **_BOUND)
+            for lam in lams if grid.size and kind == "vec" else []:
+                bound = theorem_2_2_bounds(grid, lam)[1]
+                ax.plot(grid, bound, label=f"Theorem 2.2 bound (λ={lam:g})", **_BOUND)
             if bad.any():
                 ax.scatter(eps[valid][bad], err[bad], label="violation", **_VIOLATION)
             what = "λ error" if kind == "lam" else "vector error"
