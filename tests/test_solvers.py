@@ -53,16 +53,27 @@ def test_planted_sod_component_is_found(method, p):
     assert res.method == method
 
 
-@pytest.mark.parametrize("method", ["sshopm", "power"])
 @pytest.mark.parametrize("p", [3, 4])
-def test_local_methods_return_z_eigenpairs(method, p):
+def test_sshopm_returns_z_eigenpairs_of_general_tensors(p):
     rng = np.random.default_rng(5)
     for _ in range(5):
         T = symmetrize(rng.standard_normal((4,) * p))
-        res = rank_one(T, method, rng=rng)
+        res = rank_one(T, "sshopm", rng=rng)
         assert abs(np.linalg.norm(res.x) - 1) < 1e-12
-        tol = 1e-8 if method == "sshopm" else 1e-2  # power runs a fixed number of iterations
-        assert z_residual(T, res.x) < tol * np.linalg.norm(T)
+        assert z_residual(T, res.x) < 1e-9 * np.linalg.norm(T)
+        assert res.lam == pytest.approx(contract(T[None], res.x[None, None], p)[0, 0], rel=1e-12)
+
+
+@pytest.mark.parametrize("p", [3, 4])
+def test_power_method_returns_z_eigenpairs_of_nearly_sod_tensors(p):
+    """The unshifted robust power method is meant for nearly SOD inputs; there it converges
+    (on general tensors it can cycle, see NOTES.md, which is why it is only the baseline)."""
+    rng = np.random.default_rng(6)
+    for _ in range(5):
+        V = random_orthonormal_basis(5, rng=rng)
+        T = sod_tensor(rng.uniform(1, 2, 5), V, p) + noise_tensor("gaussian", 5, p, 0.01, rng)
+        res = rank_one(T, "power", rng=rng)
+        assert z_residual(T, res.x) < 1e-8 * np.linalg.norm(T)
         assert res.lam == pytest.approx(contract(T[None], res.x[None, None], p)[0, 0], rel=1e-12)
 
 
