@@ -1,0 +1,38 @@
+# syntax=docker/dockerfile:1
+# One image for the Dask scheduler, the workers and the sweep runner: distributed needs the same
+# software on all three, and the scheduler needs bokeh for the dashboard (a core dependency).
+#
+#   docker build -t sroa-dist:latest .
+#   docker compose up --build          (see docker-compose.yml and deploy/README.md)
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    MPLBACKEND=Agg
+
+# Fixed UID/GID 1000 so bind-mounted certificates and result directories can be owned to match.
+RUN groupadd --gid 1000 sroa \
+    && useradd --uid 1000 --gid sroa --create-home --shell /usr/sbin/nologin sroa
+
+WORKDIR /opt/sroa
+COPY pyproject.toml README.md ./
+COPY sroa_dist ./sroa_dist
+# s3fs for s3:// stores; bokeh (dashboard), dask/distributed, zarr, xarray come with the project.
+RUN pip install ".[s3]" \
+    && python -c "import sroa_dist, sroa_dist.cli, bokeh, distributed, s3fs, zarr, xarray"
+COPY sweeps ./sweeps
+COPY deploy/docker/healthcheck.py deploy/docker/s3_bucket.py /usr/local/lib/sroa/
+
+# /results is the mount point of the shared results volume; a fresh named volume inherits this
+# ownership, so the non-root user can write the cube.
+RUN install -d -o sroa -g sroa /results
+USER sroa:sroa
+
+EXPOSE 8786 8787
+# Probes the Dask HTTP server's /health (the scheduler dashboard on 8787 unless SROA_HEALTH_URL
+# says otherwise); docker-compose.yml disables it for workers and the runner.
+HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 \
+    CMD ["python", "/usr/local/lib/sroa/healthcheck.py"]
+CMD ["dask", "scheduler"]
