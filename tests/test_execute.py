@@ -59,26 +59,26 @@ def test_bits_identical_for_worker_counts_and_block_sizes(tmp_path, client):
 def test_extending_axes_reuses_finished_blocks(tmp_path, client):
     spec = SMOKE / "figure1.toml"
     store = tmp_path / "ext.zarr"
-    first = run_sweep(spec, store, client=client, block_size=2, replicates=2)
+    first = run_sweep(
+        spec, store, client=client, block_size=2, replicates=2, **{"noise.sigma": [0.02, 0.04]}
+    )
+    assert first.n_blocks == 4 and first.complete
     t_old = open_results(store)["done_time"].values.copy()
-    # more replicates and more sigma values (inserted in the middle and at the end)
-    sig = "{start = 0.005, stop = 0.12, step = 0.005}"
-    ext = run_sweep(spec, store, client=client, replicates=4, **{"noise.sigma": _toml(sig)})
-    assert first.n_blocks == 20
-    assert ext.action == "extended"
-    # every old block is reused: the old sigmas 0.01..0.1 sit at even positions of the new
-    # axis, so old blocks of (1 sigma x 2 replicates) map onto new blocks one to one
-    assert ext.blocks_reused == 20 and ext.blocks_computed == ext.n_blocks - 20
+    # more replicates and more sigma values (inserted before, between and after the old ones)
+    sigma = {"start": 0.01, "stop": 0.05, "step": 0.01}
+    ext = run_sweep(spec, store, client=client, replicates=4, **{"noise.sigma": sigma})
+    assert ext.action == "extended" and ext.complete
+    assert ext.n_blocks == 20  # the stored block shape (1 sigma x 2 replicates) is kept
+    assert ext.blocks_reused == 4 and ext.blocks_computed == 16
     ds = open_results(store)
-    reused_times = np.sort(ds["done_time"].values)[:20]
-    assert np.array_equal(reused_times, np.sort(t_old))  # copied, not recomputed
+    assert np.array_equal(np.sort(ds["done_time"].values)[:4], np.sort(t_old))  # not recomputed
     fresh = run_sweep(
         spec,
         tmp_path / "fresh.zarr",
         client=client,
-        block_size=6,
+        block_size=8,
         replicates=4,
-        **{"noise.sigma": _toml(sig)},
+        **{"noise.sigma": sigma},
     )
     assert fresh.complete
     assert_same_bits(cube_values(store), cube_values(tmp_path / "fresh.zarr"))
@@ -132,23 +132,23 @@ def test_certified_smoke(tmp_path, client):
     assert np.allclose(ds["eps_lower"], ds["eps_upper"], rtol=1e-4)
 
 
-def test_killed_worker_loses_nothing(tmp_path):
+def test_killed_worker_loses_nothing(tmp_path, client):
     """SIGKILL a worker process mid-run: its task is retried elsewhere, the run completes, and
     the cube equals an uninterrupted run bit for bit."""
     spec = SMOKE / "figure1.toml"
-    over = {"replicates": 6, "solver.options": {"n_starts": 64}}
+    over = {"replicates": 4, "solver.options": {"n_starts": 64}}
     store = tmp_path / "k.zarr"
     with connect(workers=2, dashboard_address=":0") as c:
         box = {}
         t = threading.Thread(
             target=lambda: box.setdefault(
-                "res", run_sweep(spec, store, client=c, block_size=2, **over)
+                "res", run_sweep(spec, store, client=c, block_size=4, **over)
             )
         )
         t.start()
         deadline = time.time() + 60
         while time.time() < deadline:
-            if (store / "done").exists() and read_done(store).sum() >= 3:
+            if (store / "done").exists() and read_done(store).sum() >= 2:
                 break
             time.sleep(0.05)
         pids = c.run(os.getpid)
@@ -158,7 +158,7 @@ def test_killed_worker_loses_nothing(tmp_path):
         res = box["res"]
     assert res.complete, res.failed
     assert read_done(store).all()
-    ref = run_sweep(spec, tmp_path / "ref.zarr", workers=2, dashboard_address=":0", **over)
+    ref = run_sweep(spec, tmp_path / "ref.zarr", client=client, block_size=16, **over)
     assert ref.complete
     assert_same_bits(cube_values(store), cube_values(tmp_path / "ref.zarr"))
 

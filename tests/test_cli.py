@@ -1,0 +1,147 @@
+"""The ``sroa-dist`` CLI in real subprocesses: validate, run, status, info, the analysis slots,
+and kill -9 of the whole process tree mid-run followed by a resume."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+from conftest import ROOT, assert_same_bits, cli_env, cube_values, run_cli
+
+from sroa_dist.sweep import run_sweep
+from sroa_dist.sweep.storage import read_done
+
+SMOKE = "sweeps/smoke"
+
+
+def test_validate_shows_the_grid():
+    out = run_cli("validate", "sweeps/figure1.toml").stdout
+    assert "valid sweep 'figure1'" in out
+    assert "noise=3, sigma=2000, replicate=1, step=1" in out
+
+
+def test_validate_errors_name_file_key_reason(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "x"\n[tensor]\nn = 3\np = 2\n[noise]\nsigma = 0.1\n')
+    proc = run_cli("validate", str(bad), check=False)
+    assert proc.returncode == 2
+    assert str(bad) in proc.stderr and "'tensor.p'" in proc.stderr and "p >= 3" in proc.stderr
+    proc = run_cli("validate", "sweeps/figure2.toml", "--set", "noise.model=cauchy", check=False)
+    assert proc.returncode == 2 and "'noise.model'" in proc.stderr and "cauchy" in proc.stderr
+
+
+def test_run_status_info_plot_report(tmp_path):
+    store = tmp_path / "cli.zarr"
+    proc = run_cli(
+        "run",
+        f"{SMOKE}/figure2.toml",
+        "--store",
+        str(store),
+        "--workers",
+        "2",
+        "--set",
+        "replicates=4",
+        "--set",
+        "noise.model=['gaussian']",
+    )
+    assert "blocks:" in proc.stdout and "0 failed" in proc.stdout
+    assert "dashboard: http" in proc.stderr  # printed at start
+    assert "4/4 instances (100.0 %)" in proc.stderr  # plain progress lines when not a TTY
+    st = run_cli("status", str(store)).stdout
+    assert "100.0% done" in st and "failed blocks: 0" in st
+    info = run_cli("info", str(store)).stdout
+    for text in (
+        "dims:",
+        "noise=1",
+        "replicate=4",
+        "lam_hat",
+        "vec_err",
+        "git_commit",
+        "numpy_version",
+        "history:",
+        "sroa-dist run",
+    ):
+        assert text in info, text
+    # the analysis slots (sroa_dist.analysis.plot_cube / write_report) run on the store
+    run_cli("plot", str(store), "--out", str(tmp_path / "figs"), "--formats", "png")
+    assert list((tmp_path / "figs").glob("*.png"))
+    run_cli("report", str(store), "--out", str(tmp_path / "rep" / "report"), "--formats", "md")
+    assert (tmp_path / "rep" / "report.md").exists()
+    # an incompatible rerun is refused with a clear message, --overwrite accepts it
+    proc = run_cli(
+        "run",
+        f"{SMOKE}/figure2.toml",
+        "--store",
+        str(store),
+        "--set",
+        "tensor.n=5",
+        check=False,
+    )
+    assert (
+        proc.returncode == 2 and "tensor.n: 4 -> 5" in proc.stderr and "--overwrite" in proc.stderr
+    )
+
+
+def test_kill_9_of_the_process_tree_then_resume_equals_uninterrupted(tmp_path, client):
+    """SIGKILL the CLI, its scheduler and its workers mid-run; running the same command again
+    finishes, and the cube is bitwise the uninterrupted run's (nothing lost or duplicated)."""
+    store = tmp_path / "killed.zarr"
+    args = [
+        "run",
+        f"{SMOKE}/figure1.toml",
+        "--store",
+        str(store),
+        "--workers",
+        "2",
+        "--block-size",
+        "4",
+        "--set",
+        "replicates=4",
+        "--set",
+        "solver.options={n_starts=64}",
+    ]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sroa_dist.cli", *args],
+        cwd=ROOT,
+        env=cli_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.time() + 120
+        n_done = 0
+        while time.time() < deadline and proc.poll() is None:
+            if (store / "done" / "zarr.json").exists():
+                n_done = int(read_done(store).sum())
+                if n_done >= 2:
+                    break
+            time.sleep(0.05)
+        assert proc.poll() is None, "the run finished before it could be killed"
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    done = read_done(store)
+    assert 2 <= done.sum() < done.size
+    time.sleep(0.5)
+    again = run_cli(*args)
+    assert "already done" in again.stdout
+    assert read_done(store).all()
+    ref = run_sweep(
+        ROOT / SMOKE / "figure1.toml",
+        tmp_path / "ref.zarr",
+        client=client,
+        block_size=16,
+        replicates=4,
+        **{"solver.options": {"n_starts": 64}},
+    )
+    assert ref.complete
+    got, want = cube_values(store), cube_values(tmp_path / "ref.zarr")
+    assert_same_bits(got, want)
+    assert np.isfinite(got["lam_hat"]).all()
