@@ -1,0 +1,211 @@
+"""Run a sroa-dist sweep on SLURM: dask-jobqueue submits the worker jobs, this process holds the
+Dask scheduler and drives the sweep (run it inside a long, small batch job: sroa-sweep.sbatch).
+
+    python deploy/slurm/sroa_slurm.py sweeps/figure2.toml --store /scratch/$USER/figure2.zarr \\
+        --partition normal --account myproject --jobs 8 --cores 8 --memory 16GB \\
+        --walltime 02:00:00
+
+Walltime. A worker job retires itself before SLURM kills it: ``--lifetime`` is the walltime less
+a margin, ``--lifetime-stagger`` spreads the retirements so the jobs do not all leave at once.
+A retiring worker stops taking tasks, hands its running ones back (graceful close) and exits,
+which ends its job; the adaptive cluster (``adapt(minimum_jobs=jobs, maximum_jobs=jobs)``)
+submits a replacement. ``--lifetime-restart`` is *not* the default here: it restarts the worker
+inside the same job, which SLURM then kills at the walltime, tasks and all. It only suits
+allocations that outlive the worker lifetime many times over (``--lifetime-restart`` below).
+Whatever still gets killed is harmless to the results: blocks are idempotent and only the
+store's done mask says a block is finished, so killed blocks are recomputed, never lost or
+duplicated, and rerunning this script resumes a sweep.
+
+Security. The scheduler listens on a login/batch node that other users share, so TLS is on by
+default: ``--tls-dir`` takes the certificates of deploy/tls/make-certs.sh (on a shared file
+system); without it a temporary CA is made and the worker certificate written (mode 0600) to
+``--shared-temp-dir``. ``--no-tls`` turns TLS off. The dashboard binds to 127.0.0.1:8787 by
+default: reach it with ``ssh -L 8787:127.0.0.1:8787 NODE``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def walltime_seconds(walltime: str) -> int:
+    """SLURM walltime ``[D-]HH:MM:SS`` / ``HH:MM`` / ``MM`` in seconds."""
+    days = 0
+    if "-" in walltime:
+        d, walltime = walltime.split("-", 1)
+        days = int(d)
+    parts = [int(p) for p in walltime.split(":")]
+    if len(parts) == 1:
+        h, m, s = 0, parts[0], 0
+    elif len(parts) == 2:
+        h, m, s = parts[0], parts[1], 0
+    elif len(parts) == 3:
+        h, m, s = parts
+    else:
+        raise ValueError(f"walltime: expected [D-]HH:MM:SS; received {walltime!r}")
+    return ((days * 24 + h) * 60 + m) * 60 + s
+
+
+def lifetime_args(
+    walltime: str, margin_s: int = 600, stagger_s: int = 300, restart: bool = False
+) -> list[str]:
+    """``dask worker`` options that retire a worker before its job's walltime.
+
+    The latest retirement (lifetime + stagger) still leaves ``margin_s`` for the graceful close.
+    """
+    total = walltime_seconds(walltime)
+    lifetime = total - margin_s - stagger_s
+    if lifetime <= 0:
+        raise ValueError(
+            f"walltime {walltime}: expected more than margin + stagger = "
+            f"{margin_s + stagger_s} s; received {total} s. Hint: lower --lifetime-margin / "
+            "--lifetime-stagger or ask for a longer walltime"
+        )
+    return [
+        "--lifetime",
+        f"{lifetime}s",
+        "--lifetime-stagger",
+        f"{stagger_s}s",
+        "--lifetime-restart" if restart else "--no-lifetime-restart",
+    ]
+
+
+def security(args: argparse.Namespace) -> Any:
+    """The Security object for the cluster (None without TLS)."""
+    if args.no_tls:
+        return None
+    from distributed.security import Security
+
+    if args.tls_dir is None:
+        return Security.temporary()
+    d = Path(args.tls_dir)
+    return Security(
+        tls_ca_file=str(d / "ca.pem"),
+        tls_scheduler_cert=str(d / "scheduler.pem"),
+        tls_scheduler_key=str(d / "scheduler-key.pem"),
+        tls_worker_cert=str(d / "worker.pem"),
+        tls_worker_key=str(d / "worker-key.pem"),
+        tls_client_cert=str(d / "client.pem"),
+        tls_client_key=str(d / "client-key.pem"),
+        require_encryption=True,
+    )
+
+
+def make_cluster(args: argparse.Namespace):
+    """The SLURMCluster of these options (no job is submitted until it is scaled)."""
+    from dask_jobqueue import SLURMCluster
+
+    sec = security(args)
+    scheduler_options: dict[str, Any] = {"dashboard_address": args.dashboard_address}
+    if args.scheduler_host:
+        scheduler_options["host"] = args.scheduler_host
+    shared = args.shared_temp_dir
+    if sec is not None and shared:
+        Path(shared).expanduser().mkdir(mode=0o700, parents=True, exist_ok=True)
+    return SLURMCluster(
+        queue=args.partition,
+        account=args.account,
+        cores=args.cores,
+        processes=args.cores,  # one single-threaded worker process per core
+        memory=args.memory,
+        walltime=args.walltime,
+        job_name="sroa-worker",
+        interface=args.interface,
+        log_directory=args.log_directory,
+        job_extra_directives=list(args.sbatch or []),
+        job_script_prologue=list(args.prologue or []),
+        # No worker dashboards on the compute nodes: the scheduler's dashboard shows the workers.
+        worker_extra_args=[
+            *lifetime_args(
+                args.walltime, args.lifetime_margin, args.lifetime_stagger, args.lifetime_restart
+            ),
+            "--no-dashboard",
+        ],
+        scheduler_options=scheduler_options,
+        security=sec,
+        protocol="tls://" if sec is not None else None,
+        shared_temp_directory=str(Path(shared).expanduser()) if shared else None,
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        description="Run a sroa-dist sweep on SLURM workers (dask-jobqueue).",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("spec", help="TOML sweep spec")
+    p.add_argument("--store", help="zarr store path (shared file system) or s3:// URL")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="spec override")
+    p.add_argument("--block-size", type=int, help="instances per task for a new store")
+    p.add_argument("--partition", help="SLURM partition (-p)")
+    p.add_argument("--account", help="SLURM account (-A)")
+    p.add_argument("--jobs", type=int, default=4, help="worker jobs kept running")
+    p.add_argument("--cores", type=int, default=8, help="cores (= worker processes) per job")
+    p.add_argument("--memory", default="16GB", help="memory per job")
+    p.add_argument("--walltime", default="02:00:00", help="walltime per worker job")
+    p.add_argument("--lifetime-margin", type=int, default=600, help="seconds kept for closing")
+    p.add_argument("--lifetime-stagger", type=int, default=300, help="seconds of stagger")
+    p.add_argument(
+        "--lifetime-restart",
+        action="store_true",
+        help="restart workers inside their job at the lifetime (not for walltime-bound jobs)",
+    )
+    p.add_argument("--interface", help="network interface of the workers, e.g. ib0")
+    p.add_argument("--scheduler-host", help="address the scheduler binds to")
+    p.add_argument("--dashboard-address", default="127.0.0.1:8787")
+    p.add_argument("--log-directory", default="logs/dask", help="worker job logs")
+    p.add_argument("--sbatch", action="append", metavar="DIRECTIVE", help="extra #SBATCH line")
+    p.add_argument(
+        "--prologue",
+        action="append",
+        metavar="LINE",
+        help="job script line before the worker starts, e.g. 'source ~/sroa/.venv/bin/activate'",
+    )
+    p.add_argument("--tls-dir", help="certificates from deploy/tls/make-certs.sh")
+    p.add_argument("--no-tls", action="store_true", help="plain TCP (trusted networks only)")
+    p.add_argument(
+        "--shared-temp-dir",
+        default="~/.sroa-dask",
+        help="shared directory for the temporary worker certificate",
+    )
+    p.add_argument("--dry-run", action="store_true", help="print the worker job script, exit")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from distributed import Client
+
+    from sroa_dist.sweep.execute import run_sweep
+    from sroa_dist.sweep.spec import load_spec
+
+    with make_cluster(args) as cluster:
+        if args.dry_run:
+            print(cluster.job_script())
+            return 0
+        cluster.adapt(minimum_jobs=args.jobs, maximum_jobs=args.jobs)
+        spec = load_spec(args.spec, args.set or ())
+        with Client(cluster) as client:
+            print(f"sroa-slurm: dashboard {client.dashboard_link}", file=sys.stderr)
+            res = run_sweep(
+                spec,
+                args.store,
+                client=client,
+                block_size=args.block_size,
+                progress=sys.stderr,
+                history="sroa_slurm.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+            )
+    print(
+        f"store: {res.store} ({res.action}); blocks: {res.n_blocks} total, "
+        f"{res.blocks_computed} computed, {len(res.failed)} failed"
+    )
+    return 0 if res.complete else 1
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    sys.exit(main())
