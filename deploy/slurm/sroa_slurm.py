@@ -7,8 +7,8 @@ Dask scheduler and drives the sweep (run it inside a long, small batch job: sroa
 
 Walltime. A worker job retires itself before SLURM kills it: ``--lifetime`` is the walltime less
 a margin, ``--lifetime-stagger`` spreads the retirements so the jobs do not all leave at once.
-A retiring worker stops taking tasks, hands its running ones back (graceful close) and exits,
-which ends its job; the adaptive cluster (``adapt(minimum_jobs=jobs, maximum_jobs=jobs)``)
+A retiring worker takes no new tasks, its unfinished ones are rescheduled elsewhere (graceful
+close), and it exits, which ends its job; the adaptive cluster (``adapt(minimum_jobs=jobs, maximum_jobs=jobs)``)
 submits a replacement. ``--lifetime-restart`` is *not* the default here: it restarts the worker
 inside the same job, which SLURM then kills at the walltime, tasks and all. It only suits
 allocations that outlive the worker lifetime many times over (``--lifetime-restart`` below).
