@@ -8,13 +8,14 @@ Dask scheduler and drives the sweep (run it inside a long, small batch job: sroa
 Walltime. A worker job retires itself before SLURM kills it: ``--lifetime`` is the walltime less
 a margin, ``--lifetime-stagger`` spreads the retirements so the jobs do not all leave at once.
 A retiring worker takes no new tasks, its unfinished ones are rescheduled elsewhere (graceful
-close), and it exits, which ends its job; the adaptive cluster (``adapt(minimum_jobs=jobs, maximum_jobs=jobs)``)
-submits a replacement. ``--lifetime-restart`` is *not* the default here: it restarts the worker
-inside the same job, which SLURM then kills at the walltime, tasks and all. It only suits
-allocations that outlive the worker lifetime many times over (``--lifetime-restart`` below).
-Whatever still gets killed is harmless to the results: blocks are idempotent and only the
-store's done mask says a block is finished, so killed blocks are recomputed, never lost or
-duplicated, and rerunning this script resumes a sweep.
+close), and it exits, which ends its job; the adaptive cluster
+(``adapt(minimum_jobs=jobs, maximum_jobs=jobs)``) submits a replacement job. The workers get
+``--no-lifetime-restart`` on purpose: ``--lifetime-restart`` would start a fresh worker inside the
+same job, which SLURM then kills at the walltime, tasks and all (the option is here for sites
+whose jobs outlive the worker lifetime, e.g. for periodic restarts). Whatever still gets killed
+is harmless to the results: blocks are idempotent and only the store's done mask says a block is
+finished, so killed blocks are recomputed, never lost or duplicated, and rerunning this script
+resumes a sweep.
 
 Security. The scheduler listens on a login/batch node that other users share, so TLS is on by
 default: ``--tls-dir`` takes the certificates of deploy/tls/make-certs.sh (on a shared file
