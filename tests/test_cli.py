@@ -3,6 +3,7 @@ and kill -9 of the whole process tree mid-run followed by a resume."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -145,3 +146,55 @@ def test_kill_9_of_the_process_tree_then_resume_equals_uninterrupted(tmp_path, c
     got, want = cube_values(store), cube_values(tmp_path / "ref.zarr")
     assert_same_bits(got, want)
     assert np.isfinite(got["lam_hat"]).all()
+
+
+def test_running_cluster_by_address_env_and_scheduler_file(tmp_path, cluster):
+    """--scheduler, DASK_SCHEDULER_ADDRESS and --scheduler-file all use the running cluster
+    (no embedded cluster: the run reports the running cluster's two workers)."""
+    spec = f"{SMOKE}/figure2.toml"
+    base = ["--set", "replicates=2", "--set", "noise.model=['gaussian']"]
+    a = run_cli(
+        "run",
+        spec,
+        "--store",
+        str(tmp_path / "a.zarr"),
+        "--scheduler",
+        cluster.scheduler_address,
+        *base,
+    )
+    # the running cluster's dashboard (a random port), not an embedded one on :8787
+    assert f"dashboard: {cluster.dashboard_link}" in a.stderr
+    env = {"DASK_SCHEDULER_ADDRESS": cluster.scheduler_address}
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sroa_dist.cli",
+            "run",
+            spec,
+            "--store",
+            str(tmp_path / "b.zarr"),
+            *base,
+        ],
+        cwd=ROOT,
+        env={**cli_env(), **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert f"dashboard: {cluster.dashboard_link}" in proc.stderr
+    sched_file = tmp_path / "sched.json"
+    sched_file.write_text(json.dumps({"address": cluster.scheduler_address}))
+    c = run_cli(
+        "run",
+        spec,
+        "--store",
+        str(tmp_path / "c.zarr"),
+        "--scheduler-file",
+        str(sched_file),
+        *base,
+    )
+    assert f"dashboard: {cluster.dashboard_link}" in c.stderr
+    for name in ("b", "c"):
+        assert_same_bits(cube_values(tmp_path / "a.zarr"), cube_values(tmp_path / f"{name}.zarr"))

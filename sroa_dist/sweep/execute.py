@@ -31,7 +31,9 @@ class SweepResult:
     """What a run did: store, counts and timings.
 
     ``task_time`` sums the wall time of the tasks run, ``kernel_time`` the part of it spent
-    inside numerical-core calls; ``wall_time`` is the run's total (setup included).
+    inside numerical-core calls, ``cpu_time`` the CPU seconds the workers used for them;
+    ``compute_wall_time`` runs from the first submission to the last result and ``wall_time``
+    is the run's total (store preparation and cluster start-up included).
     """
 
     store: str
@@ -47,6 +49,7 @@ class SweepResult:
     compute_wall_time: float = 0.0
     task_time: float = 0.0
     kernel_time: float = 0.0
+    cpu_time: float = 0.0
     instances_computed: int = 0
     n_workers: int = 0
     dashboard: str | None = None
@@ -115,7 +118,7 @@ def _run_block(url: str, task: BlockTask, storage_options: Mapping[str, Any] | N
     from .storage import write_block
     from .worker import compute_block
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     result = compute_block(task)
     write_block(url, task.index, result, storage_options=storage_options)
     return {
@@ -124,6 +127,9 @@ def _run_block(url: str, task: BlockTask, storage_options: Mapping[str, Any] | N
         "kernel_time": result.kernel_time,
         "compute_time": result.wall_time,
         "task_time": time.perf_counter() - t0,
+        # CPU seconds of the worker process: below task_time when the worker was starved
+        # (other processes on the machine), which wall-clock efficiencies cannot tell apart.
+        "cpu_time": time.process_time() - c0,
     }
 
 
@@ -333,6 +339,7 @@ def _submit_all(
             result.instances_computed += info["n"]
             result.task_time += info["task_time"]
             result.kernel_time += info["kernel_time"]
+            result.cpu_time += info["cpu_time"]
             bar.update(info["n"])
         fut.release()
         submit_next()

@@ -37,6 +37,7 @@ __all__ = [
     "instance_seed",
     "make_layout",
     "resolve_norm_method",
+    "solve_cost",
     "stable_hash32",
 ]
 
@@ -44,6 +45,8 @@ __all__ = [
 MAX_TASKS = 10_000
 #: Aim for tasks of this many seconds (1–10 s keeps overhead negligible and progress smooth).
 TARGET_TASK_SECONDS = 4.0
+#: ...but not under this (per-task overhead is ~0.1 s).
+MIN_TASK_SECONDS = 1.0
 
 
 def stable_hash32(name: str, value: Any) -> int:
@@ -121,19 +124,24 @@ def resolve_norm_method(method: str, n: int, p: int, norm_method: str | None) ->
     return "certified" if certified_tractable(n, p) else "sshopm"
 
 
-# Rough per-solve cost in seconds (measured order of magnitude, see docs/sweeps.md); only used
-# to choose a default block size so that a task takes seconds, not milliseconds or hours.
-_SOLVE_COST = {"power": 2e-3, "sshopm": 4e-3, "certified": 0.12, "sos": 0.12}
+def solve_cost(method: str, n: int, p: int) -> float:
+    """Rough seconds per rank-one solve (measured orders of magnitude on one core, see
+    docs/sweeps.md); only used to size blocks so that a task takes seconds.
+
+    Local methods scale with the tensor size n^p (~0.4 ms at n = 10, p = 3; ~6 ms at n = 32,
+    p = 3; ~75 ms at n = 16, p = 4); the moment relaxation with the cube of its moment-matrix
+    side (~0.4 s at side 66, i.e. n = 10, p = 3, on nearly SOD tensors), and is skipped where it
+    is intractable.
+    """
+    local = 1e-4 + 8e-7 * float(n) ** p
+    if method in ("certified", "sos") and certified_tractable(n, p):
+        d = (p + 1) // 2
+        return local + 0.4 * (math.comb(n + d, d) / 66) ** 3
+    return local
 
 
 def _instance_cost(s: InstanceSettings) -> float:
-    def cost(method: str) -> float:
-        base = _SOLVE_COST.get(method, 0.05)
-        if method in ("certified", "sos"):
-            return base * max(1.0, (s.n / 10) ** 3)
-        return base * max(1.0, (s.n / 10) ** (s.p - 1))
-
-    return cost(s.method) * s.steps + cost(s.norm_method)
+    return s.steps * solve_cost(s.method, s.n, s.p) + solve_cost(s.norm_method, s.n, s.p)
 
 
 @dataclass(frozen=True)
@@ -234,16 +242,17 @@ def chunks_for_block_size(shape: Sequence[int], block_size: int) -> tuple[int, .
 
 
 def default_block_size(spec: SweepSpec) -> int:
-    """Instances per task: ~TARGET_TASK_SECONDS of work, at most MAX_TASKS tasks, and at least
-    ~32 tasks when the sweep is cheap so that every worker of a small cluster stays busy."""
+    """Instances per task from the cost model: about TARGET_TASK_SECONDS of work, at least
+    ~32 tasks so that every worker of a small cluster stays busy, at least MIN_TASK_SECONDS so
+    that per-task overhead (~0.1 s: scheduling, store writes) stays small, and at most MAX_TASKS
+    tasks in all."""
     layout = make_layout(spec, block_size=1)
     points = list(_iter_settings(spec, layout))
     mean_cost = sum(_instance_cost(s) for s in points) / len(points)
     total = layout.n_instances
-    size = TARGET_TASK_SECONDS / mean_cost
-    lo = max(1, -(-total // MAX_TASKS))
-    hi = max(lo, -(-total // 32))
-    return int(min(max(size, lo), hi, 5000))
+    size = min(TARGET_TASK_SECONDS / mean_cost, total / 32)
+    size = max(size, MIN_TASK_SECONDS / mean_cost, total / MAX_TASKS, 1)
+    return int(min(math.ceil(size), total))
 
 
 def _settings_from_coords(spec: SweepSpec, values: dict[str, Any]) -> InstanceSettings:
