@@ -129,3 +129,11 @@ def test_resume_keeps_the_stored_blocks_and_appends_history(tmp_path):
 def test_open_results_names_a_missing_store(tmp_path):
     with pytest.raises(FileNotFoundError, match="does not exist"):
         open_results(tmp_path / "nope.zarr")
+
+
+def test_a_foreign_zarr_store_is_not_taken_over(tmp_path):
+    url = str(tmp_path / "foreign.zarr")
+    zarr.open_group(url, mode="w").attrs["owner"] = "someone else"
+    spec = load_spec(SPEC)
+    with pytest.raises(StoreIncompatibleError, match="expected a sroa-dist result store"):
+        prepare_store(url, spec, make_layout(spec, block_size=4))

@@ -15,6 +15,7 @@ import os
 import sys
 import time
 import uuid
+import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,13 +87,19 @@ def connect(
     (default: the CPUs available) of one thread each — the solvers are single-threaded numpy,
     and processes avoid the GIL. Clients and clusters opened here are closed on exit.
     """
-    if client is not None:
-        yield client
-        return
     import dask
     from distributed import Client, LocalCluster
 
     address = scheduler or dask.config.get("scheduler-address", None)
+    if workers is not None and (client is not None or address or scheduler_file):
+        warnings.warn(
+            f"workers={workers} is ignored: it sizes only the embedded LocalCluster, and a "
+            "client or running cluster was given",
+            stacklevel=3,
+        )
+    if client is not None:
+        yield client
+        return
     if address:
         with Client(address) as c:
             yield c

@@ -265,6 +265,12 @@ def _template(spec: SweepSpec, layout: Layout, history: str) -> tuple[xr.Dataset
 
 def _stored_spec_and_layout(url: str, so: Mapping[str, Any] | None) -> tuple[SweepSpec, Layout]:
     ds = xr.open_zarr(url, consolidated=False, storage_options=_so(url, so))
+    if "spec" not in ds.attrs or "lam_hat" not in ds or "done" not in ds:
+        raise StoreIncompatibleError(
+            f"store {url}: expected a sroa-dist result store (attrs 'spec', variables 'lam_hat', "
+            "'done'); received a zarr store without them. Hint: choose another --store, or "
+            "--overwrite to replace it"
+        )
     spec = spec_from_dict(json.loads(ds.attrs["spec"]), source=f"{url} (stored spec)")
     dims = tuple(d for d in ds["lam_hat"].dims if d != "step")
     coords = tuple(tuple(ds[d].values.tolist()) for d in dims)
@@ -572,4 +578,6 @@ def open_results(store: str | Path, storage_options: Mapping[str, Any] | None = 
             f"store: expected a sroa-dist result store; received {url!r}, which does not exist. "
             "Hint: run `sroa-dist run SPEC --store ...` first"
         )
-    return xr.open_zarr(url, consolidated=False, storage_options=_so(url, storage_options))
+    ds = xr.open_zarr(url, consolidated=False, storage_options=_so(url, storage_options))
+    order = [*VARIABLES, "v_hat", *_BOOKKEEPING]  # documented order, not the store listing's
+    return ds[[v for v in order if v in ds.data_vars]]
