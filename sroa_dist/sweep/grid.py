@@ -32,6 +32,7 @@ __all__ = [
     "InstanceSettings",
     "Layout",
     "certified_tractable",
+    "check_region_aligned",
     "chunks_for_block_size",
     "default_block_size",
     "instance_seed",
@@ -107,10 +108,8 @@ def certified_tractable(n: int, p: int) -> bool:
     Delegates to the core's ``relaxation_tractable`` (moment matrix side <= 120: n <= 14 for
     p = 3, 4); only used to choose the default ``solver.norm_method``.
     """
-    try:
-        from sroa_dist.solvers import relaxation_tractable
-    except ImportError:  # core unavailable: the documented rule of thumb
-        return (p in (3, 4) and n <= 12) or (p in (5, 6) and n <= 6)
+    from sroa_dist.solvers import relaxation_tractable
+
     return bool(relaxation_tractable(n, p))
 
 
@@ -196,19 +195,9 @@ class Layout:
         return math.prod(s.stop - s.start for s in self.block_region(index))
 
     def check_aligned(self, region: Sequence[slice]) -> None:
-        """Raise ``ValueError`` unless ``region`` covers whole blocks (chunks) only.
-
-        Concurrent writes into a shared zarr chunk silently lose data, so a region that starts
-        inside a chunk or ends inside one (other than at the array's end) is refused.
-        """
-        for dim, sl, c, s in zip(self.dims, region, self.chunks, self.shape, strict=True):
-            start, stop = sl.start or 0, s if sl.stop is None else sl.stop
-            if start % c or (stop % c and stop != s) or not 0 <= start < stop <= s:
-                raise ValueError(
-                    f"region along '{dim}': expected whole chunks of {c} within [0, {s}); "
-                    f"received [{start}, {stop}). Hint: writes must align with the store's "
-                    "chunks, or concurrent writers silently lose data"
-                )
+        """Raise ``ValueError`` unless ``region`` covers whole blocks only (see
+        :func:`check_region_aligned`)."""
+        check_region_aligned(region, self.chunks, self.shape, self.dims)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able description (for provenance and comparisons)."""
@@ -219,6 +208,29 @@ class Layout:
             "n_steps": self.n_steps,
             "n_component": self.n_component,
         }
+
+
+def check_region_aligned(
+    region: Sequence[slice],
+    chunks: Sequence[int],
+    shape: Sequence[int],
+    names: Sequence[str] | None = None,
+) -> None:
+    """Raise ``ValueError`` unless ``region`` covers whole chunks only.
+
+    Concurrent writes into a shared zarr chunk silently lose data (NOTES.md), so a region that
+    starts inside a chunk, or ends inside one other than at the array's end, is refused. Only
+    the leading ``len(region)`` axes are checked.
+    """
+    for axis, (sl, c, s) in enumerate(zip(region, chunks, shape, strict=False)):
+        start, stop = sl.start or 0, s if sl.stop is None else sl.stop
+        if start % c or (stop % c and stop != s) or not 0 <= start < stop <= s:
+            name = names[axis] if names else f"axis {axis}"
+            raise ValueError(
+                f"region along {name}: expected whole chunks of {c} within [0, {s}); received "
+                f"[{start}, {stop}). Hint: blocks must equal the store's chunks, or concurrent "
+                "writers silently lose data"
+            )
 
 
 def chunks_for_block_size(shape: Sequence[int], block_size: int) -> tuple[int, ...]:

@@ -33,8 +33,6 @@ import numpy as np
 
 __all__ = [
     "AXIS_ORDER",
-    "KNOWN_METHODS",
-    "KNOWN_NOISE_MODELS",
     "SpecError",
     "SweepSpec",
     "apply_overrides",
@@ -48,10 +46,6 @@ __all__ = [
 
 #: Canonical order of sweep dimensions in the result cube (docs/architecture.md).
 AXIS_ORDER: tuple[str, ...] = ("noise", "n", "p", "rank", "method", "sigma", "eps", "eps_scaled")
-
-#: Names used when the numerical core cannot be imported (it is the source of truth otherwise).
-KNOWN_METHODS: tuple[str, ...] = ("power", "sshopm", "sos", "certified")
-KNOWN_NOISE_MODELS: tuple[str, ...] = ("binary", "uniform", "gaussian")
 
 _SIG_DIGITS = 12
 _MAX_AXIS_LEN = 10_000_000
@@ -163,35 +157,18 @@ def _norm_method_is(data: Mapping[str, Any], method: str) -> bool:
     return method in methods
 
 
-def _valid_options(method: str) -> list[str] | None:
-    """Keyword options the core accepts for ``method`` (None when the core is unavailable)."""
-    try:
-        from sroa_dist.solvers import method_options
-    except ImportError:
-        return None
+def _valid_options(method: str) -> list[str]:
+    """Keyword options the core accepts for ``method`` (plus ``gap_tol`` of the front door)."""
+    from sroa_dist.solvers import method_options
+
     return [*method_options(method), "gap_tol"]
 
 
 def _registry_names() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Method and noise names from the numerical core, or the documented defaults without it."""
-    methods, models = KNOWN_METHODS, KNOWN_NOISE_MODELS
-    try:
-        import sroa_dist as core
+    """Method and noise-model names from the numerical core's registries."""
+    from sroa_dist import METHODS, NOISE_MODELS
 
-        models = tuple(sorted(core.NOISE_MODELS))
-    except (ImportError, AttributeError):
-        pass
-    try:
-        from sroa_dist import solvers
-
-        for attr in ("METHODS", "RANK_ONE_METHODS", "available_methods"):
-            reg = getattr(solvers, attr, None)
-            if reg is not None:
-                methods = tuple(sorted(reg() if callable(reg) else reg))
-                break
-    except ImportError:
-        pass
-    return methods, models
+    return tuple(sorted(METHODS)), tuple(sorted(NOISE_MODELS))
 
 
 @dataclass(frozen=True)
@@ -685,8 +662,6 @@ def _check_semantics(
     checks += [("norm_options", m, True) for m in sorted(norm_methods)]
     for table_key, m, norm in checks:
         valid = _valid_options(m)
-        if valid is None:
-            continue
         unknown = sorted(set(solver_options(data, m, norm=norm)) - set(valid))
         if unknown:
             raise SpecError(

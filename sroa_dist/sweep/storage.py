@@ -32,7 +32,7 @@ import numpy as np
 import xarray as xr
 import zarr
 
-from .grid import Layout
+from .grid import Layout, check_region_aligned
 from .spec import AXIS_KEYS, SweepSpec, spec_from_dict
 from .worker import V_HAT_ATTRS, VARIABLES, BlockResult
 
@@ -470,14 +470,8 @@ def _extend(url, spec, old_layout: Layout, new_layout: Layout, history, so) -> i
 
 
 def _check_aligned(name: str, arr: Any, region: Sequence[slice]) -> None:
-    for axis, (sl, c, s) in enumerate(zip(region, arr.chunks, arr.shape, strict=False)):
-        start, stop = sl.start, sl.stop
-        if start % c or (stop % c and stop != s) or not 0 <= start < stop <= s:
-            raise ValueError(
-                f"write into '{name}' axis {axis}: expected a region of whole chunks (chunk "
-                f"size {c}, length {s}); received [{start}, {stop}). Hint: concurrent writes into "
-                "a shared zarr chunk silently lose data, so blocks must equal chunks"
-            )
+    dims = tuple(arr.metadata.dimension_names)
+    check_region_aligned(region, arr.chunks, arr.shape, [f"'{name}' dim '{d}'" for d in dims])
 
 
 def write_block(
