@@ -247,6 +247,31 @@ def test_even_order_sign_handling():
     assert rp.upper_bound == pytest.approx(-1 / 5, abs=1e-6)
 
 
+def test_even_order_abs_bounds_both_signs():
+    """solve_abs stops the losing sign as soon as its bound is below the winner's value."""
+    rng = np.random.default_rng(12)
+    T = diag_tensor(6, 4) + sym(0.01 * rng.standard_normal((6,) * 4))
+    r = solve_abs(T)
+    rp, rm = solve(T, 1), solve(T, -1)
+    assert r.sign == 1 and r.fx == pytest.approx(rp.fx, abs=1e-12)
+    assert r.upper_bound >= max(rp.fx, rm.fx) and r.gap < 1e-9
+    X = rng.standard_normal((20000, 6))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    assert np.abs(R._kron_powers(X, 4) @ T.reshape(-1)).max() <= r.upper_bound
+
+
+@pytest.mark.parametrize("p", [5, 6])
+def test_higher_orders_are_certified(p):
+    rng = np.random.default_rng(13)
+    n = 4
+    T = diag_tensor(n, p) + sym(0.02 * rng.standard_normal((n,) * p))
+    r = solve_abs(T)
+    assert r.gap < 1e-9
+    X = rng.standard_normal((20000, n))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    assert np.abs(R._kron_powers(X, p) @ T.reshape(-1)).max() <= r.upper_bound
+
+
 def test_odd_order_abs_is_plain_max():
     rng = np.random.default_rng(7)
     T = nearly_sod(4, 0.05, rng)
