@@ -74,7 +74,7 @@ WARMUP_SCS_SETTINGS: dict[str, dict[str, Any]] = {
         "linear_solver": "qdldl",
         "verbose": False,
     }
-    for parity, scale, iters in (("odd", 3.0, 20), ("even", 0.5, 40))
+    for parity, scale, iters in (("odd", 1.5, 14), ("even", 0.5, 40))
 }
 
 #: SCS settings of the fallback full solve (step 4), overridden by ``**scs_settings`` of ``solve``.
@@ -933,7 +933,7 @@ class MomentRelaxation:
             Maximise ``sign * T x^p``.
         warmup_iters : int, optional
             SCS iterations per chunk of the deterministic warm-up; default from
-            :data:`WARMUP_SCS_SETTINGS` (20 for odd ``p``, 40 for even ``p``). 0 skips the
+            :data:`WARMUP_SCS_SETTINGS` (14 for odd ``p``, 40 for even ``p``). 0 skips the
             warm-up and goes straight to the full SCS solve.
         warmup_chunks : int
             Maximum number of warm-up chunks; each continues from the previous one and is
@@ -969,9 +969,15 @@ class MomentRelaxation:
         settings = self._settings(scs_settings)
         if warmup_iters is None:
             warmup_iters = WARMUP_SCS_SETTINGS["odd" if self.p % 2 else "even"]["max_iters"]
+        fro = float(np.linalg.norm(T))
+        if fro == 0.0:  # f = 0: every unit vector is optimal
+            x0 = np.eye(self.n)[0]
+            return RelaxationResult(0.0, 0.0, x0, 0.0, s, 0.0, True, "not run", 0, 0.0, "zero")
+        # Work with ||T||_F = 1 so that SCS's scale setting means the same for every tensor.
+        T_in, T = T, T / fro
+        stop_below = stop_below / fro
         c = self.objective(T, s)
-        scale = float(np.linalg.norm(T))
-        target = gap_tol * scale
+        target = gap_tol
         best = _Best()
         iters, status, sol = 0, "not run", None
         rank_ratio, scs_value = float("nan"), float("nan")
@@ -1024,11 +1030,17 @@ class MomentRelaxation:
             best.fx = s * _value(T, best.x)
         tight = best.bound - best.fx <= target
         face = best.which == "face"
+        # Back to T's scale. The bound is for the polynomial with the (rounded) coefficients c
+        # of T / ||T||_F; rounding in c and in T / ||T||_F changes f by at most the margin.
+        n_terms = float(self._objmap.getnnz(axis=1).max())
+        margin = 4 * (n_terms + 2) * _U * float(np.abs(c) @ self._ymax) + 4 * _U
+        upper = fro * (best.bound + margin) * (1 + 4 * _U)
+        fx = float(s * _value(T_in, best.x))
         return RelaxationResult(
-            value=float(best.fx) if tight else max(scs_value, float(best.fx)),
-            upper_bound=float(best.bound),
+            value=fx if tight else fro * max(scs_value, float(best.fx)),
+            upper_bound=float(upper),
             x=best.x,
-            fx=float(best.fx),
+            fx=fx,
             sign=s,
             rank_ratio=rank_ratio,
             flat=bool(rank_ratio < flat_tol or (tight and face and best.margin > 0)),
@@ -1036,8 +1048,8 @@ class MomentRelaxation:
             iterations=iters,
             solve_time=time.perf_counter() - t0,
             certificate=best.which,
-            dual_margin=best.margin if face else float("nan"),
-            scs_value=scs_value,
+            dual_margin=fro * best.margin if face else float("nan"),
+            scs_value=fro * scs_value,
         )
 
     def solve_abs(self, T: np.ndarray, **options: Any) -> RelaxationResult:

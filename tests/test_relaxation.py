@@ -231,6 +231,18 @@ def test_bound_stays_valid_when_scs_stops_early():
         assert runs[2].iterations <= 5
 
 
+def test_scale_invariance_and_zero_tensor():
+    rng = np.random.default_rng(14)
+    T = nearly_sod(6, 0.02, rng)
+    a, b = solve(T), solve(1e3 * T)
+    np.testing.assert_allclose(b.x, a.x, atol=1e-10)
+    assert b.fx == pytest.approx(1e3 * a.fx, rel=1e-12)
+    assert b.upper_bound == pytest.approx(1e3 * a.upper_bound, rel=1e-9)
+    assert b.gap < 1e-9 * np.linalg.norm(1e3 * T)
+    z = solve(np.zeros((4, 4, 4)))
+    assert z.fx == z.upper_bound == 0.0 and np.linalg.norm(z.x) == 1.0
+
+
 # ---- signs and |f| ---------------------------------------------------------------------------
 
 
