@@ -35,7 +35,8 @@ def test_stable_hash_is_pinned():
 
 def test_chunks_fill_innermost_dims_first():
     assert chunks_for_block_size((3, 500), 100) == (1, 100)
-    assert chunks_for_block_size((3, 2000, 1), 256) == (1, 256, 1)
+    assert chunks_for_block_size((3, 2000, 1), 256) == (1, 250, 1)
+    assert chunks_for_block_size((3, 500), 120) == (1, 100)
     assert chunks_for_block_size((3, 10, 4), 8) == (1, 2, 4)
     assert chunks_for_block_size((3, 10, 4), 1000) == (3, 10, 4)
     assert chunks_for_block_size((5,), 1) == (1,)
@@ -106,7 +107,7 @@ def test_seed_depends_on_values_not_positions():
 def test_layout_of_figure_specs():
     f1 = make_layout(load_spec(ROOT / "sweeps/figure1.toml"), block_size=256)
     assert f1.dims == ("noise", "sigma", "replicate") and f1.shape == (3, 2000, 1)
-    assert f1.chunks == (1, 256, 1) and f1.n_steps == 1 and f1.n_blocks == 24
+    assert f1.chunks == (1, 250, 1) and f1.n_steps == 1 and f1.n_blocks == 24
     f2 = make_layout(load_spec(ROOT / "sweeps/figure2.toml"))
     assert f2.dims == ("noise", "replicate") and f2.shape == (3, 500) and f2.n_steps == 10
     assert f2.n_blocks <= 10_000

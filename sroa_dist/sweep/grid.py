@@ -46,8 +46,8 @@ __all__ = [
 MAX_TASKS = 10_000
 #: Aim for tasks of this many seconds (1–10 s keeps overhead negligible and progress smooth).
 TARGET_TASK_SECONDS = 4.0
-#: ...but not under this (per-task overhead is ~0.1 s).
-MIN_TASK_SECONDS = 1.0
+#: ...but not under this (per-task overhead is ~0.03 s: scheduling and store writes).
+MIN_TASK_SECONDS = 0.5
 
 
 def stable_hash32(name: str, value: Any) -> int:
@@ -129,13 +129,13 @@ def solve_cost(method: str, n: int, p: int) -> float:
 
     Local methods scale with the tensor size n^p (~0.4 ms at n = 10, p = 3; ~6 ms at n = 32,
     p = 3; ~75 ms at n = 16, p = 4); the moment relaxation with the cube of its moment-matrix
-    side (~0.4 s at side 66, i.e. n = 10, p = 3, on nearly SOD tensors), and is skipped where it
-    is intractable.
+    side (~0.05 s at side 66, i.e. n = 10, p = 3, on nearly SOD tensors, one thread), and is
+    skipped where it is intractable.
     """
-    local = 1e-4 + 8e-7 * float(n) ** p
+    local = 1e-4 + 3e-7 * float(n) ** p
     if method in ("certified", "sos") and certified_tractable(n, p):
         d = (p + 1) // 2
-        return local + 0.4 * (math.comb(n + d, d) / 66) ** 3
+        return local + 0.05 * (math.comb(n + d, d) / 66) ** 3
     return local
 
 
@@ -234,22 +234,25 @@ def check_region_aligned(
 
 
 def chunks_for_block_size(shape: Sequence[int], block_size: int) -> tuple[int, ...]:
-    """Block shape holding about ``block_size`` instances, filling the innermost dims first.
+    """Block shape holding at most ``block_size`` instances, filling the innermost dims first.
 
-    Replicates first (they vary fastest), then the noise level, and so on: e.g. 500 replicates
-    with block size 100 gives ``(1, …, 1, 100)``; one replicate over 2000 σ values with block
-    size 256 gives ``(…, 256, 1)``.
+    Replicates first (they vary fastest), then the noise level, and so on. A dim that is split
+    is split evenly (no small trailing block: tasks of equal size balance best): 500 replicates
+    with block size 120 gives ``(…, 100)``; one replicate over 2000 σ values with block size
+    256 gives ``(…, 250, 1)``.
     """
     chunks = [1] * len(shape)
     remaining = max(1, int(block_size))
     for d in reversed(range(len(shape))):
-        c = min(shape[d], remaining)
-        chunks[d] = c
-        if c < shape[d]:
-            break
-        remaining //= c
-        if remaining <= 1:
-            break
+        if remaining >= shape[d]:
+            chunks[d] = shape[d]
+            remaining //= shape[d]
+            if remaining <= 1:
+                break
+            continue
+        pieces = -(-shape[d] // remaining)
+        chunks[d] = -(-shape[d] // pieces)
+        break
     return tuple(chunks)
 
 
