@@ -129,6 +129,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=10)
     ap.add_argument("--sigma", type=float, default=0.01)
     ap.add_argument("--seed", type=int, default=2024)
+    ap.add_argument("--tag", default="", help="output file certified[-TAG].json")
     args = ap.parse_args()
 
     rng = np.random.default_rng(args.seed)
@@ -203,7 +204,7 @@ def main() -> None:
         "scs_only": scs_only,
         "cvxpy_clarabel": ref,
     }
-    path = OUT / "certified.json"
+    path = OUT / (f"certified-{args.tag}.json" if args.tag else "certified.json")
     path.write_text(json.dumps(payload, indent=2, default=float))
     print(f"wrote {path}")
 
