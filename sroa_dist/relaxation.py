@@ -863,7 +863,14 @@ class MomentRelaxation:
         return st
 
     def _candidates(
-        self, T: np.ndarray, s: int, y: np.ndarray, steps: int, best: _Best, first: bool
+        self,
+        T: np.ndarray,
+        s: int,
+        y: np.ndarray,
+        steps: int,
+        best: _Best,
+        first: bool,
+        extra: np.ndarray | None = None,
     ) -> None:
         """Polish maximiser candidates and keep the best in ``best``.
 
@@ -873,10 +880,10 @@ class MomentRelaxation:
         ``T w^{p-2}`` for a fixed pseudo-random unit ``w`` (Jennrich's simultaneous
         diagonalisation: for a nearly SOD tensor they are close to the components even when all
         weights are equal), on later calls (the first certificate failed) ``n`` fixed
-        pseudo-random starts and the current best instead.
+        pseudo-random starts and the current best instead. ``extra`` starts are added as given.
         """
         n, p = self.n, self.p
-        starts = []
+        starts = [] if extra is None else [np.atleast_2d(np.asarray(extra, dtype=float))]
         if self._first is not None:
             starts.append((self._first @ y)[None, :])
         X = np.zeros((n, n))
@@ -925,6 +932,7 @@ class MomentRelaxation:
         stop_below: float = -np.inf,
         polish_steps: int = 10,
         flat_tol: float = 1e-3,
+        candidates: np.ndarray | None = None,
         **scs_settings: Any,
     ) -> RelaxationResult:
         """Solve the relaxation of ``max_{||x||=1} sign * T x^p`` and certify a maximiser.
@@ -959,6 +967,10 @@ class MomentRelaxation:
             Newton steps of :func:`polish` for each extracted candidate.
         flat_tol : float
             Threshold of the rank-one test ``rank_ratio < flat_tol``.
+        candidates : ndarray, shape ``(k, n)``, optional
+            Maximiser candidates from elsewhere (e.g. a local multi-start), polished and
+            offered alongside the ones extracted from the moments, so the certificate is built
+            at the better of the two.
         **scs_settings
             SCS settings of the full solve, overriding :data:`DEFAULT_SCS_SETTINGS`.
 
@@ -1016,7 +1028,9 @@ class MomentRelaxation:
             if np.all(np.isfinite(y)):
                 ev = np.linalg.eigvalsh(self.moment_matrix(y))
                 rank_ratio = float(abs(ev[-2]) / ev[-1]) if ev[-1] > 0 else float("nan")
-                self._candidates(T, s, y, polish_steps, best, first=best.x is None)
+                first = best.x is None
+                extra = candidates if first else None
+                self._candidates(T, s, y, polish_steps, best, first=first, extra=extra)
             if not np.all(np.isfinite(z)):
                 continue
             z_zero, Z = z[: self.n_zero], self.dual_matrix(z)

@@ -277,22 +277,23 @@ def relaxation_tractable(n: int, p: int, max_gram_size: int = MAX_GRAM_SIZE) -> 
     return math.comb(n + d, d) <= max_gram_size
 
 
-def _relax(Ts: FloatArray, order: int | None, scs_options: dict[str, Any]) -> list[Any]:
-    """Solve the moment relaxation of ``max |T x^p|`` (odd p: ``max T x^p``) per instance.
-
-    Each tensor is scaled to unit Frobenius norm first so the solver always sees data of the
-    same scale; bounds and values are scaled back by the caller.
-    """
+def _relax(
+    Ts: FloatArray,
+    order: int | None,
+    options: dict[str, Any],
+    candidates: FloatArray | None = None,
+) -> list[Any]:
+    """Solve the moment relaxation of ``max |T x^p|`` (odd p: ``max T x^p``) per instance,
+    optionally seeding each with a candidate maximiser ``candidates[b]``."""
     from .relaxation import get_relaxation
 
     n, p = Ts.shape[1], Ts.ndim - 1
     relax = get_relaxation(n, p, order=order)
+    solve = relax.solve if p % 2 else relax.solve_abs
     out = []
-    for T in Ts:
-        fro = float(np.linalg.norm(T))
-        Tn = T / fro if fro > 0 else T
-        res = relax.solve(Tn, **scs_options) if p % 2 else relax.solve_abs(Tn, **scs_options)
-        out.append((res, fro))
+    for b, T in enumerate(Ts):
+        extra = {} if candidates is None else {"candidates": candidates[b][None, :]}
+        out.append(solve(T, **extra, **options))
     return out
 
 
@@ -301,26 +302,24 @@ def _method_sos(
     rngs: Sequence[np.random.Generator],
     *,
     order: int | None = None,
-    scs: dict[str, Any] | None = None,
+    relaxation: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Lasserre moment relaxation (order ⌈p/2⌉ by default) solved with SCS.
 
-    The maximiser is extracted from the moments and Newton-polished; the validated dual bound
-    is the certificate. Options: ``order`` (relaxation order), ``scs`` (SCS settings).
+    Maximiser candidates are extracted from the moments and polished; a validated dual bound
+    is the certificate (see :mod:`sroa_dist.relaxation`). Options: ``order`` (relaxation
+    order), ``relaxation`` (keyword options of ``MomentRelaxation.solve``, e.g. SCS settings).
     """
-    B = Ts.shape[0]
-    rel = _relax(Ts, order, scs or {})
-    x = newton_polish(Ts, np.stack([r.x for r, _ in rel]))
-    upper = np.array([r.upper_bound * fro for r, fro in rel])
-    it = np.array([r.iterations for r, _ in rel])
-    times = np.array([r.solve_time for r, _ in rel])
+    return _sos_result(_relax(Ts, order, relaxation or {}))
+
+
+def _sos_result(rel: list[Any]) -> dict[str, Any]:
     return {
-        "x": x,
-        "upper_bound": upper,
-        "n_starts": np.zeros(B, int),
-        "n_iter": it,
-        "solve_time": times,
-        "flat": np.array([bool(r.flat) for r, _ in rel]),
+        "x": np.stack([r.x for r in rel]),
+        "upper_bound": np.array([r.upper_bound for r in rel]),
+        "n_starts": np.zeros(len(rel), dtype=np.int64),
+        "n_iter": np.array([r.iterations for r in rel]),
+        "solve_time": np.array([r.solve_time for r in rel]),
     }
 
 
@@ -328,41 +327,33 @@ def _method_certified(
     Ts: FloatArray,
     rngs: Sequence[np.random.Generator],
     *,
-    n_starts: int = 16,
+    n_starts: int = 8,
     max_iter: int = 100,
     tol: float = 1e-5,
     shift: str | float = "monotone",
     order: int | None = None,
     max_gram_size: int = MAX_GRAM_SIZE,
-    scs: dict[str, Any] | None = None,
+    relaxation: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Fast local candidate plus a certified global upper bound from the moment relaxation.
 
-    A multi-start SS-HOPM gives a candidate; the relaxation gives a validated upper bound and a
-    second candidate extracted from its moments; the better candidate is returned, certified
-    when it meets the bound. Where the moment matrix would exceed ``max_gram_size`` the
-    relaxation is skipped and the unfolding bound is used (so ``certified`` is then rare).
-    Options: those of ``sshopm`` and ``sos``, and ``max_gram_size``.
+    A multi-start SS-HOPM gives a candidate; the relaxation, seeded with it, adds candidates
+    extracted from its moments and returns the best one with a validated upper bound (certified
+    when they meet). Where the moment matrix would exceed ``max_gram_size`` the relaxation is
+    skipped and the unfolding bound is used (so ``certified`` is then rare). Options: those of
+    ``sshopm`` and ``sos``, and ``max_gram_size``.
     """
     n, p = Ts.shape[1], Ts.ndim - 1
+    t0 = time.perf_counter()
     local = _method_sshopm(Ts, rngs, n_starts=n_starts, max_iter=max_iter, tol=tol, shift=shift)
     if not relaxation_tractable(n, p, max_gram_size):
         local["message_extra"] = f"relaxation skipped (moment matrix larger than {max_gram_size})"
         return local
-    t0 = time.perf_counter()
-    sos = _method_sos(Ts, rngs, order=order, scs=scs)
-    _, f_local = _values(Ts, local["x"][:, None, :])
-    _, f_sos = _values(Ts, sos["x"][:, None, :])
-    use_sos = np.abs(f_sos[:, 0]) > np.abs(f_local[:, 0])
-    x = np.where(use_sos[:, None], sos["x"], local["x"])
-    return {
-        "x": x,
-        "upper_bound": sos["upper_bound"],
-        "n_starts": local["n_starts"],
-        "n_iter": local["n_iter"],
-        "relaxation_time": np.full(len(Ts), (time.perf_counter() - t0) / len(Ts)),
-        "from_relaxation": use_sos,
-    }
+    local_share = (time.perf_counter() - t0) / len(Ts)
+    sos = _sos_result(_relax(Ts, order, relaxation or {}, local["x"]))
+    sos["solve_time"] = sos["solve_time"] + local_share
+    sos["n_starts"], sos["n_iter"] = local["n_starts"], local["n_iter"]
+    return sos
 
 
 MethodFn = Callable[..., dict[str, Any]]
@@ -434,10 +425,6 @@ def rank_one_batch(
         # For odd p, max T x^p = max |T x^p|, so a bound on |.| bounds the objective too.
         certified &= lam >= 0
     solve_time = out.get("solve_time", np.full(B, elapsed / B))
-    if "relaxation_time" in out:
-        solve_time = (
-            np.full(B, (elapsed - out["relaxation_time"].sum()) / B) + out["relaxation_time"]
-        )
     extra = out.get("message_extra")
     message = np.array(
         [
