@@ -90,9 +90,9 @@ def main(argv: list[str] | None = None) -> int:
         f2s = load_spec(ROOT / "sweeps/figure2-sshopm.toml")
         out["figure2_sshopm"] = scaling(f2s, tmp, "figure2-sshopm")
         # 2. figure2 with the certified method: a sample of replicates, 1 vs 2 workers.
-        reps = 2 if args.quick else 8
+        reps = 8 if args.quick else 16
         f2c = load_spec(ROOT / "sweeps/figure2.toml", [f"replicates={reps}"])
-        out["figure2_certified_sample"] = scaling(f2c, tmp, "figure2-certified", block_size=1)
+        out["figure2_certified_sample"] = scaling(f2c, tmp, "figure2-certified")
         per_inst = out["figure2_certified_sample"]["two_workers"]["kernel_time_s"] / (3 * reps)
         # 3. end to end (start-up included), embedded default cluster: figure1 + figure2 sshopm.
         t0 = time.perf_counter()

@@ -46,8 +46,8 @@ __all__ = [
 MAX_TASKS = 10_000
 #: Aim for tasks of this many seconds (1–10 s keeps overhead negligible and progress smooth).
 TARGET_TASK_SECONDS = 4.0
-#: ...but not under this (per-task overhead is ~0.03 s: scheduling and store writes).
-MIN_TASK_SECONDS = 0.5
+#: ...but not under this (per-task overhead is ~30 ms: scheduling and store writes).
+MIN_TASK_SECONDS = 1.0
 
 
 def stable_hash32(name: str, value: Any) -> int:
@@ -127,12 +127,12 @@ def solve_cost(method: str, n: int, p: int) -> float:
     """Rough seconds per rank-one solve (measured orders of magnitude on one core, see
     docs/sweeps.md); only used to size blocks so that a task takes seconds.
 
-    Local methods scale with the tensor size n^p (~0.4 ms at n = 10, p = 3; ~6 ms at n = 32,
+    Local methods scale with the tensor size n^p (~0.35 ms at n = 10, p = 3; ~6 ms at n = 32,
     p = 3; ~75 ms at n = 16, p = 4); the moment relaxation with the cube of its moment-matrix
     side (~0.05 s at side 66, i.e. n = 10, p = 3, on nearly SOD tensors, one thread), and is
     skipped where it is intractable.
     """
-    local = 1e-4 + 3e-7 * float(n) ** p
+    local = 1e-4 + 2.5e-7 * float(n) ** p
     if method in ("certified", "sos") and certified_tractable(n, p):
         d = (p + 1) // 2
         return local + 0.05 * (math.comb(n + d, d) / 66) ** 3
