@@ -202,24 +202,27 @@ def _template(spec: SweepSpec, layout: Layout, history: str) -> tuple[xr.Dataset
         shape = layout.shape + ((layout.n_steps,) if per_step else ())
         if name == "v_hat":
             shape += (layout.n_component,)
-        arr = da.full(shape, fill, dtype=dtype, chunks=chunks)
+        # One dask chunk per variable: the template is never computed, and a graph of one task
+        # per block would take seconds to build for 10^4 blocks. The zarr chunks (= blocks)
+        # come from the encoding.
+        arr = da.full(shape, fill, dtype=dtype, chunks=-1)
         data_vars[name] = (vdims, arr, dict(attrs))
         encoding[name] = {"chunks": chunks, "fill_value": fill}
     # Bookkeeping: one chunk per block, so each task writes only its own element.
     n_blocks = layout.n_blocks
     data_vars["done"] = (
         ("block",),
-        da.zeros(n_blocks, dtype=bool, chunks=1),
+        da.zeros(n_blocks, dtype=bool, chunks=-1),
         {"long_name": "block finished and its data written", "units": "1"},
     )
     data_vars["done_time"] = (
         ("block",),
-        da.full(n_blocks, np.nan, chunks=1),
+        da.full(n_blocks, np.nan, chunks=-1),
         {"long_name": "when the block's data was written (POSIX time)", "units": "s"},
     )
     data_vars["failed"] = (
         ("block",),
-        da.zeros(n_blocks, dtype=bool, chunks=1),
+        da.zeros(n_blocks, dtype=bool, chunks=-1),
         {
             "long_name": "last attempt at the block raised (see attrs of this variable)",
             "units": "1",
