@@ -99,11 +99,13 @@ def test_kill_9_of_the_process_tree_then_resume_equals_uninterrupted(tmp_path, c
         "--workers",
         "2",
         "--block-size",
-        "4",
+        "2",
         "--set",
-        "replicates=4",
+        "replicates=2",
         "--set",
-        "solver.options={n_starts=64}",
+        "tensor.n=10",
+        "--set",  # ~0.5 s per block, so that the kill lands mid-run
+        "solver.options={n_starts=2048}",
     ]
     proc = subprocess.Popen(
         [sys.executable, "-m", "sroa_dist.cli", *args],
@@ -139,8 +141,8 @@ def test_kill_9_of_the_process_tree_then_resume_equals_uninterrupted(tmp_path, c
         tmp_path / "ref.zarr",
         client=client,
         block_size=16,
-        replicates=4,
-        **{"solver.options": {"n_starts": 64}},
+        replicates=2,
+        **{"tensor.n": 10, "solver.options": {"n_starts": 2048}},
     )
     assert ref.complete
     got, want = cube_values(store), cube_values(tmp_path / "ref.zarr")
