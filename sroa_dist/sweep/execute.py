@@ -366,10 +366,10 @@ def _submit_all(
         ac.add(fut)
         return True
 
+    t0 = time.perf_counter()
     for _ in range(window):
         if not submit_next():
             break
-    t0 = time.perf_counter()
     for fut in ac:
         b = futures.pop(fut.key)
         try:
