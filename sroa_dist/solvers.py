@@ -121,6 +121,8 @@ def shifted_ascent(
     X = X0.copy()
     G, F = _values(Ts, X)
     scale = np.max(np.abs(F), axis=1, keepdims=True) + np.finfo(float).tiny
+    # (p-1)·‖T‖_F ≥ (p-1)·‖T‖ makes T x^p + α‖x‖^p convex, so a larger shift is never needed.
+    cap = (p - 1) * np.linalg.norm(Ts.reshape(B, -1), axis=1)[:, None] + np.finfo(float).tiny
     if shift == "monotone":
         alpha = np.zeros((B, S))
     elif shift == "adaptive":
@@ -150,7 +152,7 @@ def shifted_ascent(
         G[active] = np.where(accept[..., None], Gy, Ga)
         F[active] = np.where(accept, Fy, Fa)
         if shift == "monotone":
-            grown = np.maximum(2.0 * a, 0.5 * scale[active])
+            grown = np.minimum(np.maximum(2.0 * a, 0.5 * scale[active]), cap[active])
             alpha[active] = np.where(accept, 0.5 * a, grown)
         done[active] |= accept & (step <= tol)
         n_iter[active] += 1

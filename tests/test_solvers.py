@@ -156,3 +156,13 @@ def test_bad_method_and_options_are_named():
     with pytest.raises(ValueError, match="not symmetric"):
         rank_one(np.arange(27.0).reshape(3, 3, 3))
     assert "n_starts" in method_options("power")
+
+
+def test_sshopm_with_zero_tolerance_stays_finite():
+    """With tol = 0 no start ever counts as converged: rejected steps at machine precision must
+    not grow the shift without bound (it is capped at the convexifying (p-1)·‖T‖_F)."""
+    T = sod_tensor(np.ones(6), identity_basis(6), 4) + noise_tensor("gaussian", 6, 4, 0.05, 1)
+    with np.errstate(over="raise", invalid="raise"):
+        res = rank_one(T, "sshopm", rng=0, tol=0.0, max_iter=2000)
+    assert np.isfinite(res.lam) and np.all(np.isfinite(res.x))
+    assert z_residual(T, res.x) < 1e-10
