@@ -30,6 +30,11 @@ COPY deploy/docker/healthcheck.py deploy/docker/s3_bucket.py /usr/local/lib/sroa
 RUN install -d -o sroa -g sroa /results
 USER sroa:sroa
 
+# Provenance: the image has no .git, so the cube's `git_commit` attr comes from this build arg
+# (docker build --build-arg SROA_GIT_COMMIT=$(git rev-parse HEAD) .).
+ARG SROA_GIT_COMMIT=unknown
+ENV SROA_GIT_COMMIT=${SROA_GIT_COMMIT}
+
 EXPOSE 8786 8787
 # Probes the Dask HTTP server's /health (the scheduler dashboard on 8787 unless SROA_HEALTH_URL
 # says otherwise); docker-compose.yml disables it for workers and the runner.

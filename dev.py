@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 VENV = Path(os.environ.get("SROA_VENV", ROOT / ".venv"))
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
-DEMO = ["run", "sweeps/figure2.toml"]
+DEMO = ["run", "sweeps/figure2-sshopm.toml"]
 
 
 def ensure_env(extras: str) -> None:

@@ -32,6 +32,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         workers=args.workers,
         block_size=args.block_size,
         overwrite=args.overwrite,
+        dashboard_address=args.dashboard_address,
         progress=sys.stderr,
         history=history,
     )
@@ -160,6 +161,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--block-size", type=int, help="instances per task for a new store (default: ~4 s/task)"
     )
+    r.add_argument(
+        "--dashboard-address",
+        default="127.0.0.1:8787",
+        help="dashboard of the embedded cluster (default: loopback only, 127.0.0.1:8787)",
+    )
     r.set_defaults(func=_cmd_run)
 
     v = sub.add_parser("validate", help="validate a spec and show its grid")
@@ -180,13 +186,13 @@ def build_parser() -> argparse.ArgumentParser:
     pl = sub.add_parser("plot", help="figures of a result cube (sroa_dist.analysis)")
     pl.add_argument("store")
     pl.add_argument("--out", default="figures", help="output directory (default: figures)")
-    pl.add_argument("--formats", help="comma-separated, e.g. png,pdf")
+    pl.add_argument("--format", "--formats", dest="formats", help="comma-separated, e.g. png,svg")
     pl.set_defaults(func=_cmd_plot)
 
     rp = sub.add_parser("report", help="report of a result cube (sroa_dist.analysis)")
     rp.add_argument("store")
     rp.add_argument("--out", default="report", help="output path without extension")
-    rp.add_argument("--formats", help="comma-separated, e.g. md,html")
+    rp.add_argument("--format", "--formats", dest="formats", help="comma-separated, e.g. md,html")
     rp.set_defaults(func=_cmd_report)
     return p
 
@@ -204,6 +210,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args))
     except (SpecError, StoreIncompatibleError, FileNotFoundError) as exc:
         print(f"sroa-dist {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # includes distributed's CommClosedError and refused TLS handshakes
+        print(
+            f"sroa-dist {args.command}: error: {exc}\nhint: check the scheduler address, that "
+            "the scheduler runs, and the TLS settings (DASK_DISTRIBUTED__COMM__TLS__*)",
+            file=sys.stderr,
+        )
         return 2
     except KeyboardInterrupt:
         print(

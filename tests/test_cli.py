@@ -68,7 +68,7 @@ def test_run_status_info_plot_report(tmp_path):
     ):
         assert text in info, text
     # the analysis slots (sroa_dist.analysis.plot_cube / write_report) run on the store
-    run_cli("plot", str(store), "--out", str(tmp_path / "figs"), "--formats", "png")
+    run_cli("plot", str(store), "--out", str(tmp_path / "figs"), "--format", "png")
     assert list((tmp_path / "figs").glob("*.png"))
     run_cli("report", str(store), "--out", str(tmp_path / "rep" / "report"), "--formats", "md")
     assert (tmp_path / "rep" / "report.md").exists()
@@ -200,3 +200,33 @@ def test_running_cluster_by_address_env_and_scheduler_file(tmp_path, cluster):
     assert f"dashboard: {cluster.dashboard_link}" in c.stderr
     for name in ("b", "c"):
         assert_same_bits(cube_values(tmp_path / "a.zarr"), cube_values(tmp_path / f"{name}.zarr"))
+
+
+def test_unreachable_scheduler_is_a_short_error_with_a_hint(tmp_path):
+    """A refused connection ends with exit status 2 and a hint, not a traceback."""
+    import socket
+
+    with socket.socket() as s:  # a loopback port that nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sroa_dist.cli",
+            "run",
+            f"{SMOKE}/figure2.toml",
+            "--store",
+            str(tmp_path / "x.zarr"),
+            "--scheduler",
+            f"tcp://127.0.0.1:{port}",
+        ],
+        cwd=ROOT,
+        env={**cli_env(), "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "2s"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "hint: check the scheduler address" in proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -137,3 +137,13 @@ def test_a_foreign_zarr_store_is_not_taken_over(tmp_path):
     spec = load_spec(SPEC)
     with pytest.raises(StoreIncompatibleError, match="expected a sroa-dist result store"):
         prepare_store(url, spec, make_layout(spec, block_size=4))
+
+
+def test_git_commit_comes_from_the_environment_in_images(monkeypatch):
+    """Images carry no .git: SROA_GIT_COMMIT (a Docker build arg) is the provenance there."""
+    from sroa_dist.sweep.storage import git_commit
+
+    monkeypatch.setenv("SROA_GIT_COMMIT", "0123abcd")
+    assert git_commit() == "0123abcd"
+    monkeypatch.delenv("SROA_GIT_COMMIT")
+    assert git_commit() != "0123abcd"

@@ -78,7 +78,7 @@ def connect(
     scheduler: str | None = None,
     scheduler_file: str | None = None,
     workers: int | None = None,
-    dashboard_address: str = ":8787",
+    dashboard_address: str = "127.0.0.1:8787",
 ) -> Iterator[Any]:
     """A Dask client: the one given, a running cluster, or an embedded LocalCluster.
 
@@ -244,7 +244,7 @@ def run_sweep(
     progress: TextIO | None | bool = False,
     history: str | None = None,
     storage_options: Mapping[str, Any] | None = None,
-    dashboard_address: str = ":8787",
+    dashboard_address: str = "127.0.0.1:8787",
     **overrides: Any,
 ) -> SweepResult:
     """Run (or resume, or extend) a sweep and write its result cube.

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
 import subprocess
 import warnings
 from collections.abc import Mapping, Sequence
@@ -142,7 +143,12 @@ def software_versions() -> dict[str, str]:
 
 
 def git_commit() -> str:
-    """``git describe --always --dirty`` of the package source, or ``"unknown"``."""
+    """``git describe --always --dirty`` of the package source, or ``"unknown"``.
+
+    ``SROA_GIT_COMMIT`` wins when set: installed images carry no ``.git``.
+    """
+    if os.environ.get("SROA_GIT_COMMIT"):
+        return os.environ["SROA_GIT_COMMIT"]
     here = Path(__file__).resolve().parent
     try:
         out = subprocess.run(
