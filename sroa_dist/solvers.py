@@ -190,7 +190,8 @@ def newton_polish(Ts: FloatArray, x: FloatArray, *, steps: int = 4) -> FloatArra
         try:
             d = np.linalg.solve(K, rhs[..., None])[..., 0]
         except np.linalg.LinAlgError:
-            d = np.stack([np.linalg.lstsq(K[b], rhs[b], rcond=None)[0] for b in range(B)])
+            # One singular system must not change the others' bits: solve each on its own.
+            d = np.stack([_solve_or_lstsq(K[b], rhs[b]) for b in range(B)])
         y = x + d[:, :n]
         y /= np.linalg.norm(y, axis=-1, keepdims=True)
         fy = contract(Ts, y[:, None, :], p)[:, 0]
@@ -199,6 +200,13 @@ def newton_polish(Ts: FloatArray, x: FloatArray, *, steps: int = 4) -> FloatArra
         ok &= np.sign(fy) * np.sign(fx) >= 0
         x = np.where(ok[:, None], y, x)
     return x
+
+
+def _solve_or_lstsq(K: FloatArray, rhs: FloatArray) -> FloatArray:
+    try:
+        return np.linalg.solve(K, rhs[:, None])[:, 0]
+    except np.linalg.LinAlgError:
+        return np.linalg.lstsq(K, rhs, rcond=None)[0]
 
 
 def _signed_problems(Ts: FloatArray) -> tuple[FloatArray, int]:

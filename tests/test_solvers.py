@@ -166,3 +166,22 @@ def test_sshopm_with_zero_tolerance_stays_finite():
         res = rank_one(T, "sshopm", rng=0, tol=0.0, max_iter=2000)
     assert np.isfinite(res.lam) and np.all(np.isfinite(res.x))
     assert z_residual(T, res.x) < 1e-10
+
+
+def test_a_singular_newton_system_does_not_change_other_instances_bits():
+    """At x = e2 for T = e1^{⊗3} the bordered Newton matrix is singular; the batch falls back
+    per instance, so its neighbour's result equals its one-at-a-time result bit for bit."""
+    T0 = sod_tensor([1.0], np.eye(3, 1), 3)
+    T1 = sod_tensor(np.ones(3), identity_basis(3), 3) + noise_tensor("gaussian", 3, 3, 0.1, 0)
+    Ts = np.stack([T0, T1])
+    x = np.stack([np.eye(3)[1], np.ones(3) / np.sqrt(3)])
+    K_singular = (
+        np.linalg.matrix_rank(
+            np.block([[np.zeros((3, 3)), -x[0][:, None]], [-x[0][None, :], np.zeros((1, 1))]])
+        )
+        < 4
+    )
+    assert K_singular
+    batch = newton_polish(Ts, x)
+    for b in range(2):
+        np.testing.assert_array_equal(batch[b], newton_polish(Ts[b : b + 1], x[b : b + 1])[0])
