@@ -102,30 +102,29 @@ def _cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
-# ---- analysis slots (implemented by sroa_dist.analysis) ------------------------------------
+# ---- analysis (sroa_dist.analysis) -----------------------------------------------------------
 def _cmd_plot(args: argparse.Namespace) -> int:
-    """Slot ``plot``: figures of a cube via ``sroa_dist.analysis.plot_cube``."""
+    """``plot``: the figures the cube supports, via ``sroa_dist.analysis.plot_cube``."""
     from . import analysis
-    from .sweep.storage import open_results
 
-    fmts = _formats(args.formats)
-    ds = open_results(args.store)
-    out = analysis.plot_cube(ds, args.out, fmts) if fmts else analysis.plot_cube(ds, args.out)
-    if out is not None:
-        print(out if isinstance(out, (str, Path)) else "\n".join(map(str, out)))
-    return 0
+    return _write_outputs(analysis.plot_cube, args)
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    """Slot ``report``: a report of a cube via ``sroa_dist.analysis.write_report``."""
+    """``report``: Markdown/HTML report of a cube, via ``sroa_dist.analysis.write_report``."""
     from . import analysis
+
+    return _write_outputs(analysis.write_report, args)
+
+
+def _write_outputs(writer, args: argparse.Namespace) -> int:
+    """Open the store, call ``writer(ds, out, formats)`` and list the files it wrote."""
     from .sweep.storage import open_results
 
     fmts = _formats(args.formats)
     ds = open_results(args.store)
-    out = analysis.write_report(ds, args.out, fmts) if fmts else analysis.write_report(ds, args.out)
-    if out is not None:
-        print(out if isinstance(out, (str, Path)) else "\n".join(map(str, out)))
+    paths = writer(ds, args.out, fmts) if fmts else writer(ds, args.out)
+    print("\n".join(map(str, paths)))
     return 0
 
 
