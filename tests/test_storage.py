@@ -147,3 +147,18 @@ def test_git_commit_comes_from_the_environment_in_images(monkeypatch):
     assert git_commit() == "0123abcd"
     monkeypatch.delenv("SROA_GIT_COMMIT")
     assert git_commit() != "0123abcd"
+
+
+def test_resuming_with_other_code_warns(tmp_path, monkeypatch):
+    """Bits are reproducible per code version: continuing another commit's store says so."""
+    import warnings
+
+    spec = load_spec(SPEC)
+    monkeypatch.setenv("SROA_GIT_COMMIT", "aaaa1111")
+    url, layout = _store(tmp_path, spec, block_size=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # same commit: silent
+        prepare_store(url, spec, layout, history="same code")
+    monkeypatch.setenv("SROA_GIT_COMMIT", "bbbb2222")
+    with pytest.warns(UserWarning, match="created by commit aaaa1111, continued by bbbb2222"):
+        prepare_store(url, spec, layout, history="other code")

@@ -289,6 +289,22 @@ def _stored_spec_and_layout(url: str, so: Mapping[str, Any] | None) -> tuple[Swe
     return spec, layout
 
 
+def _warn_if_other_code(url: str, so: Mapping[str, Any] | None) -> None:
+    """Bitwise reproducibility holds for one code version: say so when a store made by another
+    commit is resumed or extended (its finished blocks are kept as they are)."""
+    attrs = xr.open_zarr(url, consolidated=False, storage_options=_so(url, so)).attrs
+    stored, current = attrs.get("git_commit", "unknown"), git_commit()
+    if "unknown" not in (stored, current) and stored.removesuffix("-dirty") != current.removesuffix(
+        "-dirty"
+    ):
+        warnings.warn(
+            f"store {url}: created by commit {stored}, continued by {current}; blocks computed "
+            "by different code versions may differ in their last bits (use --overwrite for a "
+            "single-version cube)",
+            stacklevel=3,
+        )
+
+
 def _incompatibility(old: SweepSpec, new: SweepSpec) -> str | None:
     a, b = old.instance_settings(), new.instance_settings()
     if a == b:
@@ -335,6 +351,7 @@ def prepare_store(
         _write_template(url, spec, layout, history, storage_options)
         return PreparedStore(url, layout, "created")
     old_spec, old_layout = _stored_spec_and_layout(url, storage_options)
+    _warn_if_other_code(url, storage_options)
     why = _incompatibility(old_spec, spec)
     if why is None and old_layout.dims != layout.dims:
         why = f"dims {old_layout.dims} -> {layout.dims}"
