@@ -217,14 +217,13 @@ def _signed_problems(Ts: FloatArray) -> tuple[FloatArray, int]:
     return np.concatenate([Ts, -Ts]), 2
 
 
-def _pick_best(X: FloatArray, F: FloatArray, B: int) -> tuple[FloatArray, NDArray[np.intp]]:
+def _pick_best(X: FloatArray, F: FloatArray, B: int) -> FloatArray:
     """Best start per instance over all signs: ``X (k·B, S, n)``, ``F (k·B, S)`` → ``(B, n)``."""
     k = X.shape[0] // B
     S = X.shape[1]
     Xr = X.reshape(k, B, S, -1).transpose(1, 0, 2, 3).reshape(B, k * S, -1)
     Fr = F.reshape(k, B, S).transpose(1, 0, 2).reshape(B, k * S)
-    best = np.argmax(Fr, axis=1)
-    return Xr[np.arange(B), best], best
+    return Xr[np.arange(B), np.argmax(Fr, axis=1)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -274,7 +273,7 @@ def _method_sshopm(
     signed, k = _signed_problems(Ts)
     X0 = np.concatenate([X0] * k) if k > 1 else X0
     X, F, it = shifted_ascent(signed, X0, max_iter=max_iter, tol=tol, shift=shift)
-    x, _ = _pick_best(X, F, B)
+    x = _pick_best(X, F, B)
     if polish:
         x = newton_polish(Ts, x)
     n_iter = it.reshape(k, B).max(axis=0)
