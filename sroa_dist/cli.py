@@ -118,14 +118,44 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _write_outputs(writer, args: argparse.Namespace) -> int:
-    """Open the store, call ``writer(ds, out, formats)`` and list the files it wrote."""
+    """Open the store, call ``writer(ds, out, formats)`` and list the files it wrote.
+
+    The cube's completeness is printed first (loudly on stderr when blocks are missing or
+    failed); with ``--strict`` an incomplete cube exits 1 after writing the outputs.
+    """
+    import warnings
+
+    from .analysis import IncompleteCubeWarning, completeness
     from .sweep.storage import open_results
 
     fmts = _formats(args.formats)
     ds = open_results(args.store)
-    paths = writer(ds, args.out, fmts) if fmts else writer(ds, args.out)
+    status = completeness(ds)
+    if status.complete:
+        print(f"{args.store}: {status.describe()}", file=sys.stderr)
+    else:
+        bar = "!" * 78
+        lines = [bar, f"WARNING: {args.store}: {status.describe()}"]
+        lines += [
+            f"  block {b}: {msg.splitlines()[0] if msg else ''}"[:160]
+            for b, msg in sorted(status.failures.items())[:10]
+        ]
+        if len(status.failures) > 10:
+            lines.append(f"  ... and {len(status.failures) - 10} more failed blocks")
+        lines.append(
+            "the outputs cover only the instances with results; run the same `sroa-dist run` "
+            "command to finish the sweep (failed blocks are retried)"
+            + (" (--strict: exit 1)" if args.strict else "")
+        )
+        print("\n".join([*lines, bar]), file=sys.stderr)
+    with warnings.catch_warnings():  # stated above, once
+        warnings.simplefilter("ignore", IncompleteCubeWarning)
+        paths = writer(ds, args.out, fmts) if fmts else writer(ds, args.out)
     print("\n".join(map(str, paths)))
-    return 0
+    return 1 if args.strict and not status.complete else 0
+
+
+_STRICT_HELP = "exit 1 if the cube is incomplete (blocks failed or not run); outputs are written"
 
 
 def _formats(text: str | None) -> tuple[str, ...] | None:
@@ -186,12 +216,14 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("store")
     pl.add_argument("--out", default="figures", help="output directory (default: figures)")
     pl.add_argument("--format", "--formats", dest="formats", help="comma-separated, e.g. png,svg")
+    pl.add_argument("--strict", action="store_true", help=_STRICT_HELP)
     pl.set_defaults(func=_cmd_plot)
 
     rp = sub.add_parser("report", help="report of a result cube (sroa_dist.analysis)")
     rp.add_argument("store")
     rp.add_argument("--out", default="report", help="output path without extension")
     rp.add_argument("--format", "--formats", dest="formats", help="comma-separated, e.g. md,html")
+    rp.add_argument("--strict", action="store_true", help=_STRICT_HELP)
     rp.set_defaults(func=_cmd_report)
     return p
 

@@ -21,8 +21,8 @@ def test_summary_numbers_match_direct_computation():
     assert s["eps_certified_fraction"] == ds["eps_certified"].values.mean()
     assert s["n_instances"] == s["n_planned"] == 60
     assert s["violations"]["3.1"]["vec"] == 1 and s["violations"]["2.2"]["any"] == 0
-    assert s["success_fraction"]["radius"] == 59 / 60
-    assert s["thresholds"] is None and s["growth"] is not None
+    assert s["success_fraction"]["recovery"] == 59 / 60
+    assert s["thresholds"] == {} and s["growth"] is not None
     assert s["provenance"] == PROVENANCE | {"sigma": 0.01}
 
 
@@ -63,8 +63,8 @@ def test_scaling_report_has_thresholds_and_exponents(tmp_path):
     ]
     md = paths[0].read_text(encoding="utf-8")
     assert "## Tolerable perturbation vs n" in md and "## Error growth over deflation" in md
-    ex = summarize(ds, n_boot=30)["exponents"]
-    assert f"| {float(ex['exponent']):.4g} | {float(ex['exponent_lo']):.4g} |" in md
+    ex = summarize(ds, n_boot=30)["exponents"]["recovery"]
+    assert f"| recovery | {float(ex['exponent']):.4g} | {float(ex['exponent_lo']):.4g} |" in md
     assert "| -0.5 | -1 |" in md  # references −1/(p−1) with p = 3 from attrs, and −1
 
 

@@ -28,7 +28,7 @@ def test_thresholds_recover_planted_within_ci(planted):
     np.testing.assert_allclose(thr["threshold"], truth, rtol=0.08)
     np.testing.assert_allclose(thr["width"], 0.15, rtol=0.35)
     assert thr["in_range"].all() and (thr["n_instances"] == 12 * 40).all()
-    assert thr.sizes["boot"] == N_BOOT and thr.attrs["criterion"] == "radius"
+    assert thr.sizes["boot"] == N_BOOT and thr.attrs["criterion"] == "recovery"
 
 
 def test_exponent_recovers_planted_slope_within_ci(planted):
