@@ -270,7 +270,7 @@ def figure2(ds: xr.Dataset, *, max_series: int = 6, status: Completeness | None 
                 )
             what = "λ error" if kind == "lam_err" else "vector error"
             ax.set_title(
-                f"{prefix}{what} (mean ± 2 std, {n_rep} replicates{pool_note})",
+                f"{prefix}{what} (mean ± 2 std, {n_rep}{pool_note})",
                 fontsize="medium",
             )
             ax.set_xlabel("SROA iteration i")
