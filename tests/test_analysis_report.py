@@ -6,7 +6,7 @@ import re
 
 import numpy as np
 import pytest
-from analysis_cubes import PROVENANCE, figure1_cube, figure2_cube, scaling_cube
+from analysis_cubes import PROVENANCE, family_cube, figure1_cube, figure2_cube, scaling_cube
 
 from sroa_dist.analysis import summarize, write_report
 
@@ -80,3 +80,30 @@ def test_report_without_attrs_and_html_only(tmp_path):
 def test_report_rejects_unknown_format(tmp_path):
     with pytest.raises(ValueError, match=r"unknown report format.*'pdf'"):
         write_report(figure2_cube(n_rep=3), tmp_path / "r", formats=("pdf",))
+
+
+def test_report_shows_every_criterion_per_family(tmp_path):
+    ds = family_cube(n_rep=16)
+    paths = write_report(ds, tmp_path / "fam", formats=("md",), criterion="value", n_boot=30)
+    md = paths[0].read_text(encoding="utf-8")
+    s = summarize(ds, n_boot=30)
+    assert list(s["thresholds"]) == list(s["exponents"]) == ["recovery", "value", "theorem"]
+    assert "- value: success = every step's |λ̂ − λ| ≤ 1·ε" in md
+    for criterion, ex in s["exponents"].items():
+        for family in ("gaussian", "coherent-tilt"):
+            e = ex.sel(noise=family)
+            row = f"| {criterion} | {family} | {_cell(e['exponent'])} | {_cell(e['exponent_lo'])} |"
+            assert row in md, row
+        for family in ("gaussian", "coherent-tilt"):
+            t = s["thresholds"][criterion].sel(noise=family, n=8)
+            assert f"| {criterion} | {family} | 8 | {_cell(t['threshold'])} |" in md
+    tilt = s["exponents"]["value"].sel(noise="coherent-tilt")
+    assert abs(float(tilt["exponent"]) + 0.5) < 0.15  # planted n^-1/2
+    assert f"value, noise=coherent-tilt: the CI [{float(tilt['exponent_lo']):.3g}" in md
+    # the figures use the criterion asked for
+    assert (tmp_path / "fam_figures" / "success_heatmap.png").exists()
+
+
+def _cell(v) -> str:
+    v = float(v)
+    return f"{v:.4g}" if np.isfinite(v) else "–"
