@@ -150,7 +150,7 @@ def _write_outputs(writer, args: argparse.Namespace) -> int:
         print("\n".join([*lines, bar]), file=sys.stderr)
     with warnings.catch_warnings():  # stated above, once
         warnings.simplefilter("ignore", IncompleteCubeWarning)
-        paths = writer(ds, args.out, fmts) if fmts else writer(ds, args.out)
+        paths = writer(ds, args.out, *([fmts] if fmts else []), status=status)
     print("\n".join(map(str, paths)))
     return 1 if args.strict and not status.complete else 0
 

@@ -467,6 +467,7 @@ def plot_cube(
     rng: int = 0,
     dpi: int = 120,
     thresholds: xr.Dataset | None = None,
+    status: Completeness | None = None,
 ) -> list[Path]:
     """Draw every figure the cube supports (:func:`supported_figures`) and save it.
 
@@ -492,13 +493,15 @@ def plot_cube(
         Resolution of raster formats.
     thresholds : xarray.Dataset, optional
         Precomputed :func:`~sroa_dist.analysis.estimate_thresholds` output, to avoid refitting.
+    status : Completeness, optional
+        Precomputed :func:`~sroa_dist.analysis.completeness` of ``ds``.
 
     Returns
     -------
     list of Path
         The files written, in :data:`FIGURES` order then ``formats`` order.
     """
-    status = completeness(ds)
+    status = completeness(ds) if status is None else status
     warn_incomplete(status)
     return _plot_cube(
         ds,

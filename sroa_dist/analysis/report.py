@@ -382,6 +382,7 @@ def write_report(
     n_boot: int = 200,
     rng: int = 0,
     rtol: float = 1e-9,
+    status: Completeness | None = None,
 ) -> list[Path]:
     """Write a Markdown and/or HTML report of a result cube, with its figures.
 
@@ -401,7 +402,7 @@ def write_report(
         embedded as base64 data URIs in the HTML (which is then self-contained).
     formats : sequence of {"md", "html"}
         Report formats to write.
-    criterion, radius, c, n_boot, rng, rtol
+    criterion, radius, c, n_boot, rng, rtol, status
         As in :func:`summarize`; ``criterion`` is the one of the n-scaling figures (the tables
         cover every criterion).
 
@@ -418,7 +419,7 @@ def write_report(
     out_path = Path(out_path)
     base = out_path.with_suffix("") if out_path.suffix in (".md", ".html") else out_path
     base.parent.mkdir(parents=True, exist_ok=True)
-    status = completeness(ds)
+    status = completeness(ds) if status is None else status
     warn_incomplete(status)
     summary = summarize(
         ds,
