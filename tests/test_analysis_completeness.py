@@ -166,6 +166,7 @@ def _degenerate_cubes():
         "one replicate": scaling_cube(ns=(4, 8), n_eps=6, n_rep=1),
         "zero norms": f1,
         "figure2, one replicate": figure2_cube(n_rep=1, n_steps=3),
+        "eps axis from 0": ds.assign_coords(eps=[0.0, *eps[1:]]),
     }
 
 
@@ -173,8 +174,9 @@ def _degenerate_cubes():
 def test_no_numeric_warning_reaches_the_user(name, tmp_path):
     """Degenerate cubes, dask-backed from real zarr stores as ``open_results`` gives them.
 
-    Before: RuntimeWarnings 'invalid value encountered in divide' from dask tasks and a
-    matplotlib ValueError ('Data cannot be log-scaled') from the threshold plot.
+    Before: RuntimeWarnings 'invalid value encountered in divide' from dask tasks, 'divide by
+    zero in log' from the heat map at ε = 0, and a matplotlib ValueError ('Data cannot be
+    log-scaled') from a threshold plot without thresholds.
     """
     store = tmp_path / "cube.zarr"
     ds = _degenerate_cubes()[name]

@@ -316,13 +316,16 @@ def figure_success_heatmap(
         )
     status = completeness(ds) if status is None else status
     prob = success_probability(ds, crit, **options)["p_success"].compute()
+    # The ε axis is logarithmic: a level ε = 0 (unperturbed) has no place on it.
+    dropped = int((prob[axis] <= 0).sum())
+    prob = prob.where(prob[axis] > 0, drop=True) if dropped else prob
     panels = combinations(prob, [a for a in sweep_axes(ds) if a not in ("n", axis)])
     ncols = min(3, len(panels))
     nrows = int(np.ceil(len(panels) / ncols))
     fig = Figure(figsize=(4.6 * ncols, 3.8 * nrows), layout="constrained")
     axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False).ravel())
     n, eps = prob["n"].values, prob[axis].values
-    what = crit.label(**options)
+    what = crit.label(**options) + (f"; {axis} = 0 not shown" if dropped else "")
     mesh = None
     for ax, sel in zip(axes, panels, strict=False):
         z = prob.sel(sel).transpose(axis, "n").values
