@@ -58,7 +58,7 @@ def test_completeness_of_a_synthetic_cube_by_hand():
     assert st.blocks_total is None and st.blocks_missing is None and not st.complete
     assert st.missing_values == {"eps": tuple(eps[3:].tolist())}
     assert st.partial_values == {"n": (4, 8), "eps": (eps[0],)}
-    assert st.replicates == (3, 4) and st.replicates_text() == "3–4 replicates (of 4)"
+    assert st.replicates == (3, 4) and st.replicates_text() == "3–4 of 4 replicates"
     assert st.describe() == (
         "incomplete: 23/40 instances; 2 of 2 n values partial, "
         "2 of 5 eps values missing, 1 of 5 eps values partial"

@@ -327,7 +327,7 @@ def get_criterion(name: str | SuccessCriterion) -> SuccessCriterion:
     """The :class:`SuccessCriterion` registered as ``name``; unknown names list the valid ones."""
     if isinstance(name, SuccessCriterion):
         return name
-    key = _ALIASES.get(name, name) if isinstance(name, str) else name
+    key = _ALIASES.get(name, name) if isinstance(name, str) else None
     if key not in CRITERIA:
         raise ValueError(
             f"unknown success criterion {name!r}: expected one of {tuple(CRITERIA)}. "
@@ -365,7 +365,7 @@ def success(
       c = 1 is Theorem 2.2's step-1 bound applied at every step; c = 2 is Theorem 3.1's.
     * ``"theorem"`` (option ``rtol``): every step meets both Theorem 3.1 bounds.  The vector
       bound 20ε/λ is vacuous once it reaches √2 (every unit-vector error passes), so this
-      criterion succeeds at every large ε.
+      criterion rarely fails at large ε and often has no threshold.
 
     Steps that are NaN (past the instance's rank) are ignored; an instance with no non-NaN
     step (not run yet) is NaN, so it drops out of probabilities instead of counting as success.
@@ -398,7 +398,7 @@ def success(
     out.attrs = {
         "criterion": crit.name,
         "long_name": crit.label(**opts),
-        **{k: v for k, v in opts.items()},
+        **opts,
     }
     return out
 
@@ -536,14 +536,8 @@ class Completeness:
         return self.instances_done == 0
 
     def replicates_text(self) -> str:
-        """``"24 replicates"``, or a range such as ``"3–24 replicates (of 24)"``."""
-        lo, hi = self.replicates
-        if self.empty:
-            return "no replicates"
-        if lo == hi == self.replicates_planned:
-            return f"{hi} replicate{'s' if hi != 1 else ''}"
-        span = f"{hi}" if lo == hi else f"{lo}–{hi}"
-        return f"{span} replicates (of {self.replicates_planned})"
+        """``"24 replicates"``, or e.g. ``"3–24 of 24 replicates"`` when some lack results."""
+        return replicates_text(*self.replicates, self.replicates_planned)
 
     def describe(self) -> str:
         """One line for report headers and figure titles.
@@ -596,6 +590,27 @@ def warn_incomplete(status: Completeness, stacklevel: int = 3) -> None:
         )
 
 
+def replicate_span(has: xr.DataArray) -> tuple[int, int]:
+    """(min, max) over grid points with any results of the replicates with results.
+
+    ``has`` is :func:`has_results` (or a selection of it); (0, 0) when nothing has results.
+    """
+    if REPLICATE not in has.dims:
+        return (1, 1) if bool(has.any()) else (0, 0)
+    counts = np.asarray(has.sum(REPLICATE).values).ravel()
+    counts = counts[counts > 0]
+    return (int(counts.min()), int(counts.max())) if counts.size else (0, 0)
+
+
+def replicates_text(lo: int, hi: int, planned: int) -> str:
+    """How many replicates back each number: ``24 replicates``, ``3 of 4 replicates``, …"""
+    if hi == 0:
+        return "no replicates"
+    if lo == hi == planned:
+        return f"{hi} replicate{'s' if hi != 1 else ''}"
+    return f"{hi if lo == hi else f'{lo}–{hi}'} of {planned} replicates"
+
+
 def has_results(ds: xr.Dataset) -> xr.DataArray:
     """Boolean per instance (sweep axes × replicate): some step has a non-NaN result."""
     for name in _RESULT_VARS:
@@ -635,8 +650,6 @@ def completeness(ds: xr.Dataset) -> Completeness:
             lazy["failed"] = ds["failed"].astype(bool) & ~lazy["done"]
     (values,) = dask.compute(lazy)
     has = values["has"]
-    rep_counts = has.sum(REPLICATE) if REPLICATE in has.dims else has.astype(int)
-    counts = np.asarray(rep_counts.values)[np.asarray(rep_counts.values) > 0]
     missing: dict[str, tuple] = {}
     partial: dict[str, tuple] = {}
     axis_values: dict[str, tuple] = {}
@@ -673,7 +686,7 @@ def completeness(ds: xr.Dataset) -> Completeness:
         axis_values=MappingProxyType(axis_values),
         missing_values=MappingProxyType({k: v for k, v in missing.items() if v}),
         partial_values=MappingProxyType({k: v for k, v in partial.items() if v}),
-        replicates=(int(counts.min()), int(counts.max())) if counts.size else (0, 0),
+        replicates=replicate_span(has),
         replicates_planned=int(ds.sizes.get(REPLICATE, 1)),
     )
 

@@ -39,6 +39,8 @@ from .aggregate import (
     criterion_options,
     get_criterion,
     has_results,
+    replicate_span,
+    replicates_text,
     step_stats,
     success_probability,
     violation_mask,
@@ -113,21 +115,6 @@ def _present_text(has: xr.DataArray, dims: Sequence[str]) -> str:
         total = has.sizes[d]
         parts.append(d if n_with == total else f"{d} ({n_with} of {total} values have results)")
     return ", ".join(parts)
-
-
-def _replicates_text(has: xr.DataArray) -> str:
-    """Replicates with results per grid point, e.g. ``24 replicates`` or ``3–24 of 24``."""
-    if REPLICATE not in has.dims:
-        return "1 replicate"
-    counts = np.asarray(has.sum(REPLICATE).values).ravel()
-    counts = counts[counts > 0]
-    planned = has.sizes[REPLICATE]
-    if not counts.size:
-        return "no results"
-    lo, hi = int(counts.min()), int(counts.max())
-    if lo == hi == planned:
-        return f"{hi} replicate{'s' if hi != 1 else ''}"
-    return f"{hi if lo == hi else f'{lo}–{hi}'} of {planned} replicates"
 
 
 def supported_figures(ds: xr.Dataset) -> list[str]:
@@ -247,7 +234,7 @@ def figure2(ds: xr.Dataset, *, max_series: int = 6, status: Completeness | None 
     for row, sel in zip(axes, rows, strict=True):
         prefix = f"{sel['noise']}: " if sel else ""
         row_has = has.sel(sel)
-        n_rep = _replicates_text(row_has)
+        n_rep = replicates_text(*replicate_span(row_has), ds.sizes.get(REPLICATE, 1))
         pool_note = f", pooled over {_present_text(row_has, pooled)}" if pooled else ""
         for ax, kind, ylabel in (
             (row[0], "lam_err", r"$|\hat\lambda_i - \lambda_{\pi(i)}|$  (units of λ)"),
