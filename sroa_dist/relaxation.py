@@ -451,6 +451,67 @@ class RelaxationResult:
 # --------------------------------------------------------------------------------------------
 
 
+class _MonomialKeys:
+    """Exact int64 keys of the monomials of degree ``<= D`` in ``n`` variables, for any ``n``.
+
+    A monomial is its sorted index tuple ``i_1 <= ... <= i_D``, padded with the sentinel ``n``
+    (so lower degrees fit); its key is the tuple's colex rank among the multisets of size ``D``
+    of ``{0, ..., n}``, ``sum_t C(i_t + t, t + 1)``, a bijection onto ``[0, C(n + D, D))``.
+    Products are merged tuples, so no key arithmetic can overflow or carry (the former
+    positional base-``(2d + 1)`` keys refused ``n * log2(2d + 1) > 62``, e.g. n >= 27 at d = 2).
+    """
+
+    def __init__(self, n: int, D: int) -> None:
+        if math.comb(n + D, D) >= 2**62:
+            raise ValueError(
+                f"expected fewer than 2^62 monomials of degree <= {D} in n = {n} variables for "
+                f"the moment index, received C(n + {D}, {D}) = {math.comb(n + D, D)}; hint: "
+                "such a relaxation would not fit in memory anyway"
+            )
+        self.n, self.D = n, D
+        self._tab = np.array(
+            [[math.comb(v + t, t + 1) for v in range(n + 1)] for t in range(D)], dtype=np.int64
+        )
+
+    def tuples(self, E: np.ndarray) -> np.ndarray:
+        """Padded sorted index tuples ``(K, D)`` of the exponent rows of ``E``."""
+        E = np.asarray(E, dtype=np.int64)
+        deg = E.sum(axis=1)
+        if deg.max(initial=0) > self.D:
+            raise AssertionError("internal error: monomial degree above the key's capacity")
+        out = np.full((E.shape[0], self.D), self.n, dtype=np.int32)
+        r, c = np.nonzero(E)
+        reps = E[r, c]
+        rows, idx = np.repeat(r, reps), np.repeat(c, reps)
+        pos = np.arange(len(rows)) - (np.cumsum(deg) - deg)[rows]
+        out[rows, pos] = idx
+        return out
+
+    def rank(self, t: np.ndarray) -> np.ndarray:
+        """Keys of (possibly merged, unsorted) index tuples with at most ``D`` real indices."""
+        t = np.sort(t, axis=1)
+        if t.shape[1] > self.D:
+            if np.any(t[:, self.D :] != self.n):
+                raise AssertionError("internal error: monomial product above the key's degree")
+            t = t[:, : self.D]
+        out = np.zeros(t.shape[0], dtype=np.int64)
+        for j in range(self.D):
+            out += self._tab[j][t[:, j]]
+        return out
+
+    def of(self, E: np.ndarray) -> np.ndarray:
+        """Keys of the exponent rows of ``E``."""
+        return self.rank(self.tuples(E))
+
+    def product(self, ta: np.ndarray, tb: np.ndarray) -> np.ndarray:
+        """Keys of the products of the monomials of tuple rows ``ta`` and ``tb`` (row by row)."""
+        return self.rank(np.concatenate([ta, tb], axis=1))
+
+    def times_square(self, ta: np.ndarray, k: int) -> np.ndarray:
+        """Keys of ``x^a * x_k^2`` for the tuple rows ``ta``."""
+        return self.product(ta, np.full((ta.shape[0], 2), k, dtype=ta.dtype))
+
+
 def _lookup(sorted_keys: np.ndarray, order: np.ndarray, keys: np.ndarray) -> np.ndarray:
     pos = np.minimum(np.searchsorted(sorted_keys, keys), len(sorted_keys) - 1)
     if not np.array_equal(sorted_keys[pos], keys):
@@ -513,10 +574,7 @@ class MomentRelaxation:
             )
         t0 = time.perf_counter()
         self.n, self.p, self.order, self.formulation = n, p, d, formulation
-        base = 2 * d + 1  # exponents never exceed 2d, so keys of products add without carries
-        if n * math.log2(base) > 62:
-            raise ValueError(f"n = {n} too large for the moment index at order {d}")
-        w = base ** np.arange(n, dtype=np.int64)
+        kx = _MonomialKeys(n, 2 * d)  # every moment used has degree <= 2d
 
         if formulation == "full":
             var_degrees = list(range(2 * d + 1))
@@ -528,7 +586,7 @@ class MomentRelaxation:
 
         # Moment variables, looked up by additive integer keys.
         E = np.vstack([monomial_exponents(n, k) for k in var_degrees])
-        keys = E @ w
+        keys = kx.of(E)
         korder = np.argsort(keys, kind="stable")
         look = functools.partial(_lookup, keys[korder], korder)
         N = E.shape[0]
@@ -538,19 +596,20 @@ class MomentRelaxation:
         # Moment-matrix basis and its lower-triangle entries in SCS order (column-major).
         B = np.vstack([monomial_exponents(n, k) for k in basis_degrees])
         m = B.shape[0]
-        bkey, bdeg = B @ w, B.sum(axis=1)
+        btup, bdeg = kx.tuples(B), B.sum(axis=1)
         J, I = np.triu_indices(m)  # I >= J, sorted by column J then row I
-        ekey, edeg = bkey[I] + bkey[J], bdeg[I] + bdeg[J]
+        edeg = bdeg[I] + bdeg[J]
         self.basis, self.m = B, m
         self._I, self._J = I, J
         n_ent = len(I)
         direct = np.isin(edeg, var_degrees)  # entry is a single moment variable
-        dvar = look(ekey[direct])
+        dvar = look(kx.product(btup[I[direct]], btup[J[direct]]))
         rows, cols = [np.nonzero(direct)[0]], [dvar]
         nd = np.nonzero(~direct)[0]  # homogeneous odd p: degree-(2d-2) entries, sum_k y_{a+2e_k}
+        nd_tup = np.concatenate([btup[I[nd]], btup[J[nd]]], axis=1)
         for k in range(n if len(nd) else 0):
             rows.append(nd)
-            cols.append(look(ekey[nd] + 2 * w[k]))
+            cols.append(look(kx.times_square(nd_tup, k)))
         r_all, c_all = np.concatenate(rows), np.concatenate(cols)
         self._mmap = sp.csr_matrix((np.ones(len(r_all)), (r_all, c_all)), shape=(n_ent, N))
         self._mmap_T = self._mmap.T.tocsr()
@@ -592,11 +651,12 @@ class MomentRelaxation:
             loc = np.nonzero(self.degrees <= 2 * d - 2)[0]
             nl = len(loc)
             zr = [np.zeros(1, np.int64), np.arange(1, nl + 1)]
-            zc = [look(np.zeros(1, np.int64)), loc]
+            zc = [look(kx.of(np.zeros((1, n), np.int64))), loc]
             zv = [np.ones(1), -np.ones(nl)]
+            loc_tup = kx.tuples(E[loc])
             for k in range(n):
                 zr.append(np.arange(1, nl + 1))
-                zc.append(look(keys[loc] + 2 * w[k]))
+                zc.append(look(kx.times_square(loc_tup, k)))
                 zv.append(np.ones(nl))
             n_zero = 1 + nl
             A0 = sp.csr_matrix(
@@ -605,7 +665,7 @@ class MomentRelaxation:
         else:
             half = monomial_exponents(n, d)  # <(sum_k x_k^2)^d, y> = 1
             A0 = sp.csr_matrix(
-                (_multinomial(half), (np.zeros(len(half), np.int64), look((2 * half) @ w))),
+                (_multinomial(half), (np.zeros(len(half), np.int64), look(kx.of(2 * half)))),
                 shape=(1, N),
             )
             n_zero = 1
@@ -620,16 +680,16 @@ class MomentRelaxation:
 
         # Objective map: degree-p coefficients -> variables (times (sum x_k^2)^k to reach the
         # variables' degree of the same parity).
-        self._objmap = self._homogenizer(look, w, monomial_exponents(n, p), var_degrees).T.tocsr()
+        self._objmap = self._homogenizer(look, kx, monomial_exponents(n, p), var_degrees).T.tocsr()
         # Maps to first- and second-order moments (for extracting x).
         self._first = None
         if p % 2 or formulation == "full":
-            self._first = self._homogenizer(look, w, monomial_exponents(n, 1), var_degrees)
+            self._first = self._homogenizer(look, kx, monomial_exponents(n, 1), var_degrees)
         iu, ju = np.triu_indices(n)
         E2 = np.zeros((len(iu), n), np.int64)
         np.add.at(E2, (np.arange(len(iu)), iu), 1)
         np.add.at(E2, (np.arange(len(iu)), ju), 1)
-        self._second = self._homogenizer(look, w, E2, var_degrees)
+        self._second = self._homogenizer(look, kx, E2, var_degrees)
         self._second_idx = (iu, ju)
 
         # Validated-bound constants: max over the sphere of |x^a| (at x_i^2 = a_i/|a|), the
@@ -650,17 +710,18 @@ class MomentRelaxation:
 
     # ---- maps and small helpers -------------------------------------------------------------
 
-    def _homogenizer(self, look, w, Elow: np.ndarray, var_degrees: list[int]) -> sp.csr_matrix:
+    def _homogenizer(self, look, kx, Elow: np.ndarray, var_degrees: list[int]) -> sp.csr_matrix:
         """Rows: moments ``y_a`` (``a`` in ``Elow``) as combinations of the variables, using
         ``y_a = <(sum_k x_k^2)^j x^a, y>`` up to the lowest variable degree of the same parity."""
         d0 = int(Elow[0].sum())
         target = min(k for k in var_degrees if k >= d0 and (k - d0) % 2 == 0)
         Hj = monomial_exponents(self.n, (target - d0) // 2)
-        keys = (Elow @ w)[:, None] + ((2 * Hj) @ w)[None, :]
+        tl, th = kx.tuples(Elow), kx.tuples(2 * Hj)
+        keys = kx.product(np.repeat(tl, len(Hj), axis=0), np.tile(th, (len(Elow), 1)))
         return sp.csr_matrix(
             (
-                np.broadcast_to(_multinomial(Hj), keys.shape).ravel(),
-                (np.repeat(np.arange(len(Elow)), len(Hj)), look(keys.ravel())),
+                np.tile(_multinomial(Hj), len(Elow)),
+                (np.repeat(np.arange(len(Elow)), len(Hj)), look(keys)),
             ),
             shape=(len(Elow), self.n_vars),
         )
