@@ -30,6 +30,8 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 import scs
 
+from .certificate import Certificate
+
 __all__ = [
     "DEFAULT_SCS_SETTINGS",
     "FORMULATIONS",
@@ -424,6 +426,10 @@ class RelaxationResult:
         optimum is unique); ``nan`` when the certificate is not a face certificate.
     scs_value : float
         SCS's primal objective of the last SCS run (``-pobj``).
+    sos_certificate : Certificate or None
+        With ``with_certificate=True``: the dual that gave ``upper_bound`` as an auditable SOS
+        identity (:class:`sroa_dist.certificate.Certificate`; ``verify(T)`` re-derives the bound
+        without SCS); ``None`` otherwise or when SCS returned no finite dual.
     """
 
     value: float
@@ -439,6 +445,7 @@ class RelaxationResult:
     certificate: str = "scs"
     dual_margin: float = float("nan")
     scs_value: float = float("nan")
+    sos_certificate: Certificate | None = None
 
     @property
     def gap(self) -> float:
@@ -528,10 +535,17 @@ class _Best:
         self.bound = np.inf
         self.which = "none"
         self.margin = float("nan")
+        self.dual: tuple[np.ndarray, np.ndarray] | None = None
 
-    def offer_bound(self, bound: float, which: str, margin: float = float("nan")) -> None:
+    def offer_bound(
+        self,
+        bound: float,
+        which: str,
+        margin: float = float("nan"),
+        dual: tuple[np.ndarray, np.ndarray] | None = None,
+    ) -> None:
         if bound < self.bound:
-            self.bound, self.which, self.margin = bound, which, margin
+            self.bound, self.which, self.margin, self.dual = bound, which, margin, dual
 
     def done(self, target: float, stop_below: float) -> bool:
         return self.bound - self.fx <= target or self.bound <= stop_below
@@ -889,7 +903,8 @@ class MomentRelaxation:
         for it in range(max_iters + 1):
             ev, V = np.linalg.eigh(Z)
             bound = self.validated_bound(c, zf, Z, lam_min=float(ev[0]))
-            best.offer_bound(bound, "face", float(ev[1]) if len(ev) > 1 else float("nan"))
+            margin = float(ev[1]) if len(ev) > 1 else float("nan")
+            best.offer_bound(bound, "face", margin, (zf, Z))
             gap = bound - fx
             # Linear convergence is fast (about 50x per step) when x is the global maximiser
             # and Z0 is near the face; stop early when it is not.
@@ -994,6 +1009,7 @@ class MomentRelaxation:
         polish_steps: int = 10,
         flat_tol: float = 1e-3,
         candidates: np.ndarray | None = None,
+        with_certificate: bool = False,
         **scs_settings: Any,
     ) -> RelaxationResult:
         """Solve the relaxation of ``max_{||x||=1} sign * T x^p`` and certify a maximiser.
@@ -1034,6 +1050,9 @@ class MomentRelaxation:
             Maximiser candidates from elsewhere (e.g. a local multi-start), polished and
             offered alongside the ones extracted from the moments, so the certificate is built
             at the better of the two.
+        with_certificate : bool
+            Attach the dual behind ``upper_bound`` as an auditable SOS certificate
+            (``sos_certificate``; see :meth:`export_certificate`).
         **scs_settings
             SCS settings of the full solve, overriding :data:`DEFAULT_SCS_SETTINGS`.
 
@@ -1051,7 +1070,12 @@ class MomentRelaxation:
         fro = float(np.linalg.norm(T))
         if fro == 0.0:  # f = 0: every unit vector is optimal
             x0 = np.eye(self.n)[0]
-            return RelaxationResult(0.0, 0.0, x0, 0.0, s, 0.0, True, "not run", 0, 0.0, "zero")
+            zc = None
+            if with_certificate:
+                zc = self.export_certificate(T, s, np.zeros(self.n_zero), np.zeros((self.m,) * 2))
+            return RelaxationResult(
+                0.0, 0.0, x0, 0.0, s, 0.0, True, "not run", 0, 0.0, "zero", sos_certificate=zc
+            )
         # Work with ||T||_F = 1 so that SCS's scale setting means the same for every tensor.
         T_in, T = T, T / fro
         stop_below = stop_below / fro
@@ -1100,10 +1124,9 @@ class MomentRelaxation:
             if best.x is not None:
                 self._certify(c, z_zero, Z, best.x, best.fx, target, stop_below, refine_iters, best)
             if not best.done(target, stop_below):
-                best.offer_bound(self.validated_bound(c, z_zero, Z), "scs")
-                best.offer_bound(
-                    self.validated_bound(c, z_zero, self.repair(c, z_zero, Z)), "repaired"
-                )
+                best.offer_bound(self.validated_bound(c, z_zero, Z), "scs", dual=(z_zero, Z))
+                Zr = self.repair(c, z_zero, Z)
+                best.offer_bound(self.validated_bound(c, z_zero, Zr), "repaired", dual=(z_zero, Zr))
             if run == "full" and info["status_val"] == scs.SOLVED:
                 break  # converged to SCS's tolerance: more chunks would not move
         if best.x is None:  # SCS returned nothing usable: a unit vector still gives fx
@@ -1131,6 +1154,72 @@ class MomentRelaxation:
             certificate=best.which,
             dual_margin=fro * best.margin if face else float("nan"),
             scs_value=fro * scs_value,
+            sos_certificate=(
+                self.export_certificate(T_in, s, *best.dual, scale=fro)
+                if with_certificate and best.dual is not None
+                else None
+            ),
+        )
+
+    def export_certificate(
+        self, T: np.ndarray, sign: int, z_zero: np.ndarray, Z: np.ndarray, scale: float = 1.0
+    ) -> Certificate:
+        """The SOS identity behind a dual ``(z_zero, Z)`` of the relaxation of ``T / scale``.
+
+        With ``r`` the dual residual (as in :meth:`validated_bound`) and ``U = scale *
+        z_zero[0]``, ``Q = scale * Z``, the dual equalities read, as polynomials in ``x``,
+        ``U - sign T x^p = m^T Q m + h (||x||^2 - 1) + scale r^T y(x)``, where ``m`` is the
+        moment-matrix basis and
+
+        * homogeneous formulation: ``h = sum over the (degree 2d-2) entries of M that stand
+          for sum_k y_{a + 2e_k}`` of ``Q_ij m_i m_j``, ``- U sum_{t<d} ||x||^{2t}``, plus
+          ``sign T x^p sum_{t<j} ||x||^{2t}`` when the objective was multiplied by
+          ``||x||^{2j}`` (orders above ``ceil(p/2)``);
+        * full formulation: ``h = -scale sum_l z_zero[l] x^{a_l}`` over the localising rows.
+
+        The residual is not exported: :meth:`Certificate.verify` recomputes it from ``T``.
+        """
+        s = _check_sign(sign)
+        n, p, d = self.n, self.p, self.order
+        T = np.asarray(T, dtype=float)
+        z = scale * np.asarray(z_zero, dtype=float)
+        Q = scale * np.asarray(Z, dtype=float)
+        Q = 0.5 * (Q + Q.T)
+        B = self.basis
+        rows: list[np.ndarray] = []
+        coefs: list[np.ndarray] = []
+        if self.formulation == "full":
+            loc = np.nonzero(self.degrees <= 2 * d - 2)[0]
+            rows.append(self.exponents[loc])
+            coefs.append(-z[1:])
+        else:
+            nd = ~self._direct
+            I, J = self._I[nd], self._J[nd]
+            rows.append(B[I] + B[J])
+            coefs.append(self._mult[nd] * Q[I, J])
+            for t in range(d):
+                H = monomial_exponents(n, t)
+                rows.append(2 * H)
+                coefs.append(-z[0] * _multinomial(H))
+            var_degrees = [2 * d - 1, 2 * d] if p % 2 else [2 * d]
+            target = min(k for k in var_degrees if k >= p and (k - p) % 2 == 0)
+            if target > p:
+                Ef, cf = monomial_exponents(n, p), polynomial_coefficients(T, p)
+                for t in range((target - p) // 2):
+                    H = monomial_exponents(n, t)
+                    rows.append((Ef[:, None, :] + 2 * H[None, :, :]).reshape(-1, n))
+                    coefs.append(s * np.outer(cf, _multinomial(H)).ravel())
+        hx, inv = np.unique(np.vstack(rows), axis=0, return_inverse=True)
+        hc = np.bincount(inv.ravel(), weights=np.concatenate(coefs), minlength=len(hx))
+        return Certificate(
+            n=n,
+            p=p,
+            signs=np.array([s]),
+            bounds=np.array([float(z[0])]),
+            exponents=np.array(B, dtype=np.int64),
+            gram=Q[None],
+            h_exponents=hx.astype(np.int64),
+            h_coefs=hc[None],
         )
 
     def solve_abs(self, T: np.ndarray, **options: Any) -> RelaxationResult:
@@ -1169,6 +1258,11 @@ class MomentRelaxation:
             certificate=best.certificate,
             dual_margin=best.dual_margin,
             scs_value=best.scs_value,
+            sos_certificate=(
+                Certificate.combine(r1.sos_certificate, r2.sos_certificate)
+                if r1.sos_certificate is not None and r2.sos_certificate is not None
+                else None
+            ),
         )
 
 

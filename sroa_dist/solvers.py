@@ -49,6 +49,12 @@ class RankOneResult:
     method, n_starts, n_iter, message, solve_time
         Method name, random starts used, iterations of the local phase, a human-readable
         status, and seconds spent (batched local phases are shared equally by the instances).
+    certificate : Certificate or None
+        With ``certificate=True``: the auditable SOS certificate of the relaxation's bound
+        (:class:`sroa_dist.certificate.Certificate`; both signs for even p), ``None`` where no
+        relaxation ran (local methods, or ``certified`` above its size cap). Batched: an
+        object array. Its ``verify(T)`` re-derives a bound ``>= upper_bound`` in plain numpy
+        (equal up to rounding unless the unfolding bound was the smaller one).
     """
 
     lam: Any
@@ -60,6 +66,7 @@ class RankOneResult:
     n_iter: Any
     message: Any
     solve_time: Any
+    certificate: Any = None
 
     @property
     def gap(self) -> Any:
@@ -78,6 +85,7 @@ class RankOneResult:
             n_iter=int(self.n_iter[i]),
             message=str(self.message[i]),
             solve_time=float(self.solve_time[i]),
+            certificate=None if self.certificate is None else self.certificate[i],
         )
 
 
@@ -306,20 +314,26 @@ def _relax(
     return out
 
 
+def _with_certificate(options: dict[str, Any] | None, certificate: bool) -> dict[str, Any]:
+    return {**(options or {}), "with_certificate": True} if certificate else (options or {})
+
+
 def _method_sos(
     Ts: FloatArray,
     rngs: Sequence[np.random.Generator],
     *,
     order: int | None = None,
     relaxation: dict[str, Any] | None = None,
+    certificate: bool = False,
 ) -> dict[str, Any]:
     """Lasserre moment relaxation (order ⌈p/2⌉ by default) solved with SCS.
 
     Maximiser candidates are extracted from the moments and polished; a validated dual bound
     is the certificate (see :mod:`sroa_dist.relaxation`). Options: ``order`` (relaxation
-    order), ``relaxation`` (keyword options of ``MomentRelaxation.solve``, e.g. SCS settings).
+    order), ``relaxation`` (keyword options of ``MomentRelaxation.solve``, e.g. SCS settings),
+    ``certificate`` (export the SOS certificate; also set by ``rank_one(certificate=True)``).
     """
-    return _sos_result(_relax(Ts, order, relaxation or {}))
+    return _sos_result(_relax(Ts, order, _with_certificate(relaxation, certificate)))
 
 
 def _sos_result(rel: list[Any]) -> dict[str, Any]:
@@ -329,7 +343,14 @@ def _sos_result(rel: list[Any]) -> dict[str, Any]:
         "n_starts": np.zeros(len(rel), dtype=np.int64),
         "n_iter": np.array([r.iterations for r in rel]),
         "solve_time": np.array([r.solve_time for r in rel]),
+        "certificate": _object_array([r.sos_certificate for r in rel]),
     }
+
+
+def _object_array(items: list[Any]) -> np.ndarray:
+    out = np.empty(len(items), dtype=object)
+    out[:] = items
+    return out
 
 
 def _method_certified(
@@ -343,6 +364,7 @@ def _method_certified(
     order: int | None = None,
     max_gram_size: int = MAX_GRAM_SIZE,
     relaxation: dict[str, Any] | None = None,
+    certificate: bool = False,
 ) -> dict[str, Any]:
     """Fast local candidate plus a certified global upper bound from the moment relaxation.
 
@@ -350,7 +372,7 @@ def _method_certified(
     extracted from its moments and returns the best one with a validated upper bound (certified
     when they meet). Where the moment matrix would exceed ``max_gram_size`` the relaxation is
     skipped and the unfolding bound is used (so ``certified`` is then rare). Options: those of
-    ``sshopm`` and ``sos``, and ``max_gram_size``.
+    ``sshopm`` and ``sos`` (``certificate`` included), and ``max_gram_size``.
     """
     n, p = Ts.shape[1], Ts.ndim - 1
     t0 = time.perf_counter()
@@ -359,7 +381,8 @@ def _method_certified(
         local["message_extra"] = f"relaxation skipped (moment matrix larger than {max_gram_size})"
         return local
     local_share = (time.perf_counter() - t0) / len(Ts)
-    sos = _sos_result(_relax(Ts, order, relaxation or {}, local["x"]))
+    options = _with_certificate(relaxation, certificate)
+    sos = _sos_result(_relax(Ts, order, options, local["x"]))
     sos["solve_time"] = sos["solve_time"] + local_share
     sos["n_starts"], sos["n_iter"] = local["n_starts"], local["n_iter"]
     return sos
@@ -405,6 +428,7 @@ def rank_one_batch(
     *,
     rng: RngLike | Sequence[RngLike] = None,
     gap_tol: float = GAP_TOL,
+    certificate: bool = False,
     **options: Any,
 ) -> RankOneResult:
     """Best rank-one approximation of every tensor in a stack ``(B, n, ..., n)``.
@@ -415,6 +439,8 @@ def rank_one_batch(
     """
     fn = _lookup(method)
     _check_options(method, options)
+    if certificate and "certificate" in method_options(method):
+        options = {**options, "certificate": True}
     Ts = check_symmetric_tensor(Ts, "Ts", batched=True)
     if not (np.isfinite(gap_tol) and gap_tol >= 0):
         raise ValueError(f"gap_tol: expected a finite value >= 0, received {gap_tol}")
@@ -453,6 +479,7 @@ def rank_one_batch(
         n_iter=np.asarray(out["n_iter"]),
         message=message,
         solve_time=np.asarray(solve_time, dtype=float),
+        certificate=(out.get("certificate", _object_array([None] * B)) if certificate else None),
     )
 
 
@@ -462,6 +489,7 @@ def rank_one(
     *,
     rng: RngLike = None,
     gap_tol: float = GAP_TOL,
+    certificate: bool = False,
     **options: Any,
 ) -> RankOneResult:
     """Best rank-one approximation ``lam · x^{⊗p}`` of a symmetric tensor.
@@ -479,10 +507,16 @@ def rank_one(
         Source of the random starts.
     gap_tol : float
         Certification tolerance relative to ``‖T‖_F``.
+    certificate : bool
+        Attach the relaxation's auditable SOS certificate (``result.certificate``, checkable
+        with ``result.certificate.verify(T)``); ``None`` where no relaxation ran.
 
     Returns
     -------
     RankOneResult
     """
     T = check_symmetric_tensor(T, "T")
-    return rank_one_batch(T[None], method, rng=[rng], gap_tol=gap_tol, **options)[0]
+    res = rank_one_batch(
+        T[None], method, rng=[rng], gap_tol=gap_tol, certificate=certificate, **options
+    )
+    return res[0]
