@@ -19,15 +19,29 @@ from numpy.typing import ArrayLike, NDArray
 
 from .tensors import as_rng_list, check_symmetric_tensor, contract, unfolding_norm
 
-__all__ = ["RankOneResult", "rank_one", "rank_one_batch", "METHODS", "relaxation_tractable"]
+__all__ = [
+    "DEFAULT_TIME_BUDGET",
+    "METHODS",
+    "RankOneResult",
+    "rank_one",
+    "rank_one_batch",
+    "relaxation_cost",
+    "relaxation_tractable",
+]
 
 FloatArray = NDArray[np.float64]
 RngLike = np.random.Generator | int | np.random.SeedSequence | None
 
 #: Default gap ``upper_bound − |lam|`` (relative to ‖T‖_F) under which a solution is certified.
 GAP_TOL = 1e-6
-#: Largest moment-matrix side for which ``certified`` solves the relaxation by default.
-MAX_GRAM_SIZE = 120
+#: Default seconds per step ``certified`` may spend on the moment relaxation (``time_budget``):
+#: the relaxation runs where :func:`relaxation_cost` predicts at most this.
+DEFAULT_TIME_BUDGET = 1.0
+#: Cost model ``seconds ~ a * (m / 100) ** b`` of one certified step (SS-HOPM candidate plus
+#: relaxation) with moment-matrix side ``m``, one BLAS thread. Calibrated with
+#: benchmarks/bench_certified_scaling.py (p = 3, 4; fresh nearly SOD and deflated coherent-tilt
+#: tensors): it sits between the median of the easy family and that of the hard one.
+COST_MODEL = {"a": 0.35, "b": 2.5}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -288,10 +302,34 @@ def _method_sshopm(
     return {"x": x, "n_starts": np.full(B, k * n_starts), "n_iter": n_iter}
 
 
-def relaxation_tractable(n: int, p: int, max_gram_size: int = MAX_GRAM_SIZE) -> bool:
-    """Whether the order-⌈p/2⌉ moment matrix (side ``C(n + ⌈p/2⌉, ⌈p/2⌉)``) is small enough."""
+def _gram_side(n: int, p: int) -> int:
+    """Side of the order-⌈p/2⌉ moment matrix of the (homogeneous) relaxation: the monomials of
+    degree ``d`` (and ``d - 1`` for odd p), ``d = ⌈p/2⌉``."""
     d = (p + 1) // 2
-    return math.comb(n + d, d) <= max_gram_size
+    return math.comb(n + d - 1, d) + (math.comb(n + d - 2, d - 1) if p % 2 else 0)
+
+
+def relaxation_cost(n: int, p: int) -> float:
+    """Predicted seconds of one certified step at ``(n, p)`` (:data:`COST_MODEL`)."""
+    return COST_MODEL["a"] * (_gram_side(n, p) / 100.0) ** COST_MODEL["b"]
+
+
+def relaxation_tractable(
+    n: int,
+    p: int,
+    max_gram_size: int | None = None,
+    time_budget: float = DEFAULT_TIME_BUDGET,
+) -> bool:
+    """Whether ``certified`` runs the relaxation at ``(n, p)``.
+
+    With ``max_gram_size`` the full order-⌈p/2⌉ basis ``C(n + ⌈p/2⌉, ⌈p/2⌉)`` must not exceed
+    it (the former fixed cap, 120, meant n <= 14 for p = 3, 4); otherwise the predicted step time
+    (:func:`relaxation_cost`) must fit ``time_budget`` seconds.
+    """
+    if max_gram_size is not None:
+        d = (p + 1) // 2
+        return math.comb(n + d, d) <= max_gram_size
+    return relaxation_cost(n, p) <= time_budget
 
 
 def _relax(
@@ -362,7 +400,8 @@ def _method_certified(
     tol: float = 1e-5,
     shift: str | float = "monotone",
     order: int | None = None,
-    max_gram_size: int = MAX_GRAM_SIZE,
+    max_gram_size: int | None = None,
+    time_budget: float = DEFAULT_TIME_BUDGET,
     relaxation: dict[str, Any] | None = None,
     certificate: bool = False,
 ) -> dict[str, Any]:
@@ -371,14 +410,23 @@ def _method_certified(
     A multi-start SS-HOPM gives a candidate; the relaxation, seeded with it, adds candidates
     extracted from its moments and returns the best one with a validated upper bound (certified
     when they meet). Where the moment matrix would exceed ``max_gram_size`` the relaxation is
-    skipped and the unfolding bound is used (so ``certified`` is then rare). Options: those of
-    ``sshopm`` and ``sos`` (``certificate`` included), and ``max_gram_size``.
+    skipped and the unfolding bound is used (so ``certified`` is then rare). By default the cap
+    follows from ``time_budget`` (seconds per step, :func:`relaxation_cost`); an explicit
+    ``max_gram_size`` overrides it. Options: those of ``sshopm`` and ``sos`` (``certificate``
+    included), ``time_budget`` and ``max_gram_size``.
     """
     n, p = Ts.shape[1], Ts.ndim - 1
     t0 = time.perf_counter()
     local = _method_sshopm(Ts, rngs, n_starts=n_starts, max_iter=max_iter, tol=tol, shift=shift)
-    if not relaxation_tractable(n, p, max_gram_size):
-        local["message_extra"] = f"relaxation skipped (moment matrix larger than {max_gram_size})"
+    if not time_budget >= 0:
+        raise ValueError(f"time_budget: expected seconds >= 0, received {time_budget!r}")
+    if not relaxation_tractable(n, p, max_gram_size, time_budget):
+        local["message_extra"] = (
+            f"relaxation skipped (moment matrix larger than {max_gram_size})"
+            if max_gram_size is not None
+            else f"relaxation skipped (predicted {relaxation_cost(n, p):.3g} s per step > "
+            f"time_budget = {time_budget:g} s; raise time_budget to certify)"
+        )
         return local
     local_share = (time.perf_counter() - t0) / len(Ts)
     options = _with_certificate(relaxation, certificate)

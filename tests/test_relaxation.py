@@ -390,3 +390,39 @@ def test_certified_solve_past_n_26():
     assert r.upper_bound >= r.fx
     assert r.upper_bound - r.fx <= 1e-8 * np.linalg.norm(T)
     assert np.abs(r.x).max() > 0.99
+
+
+# ---- size cap from a time budget -------------------------------------------------------------
+
+
+def test_time_budget_sets_the_size_cap():
+    from sroa_dist.solvers import relaxation_cost, relaxation_tractable
+
+    for p in (3, 4, 5):
+        costs = [relaxation_cost(n, p) for n in range(2, 40)]
+        assert all(a < b for a, b in itertools.pairwise(costs))  # grows with n
+
+        def largest(budget, p=p):
+            return max(
+                (n for n in range(2, 200) if relaxation_tractable(n, p, None, budget)), default=0
+            )
+
+        assert largest(0.0) == 0 and largest(np.inf) == 199
+        assert largest(0.1) <= largest(1.0) <= largest(10.0) <= largest(100.0)
+        assert largest(1.0) < largest(100.0)
+    # an explicit max_gram_size keeps its former meaning: C(n + d, d) <= cap
+    assert relaxation_tractable(14, 3, 120) and not relaxation_tractable(15, 3, 120)
+
+
+def test_certified_respects_the_time_budget():
+    from sroa_dist import rank_one
+
+    T = nearly_sod(5, 0.05, np.random.default_rng(0))
+    skipped = rank_one(T, "certified", rng=0, time_budget=0.0)
+    assert "time_budget" in skipped.message and "relaxation skipped" in skipped.message
+    run = rank_one(T, "certified", rng=0, time_budget=5.0)
+    assert run.certified and "skipped" not in run.message
+    capped = rank_one(T, "certified", rng=0, time_budget=0.0, max_gram_size=10**6)
+    assert capped.certified  # the explicit cap overrides the budget
+    with pytest.raises(ValueError, match="time_budget"):
+        rank_one(T, "certified", rng=0, time_budget=-1.0)
