@@ -259,9 +259,15 @@ def test_certificate_past_n_26():
     T = nearly_sod(n, 3, 0.01, 5)
     rel = get_relaxation(n, 3)
     r = rel.solve(T, with_certificate=True)
-    v = r.sos_certificate.verify(T)
-    assert r.fx <= v <= r.sos_certificate.bound + ACCEPT * np.linalg.norm(T)
+    cert = r.sos_certificate
+    v = cert.verify(T)
+    assert r.fx <= v <= cert.bound + ACCEPT * np.linalg.norm(T)
     assert v - r.fx <= 1e-8 * np.linalg.norm(T)
+    # a perturbed dual at this size: still a valid bound (>= fx, a point value), and flagged
+    G = np.random.default_rng(0).standard_normal(cert.gram.shape[1:]) * 1e-4
+    bad = _tampered(cert, gram=cert.gram + (G + G.T)[None])
+    assert bad.verify(T) >= r.fx
+    assert bad.verify(T) > bad.bound + REJECT * np.linalg.norm(T)
 
 
 def test_zero_tensor_certificate():
