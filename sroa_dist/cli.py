@@ -116,7 +116,8 @@ def _cmd_verify(args: argparse.Namespace) -> int:
         print(f"... and {len(rep.missing) - 20} more finished instances without certificates")
     print(
         f"{args.store}: {len(rep.checks)} certificates checked, {len(failed)} failed, "
-        f"{len(rep.missing)} missing, {len(rep.stale_files)} stale files ignored"
+        f"{len(rep.missing)} missing, {len(rep.stale_files)} stale files ignored, "
+        f"{rep.steps_without} steps without a certificate (no relaxation ran)"
     )
     return 0 if rep.ok else 1
 

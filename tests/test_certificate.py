@@ -331,7 +331,7 @@ def test_sweep_stores_certificates_and_verify_checks_them(tmp_path, client):
     rep = verify_store(str(store))
     ds = open_results(store).load()
     n_steps = int(ds["certified"].count())  # every instance runs n = 3 steps
-    assert rep.ok and len(rep.checks) == n_steps == 2 * 2 * 2 * 3
+    assert rep.ok and len(rep.checks) == n_steps == 2 * 2 * 2 * 3 and rep.steps_without == 0
     assert all(c.verified >= abs(c.lam) for c in rep.checks)
     out = run_cli("verify", str(store))
     assert "24 certificates checked, 0 failed" in out.stdout

@@ -129,6 +129,8 @@ class VerifyReport:
     checks: list[CertificateCheck] = field(default_factory=list)
     stale_files: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)  # done instances without certificates
+    # steps stored without a certificate (local methods, or certified above its size cap)
+    steps_without: int = 0
 
     @property
     def failed(self) -> list[CertificateCheck]:
@@ -265,6 +267,8 @@ def verify_store(
                                     st.p,
                                 )
                             )
+                        else:
+                            report.steps_without += 1
                         residual -= rank_one_tensor(lams[j], X[j], st.p)
         if progress is not None:
             progress(path)
