@@ -1,8 +1,8 @@
 """``sroa-dist``: thin command line over the sweep service and the analysis layer.
 
 Subcommands: ``run`` (run / resume / extend a sweep), ``validate`` (check a spec), ``status``
-(progress of a store), ``info`` (dims, variables, provenance), and the analysis slots ``plot``
-and ``report`` (implemented in :mod:`sroa_dist.analysis`).
+(progress of a store), ``info`` (dims, variables, provenance), ``verify`` (re-check the stored
+SOS certificates), and the analysis slots ``plot`` and ``report`` (:mod:`sroa_dist.analysis`).
 """
 
 from __future__ import annotations
@@ -100,6 +100,26 @@ def _cmd_info(args: argparse.Namespace) -> int:
             text = text[:157] + "..."
         print(f"  {key}: {text}")
     return 0
+
+
+def _cmd_verify(args: argparse.Namespace) -> int:
+    """``verify``: re-check every stored certificate against the instances' rebuilt tensors."""
+    from .sweep.certificates import verify_store
+
+    rep = verify_store(args.store)
+    failed = rep.failed
+    for c in failed:
+        print(f"FAIL {json.dumps(c.coords)} step {c.step + 1}: {c.reason} ({c.file})")
+    for text in rep.missing[:20]:
+        print(f"MISSING certificate for finished instance {text}")
+    if len(rep.missing) > 20:
+        print(f"... and {len(rep.missing) - 20} more finished instances without certificates")
+    print(
+        f"{args.store}: {len(rep.checks)} certificates checked, {len(failed)} failed, "
+        f"{len(rep.missing)} missing, {len(rep.stale_files)} stale files ignored, "
+        f"{rep.steps_without} steps without a certificate (no relaxation ran)"
+    )
+    return 0 if rep.ok else 1
 
 
 # ---- analysis (sroa_dist.analysis) -----------------------------------------------------------
@@ -211,6 +231,12 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("store")
     i.add_argument("--full", action="store_true", help="do not shorten long attributes")
     i.set_defaults(func=_cmd_info)
+
+    ve = sub.add_parser(
+        "verify", help="re-check the SOS certificates of a store ([output] certificates = true)"
+    )
+    ve.add_argument("store")
+    ve.set_defaults(func=_cmd_verify)
 
     pl = sub.add_parser("plot", help="figures of a result cube (sroa_dist.analysis)")
     pl.add_argument("store")
