@@ -30,6 +30,8 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 import scs
 
+from .tensors import normalizing_exponents
+
 __all__ = [
     "DEFAULT_SCS_SETTINGS",
     "FORMULATIONS",
@@ -216,6 +218,12 @@ def _value(T: np.ndarray, x: np.ndarray) -> float:
     return float(_contract(T, x, T.ndim))
 
 
+def _fro(T: np.ndarray) -> float:
+    """``‖T‖_F`` without underflow or overflow of the squares (same bits at ordinary scales)."""
+    k = int(normalizing_exponents(T[None])[0][0])
+    return float(np.ldexp(np.linalg.norm(np.ldexp(T, -k)), k))
+
+
 def _check_sign(sign: int) -> int:
     if sign not in (1, -1):
         raise ValueError(f"expected sign +1 or -1, received {sign!r}")
@@ -371,7 +379,7 @@ def polish(
             f"expected a nonzero finite starting vector of length {T.shape[0]}, received "
             f"shape {x.shape} with norm {nx}"
         )
-    fro = float(np.linalg.norm(T))
+    fro = _fro(T)
     if fro == 0:
         return x / nx
     alpha = (p - 1) * fro if shift is None else float(shift)
@@ -987,7 +995,7 @@ class MomentRelaxation:
         settings = self._settings(scs_settings)
         if warmup_iters is None:
             warmup_iters = WARMUP_SCS_SETTINGS["odd" if self.p % 2 else "even"]["max_iters"]
-        fro = float(np.linalg.norm(T))
+        fro = _fro(T)
         if fro == 0.0:  # f = 0: every unit vector is optimal
             x0 = np.eye(self.n)[0]
             return RelaxationResult(0.0, 0.0, x0, 0.0, s, 0.0, True, "not run", 0, 0.0, "zero")
