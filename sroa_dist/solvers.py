@@ -413,8 +413,8 @@ class OptionError(ValueError):
     can name the key in their own terms.
     """
 
-    def __init__(self, method: str, option: str, message: str):
-        self.method, self.option = method, option
+    def __init__(self, method: str, option: str, message: str, expected: str | None = None):
+        self.method, self.option, self.expected = method, option, expected
         super().__init__(message)
 
 
@@ -495,6 +495,7 @@ def check_options(
                 name,
                 f"options: {name} of method {method!r}: expected {rule[1]}, received "
                 f"{value!r} ({type(value).__name__}){hint}",
+                rule[1] + hint,
             )
     order = options.get("order")
     if p is not None and order is not None and order < (int(p) + 1) // 2:
@@ -503,6 +504,7 @@ def check_options(
             "order",
             f"options: order of method {method!r}: expected a relaxation order >= ceil(p/2) = "
             f"{(int(p) + 1) // 2} for p = {p}, received {order!r}",
+            f"a relaxation order >= ceil(p/2) = {(int(p) + 1) // 2} (p = {p})",
         )
     if method == "sos" and n is not None and p is not None:
         d = (int(p) + 1) // 2 if order is None else int(order)

@@ -166,11 +166,23 @@ def test_set_overrides_parse_toml_values():
         parse_override("replicates")
 
 
-def test_override_errors_name_the_file_and_key(tmp_path):
+def test_override_errors_name_the_set_option_and_key(tmp_path):
+    """A bad value given with --set is reported as --set's, not the file's."""
     path = write(tmp_path, BASE)
-    with pytest.raises(SpecError) as info:
-        load_spec(path, ["tensor.rank=9"])
-    assert str(path) in str(info.value) and "'tensor.rank'" in str(info.value)
+    for item, key in [
+        ("tensor.rank=9", "tensor.rank"),
+        ("solver.options.n_starts=0", "solver.options.n_starts"),
+        ('tensor.lambdas={dist="uniform", low=1, high=1}', "tensor.lambdas"),
+    ]:
+        with pytest.raises(SpecError) as info:
+            load_spec(path, [item])
+        msg = str(info.value)
+        assert msg.startswith(f"--set {item}: key '{key}'")
+        assert str(path) not in msg
+    # A file error stays the file's even when unrelated --set items are given.
+    bad = write(tmp_path, BASE.replace("p = 3", "p = 2"))
+    with pytest.raises(SpecError, match=str(bad)):
+        load_spec(bad, ["replicates=3"])
 
 
 def test_defaults_and_norm_scale_inference(tmp_path):
