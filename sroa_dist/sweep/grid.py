@@ -29,7 +29,7 @@ import numpy as np
 
 from sroa_dist.solvers import memory_estimate
 
-from .spec import AXIS_KEYS, SweepSpec, round_sig, solver_options
+from .spec import AXIS_KEYS, SpecError, SweepSpec, round_sig, solver_options
 
 __all__ = [
     "BlockTask",
@@ -330,7 +330,12 @@ def default_worker_memory(workers: int | None = None) -> tuple[int, str]:
     """
     env = os.environ.get(WORKER_MEMORY_ENV)
     if env:
-        return parse_bytes(env), f"${WORKER_MEMORY_ENV}"
+        try:
+            return parse_bytes(env), f"${WORKER_MEMORY_ENV}"
+        except ValueError:
+            raise SpecError(
+                "environment", WORKER_MEMORY_ENV, "a size such as 8GiB, 500MB or 2e9", env
+            ) from None
     if workers is None:
         try:
             workers = len(os.sched_getaffinity(0))
