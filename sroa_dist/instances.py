@@ -40,6 +40,22 @@ class Instance:
     eps_target: float | None
 
 
+#: Largest weight |λ| and noise level (σ or ε) an instance may have: a value x^p of a tensor
+#: with entries of this size still fits in float64 with room for sums over n^p terms and for
+#: the theorems' ratios (ε/λ)², which would otherwise overflow and fail every instance.
+MAX_SCALE = 1e150
+
+
+def check_level(value: Any, name: str = "sigma") -> float:
+    """Validate a noise level (``sigma`` entry scale or ``eps`` target norm): a finite number
+    in ``[0, MAX_SCALE]``. Returns it as a float; raises ``ValueError`` naming ``name``."""
+    if not _is_real(value) or not 0 <= value <= MAX_SCALE:
+        raise ValueError(
+            f"{name}: expected a finite number between 0 and {MAX_SCALE:g}, received {value!r}"
+        )
+    return float(value)
+
+
 def _is_real(v: Any) -> bool:
     return (
         isinstance(v, (int, float, np.integer, np.floating))
@@ -55,6 +71,8 @@ def _check_uniform(params: Mapping[str, Any]) -> dict[str, Any]:
             f"lambdas: uniform low and high must be finite numbers, received low={low!r}, "
             f"high={high!r}"
         )
+    if max(abs(low), abs(high)) > MAX_SCALE:
+        raise ValueError(f"lambdas: uniform bounds must be at most {MAX_SCALE:g} in magnitude")
     if not low < high:
         raise ValueError(
             f"lambdas: uniform needs low < high, received low={low}, high={high} (for equal "
@@ -105,6 +123,8 @@ def check_lambdas(spec: Any, r: int | None = None) -> float | list[float] | dict
         values = list(spec)
         if not values or not all(_is_real(v) for v in values):
             raise ValueError(f"lambdas: expected a non-empty list of finite numbers, got {spec!r}")
+        if any(abs(v) > MAX_SCALE for v in values):
+            raise ValueError(f"lambdas: weights must be at most {MAX_SCALE:g} in magnitude")
         if any(v == 0 for v in values):
             raise ValueError(f"lambdas: every component weight must be non-zero, got {spec!r}")
         if r is not None and len(values) != r:
@@ -115,6 +135,8 @@ def check_lambdas(spec: Any, r: int | None = None) -> float | list[float] | dict
             "lambdas: expected a number, a list of r numbers or a distribution table such as "
             f"{{dist = 'uniform', low = 1, high = 2}}, received {spec!r} ({type(spec).__name__})"
         )
+    if abs(spec) > MAX_SCALE:
+        raise ValueError(f"lambdas: weights must be at most {MAX_SCALE:g} in magnitude")
     if spec == 0:
         raise ValueError(
             "lambdas: every component weight must be non-zero, received 0 (a zero weight is no "
@@ -169,6 +191,10 @@ def make_instance(
     r = n if rank is None else rank
     if (sigma is None) == (eps is None):
         raise ValueError("sigma/eps: give exactly one of sigma (entry scale) or eps (target ‖E‖)")
+    if sigma is not None:
+        check_level(sigma, "sigma")
+    else:
+        check_level(eps, "eps")
     if basis not in BASES:
         raise ValueError(f"basis: expected one of {sorted(BASES)}, received {basis!r}")
     V = BASES[basis](n, r, gen)
@@ -176,8 +202,6 @@ def make_instance(
     T = sod_tensor(lam, V, p)
     E = noise_tensor(noise, n, p, 1.0 if eps is not None else sigma, gen)
     if eps is not None:
-        if not (np.isfinite(eps) and eps >= 0):
-            raise ValueError(f"eps: expected a finite target norm >= 0, received {eps}")
         norm = operator_norm(E, norm_method, rng=gen).value
         E = E * (float(eps) / norm)
     return Instance(T_hat=T + E, T=T, E=E, lambdas=lam, V=V, eps_target=eps)

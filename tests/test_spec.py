@@ -239,6 +239,9 @@ def test_json_round_trip_is_identity():
         ("noise.sigma={start=0.0, stop=1e300, step=1e-300}", "noise.sigma", "at most"),
         ("noise.sigma={start=0.0, stop=1.0, step=1e-8}", "noise.sigma", "at most"),
         ("tensor.n={start=2, stop=9000000000, step=1}", "tensor.n", "at most"),
+        ("noise.sigma=1e300", "noise.sigma", "between 0 and 1e+150"),
+        ("noise.sigma=-0.1", "noise.sigma", "between 0 and 1e+150"),
+        ("tensor.lambdas=1e300", "tensor.lambdas", "at most 1e+150"),
     ],
 )
 def test_settings_that_would_fail_every_block_are_refused(tmp_path, setting, key, reason):

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from sroa_dist.instances import BASES, check_lambdas
+from sroa_dist.instances import BASES, MAX_SCALE, check_lambdas, check_level
 from sroa_dist.solvers import OptionError, check_options
 
 __all__ = [
@@ -459,8 +459,8 @@ def _check_kind(v: Any, kind: str, key: str, source: str) -> Any:
             raise SpecError(
                 source,
                 key,
-                'non-zero weights: a number, a list of r numbers or {dist = "uniform", low = L, '
-                "high = H} with L < H",
+                "non-zero weights of magnitude <= 1e150: a number, a list of r numbers or "
+                '{dist = "uniform", low = L, high = H} with L < H',
                 v,
                 re.sub(r"^lambdas(\.dist)?: ", "", str(exc)),
             ) from None
@@ -698,10 +698,13 @@ def _check_semantics(
             scale,
             'scale = "sigma" goes with noise.sigma; scale = "opnorm" with noise.eps or eps_scaled',
         )
-    if min(axes[f"noise.{level}"].values) < 0:
-        raise SpecError(
-            source, f"noise.{level}", "non-negative values", min(axes[f"noise.{level}"].values)
-        )
+    for value in axes[f"noise.{level}"].values:
+        try:
+            check_level(value, level)
+        except ValueError:
+            raise SpecError(
+                source, f"noise.{level}", f"values between 0 and {MAX_SCALE:g}", value
+            ) from None
     for table_key in ("options", "norm_options"):
         table = data["solver"][table_key]
         for sub, val in table.items():
