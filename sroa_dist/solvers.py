@@ -458,6 +458,34 @@ OPTION_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     ),
 }
 
+_FLAG = (lambda v: isinstance(v, (bool, np.bool_)), "true or false")
+_NONNEG = (lambda v: _is_real(v) and v >= 0, "a finite number >= 0")
+_POSITIVE = (lambda v: _is_real(v) and v > 0, "a finite number > 0")
+#: Value rules of the ``relaxation`` sub-options (``MomentRelaxation.solve`` keywords and SCS
+#: settings); keys without a rule are checked by name only.
+RELAXATION_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "warmup_iters": (lambda v: v is None or (_is_int(v) and v >= 0), "an integer >= 0"),
+    "warmup_chunks": _int_at_least(1),
+    "refine_iters": _int_at_least(0),
+    "fallback_chunk": _int_at_least(1),
+    "gap_tol": _NONNEG,
+    "fallback": _FLAG,
+    "polish_steps": _int_at_least(0),
+    "flat_tol": _NONNEG,
+    "normalize": _FLAG,
+    "adaptive_scale": _FLAG,
+    "verbose": _FLAG,
+    "scale": _POSITIVE,
+    "rho_x": _POSITIVE,
+    "max_iters": _int_at_least(1),
+    "eps_abs": _NONNEG,
+    "eps_rel": _NONNEG,
+    "eps_infeas": _NONNEG,
+    "alpha": (lambda v: _is_real(v) and 0 < v < 2, "a number in (0, 2)"),
+    "time_limit_secs": _NONNEG,
+    "acceleration_interval": _int_at_least(1),
+}
+
 
 def check_options(
     method: str, options: Mapping[str, Any], *, n: int | None = None, p: int | None = None
@@ -496,6 +524,16 @@ def check_options(
                 f"options: {name} of method {method!r}: expected {rule[1]}, received "
                 f"{value!r} ({type(value).__name__}){hint}",
                 rule[1] + hint,
+            )
+    for key, value in (options.get("relaxation") or {}).items():
+        rule = RELAXATION_RULES.get(key)
+        if rule is not None and not rule[0](value):
+            raise OptionError(
+                method,
+                "relaxation",
+                f"options: relaxation.{key} of method {method!r}: expected {rule[1]}, received "
+                f"{value!r} ({type(value).__name__})",
+                f"{rule[1]} for relaxation.{key}",
             )
     order = options.get("order")
     if p is not None and order is not None and order < (int(p) + 1) // 2:

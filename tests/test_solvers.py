@@ -177,6 +177,8 @@ def test_bad_method_and_options_are_named():
         ("sshopm", {"polish": 1}, "polish"),
         ("power", {"n_iter": -1}, "n_iter"),
         ("sos", {"relaxation": {"max_iter": 5}}, "relaxation"),
+        ("sos", {"relaxation": {"max_iters": -1}}, "relaxation"),
+        ("certified", {"relaxation": {"alpha": 2.5}}, "relaxation"),
         ("certified", {"max_gram_size": 0}, "max_gram_size"),
         ("sos", {"order": 1}, "order"),  # below ceil(p/2) = 2 for p = 3
     ],
