@@ -21,9 +21,9 @@ from .tensors import (
     as_rng_list,
     check_symmetric_tensor,
     contract,
+    normalized_unfolding_norm,
     normalizing_exponents,
     scale_up_bound,
-    unfolding_norm,
 )
 
 __all__ = [
@@ -44,6 +44,8 @@ RngLike = np.random.Generator | int | np.random.SeedSequence | None
 GAP_TOL = 1e-6
 #: Largest moment-matrix side for which ``certified`` solves the relaxation by default.
 MAX_GRAM_SIZE = 120
+#: Tensors with ``2^-64 <= ‖T‖_F < 2^64`` are solved as given (see :func:`rank_one_batch`).
+_UNSCALED_EXPONENT = 64
 
 
 @dataclasses.dataclass(frozen=True)
@@ -626,10 +628,10 @@ def rank_one_batch(
 
     Every method runs on ``T / 2^k`` with ``‖T / 2^k‖_F`` in ``[1/2, 1)``
     (:func:`sroa_dist.tensors.normalizing_exponents`) and the value and bound are scaled back
-    by ``2^k``, so results do not depend on the tensor's scale (at ordinary scales they are the
-    same bits as without the rescaling, since dividing by a power of two is exact) and nothing
-    underflows or overflows between 1e-300 and 1e300. Zero tensors get the exact answer
-    ``lam = upper_bound = 0`` (certified) without a solve.
+    by ``2^k``, so results do not depend on the tensor's scale and nothing underflows or
+    overflows between 1e-300 and 1e300. Dividing by a power of two is exact, so for
+    ``2^-64 <= ‖T‖_F < 2^64`` it would change no bit of the result and is skipped. Zero
+    tensors get the exact answer ``lam = upper_bound = 0`` (certified) without a solve.
     """
     fn = _lookup(method)
     Ts = check_symmetric_tensor(Ts, "Ts", batched=True)
@@ -637,11 +639,15 @@ def rank_one_batch(
     check_options(method, {**options, "gap_tol": gap_tol}, n=n, p=p)
     rngs = as_rng_list(rng, B)
     k, zero = normalizing_exponents(Ts)
-    kk = k.reshape((B,) + (1,) * p)
-    Tn = np.ldexp(Ts, -kk)
-    # Dividing by 2^k is exact unless an entry became subnormal; then it moved by at most half
-    # the smallest subnormal, which moves T x^p by at most that times n^{p/2}.
-    inexact = ~np.all((np.ldexp(Tn, kk) == Ts).reshape(B, -1), axis=1)
+    if np.all(np.abs(k) <= _UNSCALED_EXPONENT):
+        # Dividing by a power of two this close to 1 changes no bit of any result (nothing
+        # under- or overflows either way; test_scale checks it), so skip the copy.
+        k = np.zeros_like(k)
+    Tn = np.ldexp(Ts, -k.reshape((B,) + (1,) * p)) if np.any(k) else Ts
+    # Dividing by 2^k (k > 0) is exact unless an entry became subnormal; then it moved by at
+    # most half the smallest subnormal, which moves T x^p by at most that times n^{p/2}. The
+    # bound below is padded by that always (far below an ulp of it, so no bits change).
+    inexact = k > 0
     keep = np.flatnonzero(~zero)
     t0 = time.perf_counter()
     if len(keep) == B:
@@ -656,7 +662,7 @@ def rank_one_batch(
     _, f = _values(Tn, x[:, None, :])
     lam_n = f[:, 0]
     fro_n = np.linalg.norm(Tn.reshape(B, -1), axis=1)
-    cheap = unfolding_norm(Tn)
+    cheap = normalized_unfolding_norm(Tn)
     upper_n = np.minimum(out.get("upper_bound", cheap), cheap)
     upper_n = upper_n + np.where(inexact, 2.0**-1074 * n ** (p / 2), 0.0)
     certified = upper_n - np.abs(lam_n) <= gap_tol * fro_n

@@ -85,17 +85,20 @@ def check_symmetric_tensor(T: ArrayLike, name: str = "T", *, batched: bool = Fal
     p = len(shape)
     off = 1 if batched else 0
     # Tolerance relative to each tensor's own largest entry, so a tiny tensor batched with a
-    # large one is judged on its own scale; differences are taken on power-of-two rescaled
-    # copies so that entries near the float64 limits cannot overflow.
-    peak = np.max(np.abs(arr.reshape(arr.shape[:off] + (-1,))), axis=-1)
-    exp = np.frexp(peak)[1]
-    scaled = np.ldexp(arr, -np.reshape(exp, np.shape(exp) + (1,) * p))
+    # large one is judged on its own scale.
+    flat = arr.reshape(arr.shape[:off] + (-1,))
+    peak = np.maximum(np.max(flat, axis=-1), -np.min(flat, axis=-1))
     # Adjacent transpositions generate the symmetric group, so checking them suffices.
     for k in range(p - 1):
         axes = list(range(arr.ndim))
         axes[off + k], axes[off + k + 1] = axes[off + k + 1], axes[off + k]
-        diff = np.abs(scaled - scaled.transpose(axes)).reshape(arr.shape[:off] + (-1,))
-        rel = np.max(diff, axis=-1) / np.maximum(np.ldexp(peak, -exp), np.finfo(float).tiny)
+        with np.errstate(over="ignore"):
+            diff = np.abs(arr - arr.transpose(axes)).reshape(flat.shape)
+        dev = np.max(diff, axis=-1)
+        if not np.all(np.isfinite(dev)):
+            # Entries near the float64 limit: compare halves, which cannot overflow.
+            dev = 2 * np.max(np.abs(0.5 * arr - 0.5 * arr.transpose(axes)).reshape(flat.shape), -1)
+        rel = dev / np.maximum(peak, np.finfo(float).tiny)
         if np.any(rel > SYMMETRY_RTOL):
             raise ValueError(
                 f"{name}: tensor is not symmetric (swapping axes {k} and {k + 1} changes entries "
@@ -246,11 +249,20 @@ def normalizing_exponents(Ts: FloatArray) -> tuple[NDArray[np.int64], NDArray[np
     """
     B = Ts.shape[0]
     flat = Ts.reshape(B, -1)
-    peak = np.max(np.abs(flat), axis=1) if flat.shape[1] else np.zeros(B)
+    peak = np.maximum(np.max(flat, axis=1), -np.min(flat, axis=1))
     e_peak = np.frexp(peak)[1]
-    nu = np.linalg.norm(np.ldexp(flat, -e_peak[:, None]), axis=1)  # in [1/2, sqrt(size))
-    k = (e_peak + np.frexp(nu)[1]).astype(np.int64)
+    # Within these exponents the sum of squares neither overflows nor underflows, and
+    # ‖T / 2^e‖_F = ‖T‖_F / 2^e exactly, so one unscaled pass gives the same k.
+    safe = (e_peak > -400) & (e_peak < 400)
+    nu = np.empty(B)
+    if np.any(safe):
+        nu[safe] = np.ldexp(np.linalg.norm(flat[safe], axis=1), -e_peak[safe])
+    if not np.all(safe):
+        out = ~safe
+        nu[out] = np.linalg.norm(np.ldexp(flat[out], -e_peak[out][:, None]), axis=1)
     zero = peak == 0
+    nu[zero] = 1.0
+    k = (e_peak + np.frexp(nu)[1]).astype(np.int64)
     return np.where(zero, 0, k), zero
 
 
@@ -271,22 +283,27 @@ def unfolding_norm(Ts: FloatArray) -> FloatArray:
     underflows nor overflows, and padded by the rounding error of the Gram matrix and of its
     eigenvalues so that it remains a bound in floating point.
     """
-    B, n = Ts.shape[0], Ts.shape[1]
+    B = Ts.shape[0]
     k, _ = normalizing_exponents(Ts)
     kk = k.reshape((B,) + (1,) * (Ts.ndim - 1))
     Tn = np.ldexp(Ts, -kk) if np.any(k) else Ts
+    bound = normalized_unfolding_norm(Tn)
+    # Where 2^-k made entries subnormal each moved by at most half the smallest subnormal.
+    bound = bound + np.where(k > 0, 2.0**-1074 * Ts.shape[1] ** ((Ts.ndim - 1) / 2), 0.0)
+    return scale_up_bound(bound, k)
+
+
+def normalized_unfolding_norm(Tn: FloatArray) -> FloatArray:
+    """:func:`unfolding_norm` of tensors already scaled to ``‖T‖_F <= 1`` (no rescaling)."""
+    B, n = Tn.shape[0], Tn.shape[1]
     M = Tn.reshape(B, n, -1)
     gram = np.matmul(M, M.transpose(0, 2, 1))
     u = np.finfo(float).eps / 2
     # |fl(M Mᵀ) − M Mᵀ| ≤ γ_N |M||M|ᵀ and a backward stable eigensolver adds O(n u ‖G‖); both
-    # are below (N + 8n + 4)·u·‖M‖_F² (‖M‖_F² is at most 1 here, padded by a factor 2).
-    pad = (M.shape[2] + 8 * n + 4) * u * 2.0 * np.einsum("bij,bij->b", M, M)
+    # are below (N + 8n + 4)·u·‖M‖_F², padded here by a factor 2 (‖M‖_F² = trace G).
+    pad = (M.shape[2] + 8 * n + 4) * u * 2.0 * np.trace(gram, axis1=1, axis2=2)
     top = np.maximum(np.linalg.eigvalsh(gram)[:, -1], 0.0)
-    bound = np.sqrt(top + pad) * (1 + 4 * u)
-    if Tn is not Ts and not np.array_equal(np.ldexp(Tn, kk), Ts):
-        # Some entries became subnormal: each moved by at most half the smallest subnormal.
-        bound = bound + 2.0**-1074 * n ** ((Ts.ndim - 1) / 2)
-    return scale_up_bound(bound, k)
+    return np.sqrt(top + pad) * (1 + 4 * u)
 
 
 def _check_seed_like(r: object) -> None:
