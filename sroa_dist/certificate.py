@@ -25,6 +25,7 @@ For even ``p`` the quantity of interest is ``max |T x^p|``; a certificate then h
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -166,6 +167,23 @@ class Certificate:
             hx,
             np.vstack(coefs),
         )
+
+    def scaled(self, exponent: int) -> Certificate:
+        """The certificate of ``2^exponent · T`` given this one of ``T``.
+
+        The identity is linear in ``(U, Q, h)``, and scaling by a power of two is exact unless
+        it under- or overflows, so the front door can solve ``T / 2^k`` and hand back a
+        certificate for ``T`` itself.
+        """
+        if exponent == 0:
+            return self
+        with np.errstate(over="ignore", under="ignore"):
+            return dataclasses.replace(
+                self,
+                bounds=np.ldexp(self.bounds, exponent),
+                gram=np.ldexp(self.gram, exponent),
+                h_coefs=np.ldexp(self.h_coefs, exponent),
+            )
 
     @property
     def bound(self) -> float:

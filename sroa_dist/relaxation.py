@@ -31,6 +31,7 @@ import scipy.sparse as sp
 import scs
 
 from .certificate import Certificate
+from .tensors import normalizing_exponents
 
 __all__ = [
     "DEFAULT_SCS_SETTINGS",
@@ -218,6 +219,12 @@ def _value(T: np.ndarray, x: np.ndarray) -> float:
     return float(_contract(T, x, T.ndim))
 
 
+def _fro(T: np.ndarray) -> float:
+    """``‖T‖_F`` without underflow or overflow of the squares (same bits at ordinary scales)."""
+    k = int(normalizing_exponents(T[None])[0][0])
+    return float(np.ldexp(np.linalg.norm(np.ldexp(T, -k)), k))
+
+
 def _check_sign(sign: int) -> int:
     if sign not in (1, -1):
         raise ValueError(f"expected sign +1 or -1, received {sign!r}")
@@ -373,7 +380,7 @@ def polish(
             f"expected a nonzero finite starting vector of length {T.shape[0]}, received "
             f"shape {x.shape} with norm {nx}"
         )
-    fro = float(np.linalg.norm(T))
+    fro = _fro(T)
     if fro == 0:
         return x / nx
     alpha = (p - 1) * fro if shift is None else float(shift)
@@ -1067,7 +1074,7 @@ class MomentRelaxation:
         settings = self._settings(scs_settings)
         if warmup_iters is None:
             warmup_iters = WARMUP_SCS_SETTINGS["odd" if self.p % 2 else "even"]["max_iters"]
-        fro = float(np.linalg.norm(T))
+        fro = _fro(T)
         if fro == 0.0:  # f = 0: every unit vector is optimal
             x0 = np.eye(self.n)[0]
             zc = None

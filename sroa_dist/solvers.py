@@ -11,18 +11,28 @@ import dataclasses
 import inspect
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .tensors import as_rng_list, check_symmetric_tensor, contract, unfolding_norm
+from .tensors import (
+    as_rng_list,
+    check_symmetric_tensor,
+    contract,
+    normalized_unfolding_norm,
+    normalizing_exponents,
+    scale_up_bound,
+)
 
 __all__ = [
     "DEFAULT_TIME_BUDGET",
     "METHODS",
+    "OptionError",
     "RankOneResult",
+    "check_options",
+    "memory_estimate",
     "rank_one",
     "rank_one_batch",
     "relaxation_cost",
@@ -45,6 +55,8 @@ DEFAULT_TIME_BUDGET = 1.0
 #: and 5 on fresh nearly SOD tensors and their deflations. SCS's full eigendecomposition of the
 #: m x m dual matrix per iteration dominates, hence the steep exponent.
 COST_MODEL: dict[int, tuple[float, float]] = {3: (0.35, 2.5), 4: (1.2, 2.2), 5: (0.54, 2.5)}
+#: Tensors with ``2^-64 <= ‖T‖_F < 2^64`` are solved as given (see :func:`rank_one_batch`).
+_UNSCALED_EXPONENT = 64
 
 
 @dataclasses.dataclass(frozen=True)
@@ -466,13 +478,226 @@ def _lookup(method: str) -> MethodFn:
         ) from None
 
 
-def _check_options(method: str, options: dict[str, Any]) -> None:
+class OptionError(ValueError):
+    """A rank-one method option has an unknown name or an invalid value.
+
+    ``option`` is the offending keyword and ``method`` the method, so callers (the sweep spec)
+    can name the key in their own terms.
+    """
+
+    def __init__(self, method: str, option: str, message: str, expected: str | None = None):
+        self.method, self.option, self.expected = method, option, expected
+        super().__init__(message)
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def _is_real(v: Any) -> bool:
+    return (_is_int(v) or isinstance(v, (float, np.floating))) and bool(np.isfinite(v))
+
+
+def _int_at_least(lo: int) -> tuple[Callable[[Any], bool], str]:
+    return (lambda v: _is_int(v) and v >= lo), f"an integer >= {lo}"
+
+
+def _relaxation_keys() -> frozenset[str]:
+    from .relaxation import _SCS_SETTING_NAMES, _SOLVE_OPTIONS
+
+    return frozenset(_SOLVE_OPTIONS) | _SCS_SETTING_NAMES
+
+
+#: Value rules of the options the built-in methods share, by option name (one meaning per
+#: name across methods): ``(predicate, what is expected)``. Options of user-registered methods
+#: that have no rule here are checked by name only.
+OPTION_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "n_starts": _int_at_least(1),
+    "n_iter": _int_at_least(0),
+    "max_iter": _int_at_least(0),
+    "tol": (lambda v: _is_real(v) and v >= 0, "a finite number >= 0"),
+    "gap_tol": (lambda v: _is_real(v) and v >= 0, "a finite number >= 0"),
+    "shift": (
+        lambda v: v in ("adaptive", "monotone") if isinstance(v, str) else _is_real(v) and v >= 0,
+        "'adaptive', 'monotone' or a finite number >= 0 (a fixed shift)",
+    ),
+    "polish": (lambda v: isinstance(v, (bool, np.bool_)), "true or false"),
+    "order": (lambda v: v is None or (_is_int(v) and v >= 1), "an integer relaxation order"),
+    "max_gram_size": _int_at_least(1),
+    "relaxation": (
+        lambda v: v is None or (isinstance(v, Mapping) and set(v) <= _relaxation_keys()),
+        "a table of MomentRelaxation.solve options and SCS settings",
+    ),
+}
+
+_FLAG = (lambda v: isinstance(v, (bool, np.bool_)), "true or false")
+_NONNEG = (lambda v: _is_real(v) and v >= 0, "a finite number >= 0")
+_POSITIVE = (lambda v: _is_real(v) and v > 0, "a finite number > 0")
+#: Value rules of the ``relaxation`` sub-options (``MomentRelaxation.solve`` keywords and SCS
+#: settings); keys without a rule are checked by name only.
+RELAXATION_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "warmup_iters": (lambda v: v is None or (_is_int(v) and v >= 0), "an integer >= 0"),
+    "warmup_chunks": _int_at_least(1),
+    "refine_iters": _int_at_least(0),
+    "fallback_chunk": _int_at_least(1),
+    "gap_tol": _NONNEG,
+    "fallback": _FLAG,
+    "polish_steps": _int_at_least(0),
+    "flat_tol": _NONNEG,
+    "normalize": _FLAG,
+    "adaptive_scale": _FLAG,
+    "verbose": _FLAG,
+    "scale": _POSITIVE,
+    "rho_x": _POSITIVE,
+    "max_iters": _int_at_least(1),
+    "eps_abs": _NONNEG,
+    "eps_rel": _NONNEG,
+    "eps_infeas": _NONNEG,
+    "alpha": (lambda v: _is_real(v) and 0 < v < 2, "a number in (0, 2)"),
+    "time_limit_secs": _NONNEG,
+    "acceleration_interval": _int_at_least(1),
+}
+
+
+def check_options(
+    method: str, options: Mapping[str, Any], *, n: int | None = None, p: int | None = None
+) -> dict[str, Any]:
+    """Dry-bind ``options`` to ``method`` as :func:`rank_one` would, without solving anything.
+
+    Checks the method name, that every option is a keyword the method accepts (``gap_tol`` is
+    accepted for every method: it belongs to the front door), and each value against
+    :data:`OPTION_RULES`; with the tensor order ``p`` also that a relaxation ``order`` is at
+    least ``⌈p/2⌉``, and with ``n`` too that ``sos`` can index the relaxation's monomials.
+    :func:`rank_one_batch` calls this before every solve, and sweep specs call
+    it at validation, so a setting that validates is one the solver accepts.
+
+    Returns the options as a dict. Raises :class:`OptionError` (a ``ValueError``) naming the
+    option, what was expected and what was received.
+    """
     valid = method_options(method)
-    unknown = sorted(set(options) - set(valid))
+    unknown = sorted(set(options) - set(valid) - {"gap_tol"})
     if unknown:
-        raise ValueError(
-            f"options: method {method!r} does not accept {unknown}; valid options: {valid}"
+        raise OptionError(
+            method,
+            unknown[0],
+            f"options: method {method!r} does not accept {unknown}; valid options: "
+            f"{valid + ['gap_tol']}",
         )
+    for name, value in options.items():
+        rule = OPTION_RULES.get(name)
+        if rule is not None and not rule[0](value):
+            hint = ""
+            if name == "relaxation" and isinstance(value, Mapping):
+                bad = sorted(set(value) - _relaxation_keys())
+                hint = f" (unknown keys {bad}; valid: {sorted(_relaxation_keys())})"
+            raise OptionError(
+                method,
+                name,
+                f"options: {name} of method {method!r}: expected {rule[1]}, received "
+                f"{value!r} ({type(value).__name__}){hint}",
+                rule[1] + hint,
+            )
+    for key, value in (options.get("relaxation") or {}).items():
+        rule = RELAXATION_RULES.get(key)
+        if rule is not None and not rule[0](value):
+            raise OptionError(
+                method,
+                "relaxation",
+                f"options: relaxation.{key} of method {method!r}: expected {rule[1]}, received "
+                f"{value!r} ({type(value).__name__})",
+                f"{rule[1]} for relaxation.{key}",
+            )
+    order = options.get("order")
+    if p is not None and order is not None and order < (int(p) + 1) // 2:
+        raise OptionError(
+            method,
+            "order",
+            f"options: order of method {method!r}: expected a relaxation order >= ceil(p/2) = "
+            f"{(int(p) + 1) // 2} for p = {p}, received {order!r}",
+            f"a relaxation order >= ceil(p/2) = {(int(p) + 1) // 2} (p = {p})",
+        )
+    if method == "sos" and n is not None and p is not None:
+        d = (int(p) + 1) // 2 if order is None else int(order)
+        if int(n) * math.log2(2 * d + 1) > 62:
+            raise OptionError(
+                method,
+                "order" if order is not None else "method",
+                f"method 'sos': the order-{d} moment relaxation cannot index n = {n} variables "
+                "(its int64 monomial keys would overflow); hint: use method 'certified', which "
+                "skips the relaxation where it is intractable, or 'sshopm'",
+            )
+    return dict(options)
+
+
+def memory_estimate(
+    method: str, n: int, p: int, batch: int = 1, options: Mapping[str, Any] | None = None
+) -> int:
+    """Rough peak bytes of one :func:`rank_one_batch` call on ``batch`` tensors ``(n,)*p``.
+
+    Counts the tensor stack and the copies the front door and the local phase make (normalised
+    stack, the ``±T`` stack of even orders, the active subset of the ascent), the Kronecker
+    powers of the starts, and for the relaxation (where the method solves one) its moment
+    index tables and SCS workspace. An order-of-magnitude guard against requests that cannot
+    fit in memory, not an exact figure; computed without allocating anything.
+    """
+    options = dict(options or {})
+    fn = _lookup(method)
+    defaults = {
+        k: v.default
+        for k, v in inspect.signature(fn).parameters.items()
+        if v.kind is inspect.Parameter.KEYWORD_ONLY
+    }
+    starts = int(options.get("n_starts", defaults.get("n_starts", 16)) or 1)
+    tensor = 8.0 * batch * float(n) ** p
+    local = 5 * tensor + 8.0 * batch * 2 * starts * (3 * float(n) ** (p - 1) + 2 * n * n)
+    relax = 0.0
+    order = options.get("order", defaults.get("order"))
+    max_gram = options.get("max_gram_size", defaults.get("max_gram_size"))
+    budget = options.get("time_budget", defaults.get("time_budget", DEFAULT_TIME_BUDGET))
+    if method == "sos" or (
+        method == "certified" and relaxation_tractable(n, p, max_gram, float(budget))
+    ):
+        d = (p + 1) // 2 if order is None else int(order)
+        side = float(math.comb(n + d, d))
+        moments = float(math.comb(n + 2 * d, 2 * d))
+        # Moment map (side² nonzeros), SCS's KKT factorisation and per-thread workspaces.
+        relax = 400.0 * side * side + 200.0 * moments
+    return int(local + relax)
+
+
+def _expand(out: dict[str, Any], keep: NDArray[np.intp], B: int, n: int) -> dict[str, Any]:
+    """Results of the non-zero tensors ``keep`` spread over the whole batch: the zero tensors
+    get ``x = e_1``, zero counts and times (their answer is exact without solving)."""
+    full: dict[str, Any] = {}
+    for key, val in out.items():
+        if isinstance(val, np.ndarray) and val.ndim >= 1 and val.shape[0] == len(keep):
+            # Object fields (certificates) get None for the zero tensors: nothing was solved.
+            arr = (
+                np.full((B,) + val.shape[1:], None, dtype=object)
+                if val.dtype == object
+                else np.zeros((B,) + val.shape[1:], dtype=val.dtype)
+            )
+            arr[keep] = val
+            full[key] = arr
+        else:
+            full[key] = val
+    x = np.zeros((B, n))
+    x[:, 0] = 1.0
+    x[keep] = out["x"]
+    full["x"] = x
+    if "upper_bound" in full:
+        full["upper_bound"] = np.asarray(full["upper_bound"], dtype=float)
+    return full
+
+
+def _scaled_certificates(out: Mapping[str, Any], k: NDArray[np.int64], B: int) -> Any:
+    """The methods' certificates (of ``T / 2^k``) turned into certificates of ``T``."""
+    certs = out.get("certificate")
+    if certs is None:
+        return _object_array([None] * B)
+    return _object_array(
+        [None if c is None else c.scaled(int(kb)) for c, kb in zip(certs, k, strict=True)]
+    )
 
 
 def rank_one_batch(
@@ -489,36 +714,81 @@ def rank_one_batch(
     Same as :func:`rank_one` with a leading batch axis on every result field. ``rng`` is one
     seed-like (spawned into B streams) or B per-instance seed-likes; with the same per-instance
     seeds the results are bitwise identical to one-at-a-time calls.
+
+    Every method runs on ``T / 2^k`` with ``‖T / 2^k‖_F`` in ``[1/2, 1)``
+    (:func:`sroa_dist.tensors.normalizing_exponents`) and the value and bound are scaled back
+    by ``2^k``, so results do not depend on the tensor's scale and nothing underflows or
+    overflows between 1e-300 and 1e300. Dividing by a power of two is exact, so for
+    ``2^-64 <= ‖T‖_F < 2^64`` it would change no bit of the result and is skipped. Zero
+    tensors get the exact answer ``lam = upper_bound = 0`` (certified) without a solve.
     """
     fn = _lookup(method)
-    _check_options(method, options)
     if certificate and "certificate" in method_options(method):
         options = {**options, "certificate": True}
     Ts = check_symmetric_tensor(Ts, "Ts", batched=True)
-    if not (np.isfinite(gap_tol) and gap_tol >= 0):
-        raise ValueError(f"gap_tol: expected a finite value >= 0, received {gap_tol}")
-    B, p = Ts.shape[0], Ts.ndim - 1
+    B, n, p = Ts.shape[0], Ts.shape[1], Ts.ndim - 1
+    check_options(method, {**options, "gap_tol": gap_tol}, n=n, p=p)
     rngs = as_rng_list(rng, B)
+    k, zero = normalizing_exponents(Ts)
+    if np.all(np.abs(k) <= _UNSCALED_EXPONENT):
+        # Dividing by a power of two this close to 1 changes no bit of any result (nothing
+        # under- or overflows either way; test_scale checks it), so skip the copy.
+        k = np.zeros_like(k)
+    Tn = np.ldexp(Ts, -k.reshape((B,) + (1,) * p)) if np.any(k) else Ts
+    # Dividing by 2^k (k > 0) is exact unless an entry became subnormal; then it moved by at
+    # most half the smallest subnormal, which moves T x^p by at most that times n^{p/2}. The
+    # bound below is padded by that always (far below an ulp of it, so no bits change).
+    inexact = k > 0
+    keep = np.flatnonzero(~zero)
     t0 = time.perf_counter()
-    out = fn(Ts, rngs, **options)
+    if len(keep) == B:
+        out = dict(fn(Tn, rngs, **options))
+    elif len(keep):
+        out = _expand(dict(fn(Tn[keep], [rngs[i] for i in keep], **options)), keep, B, n)
+    else:
+        out = _expand({"x": np.zeros((0, n))}, keep, B, n)
+        out.update(n_starts=np.zeros(B, dtype=np.int64), n_iter=np.zeros(B, dtype=np.int64))
     elapsed = time.perf_counter() - t0
     x = out["x"]
-    _, f = _values(Ts, x[:, None, :])
-    lam = f[:, 0]
-    fro = np.linalg.norm(Ts.reshape(B, -1), axis=1)
-    cheap = unfolding_norm(Ts)
-    upper = np.minimum(out.get("upper_bound", cheap), cheap)
-    certified = upper - np.abs(lam) <= gap_tol * fro
+    _, f = _values(Tn, x[:, None, :])
+    lam_n = f[:, 0]
+    fro_n = np.linalg.norm(Tn.reshape(B, -1), axis=1)
+    cheap = normalized_unfolding_norm(Tn)
+    upper_n = np.minimum(out.get("upper_bound", cheap), cheap)
+    upper_n = upper_n + np.where(inexact, 2.0**-1074 * n ** (p / 2), 0.0)
+    certified = upper_n - np.abs(lam_n) <= gap_tol * fro_n
     if p % 2 == 1:
         # For odd p, max T x^p = max |T x^p|, so a bound on |.| bounds the objective too.
-        certified &= lam >= 0
+        certified &= lam_n >= 0
+    with np.errstate(over="ignore"):
+        lam = np.ldexp(lam_n, k)
+    if not np.all(np.isfinite(lam)):
+        b = int(np.flatnonzero(~np.isfinite(lam))[0])
+        raise ValueError(
+            f"Ts: the best rank-one value of tensor {b} is {lam_n[b]!r} · 2^{k[b]}, beyond the "
+            "float64 range; hint: divide the tensor by a power of two and scale the result back"
+        )
+    upper = scale_up_bound(upper_n, k)
+    lam = np.where(zero, 0.0, lam)
+    upper = np.where(zero, 0.0, upper)
+    # Invariant: a certificate is a proof, so it never comes with a bound below the value.
+    # Rounding could in principle break it; then the instance is simply not certified.
+    sound = (upper_n >= np.abs(lam_n)) & (upper >= np.abs(lam))
+    anomaly = certified & ~sound
+    certified = (certified & sound) | zero
     solve_time = out.get("solve_time", np.full(B, elapsed / B))
     extra = out.get("message_extra")
     message = np.array(
         [
-            ("certified global optimum" if c else "not certified (local optimum)")
+            (
+                "certified global optimum"
+                if c
+                else "not certified (bound below value by rounding)"
+                if a
+                else "not certified (local optimum)"
+            )
             + (f"; {extra}" if extra else "")
-            for c in certified
+            for c, a in zip(certified, anomaly, strict=True)
         ],
         dtype=object,
     )
@@ -532,7 +802,7 @@ def rank_one_batch(
         n_iter=np.asarray(out["n_iter"]),
         message=message,
         solve_time=np.asarray(solve_time, dtype=float),
-        certificate=(out.get("certificate", _object_array([None] * B)) if certificate else None),
+        certificate=(_scaled_certificates(out, k, B) if certificate else None),
     )
 
 

@@ -254,6 +254,22 @@ def test_sroa_attaches_a_certificate_per_step():
     assert local.certificate is None  # no relaxation ran
 
 
+@pytest.mark.parametrize("exponent", [-900, 700])
+def test_certificate_of_an_extremely_scaled_tensor_is_for_that_tensor(exponent):
+    # The front door solves T / 2^k; the certificate it returns must be the one of T itself.
+    T = nearly_sod(4, 3, 0.05, 3)
+    big = np.ldexp(T, exponent)
+    res = rank_one(big, rng=0, certificate=True)
+    assert res.certified
+    cert = res.certificate
+    assert cert.bound == pytest.approx(res.upper_bound, rel=1e-9)
+    v = cert.verify(big)
+    assert res.lam <= v <= cert.bound * (1 + 1e-9)
+    assert np.isclose(
+        v, np.ldexp(rank_one(T, rng=0, certificate=True).certificate.verify(T), exponent), rtol=1e-9
+    )
+
+
 def test_certificate_past_n_26():
     n = 27
     T = nearly_sod(n, 3, 0.01, 5)

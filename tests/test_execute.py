@@ -107,17 +107,38 @@ def test_eps_axis_is_the_coordinate(tmp_path, client):
     assert np.allclose(ratio, 1.0, rtol=1e-12)
 
 
+def _failing_method(Ts, rngs):
+    raise ValueError("deliberate failure of a registered test method")
+
+
+def _register_failing(install: bool) -> None:
+    from sroa_dist import METHODS
+
+    if install:
+        METHODS["failing"] = _failing_method
+    else:
+        METHODS.pop("failing", None)
+
+
 def test_failed_blocks_are_reported_and_retried(tmp_path, client):
+    """Every block fails: a registered method that raises (validation refuses bad options, so
+    a failure has to come from the computation itself), in this process and on the workers."""
     store = tmp_path / "fail.zarr"
-    res = run_sweep(
-        SMOKE / "figure2.toml",
-        store,
-        client=client,
-        replicates=2,
-        **{"solver.options": {"n_starts": 0}},
-    )
+    _register_failing(True)
+    client.run(_register_failing, True)
+    try:
+        res = run_sweep(
+            SMOKE / "figure2.toml",
+            store,
+            client=client,
+            replicates=2,
+            **{"solver.method": "failing", "solver.options": {}},
+        )
+        st = store_status(store)  # reads the stored spec, which names the method
+    finally:
+        client.run(_register_failing, False)
+        _register_failing(False)
     assert not res.complete and len(res.failed) == res.n_blocks
-    st = store_status(store)
     assert st.n_done == 0 and len(st.failed) == st.n_blocks
     assert "ValueError" in next(iter(st.failed.values()))
 

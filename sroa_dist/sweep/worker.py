@@ -17,14 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from .grid import BlockTask, InstanceSettings, instance_seed
+from .grid import MAX_BATCH_BYTES, BlockTask, InstanceSettings, instance_seed
 from .spec import SweepSpec, solver_options, spec_from_dict
 
 __all__ = ["BlockResult", "VARIABLES", "compute_block"]
-
-#: Largest tensor stack (bytes of T̂) handed to one core call; bounds worker memory, does not
-#: change results (batched calls equal one-at-a-time calls bit for bit).
-MAX_BATCH_BYTES = 64 * 2**20
 
 # name -> (per-step?, dtype, fill, attrs). The cube's variables (docs/architecture.md).
 VARIABLES: dict[str, tuple[bool, str, Any, dict[str, str]]] = {
