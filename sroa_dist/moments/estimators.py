@@ -87,7 +87,7 @@ def _outer3_sum(Y: FloatArray, g: FloatArray | None = None) -> FloatArray:
 
 def _sym3(X: FloatArray) -> FloatArray:
     """``X_abc + X_acb + X_bca``: the three placements of the last (distinct) index."""
-    return X + X.transpose(0, 2, 1) + X.transpose(1, 2, 0)
+    return X + X.transpose(0, 2, 1) + X.transpose(2, 0, 1)
 
 
 @dataclasses.dataclass(frozen=True)
