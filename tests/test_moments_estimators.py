@@ -66,7 +66,6 @@ def test_topic_whitened_third_moment_is_unbiased_at_the_population_whitening():
     reps = [
         TopicMoments.from_data(model.sample(40, rng=gen).data, 3).whitened_m3(W) for _ in range(R)
     ]
-    lam, V = model.sod(W)
     assert _within_se(np.array(reps), model.whitened_m3(W))
 
 
