@@ -49,9 +49,7 @@ def construction(rows: list, grid, k: int, L: int, with_baseline: bool) -> None:
             }
         rows.append(row)
         extra = (
-            f"  naive {row['naive_s']:7.3f} s  ratio {row['ratio']:7.1f}x"
-            if with_baseline
-            else ""
+            f"  naive {row['naive_s']:7.3f} s  ratio {row['ratio']:7.1f}x" if with_baseline else ""
         )
         print(f"T̂  d={d:5d} N={N:8d} nnz={row['nnz']:9d}: streamed {t_stream:7.3f} s{extra}")
 

@@ -154,3 +154,16 @@ def test_simplex_projection_is_the_euclidean_projection():
         assert np.max((V[:, j] - P[:, j]) @ (Q - P[:, [j]])) <= 1e-12
     onsimplex = rng.dirichlet(np.ones(7), size=5).T
     np.testing.assert_allclose(project_simplex(onsimplex), onsimplex, atol=1e-14)
+
+
+def test_moments_subpackage_stays_in_the_numerical_core():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, sroa_dist.moments;"
+        "top = {m.split('.')[0] for m in sys.modules};"
+        "print(','.join(sorted(top & {'dask', 'distributed', 'zarr', 'xarray'})))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
