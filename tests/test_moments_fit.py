@@ -154,3 +154,13 @@ def test_unknown_method_lists_valid_ones():
     C = model.sample(500, rng=0).data
     with pytest.raises(ValueError, match=r"unknown rank-one method 'als'.*certified"):
         fit_topics(C, 3, "als")
+
+
+def test_methods_are_compared_on_the_same_samples():
+    # The method is not part of a study's random streams: one seed gives every method the same
+    # documents (the same T̂), so a method comparison is paired.
+    model = make_model("topics", 3, 30, doc_length=5, rng=17)
+    a = run_study(model, 3000, "certified", rng=18, norms=False)
+    b = run_study(model, 3000, "power", rng=18, norms=False)
+    np.testing.assert_array_equal(a.fit.tensor, b.fit.tensor)
+    assert a.fit.method == "certified" and b.fit.method == "power"

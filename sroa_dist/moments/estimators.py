@@ -152,11 +152,6 @@ class TopicMoments:
         """Mean word frequency ``mean(c / L)``."""
         return np.asarray(self.counts.T @ (1.0 / self.lengths)).ravel() / self.n_samples
 
-    def _m2_matvec(self, v: FloatArray) -> FloatArray:
-        C, g2 = self.counts, self._g(2)
-        s2 = C.T @ g2
-        return (C.T @ (g2 * (C @ v)) - s2 * v) / self.n_samples
-
     def m2_dense(self) -> FloatArray:
         """Unbiased ``M̂2`` as a dense ``(d, d)`` array."""
         C, g2 = self.counts, self._g(2)
@@ -169,7 +164,14 @@ class TopicMoments:
 
     def m2_top(self, k: int) -> tuple[FloatArray, FloatArray]:
         """Top ``k`` eigenpairs ``(s, U)`` of ``M̂2``, descending."""
-        return _top_eigs(self._m2_matvec, self.m2_dense, self.d, k)
+        C, g2, N = self.counts, self._g(2), self.n_samples
+        s2 = C.T @ g2
+
+        def matvec(v: FloatArray) -> FloatArray:
+            v = np.ravel(v)
+            return (C.T @ (g2 * (C @ v)) - s2 * v) / N
+
+        return _top_eigs(matvec, self.m2_dense, self.d, k)
 
     def whitened_m3(self, W: ArrayLike, *, chunk_size: int = CHUNK_SIZE) -> FloatArray:
         """``T̂ = M̂3(W, W, W)`` for ``W`` of shape ``(d, m)``, streamed over row chunks.
