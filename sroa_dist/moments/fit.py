@@ -18,7 +18,15 @@ from ..solvers import RngLike
 from ..tensors import symmetrize
 from .estimators import CHUNK_SIZE, WhitenedMoments, whitened_moments
 
-__all__ = ["MomentFit", "fit_gmm", "fit_moments", "fit_topics", "project_simplex", "recover"]
+__all__ = [
+    "MomentFit",
+    "fit_gmm",
+    "fit_moments",
+    "fit_topics",
+    "fit_whitened",
+    "project_simplex",
+    "recover",
+]
 
 FloatArray = NDArray[np.float64]
 
