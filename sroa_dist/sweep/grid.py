@@ -140,6 +140,8 @@ def solve_cost(method: str, n: int, p: int) -> float:
 
 
 def _instance_cost(s: InstanceSettings) -> float:
+    if not isinstance(s, InstanceSettings):  # a model sweep's settings carry their own cost
+        return s.cost()
     return s.steps * solve_cost(s.method, s.n, s.p) + solve_cost(s.norm_method, s.n, s.p)
 
 
@@ -272,6 +274,10 @@ def default_block_size(spec: SweepSpec) -> int:
 
 def _settings_from_coords(spec: SweepSpec, values: dict[str, Any]) -> InstanceSettings:
     """Settings of the grid point whose swept coordinates are ``values`` (scalars from spec)."""
+    if "model" in spec.data:  # a model sweep (model_sweep builds on this module)
+        from .model_sweep import settings_from_coords
+
+        return settings_from_coords(spec, values)
 
     def val(key: str) -> Any:
         dim = AXIS_KEYS[key]
@@ -310,6 +316,10 @@ def make_layout(
     spec: SweepSpec, block_size: int | None = None, chunks: Sequence[int] | None = None
 ) -> Layout:
     """The sweep's layout; block shape from explicit ``chunks``, a ``block_size`` or the default."""
+    if "model" in spec.data:  # a model sweep (model_sweep builds on this module)
+        from .model_sweep import model_layout
+
+        return model_layout(spec, block_size, chunks)
     dims = [*spec.sweep_dims(), "replicate"]
     by_dim = {AXIS_KEYS[k]: ax for k, ax in spec.axes.items()}
     coords = [tuple(by_dim[d].values) for d in dims[:-1]]
