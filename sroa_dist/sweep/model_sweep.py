@@ -558,13 +558,13 @@ class ModelInstanceSettings:
     def cost(self) -> float:
         """Rough seconds of one instance on one core; only used to size blocks.
 
-        Measured orders of magnitude (docs/moments.md): the whitening's eigensolver grows like
-        d², the streamed moments like ``N·(nnz/N·k + k³)`` (topics) or ``N·d·k`` plus the
+        Orders of magnitude measured on one core: a fixed part growing with d² (the whitening's
+        eigensolver), the streamed moments ``N·(nnz/N·k + k³)`` (topics) or ``N·d·k`` plus the
         eigensolver's passes over the dense sample (gmm); SROA and the two norm solves on
-        ``k × k × k`` tensors are independent of ``N`` and ``d``.
+        ``k × k × k`` tensors do not depend on ``N`` or ``d``.
         """
         k, N, d = self.k, self.N, self.d
-        fixed = 0.1 + 0.02 * (k / 5) ** 3 + 1e-6 * d**2
+        fixed = 0.1 + 0.02 * (k / 5) ** 3 + 1e-7 * d**2
         if self.model == "topics":
             return fixed + 2e-8 * N * (self.L * k + k**3)
         return fixed + 5e-9 * N * d * (k + 50)
