@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from conftest import assert_same_bits, cube_values
 
+from sroa_dist.analysis import write_report
 from sroa_dist.moments import Tolerances, run_study
 from sroa_dist.sweep import open_results, run_sweep
 from sroa_dist.sweep.grid import block_task, make_layout
@@ -155,6 +156,11 @@ def test_model_sweep_end_to_end_on_workers(tmp_path, client):
         assert float(cell["eps"]) == st.eps_population.value
         assert float(cell["eps_full"]) == st.eps_full.value
         assert bool(cell["success"]) == st.success
+    # the report shows the sample-size analysis with its figures
+    written = write_report(open_results(store), tmp_path / "rep.md", n_boot=20)
+    text = written[0].read_text()
+    assert "## Sample size" in text and "n_needed" in text and "exponent" in text
+    assert {p.name for p in written[2:]} == {"sample_error.png", "sample_success.png"}
     # resume: nothing to do; the same spec with other blocks and workers: the same bits
     again = run_sweep(spec_path, store, client=client)
     assert again.action == "resumed" and again.blocks_computed == 0

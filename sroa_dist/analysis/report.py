@@ -24,6 +24,7 @@ from .aggregate import (
     success,
 )
 from .figures import plot_cube, supported_figures
+from .moments import is_model_cube, report_section
 from .threshold import estimate_thresholds, fit_exponent
 
 _MAX_VIOLATION_ROWS = 20
@@ -397,6 +398,8 @@ def write_report(
         _growth(doc, summary["growth"])
     if summary["thresholds"] is not None:
         _scaling(doc, summary)
+    if is_model_cube(ds):  # a model sweep: error vs N and the N needed for success
+        figures = figures + report_section(doc, ds, fig_dir, n_boot=n_boot, rng=rng)
     if figures:
         doc.heading("Figures")
         for path in figures:
@@ -424,4 +427,6 @@ _CAPTIONS = {
     "figure2": "Figure 2: per-iteration mean ± 2 std of the errors",
     "success_heatmap": "Success probability over (n, ε)",
     "threshold_scaling": "Threshold vs n with fitted and reference exponents",
+    "sample_error": "Median ‖E‖ (population whitening) vs N with fitted lines and N^(−1/2)",
+    "sample_success": "Success fraction vs N with the fitted N needed (dotted)",
 }
