@@ -68,6 +68,13 @@ def test_sample_size_needed_recovered_and_flagged():
         assert 3500 < float(f["n_needed"]) < 7000
         assert float(f["n_needed_lo"]) < 5000 < float(f["n_needed_hi"])
         assert bool(f["in_range"]) and float(f["success_min"]) < 0.1 < 0.9 < float(f["success_max"])
+        assert float(f["bracket_lo"]) < float(f["n_needed"]) < float(f["bracket_hi"])
+    # complete separation between 2000 and 4000: the bracket is the grid step around it
+    sharp = planted_cube(n_half=3000.0)
+    sharp["success"] = sharp["N"] >= 4000
+    f = sample_size_needed(sharp.transpose("method", "N", "replicate", "step"), n_boot=50)
+    assert np.allclose(f["bracket_lo"], 2000) and np.allclose(f["bracket_hi"], 4000)
+    assert np.all((2000 < f["n_needed"]) & (f["n_needed"] < 4000))
     # needed beyond the swept N: extrapolated and flagged, or NaN when success never varies
     far = sample_size_needed(planted_cube(n_half=1e6), n_boot=0)
     assert not bool(far["in_range"].any())

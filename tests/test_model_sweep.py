@@ -162,7 +162,7 @@ def test_model_sweep_end_to_end_on_workers(tmp_path, client):
     assert "## Sample size" in text and "n_needed" in text and "exponent" in text
     assert {p.name for p in written[2:]} == {"sample_error.png", "sample_success.png"}
     # resume: nothing to do; the same spec with other blocks and workers: the same bits
-    again = run_sweep(spec_path, store, client=client)
+    again = run_sweep(spec_path, store, client=client, block_size=3)
     assert again.action == "resumed" and again.blocks_computed == 0
     other = tmp_path / "other.zarr"
     run_sweep(spec_path, other, workers=1, block_size=5, dashboard_address=":0")

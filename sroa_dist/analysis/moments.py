@@ -173,8 +173,12 @@ def sample_size_needed(
     -------
     xarray.Dataset
         Over the other sweep axes: ``n_needed``, ``n_needed_lo``, ``n_needed_hi``, ``width``
-        (logistic scale in ``log N``), ``in_range``, ``n_instances`` and ``success_min`` /
-        ``success_max`` (lowest / highest success fraction over ``N``).
+        (logistic scale in ``log N``), ``in_range``, ``n_instances``, ``success_min`` /
+        ``success_max`` (lowest / highest success fraction over ``N``) and ``bracket_lo`` /
+        ``bracket_hi``: the swept ``N`` just below (success fraction < 1/2) and just above
+        (>= 1/2) ``n_needed``. When success jumps from 0 to 1 between two grid points the
+        bootstrap interval collapses (every resample is separated alike) and the bracket is the
+        interval to quote; a finer ``N`` grid narrows it.
     """
     require_dim(ds, SAMPLE_AXIS, "the sample size needed for success")
     require(ds, ["success", "component_error"], "the sample size needed for success")
@@ -196,6 +200,12 @@ def sample_size_needed(
         frac = np.nanmean(np.where(ok, y2, np.nan), axis=1) if ok.any() else np.array([np.nan])
         n_needed = float(np.exp(-log_thr))
         in_range = bool(Ns.min() <= n_needed <= Ns.max()) if np.isfinite(n_needed) else False
+        # Swept N on either side of n_needed: the honest interval when success jumps from 0 to
+        # 1 between two grid points (complete separation), where the bootstrap cannot move.
+        fails, oks = Ns[frac < 0.5], Ns[frac >= 0.5]
+        below, above = fails[fails <= n_needed], oks[oks >= n_needed]
+        bracket_lo = float(below.max()) if below.size else np.nan
+        bracket_hi = float(above.min()) if above.size else np.nan
         rows.append(
             (
                 sel,
@@ -207,6 +217,8 @@ def sample_size_needed(
                 int(ok.sum()),
                 float(np.nanmin(frac)),
                 float(np.nanmax(frac)),
+                bracket_lo,
+                bracket_hi,
             )
         )
     return _to_dataset(
@@ -222,6 +234,8 @@ def sample_size_needed(
             "n_instances",
             "success_min",
             "success_max",
+            "bracket_lo",
+            "bracket_hi",
         ),
         {"level": level, "n_boot": n_boot},
     )
@@ -352,10 +366,13 @@ def report_section(
     doc.para(
         "N needed for success (every matched component and weight within the sweep's "
         "tolerances): where a logistic fit of success vs log N crosses 1/2, with bootstrap "
-        "intervals from resampling replicates within each N; in_range = inside the swept N."
+        "intervals from resampling replicates within each N; bracket = the swept N just "
+        "below and above it (the interval to quote when success jumps from 0 to 1 between two "
+        "grid points, where the bootstrap interval collapses); in_range = inside the swept N."
     )
     df = needed.to_dataframe().reset_index() if needed.dims else None
-    header = [*needed.dims, "n_needed", "n_needed_lo", "n_needed_hi", "in_range"]
+    header = [*needed.dims, "n_needed", "n_needed_lo", "n_needed_hi", "bracket_lo", "bracket_hi"]
+    header += ["in_range"]
     header += ["success_min", "success_max", "n_instances"]
     rows = (
         df[header].itertuples(index=False, name=None)
