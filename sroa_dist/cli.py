@@ -1,8 +1,8 @@
 """``sroa-dist``: thin command line over the sweep service and the analysis layer.
 
 Subcommands: ``run`` (run / resume / extend a sweep), ``validate`` (check a spec), ``status``
-(progress of a store), ``info`` (dims, variables, provenance), and the analysis slots ``plot``
-and ``report`` (implemented in :mod:`sroa_dist.analysis`).
+(progress of a store), ``info`` (dims, variables, provenance), ``verify`` (re-check the stored
+SOS certificates), and the analysis slots ``plot`` and ``report`` (:mod:`sroa_dist.analysis`).
 """
 
 from __future__ import annotations
@@ -102,6 +102,26 @@ def _cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_verify(args: argparse.Namespace) -> int:
+    """``verify``: re-check every stored certificate against the instances' rebuilt tensors."""
+    from .sweep.certificates import verify_store
+
+    rep = verify_store(args.store)
+    failed = rep.failed
+    for c in failed:
+        print(f"FAIL {json.dumps(c.coords)} step {c.step + 1}: {c.reason} ({c.file})")
+    for text in rep.missing[:20]:
+        print(f"MISSING certificate for finished instance {text}")
+    if len(rep.missing) > 20:
+        print(f"... and {len(rep.missing) - 20} more finished instances without certificates")
+    print(
+        f"{args.store}: {len(rep.checks)} certificates checked, {len(failed)} failed, "
+        f"{len(rep.missing)} missing, {len(rep.stale_files)} stale files ignored, "
+        f"{rep.steps_without} steps without a certificate (no relaxation ran)"
+    )
+    return 0 if rep.ok else 1
+
+
 # ---- analysis (sroa_dist.analysis) -----------------------------------------------------------
 def _cmd_plot(args: argparse.Namespace) -> int:
     """``plot``: the figures the cube supports, via ``sroa_dist.analysis.plot_cube``."""
@@ -118,14 +138,44 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _write_outputs(writer, args: argparse.Namespace) -> int:
-    """Open the store, call ``writer(ds, out, formats)`` and list the files it wrote."""
+    """Open the store, call ``writer(ds, out, formats)`` and list the files it wrote.
+
+    The cube's completeness is printed first (loudly on stderr when blocks are missing or
+    failed); with ``--strict`` an incomplete cube exits 1 after writing the outputs.
+    """
+    import warnings
+
+    from .analysis import IncompleteCubeWarning, completeness
     from .sweep.storage import open_results
 
     fmts = _formats(args.formats)
     ds = open_results(args.store)
-    paths = writer(ds, args.out, fmts) if fmts else writer(ds, args.out)
+    status = completeness(ds)
+    if status.complete:
+        print(f"{args.store}: {status.describe()}", file=sys.stderr)
+    else:
+        bar = "!" * 78
+        lines = [bar, f"WARNING: {args.store}: {status.describe()}"]
+        lines += [
+            f"  block {b}: {msg.splitlines()[0] if msg else ''}"[:160]
+            for b, msg in sorted(status.failures.items())[:10]
+        ]
+        if len(status.failures) > 10:
+            lines.append(f"  ... and {len(status.failures) - 10} more failed blocks")
+        lines.append(
+            "the outputs cover only the instances with results; run the same `sroa-dist run` "
+            "command to finish the sweep (failed blocks are retried)"
+            + (" (--strict: exit 1)" if args.strict else "")
+        )
+        print("\n".join([*lines, bar]), file=sys.stderr)
+    with warnings.catch_warnings():  # stated above, once
+        warnings.simplefilter("ignore", IncompleteCubeWarning)
+        paths = writer(ds, args.out, *([fmts] if fmts else []), status=status)
     print("\n".join(map(str, paths)))
-    return 0
+    return 1 if args.strict and not status.complete else 0
+
+
+_STRICT_HELP = "exit 1 if the cube is incomplete (blocks failed or not run); outputs are written"
 
 
 def _formats(text: str | None) -> tuple[str, ...] | None:
@@ -182,16 +232,24 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--full", action="store_true", help="do not shorten long attributes")
     i.set_defaults(func=_cmd_info)
 
+    ve = sub.add_parser(
+        "verify", help="re-check the SOS certificates of a store ([output] certificates = true)"
+    )
+    ve.add_argument("store")
+    ve.set_defaults(func=_cmd_verify)
+
     pl = sub.add_parser("plot", help="figures of a result cube (sroa_dist.analysis)")
     pl.add_argument("store")
     pl.add_argument("--out", default="figures", help="output directory (default: figures)")
     pl.add_argument("--format", "--formats", dest="formats", help="comma-separated, e.g. png,svg")
+    pl.add_argument("--strict", action="store_true", help=_STRICT_HELP)
     pl.set_defaults(func=_cmd_plot)
 
     rp = sub.add_parser("report", help="report of a result cube (sroa_dist.analysis)")
     rp.add_argument("store")
     rp.add_argument("--out", default="report", help="output path without extension")
     rp.add_argument("--format", "--formats", dest="formats", help="comma-separated, e.g. md,html")
+    rp.add_argument("--strict", action="store_true", help=_STRICT_HELP)
     rp.set_defaults(func=_cmd_report)
     return p
 

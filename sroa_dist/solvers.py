@@ -19,15 +19,32 @@ from numpy.typing import ArrayLike, NDArray
 
 from .tensors import as_rng_list, check_symmetric_tensor, contract, unfolding_norm
 
-__all__ = ["RankOneResult", "rank_one", "rank_one_batch", "METHODS", "relaxation_tractable"]
+__all__ = [
+    "DEFAULT_TIME_BUDGET",
+    "METHODS",
+    "RankOneResult",
+    "rank_one",
+    "rank_one_batch",
+    "relaxation_cost",
+    "relaxation_tractable",
+]
 
 FloatArray = NDArray[np.float64]
 RngLike = np.random.Generator | int | np.random.SeedSequence | None
 
 #: Default gap ``upper_bound − |lam|`` (relative to ‖T‖_F) under which a solution is certified.
 GAP_TOL = 1e-6
-#: Largest moment-matrix side for which ``certified`` solves the relaxation by default.
-MAX_GRAM_SIZE = 120
+#: Default seconds per step ``certified`` may spend on the moment relaxation (``time_budget``):
+#: the relaxation runs where :func:`relaxation_cost` predicts at most this.
+DEFAULT_TIME_BUDGET = 1.0
+#: Cost model ``seconds ~ a * (m / 100) ** b`` of one certified step (SS-HOPM candidate plus
+#: relaxation; both signs for even p) with moment-matrix side ``m``, one BLAS thread, by ``p``
+#: (larger p use the largest calibrated p of the same parity). Least-squares fits in log-log
+#: to the per-step medians of benchmarks/bench_certified_scaling.py (2026-11-26, shared 2-core
+#: machine): p = 3 between the fresh nearly SOD and the deflated coherent-tilt families, p = 4
+#: and 5 on fresh nearly SOD tensors and their deflations. SCS's full eigendecomposition of the
+#: m x m dual matrix per iteration dominates, hence the steep exponent.
+COST_MODEL: dict[int, tuple[float, float]] = {3: (0.35, 2.5), 4: (1.2, 2.2), 5: (0.54, 2.5)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,6 +66,12 @@ class RankOneResult:
     method, n_starts, n_iter, message, solve_time
         Method name, random starts used, iterations of the local phase, a human-readable
         status, and seconds spent (batched local phases are shared equally by the instances).
+    certificate : Certificate or None
+        With ``certificate=True``: the auditable SOS certificate of the relaxation's bound
+        (:class:`sroa_dist.certificate.Certificate`; both signs for even p), ``None`` where no
+        relaxation ran (local methods, or ``certified`` above its size cap). Batched: an
+        object array. Its ``verify(T)`` re-derives a bound ``>= upper_bound`` in plain numpy
+        (equal up to rounding unless the unfolding bound was the smaller one).
     """
 
     lam: Any
@@ -60,6 +83,7 @@ class RankOneResult:
     n_iter: Any
     message: Any
     solve_time: Any
+    certificate: Any = None
 
     @property
     def gap(self) -> Any:
@@ -78,6 +102,7 @@ class RankOneResult:
             n_iter=int(self.n_iter[i]),
             message=str(self.message[i]),
             solve_time=float(self.solve_time[i]),
+            certificate=None if self.certificate is None else self.certificate[i],
         )
 
 
@@ -280,10 +305,36 @@ def _method_sshopm(
     return {"x": x, "n_starts": np.full(B, k * n_starts), "n_iter": n_iter}
 
 
-def relaxation_tractable(n: int, p: int, max_gram_size: int = MAX_GRAM_SIZE) -> bool:
-    """Whether the order-⌈p/2⌉ moment matrix (side ``C(n + ⌈p/2⌉, ⌈p/2⌉)``) is small enough."""
+def _gram_side(n: int, p: int) -> int:
+    """Side of the order-⌈p/2⌉ moment matrix of the (homogeneous) relaxation: the monomials of
+    degree ``d`` (and ``d - 1`` for odd p), ``d = ⌈p/2⌉``."""
     d = (p + 1) // 2
-    return math.comb(n + d, d) <= max_gram_size
+    return math.comb(n + d - 1, d) + (math.comb(n + d - 2, d - 1) if p % 2 else 0)
+
+
+def relaxation_cost(n: int, p: int) -> float:
+    """Predicted seconds of one certified step at ``(n, p)`` (:data:`COST_MODEL`)."""
+    known = [q for q in COST_MODEL if q <= p and q % 2 == p % 2]
+    a, b = COST_MODEL[max(known)] if known else COST_MODEL[min(COST_MODEL)]
+    return a * (_gram_side(n, p) / 100.0) ** b
+
+
+def relaxation_tractable(
+    n: int,
+    p: int,
+    max_gram_size: int | None = None,
+    time_budget: float = DEFAULT_TIME_BUDGET,
+) -> bool:
+    """Whether ``certified`` runs the relaxation at ``(n, p)``.
+
+    With ``max_gram_size`` the full order-⌈p/2⌉ basis ``C(n + ⌈p/2⌉, ⌈p/2⌉)`` must not exceed
+    it (the former fixed cap, 120, meant n <= 14 for p = 3, 4); otherwise the predicted step time
+    (:func:`relaxation_cost`) must fit ``time_budget`` seconds.
+    """
+    if max_gram_size is not None:
+        d = (p + 1) // 2
+        return math.comb(n + d, d) <= max_gram_size
+    return relaxation_cost(n, p) <= time_budget
 
 
 def _relax(
@@ -306,20 +357,26 @@ def _relax(
     return out
 
 
+def _with_certificate(options: dict[str, Any] | None, certificate: bool) -> dict[str, Any]:
+    return {**(options or {}), "with_certificate": True} if certificate else (options or {})
+
+
 def _method_sos(
     Ts: FloatArray,
     rngs: Sequence[np.random.Generator],
     *,
     order: int | None = None,
     relaxation: dict[str, Any] | None = None,
+    certificate: bool = False,
 ) -> dict[str, Any]:
     """Lasserre moment relaxation (order ⌈p/2⌉ by default) solved with SCS.
 
     Maximiser candidates are extracted from the moments and polished; a validated dual bound
     is the certificate (see :mod:`sroa_dist.relaxation`). Options: ``order`` (relaxation
-    order), ``relaxation`` (keyword options of ``MomentRelaxation.solve``, e.g. SCS settings).
+    order), ``relaxation`` (keyword options of ``MomentRelaxation.solve``, e.g. SCS settings),
+    ``certificate`` (export the SOS certificate; also set by ``rank_one(certificate=True)``).
     """
-    return _sos_result(_relax(Ts, order, relaxation or {}))
+    return _sos_result(_relax(Ts, order, _with_certificate(relaxation, certificate)))
 
 
 def _sos_result(rel: list[Any]) -> dict[str, Any]:
@@ -329,7 +386,14 @@ def _sos_result(rel: list[Any]) -> dict[str, Any]:
         "n_starts": np.zeros(len(rel), dtype=np.int64),
         "n_iter": np.array([r.iterations for r in rel]),
         "solve_time": np.array([r.solve_time for r in rel]),
+        "certificate": _object_array([r.sos_certificate for r in rel]),
     }
+
+
+def _object_array(items: list[Any]) -> np.ndarray:
+    out = np.empty(len(items), dtype=object)
+    out[:] = items
+    return out
 
 
 def _method_certified(
@@ -341,25 +405,37 @@ def _method_certified(
     tol: float = 1e-5,
     shift: str | float = "monotone",
     order: int | None = None,
-    max_gram_size: int = MAX_GRAM_SIZE,
+    max_gram_size: int | None = None,
+    time_budget: float = DEFAULT_TIME_BUDGET,
     relaxation: dict[str, Any] | None = None,
+    certificate: bool = False,
 ) -> dict[str, Any]:
     """Fast local candidate plus a certified global upper bound from the moment relaxation.
 
     A multi-start SS-HOPM gives a candidate; the relaxation, seeded with it, adds candidates
     extracted from its moments and returns the best one with a validated upper bound (certified
     when they meet). Where the moment matrix would exceed ``max_gram_size`` the relaxation is
-    skipped and the unfolding bound is used (so ``certified`` is then rare). Options: those of
-    ``sshopm`` and ``sos``, and ``max_gram_size``.
+    skipped and the unfolding bound is used (so ``certified`` is then rare). By default the cap
+    follows from ``time_budget`` (seconds per step, :func:`relaxation_cost`); an explicit
+    ``max_gram_size`` overrides it. Options: those of ``sshopm`` and ``sos`` (``certificate``
+    included), ``time_budget`` and ``max_gram_size``.
     """
     n, p = Ts.shape[1], Ts.ndim - 1
     t0 = time.perf_counter()
     local = _method_sshopm(Ts, rngs, n_starts=n_starts, max_iter=max_iter, tol=tol, shift=shift)
-    if not relaxation_tractable(n, p, max_gram_size):
-        local["message_extra"] = f"relaxation skipped (moment matrix larger than {max_gram_size})"
+    if not time_budget >= 0:
+        raise ValueError(f"time_budget: expected seconds >= 0, received {time_budget!r}")
+    if not relaxation_tractable(n, p, max_gram_size, time_budget):
+        local["message_extra"] = (
+            f"relaxation skipped (moment matrix larger than {max_gram_size})"
+            if max_gram_size is not None
+            else f"relaxation skipped (predicted {relaxation_cost(n, p):.3g} s per step > "
+            f"time_budget = {time_budget:g} s; raise time_budget to certify)"
+        )
         return local
     local_share = (time.perf_counter() - t0) / len(Ts)
-    sos = _sos_result(_relax(Ts, order, relaxation or {}, local["x"]))
+    options = _with_certificate(relaxation, certificate)
+    sos = _sos_result(_relax(Ts, order, options, local["x"]))
     sos["solve_time"] = sos["solve_time"] + local_share
     sos["n_starts"], sos["n_iter"] = local["n_starts"], local["n_iter"]
     return sos
@@ -405,6 +481,7 @@ def rank_one_batch(
     *,
     rng: RngLike | Sequence[RngLike] = None,
     gap_tol: float = GAP_TOL,
+    certificate: bool = False,
     **options: Any,
 ) -> RankOneResult:
     """Best rank-one approximation of every tensor in a stack ``(B, n, ..., n)``.
@@ -415,6 +492,8 @@ def rank_one_batch(
     """
     fn = _lookup(method)
     _check_options(method, options)
+    if certificate and "certificate" in method_options(method):
+        options = {**options, "certificate": True}
     Ts = check_symmetric_tensor(Ts, "Ts", batched=True)
     if not (np.isfinite(gap_tol) and gap_tol >= 0):
         raise ValueError(f"gap_tol: expected a finite value >= 0, received {gap_tol}")
@@ -453,6 +532,7 @@ def rank_one_batch(
         n_iter=np.asarray(out["n_iter"]),
         message=message,
         solve_time=np.asarray(solve_time, dtype=float),
+        certificate=(out.get("certificate", _object_array([None] * B)) if certificate else None),
     )
 
 
@@ -462,6 +542,7 @@ def rank_one(
     *,
     rng: RngLike = None,
     gap_tol: float = GAP_TOL,
+    certificate: bool = False,
     **options: Any,
 ) -> RankOneResult:
     """Best rank-one approximation ``lam · x^{⊗p}`` of a symmetric tensor.
@@ -479,10 +560,16 @@ def rank_one(
         Source of the random starts.
     gap_tol : float
         Certification tolerance relative to ``‖T‖_F``.
+    certificate : bool
+        Attach the relaxation's auditable SOS certificate (``result.certificate``, checkable
+        with ``result.certificate.verify(T)``); ``None`` where no relaxation ran.
 
     Returns
     -------
     RankOneResult
     """
     T = check_symmetric_tensor(T, "T")
-    return rank_one_batch(T[None], method, rng=[rng], gap_tol=gap_tol, **options)[0]
+    res = rank_one_batch(
+        T[None], method, rng=[rng], gap_tol=gap_tol, certificate=certificate, **options
+    )
+    return res[0]

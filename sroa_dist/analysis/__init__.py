@@ -3,12 +3,20 @@
 Every function takes the xarray Dataset returned by ``open_results`` (or any Dataset following
 the RESULT CUBE contract of docs/architecture.md, with any subset of the sweep axes) and relies
 on dimension and variable names only, never on attrs.  Aggregations stay lazy on dask-backed
-cubes; thresholds, figures and reports compute what they need.
+cubes; thresholds, figures and reports compute what they need.  Success is judged by a
+criterion from the :data:`CRITERIA` registry (``recovery``, ``value``, ``theorem``), and every
+report and figure states the cube's :func:`completeness`.
 """
 
 from .aggregate import (
+    CRITERIA,
+    Completeness,
+    IncompleteCubeWarning,
+    SuccessCriterion,
+    completeness,
     count_violations,
     error_growth,
+    get_criterion,
     list_violations,
     step_stats,
     success,
@@ -30,8 +38,13 @@ from .report import summarize, write_report
 from .threshold import estimate_thresholds, fit_exponent
 
 __all__ = [
+    "CRITERIA",
     "FIGURES",
+    "Completeness",
+    "IncompleteCubeWarning",
+    "SuccessCriterion",
     "build_figures",
+    "completeness",
     "count_violations",
     "error_growth",
     "estimate_thresholds",
@@ -40,6 +53,7 @@ __all__ = [
     "figure_success_heatmap",
     "figure_threshold_scaling",
     "fit_exponent",
+    "get_criterion",
     "list_violations",
     "plot_cube",
     "step_stats",

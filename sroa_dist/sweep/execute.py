@@ -162,6 +162,10 @@ def _run_block(url: str, task: BlockTask, storage_options: Mapping[str, Any] | N
     tune_malloc()
     t0, c0 = time.perf_counter(), time.process_time()
     result = compute_block(task)
+    if result.certificates is not None:  # before the block's data and done flag
+        from .certificates import write_certificates
+
+        write_certificates(url, task, result.certificates, storage_options)
     write_block(url, task.index, result, storage_options=storage_options)
     return {
         "index": task.index,

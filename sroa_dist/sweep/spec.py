@@ -11,7 +11,7 @@ Grammar (the keys are a contract, see ``docs/sweeps.md``)::
     [tensor]  n, p, rank, basis, lambdas
     [noise]   model, sigma | eps | eps_scaled, scale
     [solver]  method, steps, options, norm_method, norm_options
-    [output]  vectors
+    [output]  vectors, certificates
 
 Any of ``tensor.n``, ``tensor.p``, ``tensor.rank``, ``noise.model``, ``noise.sigma``,
 ``noise.eps``, ``noise.eps_scaled`` and ``solver.method`` given as a list or a range table
@@ -119,6 +119,7 @@ _SCHEMA: dict[str, Any] = {
     },
     "output": {
         "vectors": ("bool", False, False),
+        "certificates": ("bool", False, False),
     },
 }
 
