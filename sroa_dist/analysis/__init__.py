@@ -33,6 +33,7 @@ from .figures import (
     plot_cube,
     supported_figures,
 )
+from .moments import fit_sample_exponent, plot_sample_scaling, sample_size_needed
 from .report import summarize, write_report
 from .threshold import estimate_thresholds, fit_exponent
 
@@ -62,4 +63,7 @@ __all__ = [
     "supported_figures",
     "violation_mask",
     "write_report",
+    "fit_sample_exponent",
+    "plot_sample_scaling",
+    "sample_size_needed",
 ]

@@ -32,6 +32,7 @@ from .aggregate import (
     warn_incomplete,
 )
 from .figures import _plot_cube, supported_figures
+from .moments import is_model_cube, report_section
 from .threshold import estimate_thresholds, fit_exponent
 
 _MAX_VIOLATION_ROWS = 20
@@ -473,6 +474,8 @@ def write_report(
             _growth(doc, summary["growth"])
         if summary["thresholds"]:
             _scaling(doc, summary)
+        if is_model_cube(ds):  # a model sweep: error vs N and the N needed for success
+            figures = figures + report_section(doc, ds, fig_dir, n_boot=n_boot, rng=rng)
     if figures:
         doc.heading("Figures")
         for path in figures:
@@ -548,4 +551,6 @@ _CAPTIONS = {
     "figure2": "Figure 2: per-iteration mean ± 2 std of the errors",
     "success_heatmap": "Success probability over (n, ε) (criterion of the figures)",
     "threshold_scaling": "Threshold vs n with fitted and reference exponents",
+    "sample_error": "Median ‖E‖ (population whitening) vs N with fitted lines and N^(−1/2)",
+    "sample_success": "Success fraction vs N with the fitted N needed (dotted)",
 }

@@ -154,6 +154,8 @@ def solve_cost(method: str, n: int, p: int) -> float:
 
 
 def _instance_cost(s: InstanceSettings) -> float:
+    if not isinstance(s, InstanceSettings):  # a model sweep's settings carry their own cost
+        return s.cost()
     return s.steps * solve_cost(s.method, s.n, s.p) + solve_cost(s.norm_method, s.n, s.p)
 
 
@@ -425,6 +427,10 @@ def check_memory(spec: SweepSpec, layout: Layout, limit: int | None = None) -> N
 
 def _settings_from_coords(spec: SweepSpec, values: dict[str, Any]) -> InstanceSettings:
     """Settings of the grid point whose swept coordinates are ``values`` (scalars from spec)."""
+    if "model" in spec.data:  # a model sweep (model_sweep builds on this module)
+        from .model_sweep import settings_from_coords
+
+        return settings_from_coords(spec, values)
 
     def val(key: str) -> Any:
         dim = AXIS_KEYS[key]
@@ -464,6 +470,10 @@ def make_layout(
     Raises ``SpecError`` if a task would need more than ``memory_limit`` bytes (default:
     :func:`default_worker_memory`; ``math.inf`` skips the check), see :func:`check_memory`.
     """
+    if "model" in spec.data:  # a model sweep (model_sweep builds on this module)
+        from .model_sweep import model_layout
+
+        return model_layout(spec, block_size, chunks)
     dims = [*spec.sweep_dims(), "replicate"]
     by_dim = {AXIS_KEYS[k]: ax for k, ax in spec.axes.items()}
     coords = [tuple(by_dim[d].values) for d in dims[:-1]]

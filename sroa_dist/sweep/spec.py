@@ -52,6 +52,9 @@ __all__ = [
 
 #: Canonical order of sweep dimensions in the result cube (docs/architecture.md).
 AXIS_ORDER: tuple[str, ...] = ("noise", "n", "p", "rank", "method", "sigma", "eps", "eps_scaled")
+# Dimensions of model sweeps ([model] table, see model_sweep.py), in the same canonical order:
+# the model's size axes go before the method, the sample size (its "noise level") after it.
+AXIS_ORDER = (*AXIS_ORDER[:4], "k", "d", "L", "weight_ratio", *AXIS_ORDER[4:], "N")
 
 _SIG_DIGITS = 12
 #: Longest axis (values of one swept key, or replicates). Axis values are materialised as
@@ -382,6 +385,12 @@ def apply_overrides(
 
 def spec_from_dict(raw: Mapping[str, Any], source: str = "<dict>") -> SweepSpec:
     """Validate a spec given as a (TOML-like) dict and resolve defaults."""
+    if isinstance(raw, Mapping) and "model" in raw:
+        # A model sweep: its schema lives with its kernel (model_sweep builds on this module,
+        # hence the import at call time).
+        from .model_sweep import model_spec_from_dict
+
+        return model_spec_from_dict(raw, source)
     data = _validate_table(raw, _SCHEMA, "", source)
     methods, models = _registry_names()
     axes = {}

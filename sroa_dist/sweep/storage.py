@@ -34,6 +34,7 @@ import xarray as xr
 import zarr
 
 from .grid import Layout, check_region_aligned
+from .model_sweep import MODEL_AXIS_KEYS, MODEL_DIM_ATTRS, MODEL_VARIABLES, is_model_spec
 from .spec import AXIS_KEYS, SweepSpec, spec_from_dict
 from .worker import V_HAT_ATTRS, VARIABLES, BlockResult
 
@@ -67,6 +68,9 @@ _DIM_ATTRS = {
     "component": {"long_name": "coordinate index of v_hat_j", "units": "1"},
     "block": {"long_name": "block (task) index, C order over the chunk grid", "units": "1"},
 }
+
+
+_DIM_ATTRS.update(MODEL_DIM_ATTRS)  # the dims of model sweeps ([model] specs)
 
 
 class StoreIncompatibleError(ValueError):
@@ -194,7 +198,7 @@ def _template(spec: SweepSpec, layout: Layout, history: str) -> tuple[xr.Dataset
         coords["component"] = ("component", np.arange(layout.n_component, dtype=np.int64))
     data_vars: dict[str, Any] = {}
     encoding: dict[str, dict[str, Any]] = {}
-    specs = dict(VARIABLES)
+    specs = dict(MODEL_VARIABLES if is_model_spec(spec) else VARIABLES)
     if vectors:
         specs["v_hat"] = (True, "f8", np.nan, V_HAT_ATTRS)
     eps_is_dim = "eps" in dims
@@ -242,7 +246,7 @@ def _template(spec: SweepSpec, layout: Layout, history: str) -> tuple[xr.Dataset
         if d in ds.coords:
             ds[d].attrs.update(_DIM_ATTRS.get(d, {}))
     scalars = {
-        f"setting_{AXIS_KEYS[k].replace('noise', 'noise_model')}": ax.scalar
+        f"setting_{_dim_of(k).replace('noise', 'noise_model')}": ax.scalar
         for k, ax in spec.axes.items()
         if not ax.swept
     }
@@ -256,9 +260,7 @@ def _template(spec: SweepSpec, layout: Layout, history: str) -> tuple[xr.Dataset
             "spec_source": spec.source,
             "block_shape": json.dumps(dict(zip(layout.dims, layout.chunks, strict=True))),
             **{k: (v if not isinstance(v, bool) else int(v)) for k, v in scalars.items()},
-            "setting_basis": spec.data["tensor"]["basis"],
-            "setting_lambdas": json.dumps(spec.data["tensor"]["lambdas"]),
-            "setting_noise_scale": spec.scale,
+            **_kind_settings(spec),
             "git_commit": git_commit(),
             **software_versions(),
             "created": _now(),
@@ -266,6 +268,29 @@ def _template(spec: SweepSpec, layout: Layout, history: str) -> tuple[xr.Dataset
         }
     )
     return ds, encoding
+
+
+def _dim_of(key: str) -> str:
+    """Dimension name of a possibly swept spec key (tensor or model sweeps)."""
+    return MODEL_AXIS_KEYS[key] if key not in AXIS_KEYS else AXIS_KEYS[key]
+
+
+def _kind_settings(spec: SweepSpec) -> dict[str, Any]:
+    """Provenance attrs of the settings that are not axes: the tensor family or the model."""
+    if is_model_spec(spec):
+        model = spec.data["model"]
+        return {
+            "setting_model": model["name"],
+            "setting_model_prior": json.dumps(model["prior"], sort_keys=True),
+            "setting_model_tolerances": json.dumps(model["tolerances"], sort_keys=True),
+            "setting_model_norms": int(model["norms"]),
+            **({"setting_sigma2": model["sigma2"]} if model["sigma2"] is not None else {}),
+        }
+    return {
+        "setting_basis": spec.data["tensor"]["basis"],
+        "setting_lambdas": json.dumps(spec.data["tensor"]["lambdas"]),
+        "setting_noise_scale": spec.scale,
+    }
 
 
 # --------------------------------------------------------------------------------------------
@@ -284,7 +309,9 @@ def _stored_spec_and_layout(url: str, so: Mapping[str, Any] | None) -> tuple[Swe
     dims = tuple(d for d in ds["lam_hat"].dims if d != "step")
     coords = tuple(tuple(ds[d].values.tolist()) for d in dims)
     chunks = tuple(int(c) for c in ds["lam_hat"].encoding["chunks"][: len(dims)])
-    n_component = int(ds.sizes.get("component", 0)) or max(spec.axes["tensor.n"].values)
+    n_component = int(ds.sizes.get("component", 0)) or (
+        int(ds.sizes["step"]) if is_model_spec(spec) else max(spec.axes["tensor.n"].values)
+    )
     layout = Layout(dims, coords, chunks, int(ds.sizes["step"]), n_component)
     return spec, layout
 
@@ -613,4 +640,5 @@ def open_results(store: str | Path, storage_options: Mapping[str, Any] | None = 
         )
     ds = xr.open_zarr(url, consolidated=False, storage_options=_so(url, storage_options))
     order = [*VARIABLES, "v_hat", *_BOOKKEEPING]  # documented order, not the store listing's
+    order = list(dict.fromkeys([*order[: len(VARIABLES)], *MODEL_VARIABLES, *order]))
     return ds[[v for v in order if v in ds.data_vars]]

@@ -195,6 +195,10 @@ def compute_block(task: BlockTask) -> BlockResult:
     """Compute every instance of ``task`` (pure: the result depends only on the task)."""
     t_start = time.perf_counter()
     spec = _spec(task.spec_json)
+    if "model" in spec.data:  # a model sweep (model_sweep builds on this module)
+        from .model_sweep import compute_model_block
+
+        return compute_model_block(task, spec)
     vectors = bool(spec.data["output"]["vectors"])
     out = allocate(task, vectors)
     groups: dict[tuple[Any, ...], list[tuple[tuple[int, ...], InstanceSettings, int]]] = (
