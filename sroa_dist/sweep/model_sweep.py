@@ -51,8 +51,8 @@ from .spec import (
     SpecError,
     SweepSpec,
     _axis_values,
+    _check_method_options,
     _registry_names,
-    _valid_options,
     _validate_table,
     solver_options,
 )
@@ -425,17 +425,10 @@ def _check_model_semantics(data: dict[str, Any], axes: dict[str, Axis], source: 
                 f"a method sub-table (one of {sorted(methods)})",
                 "<unknown method>",
             )
+    # The core's own dry bind of option names and values, at every SROA size (k x k x k).
     for m in axes["solver.method"].values:
-        valid = _valid_options(m)
-        unknown = sorted(set(solver_options(data, m)) - set(valid))
-        if unknown:
-            raise SpecError(
-                source,
-                f"solver.options.{unknown[0]}",
-                f"an option of method '{m}': {valid}",
-                "<unknown option>",
-                f"put method-specific options in [solver.options.{m}]",
-            )
+        for k in sorted(set(ks)):
+            _check_method_options(data, m, int(k), 3, False, source)
     if solver["steps"] is not None and set(ks) != {solver["steps"]}:
         raise SpecError(
             source,
