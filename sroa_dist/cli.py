@@ -489,17 +489,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     _route_logs()
     from threading import current_thread, main_thread
 
+    handlers = {}
     if current_thread() is main_thread():
-        signal.signal(signal.SIGINT, _on_signal)
-        signal.signal(signal.SIGTERM, _on_signal)
+        handlers = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        return _main(args, debug)
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+
+
+def _main(args: argparse.Namespace, debug: bool) -> int:
     try:
         return int(args.func(args))
     except (KeyboardInterrupt, _Terminated) as exc:
-        code = 143 if isinstance(exc, _Terminated) else 130
-        what = "terminated" if code == 143 else "interrupted"
         tail = "; run the same command to resume" if args.command == "run" else ""
-        print(f"sroa-dist {args.command}: {what}{_blocks_done(args)}{tail}", file=sys.stderr)
-        return code
+        print(f"sroa-dist {args.command}: interrupted{_blocks_done(args)}{tail}", file=sys.stderr)
+        return 143 if isinstance(exc, _Terminated) else 130
     except BrokenPipeError:
         # The reader left (`sroa-dist info STORE | head`): stop quietly, and keep Python from
         # complaining while it flushes stdout at exit.

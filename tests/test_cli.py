@@ -9,8 +9,10 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
+import pytest
 from conftest import ROOT, assert_same_bits, cli_env, cube_values, run_cli
 
 from sroa_dist.sweep import run_sweep
@@ -230,3 +232,223 @@ def test_unreachable_scheduler_is_a_short_error_with_a_hint(tmp_path):
     assert proc.returncode == 2, proc.stderr
     assert "hint: check the scheduler address" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+# ---- bad input and faults: one line what/why, a hint that fits, no traceback ------------------
+
+SPEC2 = str(ROOT / SMOKE / "figure2.toml")
+
+
+def _cli(args, cwd, env=None, timeout=120, **kw):
+    return subprocess.run(
+        [sys.executable, "-m", "sroa_dist.cli", *args],
+        cwd=cwd,
+        env={**cli_env(), **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,  # a hang fails the test
+        **kw,
+    )
+
+
+def _no_aws() -> dict:
+    env = {k: v for k, v in cli_env().items() if not k.startswith("AWS_")}
+    env.update(
+        AWS_EC2_METADATA_DISABLED="true",
+        AWS_CONFIG_FILE="/nonexistent",
+        AWS_SHARED_CREDENTIALS_FILE="/nonexistent",
+    )
+    return env
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """A folder of things users point the CLI at by mistake."""
+    import zarr
+
+    from sroa_dist.sweep.grid import make_layout
+    from sroa_dist.sweep.spec import load_spec
+    from sroa_dist.sweep.storage import prepare_store
+
+    d = tmp_path_factory.mktemp("bad")
+    (d / "latin1.toml").write_bytes('name = "café"\n'.encode("latin-1"))
+    (d / "specs").mkdir()
+    (d / "afile").write_text("a file, not a store")
+    (d / "empty").mkdir()
+    zarr.open_group(str(d / "foreign.zarr"), mode="w").attrs["owner"] = "someone else"
+    spec = load_spec(SPEC2)
+    prepare_store(str(d / "cube.zarr"), spec, make_layout(spec, block_size=12))
+    return d
+
+
+# (id, argv with {d} for the folder above, expected stderr parts; the hint is the last part)
+BAD = [
+    ("spec-not-utf8", ["validate", "{d}/latin1.toml"], ["not UTF-8", "hint: save the spec"]),
+    ("spec-is-dir", ["run", "{d}/specs", "--store", "{d}/x"], ["received a directory", "hint:"]),
+    ("store-is-file", ["run", SPEC2, "--store", "{d}/afile"], ["received a file", "hint: name"]),
+    ("status-file", ["status", "{d}/afile"], ["received a file", "hint: give the --store"]),
+    ("status-empty", ["status", "{d}/empty"], ["an empty folder", "hint:"]),
+    ("info-empty", ["info", "{d}/empty"], ["an empty folder", "hint:"]),
+    ("status-missing", ["status", "{d}/nope.zarr"], ["does not exist", "sroa-dist run"]),
+    ("status-foreign", ["status", "{d}/foreign.zarr"], ["did not write", "hint: give"]),
+    ("info-foreign", ["info", "{d}/foreign.zarr"], ["did not write", "hint: give"]),
+    ("report-foreign", ["report", "{d}/foreign.zarr", "--out", "{d}/r"], ["did not write"]),
+    ("plot-foreign", ["plot", "{d}/foreign.zarr", "--out", "{d}/f"], ["did not write"]),
+    (
+        "run-foreign-overwrite",
+        ["run", SPEC2, "--store", "{d}/foreign.zarr", "--overwrite"],
+        ["zarr store that sroa-dist did not write", "hint: choose another --store"],
+    ),
+    (
+        "report-format",
+        ["report", "{d}/cube.zarr", "--out", "{d}/r", "--format", "bogus"],
+        ["--format bogus", "'md'", "hint: e.g. --format md,html"],
+    ),
+    (
+        "plot-format",
+        ["plot", "{d}/cube.zarr", "--out", "{d}/f", "--format", "bogus"],
+        ["['bogus']", "hint: use one or more of", "png"],
+    ),
+    (
+        "dashboard-bogus",
+        ["run", SPEC2, "--store", "{d}/new1.zarr", "--dashboard-address", "bogus"],
+        ["--dashboard-address: expected HOST:PORT", "hint: e.g."],
+    ),
+    (
+        "scheduler-bogus",
+        ["run", SPEC2, "--store", "{d}/new2.zarr", "--scheduler", "bogus"],
+        ["--scheduler bogus: expected a scheduler address", "hint: give PROTOCOL://HOST:PORT"],
+    ),
+    (
+        "scheduler-file-missing",
+        ["run", SPEC2, "--store", "{d}/new3.zarr", "--scheduler-file", "/nonexistent"],
+        ["--scheduler-file /nonexistent", "does not exist", "hint: start the scheduler"],
+    ),
+    ("workers-0", ["run", SPEC2, "--workers", "0"], ["--workers: expected an integer >= 1"]),
+    ("workers-neg", ["run", SPEC2, "--workers", "-1"], ["--workers: expected an integer >= 1"]),
+    ("block-0", ["run", SPEC2, "--block-size", "0"], ["--block-size: expected an integer >= 1"]),
+    ("block-neg", ["run", SPEC2, "--block-size=-5"], ["--block-size: expected an integer >= 1"]),
+    ("validate-block-0", ["validate", SPEC2, "--block-size", "0"], ["expected an integer >= 1"]),
+    (
+        "protocol-run",
+        ["run", SPEC2, "--store", "bogus://x"],
+        ["unknown protocol 'bogus'", "hint: give a local path or an fsspec URL"],
+    ),
+    ("protocol-status", ["status", "bogus://x"], ["unknown protocol 'bogus'", "hint:"]),
+    (
+        "s3-no-credentials",
+        ["status", "s3://sroa-no-such-bucket/x.zarr"],
+        ["no credentials", "hint: set AWS_ACCESS_KEY_ID"],
+    ),
+    (
+        "s3-no-credentials-run",
+        ["run", SPEC2, "--store", "s3://sroa-no-such-bucket/x.zarr"],
+        ["no credentials", "hint: set AWS_ACCESS_KEY_ID"],
+    ),
+]
+
+
+#: Cases also run as a real `python -m sroa_dist.cli` process (the rest call main() in-process,
+#: which is the same code path without ~3 s of interpreter start-up and imports per case).
+IN_A_PROCESS = {"spec-not-utf8", "scheduler-file-missing", "s3-no-credentials", "workers-neg"}
+
+
+@pytest.mark.parametrize("case", BAD, ids=[c[0] for c in BAD])
+def test_bad_input_is_one_line_and_a_hint(files, case, monkeypatch, capsys):
+    name, argv, expected = case
+    args = [a.replace("{d}", str(files)) for a in argv]
+    before = sorted(p.name for p in files.iterdir())
+    if name in IN_A_PROCESS:
+        proc = _cli(args, cwd=files, env=_no_aws())
+        code, err = proc.returncode, proc.stderr
+    else:
+        from sroa_dist.cli import main
+
+        monkeypatch.chdir(files)
+        for key in [k for k in os.environ if k.startswith("AWS_")]:
+            monkeypatch.delenv(key)
+        for key, value in _no_aws().items():
+            if key.startswith("AWS_"):
+                monkeypatch.setenv(key, value)
+        try:
+            code = main(args)
+        except SystemExit as exc:  # argparse
+            code = exc.code
+        err = capsys.readouterr().err
+    assert code == 2, err
+    assert "Traceback" not in err
+    for part in expected:
+        assert part in err, (part, err)
+    lines = [x for x in err.splitlines() if not x.startswith(("usage:", " "))]
+    assert len(lines) <= 2, err  # what and why, then the hint
+    if any(p.startswith("hint") for p in expected):
+        assert lines[-1].startswith("hint: ")
+    if "scheduler" not in " ".join(argv):  # the scheduler/TLS hint only where it is the cause
+        assert "TLS" not in err
+    # nothing was created, changed or deleted (connect and check before creating a store)
+    assert sorted(p.name for p in files.iterdir()) == before
+    assert (files / "afile").read_text() == "a file, not a store"
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+@pytest.mark.parametrize("target", ["results", ".", ".."])
+def test_run_never_clobbers_user_files(tmp_path, target, overwrite):
+    """The data-loss reports: `run --store results` (a folder with user files) and `--store .`
+    deleted the user's files; now they are refused, with or without --overwrite."""
+    work = tmp_path / "work"
+    (work / "results").mkdir(parents=True)
+    (work / "results" / "precious.txt").write_text("keep")
+    (work / "mine.txt").write_text("mine")
+    args = ["run", SPEC2, "--store", target] + (["--overwrite"] if overwrite else [])
+    proc = _cli(args, cwd=work)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "hint: " in proc.stderr
+    assert (work / "results" / "precious.txt").read_text() == "keep"
+    assert (work / "mine.txt").read_text() == "mine"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["work"]
+    assert sorted(p.name for p in work.iterdir()) == ["mine.txt", "results"]
+
+
+def test_a_read_only_store_is_a_short_error(files, tmp_path):
+    """Permission denied names the path and says the store must be writable (not the
+    scheduler/TLS hint). As root, the run is made as user nobody."""
+    import shutil
+
+    store = tmp_path / "ro" / "cube.zarr"
+    store.parent.mkdir()
+    shutil.copytree(files / "cube.zarr", store)
+    kw = {}
+    if os.geteuid() == 0:
+        for p in (tmp_path, *tmp_path.parents):
+            if p != Path("/"):
+                os.chmod(p, os.stat(p).st_mode | 0o005)  # let nobody reach the store
+        kw = {"user": 65534, "group": 65534, "extra_groups": []}
+    subprocess.run(["chmod", "-R", "a-w", str(store.parent)], check=True)
+    try:
+        proc = _cli(
+            ["run", SPEC2, "--store", str(store), "--workers", "1", "--dashboard-address", ":0"],
+            cwd=store.parent,
+            env={"HOME": str(store.parent)},
+            **kw,
+        )
+    finally:
+        subprocess.run(["chmod", "-R", "u+w", str(store.parent)], check=True)
+    assert proc.returncode == 2, proc.stderr
+    assert "permission denied" in proc.stderr and "Traceback" not in proc.stderr
+    assert "hint: the store (and its folder) must be writable" in proc.stderr
+    assert "TLS" not in proc.stderr
+
+
+def test_broken_pipe_exits_quietly(files):
+    """`sroa-dist info STORE | head -1`: the reader leaves first; no traceback, no message."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sroa_dist.cli", "info", str(files / "cube.zarr"), "--full"],
+        cwd=ROOT,
+        env=cli_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    proc.stdout.close()  # before the CLI writes anything
+    err = proc.stderr.read().decode()
+    assert proc.wait(60) == 141, err
+    assert err == ""

@@ -18,6 +18,7 @@ import contextlib
 import dataclasses
 import datetime as _dt
 import json
+import logging
 import os
 import signal
 import sys
@@ -253,10 +254,20 @@ def tune_malloc() -> bool:
     return bool(ok and libc.mallopt(m_trim_threshold, 64 * 2**20) == 1)
 
 
+class _CancelledTaskNoise(logging.Filter):
+    """Cancelled block tasks (a run interrupted or stopped) are expected, not warnings."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "ended with CancelledError" not in record.getMessage()
+
+
 def _warm_up() -> bool:
     """Import the numerics and storage stack and tune malloc on a worker (before timing)."""
     from . import storage, worker  # noqa: F401
 
+    logger = logging.getLogger("distributed.worker.state_machine")
+    if not any(isinstance(f, _CancelledTaskNoise) for f in logger.filters):
+        logger.addFilter(_CancelledTaskNoise())
     return tune_malloc()
 
 
@@ -491,7 +502,7 @@ def run_sweep(
                 prepared.layout_token,
             )
             if result.failed:
-                lease.check()
+                lease.renew()  # compare-and-swap: never record failures in a store we lost
                 mark_failed(url, result.failed, storage_options)
     result.wall_time = time.perf_counter() - t_start
     return result
