@@ -452,3 +452,162 @@ def test_broken_pipe_exits_quietly(files):
     err = proc.stderr.read().decode()
     assert proc.wait(60) == 141, err
     assert err == ""
+
+
+# ---- one writer per store: real processes racing ---------------------------------------------
+
+SLOW = [  # ~0.5 s per block of 2 on a loaded machine: a run lasts long enough to be raced
+    "--block-size",
+    "2",
+    "--set",
+    "tensor.n=10",
+    "--set",
+    "solver.options={n_starts=2048}",
+]
+FIG1 = f"{SMOKE}/figure1.toml"
+
+
+def _start(args):
+    return subprocess.Popen(
+        [sys.executable, "-m", "sroa_dist.cli", *args],
+        cwd=ROOT,
+        env=cli_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def _wait_blocks(store, proc, n=1, timeout=180):
+    deadline = time.time() + timeout
+    while time.time() < deadline and proc.poll() is None:
+        if (store / "done" / "zarr.json").exists() and read_done(store).sum() >= n:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"no {n} blocks done while the first run ran: {proc.communicate()}")
+
+
+def _reference(tmp_path, name, client, **over):
+    ref = run_sweep(
+        ROOT / FIG1,
+        tmp_path / name,
+        client=client,
+        block_size=16,
+        **{"tensor.n": 10, "solver.options": {"n_starts": 2048}, **over},
+    )
+    assert ref.complete
+    return cube_values(tmp_path / name)
+
+
+@pytest.mark.parametrize("second", ["extend", "overwrite", "same"])
+def test_a_second_writer_is_refused_while_the_first_runs(tmp_path, cluster, client, second):
+    """The corruption report: a second `run` extending (or overwriting) the store while the
+    first ran left 11 variables wrong. Now the second run is refused, naming the holder; the
+    first finishes, and the cube equals a clean run bit for bit (then the extension works)."""
+    store = tmp_path / "race.zarr"
+    sched = ["--scheduler", cluster.scheduler_address]
+    first = [
+        "run", FIG1, "--store", str(store), *sched, *SLOW, "--set", "replicates=2",
+    ]  # fmt: skip
+    extra = {
+        "extend": ["--set", "replicates=4"],
+        "overwrite": ["--set", "replicates=2", "--overwrite"],
+        "same": ["--set", "replicates=2"],
+    }[second]
+    again = ["run", FIG1, "--store", str(store), *sched, *SLOW, *extra]
+    a = _start(first)
+    try:
+        _wait_blocks(store, a)
+        b = subprocess.run(
+            [sys.executable, "-m", "sroa_dist.cli", *again],
+            cwd=ROOT,
+            env=cli_env(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert a.poll() is None, "the first run ended before the second started"
+        out_a, err_a = a.communicate(timeout=300)
+    finally:
+        if a.poll() is None:
+            os.killpg(a.pid, signal.SIGKILL)
+    assert b.returncode == 2, b.stderr
+    assert "writer lease held by" in b.stderr and f"(pid {a.pid})" in b.stderr
+    assert "since" in b.stderr and "hint: wait for that run" in b.stderr
+    assert "Traceback" not in b.stderr
+    assert a.returncode == 0, err_a
+    assert read_done(store).all()
+    assert_same_bits(cube_values(store), _reference(tmp_path, "ref.zarr", client, replicates=2))
+    history = json.loads(json.dumps(run_cli("info", str(store), "--full").stdout))
+    assert history.count("sroa-dist run") == 1  # the refused run changed nothing
+    if second == "extend":  # once the first run is done, the extension goes through
+        done = run_cli(*again)
+        assert "(extended)" in done.stdout
+        assert_same_bits(
+            cube_values(store), _reference(tmp_path, "ref4.zarr", client, replicates=4)
+        )
+
+
+def test_simultaneous_creations_one_wins(tmp_path, cluster, client):
+    """Two runs creating the same new store at the same moment: one creates and runs, the
+    other is refused (before, both said "created" and a history line was lost)."""
+    store = tmp_path / "new.zarr"
+    args = [
+        "run", FIG1, "--store", str(store), "--scheduler", cluster.scheduler_address,
+        *SLOW, "--set", "replicates=2",
+    ]  # fmt: skip
+    procs = [_start(args) for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    codes = sorted(p.returncode for p in procs)
+    assert codes == [0, 2], outs
+    loser = next(o for p, o in zip(procs, outs, strict=True) if p.returncode == 2)
+    assert "writer lease held by" in loser[1] and "Traceback" not in loser[1]
+    winner = next(o for p, o in zip(procs, outs, strict=True) if p.returncode == 0)
+    assert "(created)" in winner[0]
+    assert_same_bits(cube_values(store), _reference(tmp_path, "ref.zarr", client, replicates=2))
+    again = run_cli(*args)  # the loser, run again, resumes the finished store
+    assert "(resumed)" in again.stdout
+    from sroa_dist.sweep import open_results
+
+    assert open_results(store).attrs["history"].count("sroa-dist run") == 2  # no lost line
+
+
+# ---- signals ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_interrupt_is_one_line_and_resumable(tmp_path, sig, code):
+    """Ctrl-C (SIGINT to the whole process group, as a terminal sends it) and SIGTERM (to the
+    CLI only, as `kill` or a batch system sends it): one line, no worker tracebacks, the lease
+    released, and the same command finishes the run."""
+    store = tmp_path / "sig.zarr"
+    args = [
+        "run", FIG1, "--store", str(store), "--workers", "2", "--dashboard-address", ":0",
+        *SLOW, "--set", "replicates=2",
+    ]  # fmt: skip
+    proc = _start(args)
+    try:
+        _wait_blocks(store, proc, n=2)
+        if sig == signal.SIGINT:
+            os.killpg(proc.pid, sig)
+        else:
+            proc.send_signal(sig)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == code, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    last = err.strip().splitlines()[-1]
+    n_done = int(read_done(store).sum())
+    assert last == (
+        f"sroa-dist run: interrupted; {n_done} blocks done; run the same command to resume"
+    ), err
+    # only the start line, progress lines and the one closing line
+    other = [x for x in err.splitlines()[:-1] if " instances (" not in x]
+    assert len(other) == 1 and other[0].startswith("sroa-dist: sweep"), err
+    assert not (store / "sroa_lease").exists()  # released on the way out
+    again = run_cli(*args)
+    assert f"{n_done} already done" in again.stdout
+    assert read_done(store).all()
