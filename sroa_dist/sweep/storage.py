@@ -139,14 +139,23 @@ class StoreStatus:
 
 
 def _so(url: str, storage_options: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """storage_options only for URLs (zarr refuses them for local paths)."""
-    return dict(storage_options or {}) if "://" in str(url) else None
+    """storage_options only for URLs (zarr refuses them for local paths).
+
+    Object-store listings are not cached: the writer lease is created and deleted by other
+    processes (and filesystem instances), and a cached listing would show a deleted lease.
+    """
+    if "://" not in str(url):
+        return None
+    so = dict(storage_options or {})
+    if str(url).startswith(("s3://", "s3a://")):
+        so.setdefault("use_listings_cache", False)
+    return so
 
 
 def _fs(url: str, storage_options: Mapping[str, Any] | None):
     import fsspec.core
 
-    fs, path = fsspec.core.url_to_fs(str(url), **(storage_options or {}))
+    fs, path = fsspec.core.url_to_fs(str(url), **(_so(url, storage_options) or {}))
     return fs, path
 
 
