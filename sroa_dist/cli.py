@@ -329,7 +329,7 @@ def _permission(exc: BaseException) -> tuple[str, str | None]:
     )
 
 
-def _read_only(exc: BaseException) -> tuple[str, str | None]:
+def _os_error(exc: BaseException) -> tuple[str, str | None]:
     import errno
 
     if getattr(exc, "errno", None) == errno.EROFS:
@@ -394,7 +394,7 @@ def _error_types() -> list[tuple[tuple[type[BaseException], ...], Callable]]:
         table.append(((BotoCoreError,), _plain))
     except ImportError:  # no S3 support installed
         pass
-    table += [((OSError,), _read_only), ((ValueError,), _value), ((ImportError,), _import)]
+    table += [((OSError,), _os_error), ((ValueError,), _value), ((ImportError,), _import)]
     return table
 
 

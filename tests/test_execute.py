@@ -205,6 +205,10 @@ def test_no_cluster_no_store(tmp_path):
             run_sweep(SMOKE / "figure2.toml", tmp_path / "x.zarr", **kw)
         assert err.value.hint
         assert not (tmp_path / "x.zarr").exists(), kw
+    # a Client that failed to connect leaves dask's default scheduler as it was
+    import dask
+
+    assert dask.config.get("scheduler", None) != "dask.distributed"
     for bad in ({"workers": 0}, {"block_size": 0}, {"workers": -1}, {"block_size": -5}):
         with pytest.raises(ValueError, match="expected an integer >= 1"):
             run_sweep(SMOKE / "figure2.toml", tmp_path / "x.zarr", **bad)

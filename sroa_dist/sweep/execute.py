@@ -207,10 +207,23 @@ def _address_from_file(path: str) -> str:
 
 @contextlib.contextmanager
 def _client(address: str, timeout: float | None) -> Iterator[Any]:
+    import dask
     from distributed import Client
 
+    # A Client sets dask's default scheduler in __init__ and resets it in close(); one that
+    # fails to connect is never closed, and would leave every later dask computation in this
+    # process asking for a distributed client.
+    missing = object()
+    saved = dask.config.config.get("scheduler", missing)
     try:
-        client = Client(address, timeout=timeout) if timeout else Client(address)
+        try:
+            client = Client(address, timeout=timeout) if timeout else Client(address)
+        except BaseException:
+            if saved is missing:
+                dask.config.config.pop("scheduler", None)
+            else:
+                dask.config.config["scheduler"] = saved
+            raise
     except ValueError as exc:  # malformed address
         raise ClusterConnectError(
             f"--scheduler {address}: expected a scheduler address such as tcp://HOST:8786; "
@@ -443,7 +456,10 @@ def run_sweep(
     command = history
     history = f"{_dt.datetime.now(_dt.UTC).isoformat(timespec='seconds')}: {history}"
     check_store_target(url, overwrite=overwrite, storage_options=storage_options)
+    lease = StoreLease(url, storage_options, timeout=lease_timeout, command=command)
     with contextlib.ExitStack() as stack:
+        # Released last, after the client is closed: no task of this run still runs then.
+        stack.callback(lease.release)
         # Cluster first: a bad scheduler or embedded-cluster failure leaves the store untouched.
         c = stack.enter_context(
             connect(
@@ -455,9 +471,7 @@ def run_sweep(
                 timeout=connect_timeout,
             )
         )
-        lease = stack.enter_context(
-            StoreLease(url, storage_options, timeout=lease_timeout, command=command)
-        )
+        lease.acquire()
         prepared = prepare_store(
             url, spec, layout, overwrite=overwrite, history=history, storage_options=storage_options
         )
