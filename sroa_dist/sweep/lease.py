@@ -22,6 +22,7 @@ over only one wins.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as _dt
 import getpass
 import hashlib
@@ -126,8 +127,9 @@ def _encode(info: LeaseInfo) -> bytes:
 def _decode(data: bytes) -> LeaseInfo | None:
     try:
         fields = json.loads(data)["attributes"]["sroa_lease"]
-        return LeaseInfo(**fields)
-    except (ValueError, KeyError, TypeError):
+        known = {f.name for f in dataclasses.fields(LeaseInfo)}
+        return LeaseInfo(**{k: v for k, v in fields.items() if k in known})  # newer writers
+    except (ValueError, KeyError, TypeError, AttributeError):
         return None  # half-written or foreign: treated as absent by readers, stale by writers
 
 
@@ -349,7 +351,12 @@ class StoreLease:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        #: Why the lease was lost (set by the heartbeat), else None.
         self.lost: str | None = None
+        #: The stale lease this one replaced, if any.
+        self.took_over: LeaseInfo | None = None
+        #: The last transient error of the heartbeat (it retries at the next beat).
+        self.last_error: Exception | None = None
 
     @property
     def held(self) -> bool:
@@ -358,6 +365,7 @@ class StoreLease:
 
     def acquire(self) -> StoreLease:
         """Take the lease, or raise :class:`StoreLockedError` naming its holder."""
+        holder: LeaseInfo | None = None
         for _ in range(20):  # retries only when the lease changed under our feet
             data = _encode(self.info)
             if self._backend.create(data):
@@ -376,8 +384,6 @@ class StoreLease:
                 self.took_over = holder
                 return self
         raise StoreLockedError(self.url, holder or self.info, self.timeout)  # pragma: no cover
-
-    took_over: LeaseInfo | None = None
 
     def renew(self, **changes: Any) -> None:
         """Write a new heartbeat (and ``changes``, e.g. ``layout_token``) by compare-and-swap.
