@@ -521,6 +521,8 @@ class BlockTask:
     spec_json: str
     n_steps: int
     n_component: int
+    #: The store layout this task was planned for; the write is refused in any other layout.
+    layout_token: str = ""
 
     @property
     def shape(self) -> tuple[int, ...]:
