@@ -217,8 +217,7 @@ def worst_case(
                 candidates.append((f"gaussian-{k}", noise_tensor("gaussian", n, p, 1.0, gen)))
         else:
             raise ValueError(
-                "starts: expected 'coherent-tilt', 'sod-shrink' or 'gaussian', received "
-                f"{s!r}"
+                f"starts: expected 'coherent-tilt', 'sod-shrink' or 'gaussian', received {s!r}"
             )
     if not candidates:
         raise ValueError("starts: expected at least one start")
