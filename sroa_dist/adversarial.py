@@ -5,7 +5,8 @@ typical ones. :func:`worst_case` searches the sphere ``‖E‖ = ε`` (exact ope
 certified by the moment relaxation, so small ``n``) for a perturbation that maximises a chosen
 error of SROA with certified (global) rank-one steps. The search is a seeded (1+1) evolution
 strategy with the one-fifth success rule on the space of symmetric tensors, started from the
-best of the structured families (the coherent tilt) and random i.i.d. draws: derivative-free,
+best of the structured families (the coherent tilt, a uniform shrink of the weights) and random
+i.i.d. draws, whose mutations mix random and structured directions: derivative-free,
 because SROA's output is piecewise smooth at best (the argmax of a step can jump).
 """
 
@@ -233,8 +234,14 @@ def worst_case(
     assert best is not None
     start_name, (E, value, score, lam_err, vec_err, bracket) = best
     sigma = float(step)
+    # Mutations: random symmetric directions, and with probability 1/3 a structured start, so
+    # the search can combine structures (e.g. shrink every weight *and* tilt) that a random
+    # direction in C(n+p-1, p) dimensions would rarely hit.
+    pool = [D for name, D in candidates if not name.startswith("gaussian")]
     while len(trace) < budget:
         G = noise_tensor("gaussian", n, p, 1.0, gen)
+        if pool and gen.random() < 1 / 3:
+            G = pool[int(gen.integers(len(pool)))]
         D = E / np.linalg.norm(E) + sigma * G / np.linalg.norm(G)
         out = evaluate(D)
         trace.append(out[1])
