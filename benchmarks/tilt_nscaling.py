@@ -39,7 +39,9 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     ds = open_results(args.store).load()
     ds["lam_err_rel"] = ds["lam_err"] / ds["eps_lower"]
+    # p is a coordinate when swept, else a setting recorded in the cube's attrs.
     p = int(ds["p"].values) if "p" in ds.coords and ds["p"].size == 1 else None
+    p = int(ds.attrs["setting_p"]) if p is None and "setting_p" in ds.attrs else p
     ref = -1.0 / (p - 1) if p else float("nan")
     out: dict = {"store": args.store, "p": p, "reference_sroa": ref, "criteria": {}}
     done = ds["done"].values.mean() if "done" in ds else float("nan")
