@@ -34,7 +34,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .noise import NOISE_MODELS, noise_tensor
+from .noise import NOISE_MODELS, multiset_rank, noise_tensor, symmetric_from_multisets
+from .norms import operator_norm
 from .tensors import check_symmetric_tensor
 
 __all__ = [
@@ -253,7 +254,7 @@ def coherent_tilt(
         kr = (kr[:, None, :] * others[None, :, :]).reshape(-1, others.shape[1])
     W = (kr @ others.T).reshape((n,) * (p - 1))
     F = W[..., None] * V[:, ell]  # W ⊗ v_l; W is symmetric, so averaging over where v_l sits
-    E = F.copy()  # symmetrises F exactly (up to rounding)
+    E = F.copy()  # plus v_l moved to each other position: the symmetrisation (up to rounding)
     for k in range(p - 1):
         E += np.moveaxis(F, p - 1, k)
     E /= p * tilt_norm(p)
@@ -263,8 +264,6 @@ def coherent_tilt(
 def _exactly_symmetric(E: NDArray[np.float64]) -> NDArray[np.float64]:
     """Copy each multiset's sorted-index entry to all its permutations (removes the last-bit
     asymmetry that floating-point averaging leaves)."""
-    from .noise import multiset_rank, symmetric_from_multisets
-
     n, p = E.shape[0], E.ndim
     count = math.comb(n + p - 1, p)
     values = np.empty(count)
@@ -486,8 +485,6 @@ def draw_perturbation(
     else:
         E, norm = _checked(model, fam.draw(n, p, V, lam, gen, **full), n, p)
     if background is not None:
-        from .norms import operator_norm
-
         if norm is None:
             norm = operator_norm(E, "sshopm", rng=gen).value
         B = noise_tensor(background, n, p, 1.0, gen)
