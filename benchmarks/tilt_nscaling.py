@@ -36,8 +36,10 @@ def main(argv=None) -> int:
     ap.add_argument("store")
     ap.add_argument("--c", type=float, nargs="+", default=[0.5, 1.0])
     ap.add_argument("--n-boot", type=int, default=400)
+    ap.add_argument("--n-min", type=int, default=0, help="fit only n >= N_MIN")
     args = ap.parse_args(argv)
     ds = open_results(args.store).load()
+    ds = ds.sel(n=ds["n"] >= args.n_min)
     ds["lam_err_rel"] = ds["lam_err"] / ds["eps_lower"]
     # p is a coordinate when swept, else a setting recorded in the cube's attrs.
     p = int(ds["p"].values) if "p" in ds.coords and ds["p"].size == 1 else None
@@ -104,7 +106,8 @@ def main(argv=None) -> int:
             pred = 0.65 * (n - 1) * eps0**3 if p == 3 else float("nan")
             print(f"  n = {n:3d}: {v:.4f}  (0.65 (n-1) eps^3 = {pred:.4f})")
         out["tilt_value_error_at_eps"] = {"eps": eps0, "median_max_lam_err": acc}
-    path = _common.write(f"tilt_nscaling_p{p}", out)
+    suffix = f"_nmin{args.n_min}" if args.n_min else ""
+    path = _common.write(f"tilt_nscaling_p{p}{suffix}", out)
     print(f"\nwrote {path}")
     return 0
 
