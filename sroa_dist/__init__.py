@@ -9,12 +9,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from .adversarial import WorstCaseResult, worst_case
 from .certificate import Certificate
 from .decomposition import SROAResult, sroa, sroa_batch
 from .instances import Instance, make_instance
 from .metrics import MatchResult, match, theorem_2_2_bounds, theorem_3_1_bounds
 from .noise import NOISE_MODELS, noise_tensor, register_noise
 from .norms import OperatorNormResult, operator_norm, operator_norm_batch, scale_to_opnorm
+from .perturbations import (
+    PERTURBATIONS,
+    Family,
+    Perturbation,
+    draw_perturbation,
+    register_perturbation,
+)
 from .solvers import METHODS, RankOneResult, rank_one, rank_one_batch
 from .tensors import identity_basis, random_orthonormal_basis, sod_tensor, symmetrize
 
@@ -24,6 +32,13 @@ __all__ = [
     "Certificate",
     "METHODS",
     "NOISE_MODELS",
+    "PERTURBATIONS",
+    "Family",
+    "Perturbation",
+    "draw_perturbation",
+    "register_perturbation",
+    "WorstCaseResult",
+    "worst_case",
     "Instance",
     "MatchResult",
     "OperatorNormResult",

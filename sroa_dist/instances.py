@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .noise import noise_tensor
 from .norms import operator_norm
+from .perturbations import DEFAULT_WEIGHT, draw_perturbation
 from .tensors import identity_basis, random_orthonormal_basis, sod_tensor
 
 __all__ = [
@@ -29,7 +29,9 @@ class Instance:
     """One nearly-SOD test tensor and its ground truth.
 
     ``T_hat = T + E``, ``T = Σ_i lambdas[i] V[:, i]^{⊗p}``; ``eps_target`` is the requested
-    operator norm of ``E`` when the perturbation was scaled to one, else ``None``.
+    operator norm of ``E`` when the perturbation was scaled to one, else ``None``;
+    ``E_norm`` is the operator norm of ``E`` when its family knows it in closed form (or it was
+    scaled to ``eps``), else ``None``.
     """
 
     T_hat: np.ndarray
@@ -38,6 +40,7 @@ class Instance:
     lambdas: np.ndarray
     V: np.ndarray
     eps_target: float | None
+    E_norm: float | None = None
 
 
 #: Largest weight |λ| and noise level (σ or ε) an instance may have: a value x^p of a tensor
@@ -178,6 +181,9 @@ def make_instance(
     eps: float | None = None,
     rng: np.random.Generator | int | None = None,
     norm_method: str = "certified",
+    noise_params: Mapping[str, Any] | None = None,
+    noise_weight: float = DEFAULT_WEIGHT,
+    noise_eps: float | Callable[[np.ndarray], float] | None = None,
 ) -> Instance:
     """Draw one nearly-SOD instance: the paper's experimental setup, generalised.
 
@@ -186,6 +192,11 @@ def make_instance(
     norm computation (only when ``eps`` asks to rescale ``E`` to ``‖E‖ = eps``).
     Exactly one of ``sigma`` (entry scale, as in the paper) or ``eps`` (target operator norm;
     the noise is drawn with σ = 1 and rescaled) must be given.
+
+    ``noise`` may be any model of :func:`sroa_dist.perturbations.draw_perturbation` (i.i.d.,
+    structured family, import path, mixture) with ``noise_params`` and ``noise_weight``;
+    ``noise_eps`` (a number or a function of the drawn weights) tells families whose draw
+    depends on the target norm (``adversarial``) what ``‖E‖`` will be; it defaults to ``eps``.
     """
     gen = np.random.default_rng(rng)
     r = n if rank is None else rank
@@ -200,8 +211,24 @@ def make_instance(
     V = BASES[basis](n, r, gen)
     lam = draw_lambdas(lambdas, r, gen)
     T = sod_tensor(lam, V, p)
-    E = noise_tensor(noise, n, p, 1.0 if eps is not None else sigma, gen)
+    target = noise_eps if noise_eps is not None else eps
+    pert = draw_perturbation(
+        noise,
+        n,
+        p,
+        V,
+        lam,
+        gen,
+        scale=1.0 if eps is not None else sigma,
+        params=noise_params,
+        weight=noise_weight,
+        eps=target(lam) if callable(target) else target,
+    )
+    E, E_norm = pert.E, pert.norm
     if eps is not None:
-        norm = operator_norm(E, norm_method, rng=gen).value
+        if not (np.isfinite(eps) and eps >= 0):
+            raise ValueError(f"eps: expected a finite target norm >= 0, received {eps}")
+        norm = E_norm if E_norm is not None else operator_norm(E, norm_method, rng=gen).value
         E = E * (float(eps) / norm)
-    return Instance(T_hat=T + E, T=T, E=E, lambdas=lam, V=V, eps_target=eps)
+        E_norm = float(eps)
+    return Instance(T_hat=T + E, T=T, E=E, lambdas=lam, V=V, eps_target=eps, E_norm=E_norm)

@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["NOISE_MODELS", "register_noise", "noise_tensor", "multiset_index"]
+__all__ = [
+    "NOISE_MODELS",
+    "multiset_index",
+    "multiset_rank",
+    "noise_tensor",
+    "register_noise",
+    "symmetric_from_multisets",
+]
 
 #: ``sampler(rng, size, sigma) -> ndarray(size)``: i.i.d. entries of scale ``sigma``.
 Sampler = Callable[[np.random.Generator, int, float], NDArray[np.float64]]
@@ -90,10 +98,68 @@ def noise_tensor(
         raise ValueError(f"p: expected an integer tensor order >= 3, received {p}")
     if int(n) < 2:
         raise ValueError(f"n: expected an integer >= 2, received {n}")
-    ids, count = multiset_index(int(n), int(p))
+    n, p = int(n), int(p)
+    count = math.comb(n + p - 1, p)
     values = np.asarray(_REGISTRY[model](np.random.default_rng(rng), count, sigma), dtype=float)
     if values.shape != (count,):
         raise ValueError(
             f"noise model {model!r} returned shape {values.shape}, expected ({count},)"
         )
-    return values[ids]
+    return symmetric_from_multisets(values, n, p)
+
+
+#: Entries of ``E`` filled per block; bounds the index arrays to about this many elements
+#: (times p) instead of n^p, so n = 256, p = 3 needs no 134 MB int array per tensor.
+_BLOCK_ELEMENTS = 2**20
+
+
+@functools.lru_cache(maxsize=64)
+def _rank_table(n: int, p: int) -> NDArray[np.intp]:
+    """``table[m, c]``: multisets of size ``m + 1`` over ``{0..n-1}`` whose first element is
+    ``< c`` (lexicographic order), so ranks are sums of table differences."""
+    table = np.zeros((p, n + 1), dtype=np.intp)
+    for m in range(p):
+        # Non-decreasing sequences of length m + 1 starting with c': C(n - c' + m - 1, m).
+        counts = [math.comb(n - c + m - 1, m) for c in range(n)]
+        table[m, 1:] = np.cumsum(counts)
+    return table
+
+
+def multiset_rank(sorted_idx: NDArray[np.integer], n: int) -> NDArray[np.intp]:
+    """Lexicographic rank of sorted index tuples among all multisets ``i1 ≤ … ≤ ip`` of
+    ``{0..n-1}`` (the order of ``itertools.combinations_with_replacement``).
+
+    ``sorted_idx`` has shape ``(p, ...)``, sorted along axis 0.
+    """
+    p = sorted_idx.shape[0]
+    table = _rank_table(int(n), int(p))
+    rank = np.zeros(sorted_idx.shape[1:], dtype=np.intp)
+    prev = np.zeros(sorted_idx.shape[1:], dtype=np.intp)
+    for k in range(p):
+        row = table[p - 1 - k]  # the remaining sequence (this element on) has p - k elements
+        cur = sorted_idx[k]
+        rank += row[cur] - row[prev]
+        prev = cur
+    return rank
+
+
+def symmetric_from_multisets(values: NDArray[np.float64], n: int, p: int) -> NDArray[np.float64]:
+    """The symmetric ``(n,)*p`` tensor whose entry at every permutation of the multiset of
+    lexicographic rank ``k`` is ``values[k]``.
+
+    Filled by blocks of leading indices, so the index arrays stay near ``_BLOCK_ELEMENTS``
+    elements whatever ``n**p`` is; the result is exactly symmetric (entries are copies).
+    """
+    n, p = int(n), int(p)
+    out = np.empty((n,) * p, dtype=float)
+    flat = out.reshape(n, -1)
+    tail = np.indices((n,) * (p - 1), dtype=np.intp).reshape(p - 1, -1)
+    rows = max(1, _BLOCK_ELEMENTS // tail.shape[1])
+    for start in range(0, n, rows):
+        lead = np.arange(start, min(n, start + rows), dtype=np.intp)
+        idx = np.empty((p, len(lead), tail.shape[1]), dtype=np.intp)
+        idx[0] = lead[:, None]
+        idx[1:] = tail[:, None, :]
+        idx.sort(axis=0)
+        flat[lead] = values[multiset_rank(idx, n)]
+    return out

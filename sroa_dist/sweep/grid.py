@@ -272,12 +272,14 @@ def chunks_for_block_size(shape: Sequence[int], block_size: int) -> tuple[int, .
     return tuple(chunks)
 
 
-def default_block_size(spec: SweepSpec) -> int:
+def default_block_size(spec: SweepSpec, mean_cost: float | None = None) -> int:
     """Instances per task from the cost model: about TARGET_TASK_SECONDS of work, at least
     ~32 tasks so that every worker of a small cluster stays busy, at least MIN_TASK_SECONDS so
     that per-task overhead (~0.1 s: scheduling, store writes) stays small, and at most MAX_TASKS
-    tasks in all. Costs O(axes), never O(grid points)."""
-    mean_cost = _mean_instance_cost(spec)
+    tasks in all. Costs O(axes), never O(grid points). Sweep kinds with their own cost model
+    (model sweeps) pass their ``mean_cost`` (seconds per instance)."""
+    if mean_cost is None:
+        mean_cost = _mean_instance_cost(spec)
     total = math.prod(len(ax.values) for ax in spec.axes.values() if ax.swept) * spec.replicates
     size = min(TARGET_TASK_SECONDS / mean_cost, total / 32)
     size = max(size, MIN_TASK_SECONDS / mean_cost, total / MAX_TASKS, 1)

@@ -29,6 +29,7 @@ along the ``N`` and ``L`` axes, so an error-vs-``N`` curve is one model seen wit
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections.abc import Mapping, Sequence
@@ -588,6 +589,16 @@ def settings_from_coords(spec: ModelSweepSpec, values: Mapping[str, Any]) -> Mod
     )
 
 
+def _mean_cost(spec: ModelSweepSpec, dims: Sequence[str], coords: Sequence[tuple]) -> float:
+    """Mean cost of one instance over the grid points (model grids are a few hundred points:
+    the sample-size and model axes, not the replicates)."""
+    costs = [
+        settings_from_coords(spec, dict(zip(dims, point, strict=True))).cost()
+        for point in itertools.product(*coords)
+    ]
+    return sum(costs) / len(costs)
+
+
 def model_layout(
     spec: ModelSweepSpec, block_size: int | None = None, chunks: Sequence[int] | None = None
 ) -> Layout:
@@ -603,7 +614,11 @@ def model_layout(
     n_steps = max(spec.axes["model.k"].values)
     if chunks is None:
         auto = block_size is None
-        block_size = default_block_size(spec) if auto else block_size
+        block_size = (
+            default_block_size(spec, _mean_cost(spec, dims[:-1], coords[:-1]))
+            if auto
+            else block_size
+        )
         chunks = chunks_for_block_size(shape, block_size)
         # As in make_layout: blocks do not straddle outer coordinates, so grow until the
         # default stays within MAX_TASKS.

@@ -118,6 +118,9 @@ _SCHEMA: dict[str, Any] = {
         "eps": ("float_axis", None, False),
         "eps_scaled": ("float_axis", None, False),
         "scale": ("str", None, False),
+        # Perturbation families (sroa_dist.perturbations): parameters, mixture weight.
+        "params": ("table", {}, False),
+        "weight": ("float_axis", None, False),
     },
     "solver": {
         "method": ("str_axis", "certified", False),
@@ -394,6 +397,7 @@ def spec_from_dict(raw: Mapping[str, Any], source: str = "<dict>") -> SweepSpec:
     data = _validate_table(raw, _SCHEMA, "", source)
     methods, models = _registry_names()
     axes = {}
+    models = (*models, *_perturbation_models(data, source))
     for key in AXIS_KEYS:
         sect, leaf = key.split(".")
         given = data[sect][leaf]
@@ -784,6 +788,50 @@ def _method_option_names(method: str) -> list[str]:
     from sroa_dist.solvers import method_options
 
     return [*method_options(method), "gap_tol"]
+
+
+def _perturbation_models(data: dict[str, Any], source: str) -> tuple[str, ...]:
+    """Models on the ``noise.model`` axis that the perturbation registry accepts (families,
+    import paths, mixtures), validated with their ``noise.params`` and ``noise.weight`` by the
+    registry's own rules; i.i.d. models are left to the noise registry check."""
+    from sroa_dist import NOISE_MODELS
+    from sroa_dist.perturbations import (
+        DEFAULT_WEIGHT,
+        PERTURBATIONS,
+        check_model,
+        model_params,
+    )
+
+    noise = data["noise"]
+    given = noise["model"]
+    names = [given] if isinstance(given, str) else list(given) if isinstance(given, list) else []
+    weight = noise.get("weight")
+    if weight is not None and not isinstance(weight, float):
+        raise SpecError(source, "noise.weight", "a number in [0, 1]", weight, "it is not an axis")
+    for key, sub in noise["params"].items():
+        if isinstance(sub, Mapping) and key not in names:
+            raise SpecError(
+                source,
+                f"noise.params.{key}",
+                f"a sub-table named after a model on the axis {names}",
+                "<unknown model>",
+            )
+    out = []
+    for name in names:
+        if name in NOISE_MODELS or not (name in PERTURBATIONS or ":" in name or "+" in name):
+            continue  # i.i.d. or unknown: the noise-model check below names it
+        try:
+            check_model(
+                name,
+                model_params(noise["params"], name),
+                DEFAULT_WEIGHT if weight is None else weight,
+            )
+        except ValueError as exc:
+            raise SpecError(
+                source, "noise.model", "a valid perturbation model", name, str(exc)
+            ) from None
+        out.append(name)
+    return tuple(out)
 
 
 def _resolve_norm(method: str, n: int, p: int, norm_method: str | None) -> str:

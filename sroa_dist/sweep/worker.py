@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ..perturbations import DEFAULT_WEIGHT, model_params
 from .grid import MAX_BATCH_BYTES, BlockTask, InstanceSettings, instance_seed
 from .spec import SweepSpec, solver_options, spec_from_dict
 
@@ -218,6 +219,14 @@ def compute_block(task: BlockTask) -> BlockResult:
     return BlockResult(task.index, out, kernel, time.perf_counter() - t_start, n, certs)
 
 
+def _target_eps(s: InstanceSettings, level: float, lambdas: np.ndarray) -> float:
+    """The operator norm E is scaled to: ``eps``, or ``eps_scaled * lambda_min * n^{-1/(p-1)}``
+    (Theorem 3.1's scale) for ``noise.eps_scaled``."""
+    if s.level_name == "eps_scaled":
+        return level * float(np.abs(lambdas).min()) * s.n ** (-1.0 / (s.p - 1))
+    return level
+
+
 def _compute_group(
     spec: SweepSpec,
     members: list[tuple[tuple[int, ...], InstanceSettings, int]],
@@ -235,6 +244,10 @@ def _compute_group(
     # Children 0/1/2: instance draws, SROA starts, norm starts (independent, fixed roles).
     inst_ss, solve_ss, norm_ss = zip(*(ss.spawn(3) for ss in seeds), strict=True)
     opnorm = s.level_name != "sigma"
+    noise = data["noise"]
+    params = model_params(noise.get("params"), s.noise)
+    weight = noise.get("weight")
+    weight = DEFAULT_WEIGHT if weight is None else weight
     t0 = time.perf_counter()
     insts = [
         core.make_instance(
@@ -246,21 +259,37 @@ def _compute_group(
             noise=s.noise,
             sigma=1.0 if opnorm else st.level,
             rng=np.random.default_rng(ss),
+            noise_params=params,
+            noise_weight=weight,
+            noise_eps=functools.partial(_target_eps, s, st.level) if opnorm else st.level,
         )
         for (_, st, _), ss in zip(members, inst_ss, strict=True)
     ]
     Es = np.stack([inst.E for inst in insts])
-    nr = core.operator_norm_batch(
-        Es, s.norm_method, rng=list(norm_ss), **solver_options(data, s.norm_method, norm=True)
-    )
+    exact = [inst.E_norm for inst in insts]
+    if all(x is not None for x in exact):
+        # The family states ||E|| in closed form: no solver, an exact (certified) bracket.
+        value = np.array(exact, dtype=float)
+        nr = core.OperatorNormResult(
+            value=value,
+            lower=value.copy(),
+            upper=value.copy(),
+            certified=np.ones(len(value), dtype=bool),
+            x=None,
+            method="exact",
+            solve_time=np.zeros(len(value)),
+        )
+    else:
+        nr = core.operator_norm_batch(
+            Es, s.norm_method, rng=list(norm_ss), **solver_options(data, s.norm_method, norm=True)
+        )
     eps, lower, upper = (np.asarray(a, dtype=float) for a in (nr.value, nr.lower, nr.upper))
     lams = np.stack([inst.lambdas for inst in insts])
     if opnorm:
         # Rescale E to the target operator norm (homogeneous: the bracket scales with it).
-        target = np.array([st.level for _, st, _ in members], dtype=float)
-        if s.level_name == "eps_scaled":
-            # eps = eps_scaled * lambda_min * n^{-1/(p-1)}, Theorem 3.1's scale.
-            target = target * np.abs(lams).min(axis=1) * s.n ** (-1.0 / (s.p - 1))
+        target = np.array(
+            [_target_eps(s, st.level, lam) for (_, st, _), lam in zip(members, lams, strict=True)]
+        )
         with np.errstate(divide="ignore", invalid="ignore"):
             factor = np.where(eps > 0, target / eps, 0.0)
         if np.any((eps == 0) & (target > 0)):

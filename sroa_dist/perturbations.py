@@ -1,0 +1,497 @@
+"""Perturbation families: symmetric ``E`` drawn from the instance's basis and weights, with its
+operator norm stated exactly where a closed form is known.
+
+A *family* generalises the i.i.d. noise models of :mod:`sroa_dist.noise`: it sees the
+instance (``n``, ``p``, basis ``V``, weights ``lambdas``) and can therefore build structured
+perturbations such as the coherent tilt, which makes SROA's deflation residuals add up and so
+probes the ``n^{-1/(p-1)}`` rate of Theorem 3.1 (i.i.d. noise cannot: its threshold is flat in
+n). A model name, as used by :func:`draw_perturbation` and by a sweep's ``noise.model`` axis, is
+
+- a registered family (``"coherent-tilt"``, see :data:`PERTURBATIONS`),
+- an i.i.d. noise model (``"binary"``, ``"uniform"``, ``"gaussian"`` or one added with
+  :func:`sroa_dist.register_noise`), drawn exactly as :func:`sroa_dist.noise_tensor` draws it,
+- an import path ``"package.module:attribute"`` of a user family (a :class:`Family` or a plain
+  callable with the family signature), imported where the instance is drawn (on workers too),
+- a mixture ``"FAMILY+BACKGROUND"`` (e.g. ``"coherent-tilt+gaussian"``): the family plus an
+  i.i.d. background with weight ``w``, so replicates differ even when the family is fixed.
+
+A family's ``draw(n, p, V, lambdas, rng, **params)`` returns ``(E, norm)``: a symmetric
+``(n,)*p`` array and its operator norm ``max_{‖x‖=1} |E x^p|`` when known in closed form, or
+``None`` when it is not (callers then compute it, certified where the moment relaxation is
+tractable, with :func:`sroa_dist.operator_norm`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import inspect
+import math
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .noise import NOISE_MODELS, multiset_rank, noise_tensor, symmetric_from_multisets
+from .norms import operator_norm
+from .tensors import check_symmetric_tensor
+
+__all__ = [
+    "PERTURBATIONS",
+    "Family",
+    "Perturbation",
+    "check_model",
+    "coherent_tilt",
+    "draw_perturbation",
+    "model_params",
+    "register_perturbation",
+    "resolve_family",
+    "tilt_norm",
+]
+
+#: Default background weight of a mixture ``"FAMILY+BACKGROUND"``.
+DEFAULT_WEIGHT = 0.25
+
+#: ``draw(n, p, V, lambdas, rng, **params) -> (E, norm or None)``.
+DrawFn = Callable[..., Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class Family:
+    """A perturbation family: a draw function and the keyword parameters it accepts.
+
+    Attributes
+    ----------
+    name : str
+        Registry name (or import path) of the family.
+    draw : callable
+        ``draw(n, p, V, lambdas, rng, **params) -> (E, norm)``; ``V`` is the ``(n, r)`` basis
+        of the instance, ``lambdas`` its ``r`` weights, ``rng`` a ``numpy.random.Generator``
+        (the only source of randomness), ``norm`` the operator norm of ``E`` if known in
+        closed form, else ``None``.
+    params : Mapping
+        Accepted keyword parameters and their defaults; ``None`` accepts any keyword (a plain
+        callable with ``**kwargs``).
+    description : str
+        One line for people (docs, error messages).
+    needs_eps : bool
+        Whether ``draw`` takes the target operator norm as keyword ``eps`` (a family whose
+        shape depends on the size of ``E``, such as ``adversarial``).
+    """
+
+    name: str
+    draw: DrawFn
+    params: Mapping[str, Any] | None = dataclasses.field(default_factory=dict)
+    description: str = ""
+    needs_eps: bool = False
+
+    def check_params(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """Defaults completed with ``params``; unknown keys raise a ``ValueError``."""
+        if self.params is None:
+            return dict(params)
+        unknown = sorted(set(params) - set(self.params))
+        if unknown:
+            raise ValueError(
+                f"noise.params: family {self.name!r} has no parameter {unknown[0]!r}; "
+                f"expected one of {sorted(self.params)}"
+            )
+        return {**self.params, **params}
+
+
+@dataclasses.dataclass(frozen=True)
+class Perturbation:
+    """A drawn perturbation: ``E`` (shape ``(n,)*p``, exactly symmetric) and its operator norm
+    ``norm`` when known in closed form (``None`` when it must be computed)."""
+
+    E: NDArray[np.float64]
+    norm: float | None
+    model: str
+
+
+_REGISTRY: dict[str, Family] = {}
+#: Read-only view of the registered structured families, by name (the i.i.d. noise models of
+#: ``NOISE_MODELS`` are families too; :func:`resolve_family` finds both).
+PERTURBATIONS: Mapping[str, Family] = MappingProxyType(_REGISTRY)
+
+
+def register_perturbation(
+    name: str,
+    draw: DrawFn,
+    *,
+    params: Mapping[str, Any] | None = None,
+    description: str = "",
+    needs_eps: bool = False,
+    overwrite: bool = False,
+) -> Family:
+    """Register a family under ``name`` so sweeps and :func:`draw_perturbation` find it.
+
+    ``params`` lists the accepted keyword parameters with their defaults (``None``: read them
+    from ``draw``'s signature).
+    """
+    if not isinstance(name, str) or not name or "+" in name or ":" in name:
+        raise ValueError(
+            f"name: expected a non-empty string without '+' or ':' (they mark mixtures and "
+            f"import paths), received {name!r}"
+        )
+    if not callable(draw):
+        raise ValueError(
+            f"draw: expected a callable (n, p, V, lambdas, rng, **params) -> (E, norm), "
+            f"received {draw!r}"
+        )
+    if name in _REGISTRY and not overwrite:
+        raise ValueError(f"perturbation family {name!r} is already registered (overwrite=True)")
+    if name in NOISE_MODELS:
+        raise ValueError(f"name: {name!r} is an i.i.d. noise model (sroa_dist.NOISE_MODELS)")
+    fam = Family(
+        name,
+        draw,
+        _signature_params(draw) if params is None else dict(params),
+        description,
+        needs_eps,
+    )
+    _REGISTRY[name] = fam
+    return fam
+
+
+def _signature_params(draw: DrawFn) -> dict[str, Any] | None:
+    """Keyword parameters (with defaults) of a draw function beyond the five positional ones."""
+    try:
+        sig = inspect.signature(draw)
+    except (TypeError, ValueError):
+        return None
+    out: dict[str, Any] = {}
+    for i, (name, prm) in enumerate(sig.parameters.items()):
+        if prm.kind is prm.VAR_KEYWORD:
+            return None
+        if i < 5 or prm.kind is prm.VAR_POSITIONAL:
+            continue
+        out[name] = None if prm.default is prm.empty else prm.default
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# The coherent tilt
+
+
+def tilt_norm(p: int) -> float:
+    """Operator norm of ``x ↦ (Σ_{j≠l} y_j^{p-1}) y_l`` with ``y = Vᵀx`` (V orthonormal).
+
+    ``c_p = ((p-1)/p)^{(p-1)/2} p^{-1/2}``; ``c_3 = 2/(3√3)``. Derivation: for ``p-1 ≥ 2``,
+    ``|Σ_j y_j^{p-1}| ≤ Σ_j |y_j|^{p-1} ≤ s^{(p-1)/2}`` with ``s = Σ_{j≠l} y_j²`` (the
+    ℓ_{p-1} norm is at most the ℓ_2 norm), with equality when a single ``y_j`` is non-zero;
+    then ``s + y_l² ≤ 1`` leaves ``max_{s∈[0,1]} s^{(p-1)/2} (1-s)^{1/2}``, attained at
+    ``s = (p-1)/p``.
+    """
+    p = int(p)
+    return ((p - 1) / p) ** ((p - 1) / 2) / math.sqrt(p)
+
+
+def _tilted_index(lambdas: NDArray[np.float64], component: Any) -> int:
+    r = len(lambdas)
+    if isinstance(component, str):
+        if component != "smallest":
+            raise ValueError(
+                f"noise.params.component: expected 'smallest' or an index, received {component!r}"
+            )
+        mags = np.abs(lambdas)
+        # The last index among ties: with equal weights SROA deflates it last as well.
+        return int(r - 1 - np.argmin(mags[::-1]))
+    if isinstance(component, bool) or not isinstance(component, (int, np.integer)):
+        raise ValueError(
+            f"noise.params.component: expected 'smallest' or an integer, received {component!r}"
+        )
+    if not -r <= component < r:
+        raise ValueError(
+            f"noise.params.component: expected an index < r = {r}, received {component}"
+        )
+    return int(component) % r
+
+
+def coherent_tilt(
+    n: int,
+    p: int,
+    V: ArrayLike,
+    lambdas: ArrayLike,
+    rng: np.random.Generator | None = None,
+    *,
+    component: int | str = "smallest",
+) -> tuple[NDArray[np.float64], float]:
+    """The coherent tilt, ``E x^p = (Σ_{j≠l} (v_j·x)^{p-1})(v_l·x) / c_p`` with ``‖E‖ = 1``.
+
+    Every component other than ``v_l`` (by default the one of smallest ``|λ|``, which SROA
+    deflates last) is tilted toward ``v_l``: the gradient of ``E x^p`` at ``v_j`` is
+    ``v_l / c_p``, so each ``v̂_j`` leans toward ``v_l`` by ``O(ε/λ_j)`` and each deflation
+    leaves a residual ``-λ̂_j (v̂_j·v_l)^p`` at ``v_l``. These residuals have the same sign for
+    every ``j`` (the leaning is toward ``+v_l``; for even ``p`` the power is even), so they add
+    up over ``r - 1`` steps, which is the accumulation Theorem 3.1's ``n^{-1/(p-1)}`` guards
+    against. The same polynomial serves even ``p`` (no ``|·|`` is needed, and
+    ``|y_j|^{p-1}`` would not be a polynomial for odd ``p - 1``). The norm is exact
+    (:func:`tilt_norm`); ``rng`` is unused (the tilt is a function of the instance).
+
+    Returns
+    -------
+    E : ndarray, shape (n,)*p
+        Exactly symmetric.
+    norm : float
+        ``1.0`` (exact).
+    """
+    V = np.asarray(V, dtype=float)
+    lam = np.asarray(lambdas, dtype=float)
+    n, p = int(n), int(p)
+    if V.ndim != 2 or V.shape[0] != n or V.shape[1] != lam.shape[0]:
+        raise ValueError(
+            f"V: expected an (n, r) basis matching {lam.shape[0]} weights, received {V.shape}"
+        )
+    if V.shape[1] < 2:
+        raise ValueError("coherent-tilt: expected rank r >= 2 (one component tilts the others)")
+    ell = _tilted_index(lam, component)
+    others = np.delete(V, ell, axis=1)  # (n, r-1)
+    # W = Σ_{j≠l} v_j^{⊗(p-1)} as the product of a (p-2)-fold Khatri-Rao with the basis.
+    kr = others
+    for _ in range(p - 3):
+        kr = (kr[:, None, :] * others[None, :, :]).reshape(-1, others.shape[1])
+    W = (kr @ others.T).reshape((n,) * (p - 1))
+    F = W[..., None] * V[:, ell]  # W ⊗ v_l; W is symmetric, so averaging over where v_l sits
+    E = F.copy()  # plus v_l moved to each other position: the symmetrisation (up to rounding)
+    for k in range(p - 1):
+        E += np.moveaxis(F, p - 1, k)
+    E /= p * tilt_norm(p)
+    return _exactly_symmetric(E), 1.0
+
+
+def _exactly_symmetric(E: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Copy each multiset's sorted-index entry to all its permutations (removes the last-bit
+    asymmetry that floating-point averaging leaves)."""
+    n, p = E.shape[0], E.ndim
+    count = math.comb(n + p - 1, p)
+    values = np.empty(count)
+    # Sorted index tuples are those with i1 <= ... <= ip; walk them by blocks of the first index.
+    flat = E.reshape(n, -1)
+    tail = np.indices((n,) * (p - 1), dtype=np.intp).reshape(p - 1, -1)
+    ok = np.all(np.diff(tail, axis=0) >= 0, axis=0) if p > 2 else np.ones(tail.shape[1], bool)
+    for i0 in range(n):
+        cols = np.flatnonzero(ok & (tail[0] >= i0))
+        idx = np.concatenate([np.full((1, len(cols)), i0, dtype=np.intp), tail[:, cols]])
+        values[multiset_rank(idx, n)] = flat[i0, cols]
+    return symmetric_from_multisets(values, n, p)
+
+
+register_perturbation(
+    "coherent-tilt",
+    coherent_tilt,
+    params={"component": "smallest"},
+    description="every component tilted toward the one of smallest |lambda| (exact norm)",
+)
+
+
+# --------------------------------------------------------------------------------------------
+# Resolution of model names
+
+
+def _import_family(path: str) -> Family:
+    module_name, _, attr = path.partition(":")
+    if not module_name or not attr:
+        raise ValueError(
+            f"noise.model: expected an import path 'package.module:attribute', received {path!r}"
+        )
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(
+            f"noise.model: cannot import module {module_name!r} of family {path!r} ({exc}). "
+            "Hint: the module must be importable on every worker (install it or add its "
+            "directory to PYTHONPATH)"
+        ) from None
+    try:
+        obj = getattr(module, attr)
+    except AttributeError:
+        raise ValueError(
+            f"noise.model: module {module_name!r} has no attribute {attr!r} (family {path!r})"
+        ) from None
+    if isinstance(obj, Family):
+        return dataclasses.replace(obj, name=path)
+    if not callable(obj):
+        raise ValueError(
+            f"noise.model: {path!r} is not callable; expected a sroa_dist.perturbations.Family or "
+            f"a function (n, p, V, lambdas, rng, **params) -> (E, norm), received "
+            f"{type(obj).__name__}"
+        )
+    return Family(path, obj, _signature_params(obj), getattr(obj, "__doc__", "") or "")
+
+
+def _iid_family(model: str) -> Family:
+    def draw(n, p, V, lambdas, rng):  # noqa: ARG001  (i.i.d.: the instance is not used)
+        return noise_tensor(model, n, p, 1.0, rng), None
+
+    return Family(model, draw, {}, "i.i.d. entries (sroa_dist.noise)")
+
+
+def resolve_family(model: str) -> Family:
+    """The family a (non-mixture) model name refers to; see the module docstring."""
+    if not isinstance(model, str) or not model:
+        raise ValueError(f"noise.model: expected a non-empty string, received {model!r}")
+    if model in _REGISTRY:
+        return _REGISTRY[model]
+    if model in NOISE_MODELS:
+        return _iid_family(model)
+    if ":" in model:
+        return _import_family(model)
+    raise ValueError(
+        f"noise.model: unknown model {model!r}; expected one of "
+        f"{sorted(set(_REGISTRY) | set(NOISE_MODELS))}, an import path 'package.module:family', "
+        "or a mixture 'FAMILY+BACKGROUND' (e.g. 'coherent-tilt+gaussian')"
+    )
+
+
+def _split(model: str) -> tuple[str, str | None]:
+    if isinstance(model, str) and "+" in model:
+        family, _, background = model.rpartition("+")
+        if background not in NOISE_MODELS:
+            raise ValueError(
+                f"noise.model: mixture {model!r} needs an i.i.d. background after '+', one of "
+                f"{sorted(NOISE_MODELS)}; received {background!r}"
+            )
+        return family, background
+    return model, None
+
+
+def model_params(table: Mapping[str, Any] | None, model: str) -> dict[str, Any]:
+    """Parameters of ``model`` from a ``[noise.params]`` table.
+
+    Plain keys apply to every family on the axis that is not i.i.d.; a sub-table named after a
+    model (``[noise.params.coherent-tilt]``, or the full mixture name) applies to that model
+    only, so one sweep can tune each family of its ``noise.model`` axis.
+    """
+    table = dict(table or {})
+    family, _ = _split(model)
+    out = {k: v for k, v in table.items() if not isinstance(v, Mapping)}
+    if family in NOISE_MODELS:
+        out = {}
+    for key in (family, model):
+        sub = table.get(key)
+        if isinstance(sub, Mapping):
+            out.update(sub)
+    return out
+
+
+def check_model(
+    model: str, params: Mapping[str, Any] | None = None, weight: float = DEFAULT_WEIGHT
+) -> Family:
+    """Validate a model name with its parameters (imports user families); raises
+    ``ValueError`` with the reason and a hint. Returns the (family part's) :class:`Family`."""
+    family_name, _ = _split(model)
+    fam = resolve_family(family_name)
+    fam.check_params(params or {})
+    w = weight
+    if isinstance(w, bool) or not isinstance(w, (int, float)) or not 0.0 <= float(w) <= 1.0:
+        raise ValueError(f"noise.weight: expected a number in [0, 1], received {w!r}")
+    return fam
+
+
+def _checked(model: str, out: Any, n: int, p: int) -> tuple[NDArray[np.float64], float | None]:
+    if isinstance(out, np.ndarray) or not isinstance(out, tuple) or len(out) != 2:
+        raise ValueError(
+            f"noise.model {model!r}: norm missing; a family must return (E, norm) with norm its "
+            "exact operator norm or None (then it is computed), received "
+            f"{type(out).__name__}"
+        )
+    E, norm = out
+    E = np.asarray(E, dtype=float)
+    if E.shape != (n,) * p:
+        raise ValueError(
+            f"noise.model {model!r}: E has the wrong shape; expected {(n,) * p}, received {E.shape}"
+        )
+    try:
+        E = check_symmetric_tensor(E, f"noise.model {model!r}: E")
+    except ValueError as exc:
+        raise ValueError(f"{exc}. Hint: average over index permutations (symmetrize)") from None
+    if norm is not None:
+        if isinstance(norm, bool) or not isinstance(norm, (int, float, np.floating)):
+            raise ValueError(
+                f"noise.model {model!r}: norm must be a number or None, received {norm!r}"
+            )
+        norm = float(norm)
+        if not (math.isfinite(norm) and norm >= 0):
+            raise ValueError(f"noise.model {model!r}: norm must be finite and >= 0, got {norm}")
+    return E, norm
+
+
+def draw_perturbation(
+    model: str,
+    n: int,
+    p: int,
+    V: ArrayLike,
+    lambdas: ArrayLike,
+    rng: np.random.Generator | int | None,
+    *,
+    scale: float = 1.0,
+    params: Mapping[str, Any] | None = None,
+    weight: float = DEFAULT_WEIGHT,
+    eps: float | None = None,
+) -> Perturbation:
+    """Draw ``E`` of family ``model`` for an instance with basis ``V`` and weights ``lambdas``.
+
+    Parameters
+    ----------
+    model : str
+        A family, an i.i.d. model, an import path or a mixture (module docstring).
+    n, p : int
+        Dimension and order.
+    V : (n, r) array_like
+        Orthonormal basis of the instance (structured families align with it).
+    lambdas : (r,) array_like
+        Weights of the instance.
+    rng : Generator or seed
+        The only source of randomness. An i.i.d. model consumes exactly the draws of
+        :func:`sroa_dist.noise_tensor` (so instances stay bit-identical to earlier versions).
+    scale : float
+        Multiplies the family's draw: the entry scale σ for i.i.d. models; structured
+        families are drawn with ``‖E‖ = 1`` (``coherent-tilt``) and scaled to ``‖E‖ = scale``.
+    params : Mapping, optional
+        The family's keyword parameters.
+    weight : float
+        Background weight ``w`` of a mixture: ``E = (1-w) F/‖F‖ + w B/‖B‖`` with ``F`` the
+        family's draw and ``B`` the i.i.d. background; ``‖B‖`` (and ``‖F‖`` when not exact)
+        comes from an SS-HOPM multi-start (a lower bound, so ``w`` is the background's share
+        up to that estimate). The mixture's own norm is not known in closed form.
+    eps : float, optional
+        The operator norm ``E`` will be scaled to, for families that need it
+        (``Family.needs_eps``); their draw is then divided by ``eps`` so ``scale`` applies.
+
+    Returns
+    -------
+    Perturbation
+    """
+    gen = np.random.default_rng(rng)
+    n, p = int(n), int(p)
+    V = np.asarray(V, dtype=float)
+    lam = np.asarray(lambdas, dtype=float)
+    family_name, background = _split(model)
+    fam = check_model(model, params, weight)
+    full = fam.check_params(params or {})
+    if family_name in NOISE_MODELS and background is None:
+        # The original path, draw for draw (bit-identical cubes for binary/uniform/gaussian).
+        return Perturbation(noise_tensor(family_name, n, p, float(scale), gen), None, model)
+    if fam.needs_eps:
+        if eps is None or not eps > 0:
+            raise ValueError(
+                f"noise.model {model!r}: this family needs the target operator norm eps > 0, "
+                f"received {eps!r}. Hint: use noise.eps or noise.eps_scaled, not noise.sigma"
+            )
+        E, norm = _checked(model, fam.draw(n, p, V, lam, gen, eps=float(eps), **full), n, p)
+        E, norm = E / float(eps), (None if norm is None else norm / float(eps))
+    else:
+        E, norm = _checked(model, fam.draw(n, p, V, lam, gen, **full), n, p)
+    if background is not None:
+        if norm is None:
+            norm = operator_norm(E, "sshopm", rng=gen).value
+        B = noise_tensor(background, n, p, 1.0, gen)
+        b_norm = operator_norm(B, "sshopm", rng=gen).value
+        w = float(weight)
+        E = (1.0 - w) * (E / norm if norm > 0 else E) + w * (B / b_norm)
+        norm = None
+    if norm is not None:
+        norm = norm * abs(float(scale))
+    return Perturbation(E * float(scale), norm, model)

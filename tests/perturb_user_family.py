@@ -1,0 +1,32 @@
+"""User-defined perturbation families for the tests, referred to by import path
+(``"perturb_user_family:rank_one"``) as a spec would; also malformed ones for the error tests."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def rank_one(n, p, V, lambdas, rng, *, strength=1.0):
+    """``strength · w^{⊗p}`` with ``w`` uniform on the sphere: operator norm exactly
+    ``|strength|`` (``max |(w·x)^p| = 1``), a new ``w`` per replicate."""
+    w = rng.standard_normal(n)
+    w /= np.linalg.norm(w)
+    E = w
+    for _ in range(p - 1):
+        E = np.multiply.outer(E, w)
+    return strength * E, abs(strength)
+
+
+def not_symmetric(n, p, V, lambdas, rng):
+    return rng.standard_normal((n,) * p), 1.0
+
+
+def wrong_shape(n, p, V, lambdas, rng):
+    return np.zeros((n,) * (p - 1)), 1.0
+
+
+def norm_missing(n, p, V, lambdas, rng):
+    return np.zeros((n,) * p)
+
+
+NOT_CALLABLE = 3
