@@ -49,6 +49,13 @@ class RankOneResult:
     method, n_starts, n_iter, message, solve_time
         Method name, random starts used, iterations of the local phase, a human-readable
         status, and seconds spent (batched local phases are shared equally by the instances).
+    n_best : int or None
+        How many local starts reached the best value (within ``BEST_RTOL``): one lone start is
+        a warning sign that the global maximiser's basin is small. ``None`` for methods
+        without starts.
+    confirmed : bool or None
+        Whether two independent start sets reached the same best value (``sshopm`` with
+        ``max_starts``). A confirmation is evidence, not a proof: only ``certified`` is.
     """
 
     lam: Any
@@ -60,6 +67,8 @@ class RankOneResult:
     n_iter: Any
     message: Any
     solve_time: Any
+    n_best: Any = None
+    confirmed: Any = None
 
     @property
     def gap(self) -> Any:
@@ -78,11 +87,80 @@ class RankOneResult:
             n_iter=int(self.n_iter[i]),
             message=str(self.message[i]),
             solve_time=float(self.solve_time[i]),
+            n_best=None if self.n_best is None else int(self.n_best[i]),
+            confirmed=None if self.confirmed is None else bool(self.confirmed[i]),
         )
 
 
 # ---------------------------------------------------------------------------------------------
 # Local ascent building blocks (batched over instances and starts)
+
+#: Relative distance below which a start counts as having reached the best value (``n_best``).
+BEST_RTOL = 1e-6
+
+
+@dataclasses.dataclass(frozen=True)
+class Deflation:
+    """The deflated tensors ``sign·(T̂ − Σ_j λ̂_j v̂_j^{⊗p})`` of SROA (Algorithm 1, line 4),
+    represented by their terms and never formed, so a large-n SROA holds one tensor, not two.
+
+    Attributes
+    ----------
+    U : (B, n, k) ndarray
+        Deflated vectors ``v̂_j`` as columns (``k = 0`` before the first deflation).
+    lam : (B, k) ndarray
+        Their weights ``λ̂_j`` (already multiplied by ``sign``).
+    fro : (B,) ndarray
+        Frobenius norm of each deflated tensor (scales the shift cap and the tolerances).
+    sign : float
+        ``+1`` or ``−1``: the second sign lets even orders maximise ``−T x^p`` without a
+        negated copy of the tensor.
+    warm : (B, W, n) ndarray, optional
+        Extra starts (previous steps' leftovers) tried before the random ones.
+    """
+
+    U: FloatArray
+    lam: FloatArray
+    fro: FloatArray
+    sign: float = 1.0
+    warm: FloatArray | None = None
+
+    def take(self, rows: Any) -> Deflation:
+        """The same deflation for the instances ``rows`` only."""
+        warm = None if self.warm is None else self.warm[rows]
+        return Deflation(self.U[rows], self.lam[rows], self.fro[rows], self.sign, warm)
+
+    def negated(self) -> Deflation:
+        """``−(T̂ − Σ λ̂_j v̂_j^{⊗p})``."""
+        return Deflation(self.U, -self.lam, self.fro, -self.sign, self.warm)
+
+
+def _contract(
+    Ts: FloatArray, X: FloatArray, times: int, deflation: Deflation | None = None
+) -> FloatArray:
+    """:func:`~sroa_dist.tensors.contract` of the (implicitly deflated) tensors.
+
+    The deflation terms cost ``O(S n k)`` (vectors) or ``O(S n² k)`` (matrices) on top of the
+    one GEMM against ``T̂``; without a deflation this is exactly ``contract``.
+    """
+    out = contract(Ts, X, times)
+    if deflation is None:
+        return out
+    p = Ts.ndim - 1
+    if deflation.sign < 0:
+        out = -out
+    if deflation.lam.shape[-1] == 0:
+        return out
+    U, lam = deflation.U, deflation.lam
+    C = np.matmul(X, U)  # (B, S, k): v̂_j · x
+    W = C**times * lam[:, None, :]
+    if times == p:
+        return out - W.sum(axis=-1)
+    if times == p - 1:
+        return out - np.matmul(W, U.transpose(0, 2, 1))
+    if times == p - 2:
+        return out - np.einsum("bsk,bik,bjk->bsij", W, U, U)
+    raise ValueError(f"times: implicit deflation supports times >= p - 2, received {times}")
 
 
 def random_starts(rngs: Sequence[np.random.Generator], n_starts: int, n: int) -> FloatArray:
@@ -91,8 +169,28 @@ def random_starts(rngs: Sequence[np.random.Generator], n_starts: int, n: int) ->
     return X / np.linalg.norm(X, axis=-1, keepdims=True)
 
 
-def _values(Ts: FloatArray, X: FloatArray) -> tuple[FloatArray, FloatArray]:
-    G = contract(Ts, X, Ts.ndim - 2)
+def spectral_starts(
+    Ts: FloatArray,
+    rngs: Sequence[np.random.Generator],
+    n_starts: int,
+    deflation: Deflation | None = None,
+) -> FloatArray:
+    """Top eigenvectors (both signs of the extreme eigenvalues) of random contractions
+    ``T(I, I, θ, …, θ)``: each matrix is dominated by the components ``v_i`` with large
+    ``λ_i (v_i·θ)^{p-2}``, so its extreme eigenvectors start next to large components, which
+    uniform starts rarely do when n is large. ``(B, n_starts, n)``."""
+    n, p = Ts.shape[1], Ts.ndim - 1
+    theta = random_starts(rngs, -(-n_starts // 2), n)
+    # T(I, I, θ, ...) = Σ_i λ_i (v_i·θ)^{p-2} v_i v_iᵀ + noise: both extreme eigenvalues.
+    _, V = np.linalg.eigh(_contract(Ts, theta, p - 2, deflation))
+    X = np.concatenate([V[..., -1], V[..., 0]], axis=1)[:, :n_starts]
+    return X / np.linalg.norm(X, axis=-1, keepdims=True)
+
+
+def _values(
+    Ts: FloatArray, X: FloatArray, deflation: Deflation | None = None
+) -> tuple[FloatArray, FloatArray]:
+    G = _contract(Ts, X, Ts.ndim - 2, deflation)
     return G, np.sum(G * X, axis=-1)
 
 
@@ -103,6 +201,7 @@ def shifted_ascent(
     max_iter: int,
     tol: float,
     shift: str | float = "adaptive",
+    deflation: Deflation | None = None,
 ) -> tuple[FloatArray, FloatArray, NDArray[np.int64]]:
     """Shifted symmetric higher-order power method, batched: maximise ``T x^p`` from each start.
 
@@ -114,8 +213,13 @@ def shifted_ascent(
     monotonicity guarantee at the cost of one contraction per step. A float is a fixed shift
     (SS-HOPM). Each instance stops once all its starts moved less than ``tol``.
 
+    With a :class:`Deflation` the tensors are ``sign·(T̂ − Σ λ̂_j v̂_j^{⊗p})`` (never formed)
+    and converged starts drop out of the GEMM, so a step costs what its live starts cost.
+
     Returns ``X (B, S, n)``, ``f (B, S)`` and iterations per instance ``(B,)``.
     """
+    if deflation is not None:
+        return _ascent_deflated(Ts, X0, max_iter, tol, shift, deflation)
     B, S, n = X0.shape
     p = Ts.ndim - 1
     X = X0.copy()
@@ -136,7 +240,9 @@ def shifted_ascent(
     for _ in range(max_iter):
         if active.size == 0:
             break
-        Ta, Xa, Ga, Fa = Ts[active], X[active], G[active], F[active]
+        # Indexing with all instances would copy every tensor once per iteration.
+        Ta = Ts if active.size == B else Ts[active]
+        Xa, Ga, Fa = X[active], G[active], F[active]
         if shift == "adaptive":
             H = contract(Ta, Xa, p - 2)
             lmin = np.linalg.eigvalsh(H)[..., 0]
@@ -160,21 +266,82 @@ def shifted_ascent(
     return X, F, n_iter
 
 
-def power_iterations(Ts: FloatArray, X: FloatArray, n_iter: int) -> FloatArray:
+def _ascent_deflated(
+    Ts: FloatArray,
+    X0: FloatArray,
+    max_iter: int,
+    tol: float,
+    shift: str | float,
+    deflation: Deflation,
+) -> tuple[FloatArray, FloatArray, NDArray[np.int64]]:
+    """:func:`shifted_ascent` on implicitly deflated tensors, one instance at a time (large n:
+    the GEMM dominates and a per-instance loop costs nothing) so that converged starts stop
+    costing contractions."""
+    B, S, n = X0.shape
+    p = Ts.ndim - 1
+    X = X0.copy()
+    F = np.empty((B, S))
+    n_iter = np.zeros(B, dtype=np.int64)
+    slack = 64 * np.finfo(float).eps
+    for b in range(B):
+        T1, d1 = Ts[b : b + 1], deflation.take([b])
+        G1, F1 = _values(T1, X[b : b + 1], d1)
+        G1, F1 = G1[0], F1[0]
+        scale = np.max(np.abs(F1)) + np.finfo(float).tiny
+        cap = (p - 1) * d1.fro[0] + np.finfo(float).tiny
+        alpha = np.zeros(S) if shift in ("monotone", "adaptive") else np.full(S, float(shift))
+        live = np.arange(S)
+        for _ in range(max_iter):
+            if live.size == 0:
+                break
+            Xa, Ga, Fa = X[b, live], G1[live], F1[live]
+            if shift == "adaptive":
+                H = _contract(T1, Xa[None], p - 2, d1)[0]
+                lmin = np.linalg.eigvalsh(H)[..., 0]
+                a = np.maximum(0.0, 1e-6 * scale - (p - 1) * lmin)
+            else:
+                a = alpha[live]
+            Y = Ga + a[:, None] * Xa
+            Y /= np.linalg.norm(Y, axis=-1, keepdims=True)
+            Gy, Fy = _values(T1, Y[None], d1)
+            Gy, Fy = Gy[0], Fy[0]
+            accept = Fy >= Fa - slack * scale
+            step = np.linalg.norm(Y - Xa, axis=-1)
+            X[b, live] = np.where(accept[:, None], Y, Xa)
+            G1[live] = np.where(accept[:, None], Gy, Ga)
+            F1[live] = np.where(accept, Fy, Fa)
+            if shift == "monotone":
+                grown = np.minimum(np.maximum(2.0 * a, 0.5 * scale), cap)
+                alpha[live] = np.where(accept, 0.5 * a, grown)
+            n_iter[b] += 1
+            live = live[~(accept & (step <= tol))]
+        F[b] = F1
+    return X, F, n_iter
+
+
+def power_iterations(
+    Ts: FloatArray, X: FloatArray, n_iter: int, deflation: Deflation | None = None
+) -> FloatArray:
     """``n_iter`` unshifted power iterations ``x ← normalize(T x^{p-1})`` from every start."""
     for _ in range(n_iter):
-        G = contract(Ts, X, Ts.ndim - 2)
+        G = _contract(Ts, X, Ts.ndim - 2, deflation)
         norm = np.linalg.norm(G, axis=-1, keepdims=True)
         X = np.where(norm > 0, G / np.where(norm > 0, norm, 1.0), X)
     return X
 
 
-def newton_polish(Ts: FloatArray, x: FloatArray, *, steps: int = 4) -> FloatArray:
+def newton_polish(
+    Ts: FloatArray, x: FloatArray, *, steps: int = 4, deflation: Deflation | None = None
+) -> FloatArray:
     """Refine one candidate per instance to a Z-eigenvector by Newton steps on the sphere.
 
     Solves the bordered KKT system of ``T x^{p-1} = λ x, ‖x‖ = 1`` and keeps a step only when it
     does not move ``|T x^p|`` downhill (so a maximiser stays a maximiser). Shape ``(B, n)``.
+    With a :class:`Deflation` (large n) each step costs one contraction ``T x^{p-2}`` instead
+    of three, and the polish stops once the Newton step is at rounding level.
     """
+    if deflation is not None:
+        return _polish_deflated(Ts, x, steps, deflation)
     B, n = x.shape
     p = Ts.ndim - 1
     x = x.copy()
@@ -182,16 +349,7 @@ def newton_polish(Ts: FloatArray, x: FloatArray, *, steps: int = 4) -> FloatArra
         H = contract(Ts, x[:, None, :], p - 2)[:, 0]
         g = np.einsum("bij,bj->bi", H, x)
         lam = np.sum(g * x, axis=-1)
-        K = np.zeros((B, n + 1, n + 1))
-        K[:, :n, :n] = (p - 1) * H - lam[:, None, None] * np.eye(n)
-        K[:, :n, n] = -x
-        K[:, n, :n] = -x
-        rhs = np.concatenate([-(g - lam[:, None] * x), np.zeros((B, 1))], axis=1)
-        try:
-            d = np.linalg.solve(K, rhs[..., None])[..., 0]
-        except np.linalg.LinAlgError:
-            # One singular system must not change the others' bits: solve each on its own.
-            d = np.stack([_solve_or_lstsq(K[b], rhs[b]) for b in range(B)])
+        d = _newton_step(H, g, lam, x, p)
         y = x + d[:, :n]
         y /= np.linalg.norm(y, axis=-1, keepdims=True)
         fy = contract(Ts, y[:, None, :], p)[:, 0]
@@ -199,6 +357,43 @@ def newton_polish(Ts: FloatArray, x: FloatArray, *, steps: int = 4) -> FloatArra
         ok = np.isfinite(fy) & (np.abs(fy) >= np.abs(fx) - 1e-13 * (np.abs(fx) + 1e-300))
         ok &= np.sign(fy) * np.sign(fx) >= 0
         x = np.where(ok[:, None], y, x)
+    return x
+
+
+def _newton_step(H: FloatArray, g: FloatArray, lam: FloatArray, x: FloatArray, p: int) -> Any:
+    """Solution ``(dx, dμ)`` of the bordered KKT system at ``x``, shape ``(B, n + 1)``."""
+    B, n = x.shape
+    K = np.zeros((B, n + 1, n + 1))
+    K[:, :n, :n] = (p - 1) * H - lam[:, None, None] * np.eye(n)
+    K[:, :n, n] = -x
+    K[:, n, :n] = -x
+    rhs = np.concatenate([-(g - lam[:, None] * x), np.zeros((B, 1))], axis=1)
+    try:
+        return np.linalg.solve(K, rhs[..., None])[..., 0]
+    except np.linalg.LinAlgError:
+        # One singular system must not change the others' bits: solve each on its own.
+        return np.stack([_solve_or_lstsq(K[b], rhs[b]) for b in range(B)])
+
+
+def _polish_deflated(Ts: FloatArray, x: FloatArray, steps: int, deflation: Deflation) -> Any:
+    B, n = x.shape
+    p = Ts.ndim - 1
+    x = x.copy()
+    H = _contract(Ts, x[:, None, :], p - 2, deflation)[:, 0]
+    for _ in range(steps):
+        g = np.einsum("bij,bj->bi", H, x)
+        lam = np.sum(g * x, axis=-1)
+        d = _newton_step(H, g, lam, x, p)[:, :n]
+        if not np.any(np.linalg.norm(d, axis=-1) > 1e-14):
+            break
+        y = x + d
+        y /= np.linalg.norm(y, axis=-1, keepdims=True)
+        Hy = _contract(Ts, y[:, None, :], p - 2, deflation)[:, 0]
+        fy = np.einsum("bi,bij,bj->b", y, Hy, y)
+        ok = np.isfinite(fy) & (np.abs(fy) >= np.abs(lam) - 1e-13 * (np.abs(lam) + 1e-300))
+        ok &= np.sign(fy) * np.sign(lam) >= 0
+        x = np.where(ok[:, None], y, x)
+        H = np.where(ok[:, None, None], Hy, H)
     return x
 
 
@@ -228,10 +423,17 @@ def _pick_best(X: FloatArray, F: FloatArray, B: int) -> FloatArray:
 
 # ---------------------------------------------------------------------------------------------
 # Methods. Each takes (Ts (B, n..n), rngs) plus keyword options and returns a dict of arrays.
+# Local methods also take an optional positional Deflation (SROA's implicit deflation); being
+# positional, it is not a user option (method_options lists keyword-only parameters).
 
 
 def _method_power(
-    Ts: FloatArray, rngs: Sequence[np.random.Generator], *, n_starts: int = 20, n_iter: int = 30
+    Ts: FloatArray,
+    rngs: Sequence[np.random.Generator],
+    deflation: Deflation | None = None,
+    *,
+    n_starts: int = 20,
+    n_iter: int = 30,
 ) -> dict[str, Any]:
     """Randomized robust tensor power method (Anandkumar et al., JMLR 2014, Algorithm 1).
 
@@ -241,23 +443,49 @@ def _method_power(
     """
     B, n = Ts.shape[0], Ts.shape[1]
     p = Ts.ndim - 1
-    X = power_iterations(Ts, random_starts(rngs, n_starts, n), n_iter)
-    _, F = _values(Ts, X)
+    X = power_iterations(Ts, random_starts(rngs, n_starts, n), n_iter, deflation)
+    _, F = _values(Ts, X, deflation)
     score = np.abs(F) if p % 2 == 0 else F
     x = X[np.arange(B), np.argmax(score, axis=1)]
-    x = power_iterations(Ts, x[:, None, :], n_iter)[:, 0]
+    x = power_iterations(Ts, x[:, None, :], n_iter, deflation)[:, 0]
     return {"x": x, "n_starts": np.full(B, n_starts), "n_iter": np.full(B, 2 * n_iter)}
+
+
+def _ascend(
+    Ts: FloatArray, X0: FloatArray, deflation: Deflation | None, **kw: Any
+) -> tuple[FloatArray, FloatArray, NDArray[np.int64]]:
+    """:func:`shifted_ascent` over both signs for even p: ``(k·B, S, n)``, ``(k·B, S)``,
+    ``(k·B,)`` with ``k = 2`` for even p (sign-major), 1 for odd p."""
+    p = Ts.ndim - 1
+    if deflation is None:
+        signed, k = _signed_problems(Ts)
+        X0 = np.concatenate([X0] * k) if k > 1 else X0
+        return shifted_ascent(signed, X0, **kw)
+    signs = [deflation] if p % 2 else [deflation, deflation.negated()]
+    parts = [shifted_ascent(Ts, X0, deflation=d, **kw) for d in signs]
+    return tuple(np.concatenate(a) for a in zip(*parts, strict=True))  # type: ignore[return-value]
+
+
+def _by_instance(A: FloatArray, B: int) -> FloatArray:
+    """``(k·B, S, ...)`` sign-major → ``(B, k·S, ...)`` (the layout :func:`_pick_best` reads)."""
+    k, S = A.shape[0] // B, A.shape[1]
+    rest = A.shape[2:]
+    A = A.reshape((k, B, S) + rest)
+    return np.moveaxis(A, 0, 1).reshape((B, k * S) + rest)
 
 
 def _method_sshopm(
     Ts: FloatArray,
     rngs: Sequence[np.random.Generator],
+    deflation: Deflation | None = None,
     *,
     n_starts: int = 16,
     max_iter: int = 100,
     tol: float = 1e-5,
     shift: str | float = "monotone",
     polish: bool = True,
+    max_starts: int = 0,
+    n_spectral: int = 0,
 ) -> dict[str, Any]:
     """Multi-start shifted symmetric higher-order power method with adaptive shift.
 
@@ -265,19 +493,62 @@ def _method_sshopm(
     ``tol`` of the ascent (the Newton polish, not the ascent, delivers the final accuracy, so
     the ascent only has to reach the right basin), ``shift`` (``"monotone"``: eigenvalue-free
     adaptive shift; ``"adaptive"``: Kolda–Mayo's Hessian-based shift; a float: fixed shift),
-    ``polish``: Newton steps on the sphere from the best start to machine precision. Converges
-    to local maxima: fast, not certified.
+    ``polish``: Newton steps on the sphere from the best start to machine precision;
+    ``n_spectral``: extra starts at the extreme eigenvectors of random contractions
+    ``T(I, I, θ, …)`` (see :func:`spectral_starts`); ``max_starts``: when at least
+    ``2·n_starts``, a second, independent start set (from a stream spawned off the instance's,
+    so the first set and later SROA steps keep their draws) is run, and the starts are doubled
+    until the best values of the old and the new set agree (``confirmed``) or ``max_starts``
+    would be exceeded. Converges to local maxima: fast, not certified. Besides ``x`` it reports
+    how many starts reached the best value (``n_best``) and whether two independent start sets
+    agreed (``confirmed``; false when no second set ran).
     """
     B, n = Ts.shape[0], Ts.shape[1]
+    kw = {"max_iter": max_iter, "tol": tol, "shift": shift}
     X0 = random_starts(rngs, n_starts, n)
-    signed, k = _signed_problems(Ts)
-    X0 = np.concatenate([X0] * k) if k > 1 else X0
-    X, F, it = shifted_ascent(signed, X0, max_iter=max_iter, tol=tol, shift=shift)
-    x = _pick_best(X, F, B)
+    if n_spectral:
+        X0 = np.concatenate([X0, spectral_starts(Ts, rngs, n_spectral, deflation)], axis=1)
+    if deflation is not None and deflation.warm is not None and deflation.warm.shape[1]:
+        X0 = np.concatenate([X0, deflation.warm], axis=1)
+    X, F, it = _ascend(Ts, X0, deflation, **kw)
+    Xs, Fs = _by_instance(X, B), _by_instance(F, B)
+    n_iter = it.reshape(-1, B).max(axis=0)
+    confirmed = np.zeros(B, dtype=bool)
+    size = n_starts
+    while 2 * size <= max_starts:
+        rows = np.flatnonzero(~confirmed)
+        if rows.size == 0:
+            break
+        sub = Ts if rows.size == B else Ts[rows]
+        d = None if deflation is None else deflation.take(rows)
+        fresh = random_starts([rngs[b].spawn(1)[0] for b in rows], size, n)
+        Xn, Fn, itn = _ascend(sub, fresh, d, **kw)
+        Xn, Fn = _by_instance(Xn, rows.size), _by_instance(Fn, rows.size)
+        old, new = Fs[rows].max(axis=1), Fn.max(axis=1)
+        scale = np.maximum(np.abs(old), np.abs(new)) + np.finfo(float).tiny
+        confirmed[rows] = np.abs(new - old) <= BEST_RTOL * scale
+        n_iter[rows] = np.maximum(n_iter[rows], itn.reshape(-1, rows.size).max(axis=0))
+        # Merge (instances not in `rows` keep their starts; pad by repeating their best start).
+        pad_X = np.repeat(Xs[np.arange(B), np.argmax(Fs, axis=1)][:, None], Xn.shape[1], axis=1)
+        pad_F = np.repeat(Fs.max(axis=1)[:, None], Xn.shape[1], axis=1)
+        pad_X[rows], pad_F[rows] = Xn, Fn
+        Xs, Fs = np.concatenate([Xs, pad_X], axis=1), np.concatenate([Fs, pad_F], axis=1)
+        size *= 2
+    best = np.argmax(Fs, axis=1)
+    x = Xs[np.arange(B), best]
+    top = Fs[np.arange(B), best]
+    n_best = np.sum(Fs >= (top - BEST_RTOL * np.abs(top))[:, None], axis=1)
     if polish:
-        x = newton_polish(Ts, x)
-    n_iter = it.reshape(k, B).max(axis=0)
-    return {"x": x, "n_starts": np.full(B, k * n_starts), "n_iter": n_iter}
+        x = newton_polish(Ts, x, deflation=deflation)
+    return {
+        "x": x,
+        "n_starts": np.full(B, Xs.shape[1]),
+        "n_iter": n_iter,
+        "n_best": n_best,
+        "confirmed": confirmed,
+        "final_starts": Xs,
+        "final_values": Fs,
+    }
 
 
 def relaxation_tractable(n: int, p: int, max_gram_size: int = MAX_GRAM_SIZE) -> bool:
@@ -453,6 +724,8 @@ def rank_one_batch(
         n_iter=np.asarray(out["n_iter"]),
         message=message,
         solve_time=np.asarray(solve_time, dtype=float),
+        n_best=None if "n_best" not in out else np.asarray(out["n_best"]),
+        confirmed=None if "confirmed" not in out else np.asarray(out["confirmed"]),
     )
 
 
