@@ -314,7 +314,7 @@ def _sroa_implicit(
         lams = np.concatenate([lams, lam[:, None]], axis=1)
         abs_sum = abs_sum + np.abs(lam)
         fro2 = fro2 - lam**2  # ‖R − λ x^{⊗p}‖² = ‖R‖² − λ² exactly when λ = R x^p, ‖x‖ = 1
-        if "final_starts" in out:
+        if "final_starts" in out and options.get("warm", True):
             warm = _leftovers(out["final_starts"], out["final_values"], x, keep)
         elapsed = (time.perf_counter() - t0) / B
         lambdas[:, j], vectors[:, :, j], upper[:, j] = lam, x, bound

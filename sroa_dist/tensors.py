@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -70,18 +70,35 @@ def check_symmetric_tensor(T: ArrayLike, name: str = "T", *, batched: bool = Fal
         raise ValueError(f"{name}: contains NaN or infinite entries")
     p = len(shape)
     off = 1 if batched else 0
-    scale = max(float(np.max(np.abs(arr), initial=0.0)), np.finfo(float).tiny)
+    # max |entry| from max and min: no full-size temporary of |arr|.
+    scale = max(float(np.max(arr, initial=0.0)), -float(np.min(arr, initial=0.0)))
+    scale = max(scale, np.finfo(float).tiny)
     # Adjacent transpositions generate the symmetric group, so checking them suffices.
     for k in range(p - 1):
         axes = list(range(arr.ndim))
         axes[off + k], axes[off + k + 1] = axes[off + k + 1], axes[off + k]
-        dev = float(np.max(np.abs(arr - arr.transpose(axes))))
+        pairs = _slabs(arr, arr.transpose(axes), batched)
+        dev = max(float(np.max(np.abs(a - b))) for a, b in pairs)
         if dev > SYMMETRY_RTOL * scale:
             raise ValueError(
                 f"{name}: tensor is not symmetric (swapping axes {k} and {k + 1} changes entries "
                 f"by up to {dev:.3g}); hint: use sroa_dist.symmetrize"
             )
     return arr
+
+
+def _slabs(
+    a: FloatArray, b: FloatArray, batched: bool, size: int = 2**21
+) -> Iterator[tuple[FloatArray, FloatArray]]:
+    """Matching slices of two equally shaped arrays, about ``size`` entries each, so that a
+    large tensor is compared without full-size temporaries."""
+    if a.size <= size:
+        yield a, b
+        return
+    for x, y in zip(a, b, strict=True) if batched else [(a, b)]:
+        step = max(1, size // max(1, x[0].size))
+        for i in range(0, len(x), step):
+            yield x[i : i + step], y[i : i + step]
 
 
 def check_tensor_stack(Ts: ArrayLike, name: str = "Ts") -> FloatArray:
