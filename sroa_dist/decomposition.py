@@ -245,24 +245,27 @@ def _gram_bound(
     return np.sqrt(np.maximum(top + slack, 0.0))
 
 
-def _leftovers(X: np.ndarray, F: np.ndarray, x: np.ndarray, keep: int) -> np.ndarray:
-    """Up to ``keep`` distinct final iterates per instance away from the chosen ``x``: the other
-    local maxima a step found, which stay (near) local maxima after ``x`` is deflated and so
-    are nearly converged starts for the next step. ``(B, keep, n)`` padded by repetition."""
+def _leftovers(
+    X: np.ndarray, F: np.ndarray, G: np.ndarray, x: np.ndarray, keep: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Up to ``keep`` distinct final iterates per instance away from the chosen ``x``, with their
+    gradients: the other local maxima a step found (or is still climbing to), which stay near
+    local maxima after ``x`` is deflated and so are nearly converged starts for the next step.
+    ``(B, keep, n)`` twice, padded by repetition."""
     B, S, n = X.shape
-    out = np.empty((B, keep, n))
+    out, grad = np.empty((B, keep, n)), np.empty((B, keep, n))
     for b in range(B):
-        chosen: list[np.ndarray] = []
+        chosen: list[int] = []
+        cos = np.abs(X[b] @ X[b].T)
         for s in np.argsort(-F[b], kind="stable"):
-            v = X[b, s]
-            if abs(v @ x[b]) >= 0.5 or any(abs(v @ c) > 0.99 for c in chosen):
+            if abs(X[b, s] @ x[b]) >= 0.5 or (chosen and cos[s, chosen].max() > 0.99):
                 continue
-            chosen.append(v)
+            chosen.append(int(s))
             if len(chosen) == keep:
                 break
-        rows = np.array(chosen) if chosen else x[b][None]
-        out[b] = rows[np.arange(keep) % len(rows)]
-    return out
+        rows = np.array(chosen or [int(np.argmax(F[b]))])[np.arange(keep) % max(1, len(chosen))]
+        out[b], grad[b] = X[b, rows], G[b, rows]
+    return out, grad
 
 
 def _sroa_implicit(
@@ -297,7 +300,7 @@ def _sroa_implicit(
     for j in range(r):
         t0 = time.perf_counter()
         fro = np.sqrt(np.maximum(fro2, 0.0))
-        defl = Deflation(U, lams, fro, 1.0, warm)
+        defl = Deflation(U, lams, fro, 1.0, *(warm or (None, None)))
         slack = gamma * (fro2 + 2 * abs_sum * np.sqrt(np.maximum(fro2, 0)) + abs_sum**2)
         bound = _gram_bound(gram0, W, U, lams, p, slack)
         out = fn(Ts, rngs, defl, **options)
@@ -314,8 +317,15 @@ def _sroa_implicit(
         lams = np.concatenate([lams, lam[:, None]], axis=1)
         abs_sum = abs_sum + np.abs(lam)
         fro2 = fro2 - lam**2  # ‖R − λ x^{⊗p}‖² = ‖R‖² − λ² exactly when λ = R x^p, ‖x‖ = 1
-        if "final_starts" in out and options.get("warm", True):
-            warm = _leftovers(out["final_starts"], out["final_values"], x, keep)
+        if out.get("final_grads") is not None and options.get("warm", True):
+            Xw, Gw = _leftovers(
+                out["final_starts"], out["final_values"], out["final_grads"], x, keep
+            )
+            # Their gradients under the next deflated tensor: subtract λ̂ (x·w)^{p-1} x.
+            Gw -= (lam[:, None] * np.einsum("bsi,bi->bs", Xw, x) ** (p - 1))[..., None] * x[
+                :, None, :
+            ]
+            warm = (Xw, Gw)
         elapsed = (time.perf_counter() - t0) / B
         lambdas[:, j], vectors[:, :, j], upper[:, j] = lam, x, bound
         certified[:, j], times[:, j] = cert, elapsed

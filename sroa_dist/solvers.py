@@ -116,7 +116,10 @@ class Deflation:
         ``+1`` or ``−1``: the second sign lets even orders maximise ``−T x^p`` without a
         negated copy of the tensor.
     warm : (B, W, n) ndarray, optional
-        Extra starts (previous steps' leftovers) tried before the random ones.
+        Extra starts (previous steps' leftovers), appended after the others.
+    warm_grad : (B, W, n) ndarray, optional
+        ``(T̂ − Σ_j λ̂_j v̂_j^{⊗p}) w^{p-1}`` at the warm starts (sign not applied), carried over
+        from the previous step, which saves the first pass over the tensor.
     """
 
     U: FloatArray
@@ -124,15 +127,21 @@ class Deflation:
     fro: FloatArray
     sign: float = 1.0
     warm: FloatArray | None = None
+    warm_grad: FloatArray | None = None
 
     def take(self, rows: Any) -> Deflation:
         """The same deflation for the instances ``rows`` only."""
         warm = None if self.warm is None else self.warm[rows]
-        return Deflation(self.U[rows], self.lam[rows], self.fro[rows], self.sign, warm)
+        grad = None if self.warm_grad is None else self.warm_grad[rows]
+        return Deflation(self.U[rows], self.lam[rows], self.fro[rows], self.sign, warm, grad)
 
     def negated(self) -> Deflation:
         """``−(T̂ − Σ λ̂_j v̂_j^{⊗p})``."""
-        return Deflation(self.U, -self.lam, self.fro, -self.sign, self.warm)
+        return dataclasses.replace(self, lam=-self.lam, sign=-self.sign)
+
+    def cold(self) -> Deflation:
+        """The same tensors without warm starts."""
+        return dataclasses.replace(self, warm=None, warm_grad=None)
 
 
 def _contract(
@@ -229,7 +238,7 @@ def shifted_ascent(
     Returns ``X (B, S, n)``, ``f (B, S)`` and iterations per instance ``(B,)``.
     """
     if deflation is not None:
-        return _ascent_deflated(Ts, X0, max_iter, tol, shift, deflation, lazy)
+        return _ascent_deflated(Ts, X0, max_iter, tol, shift, deflation, lazy)[:3]
     B, S, n = X0.shape
     p = Ts.ndim - 1
     X = X0.copy()
@@ -284,20 +293,27 @@ def _ascent_deflated(
     shift: str | float,
     deflation: Deflation,
     lazy: bool,
-) -> tuple[FloatArray, FloatArray, NDArray[np.int64]]:
+) -> tuple[FloatArray, FloatArray, NDArray[np.int64], FloatArray]:
     """:func:`shifted_ascent` on implicitly deflated tensors, one instance at a time (large n:
     the GEMM dominates and a per-instance loop costs nothing) so that converged starts stop
-    costing contractions."""
+    costing contractions. Also returns the final gradients ``(B, S, n)`` (sign not applied);
+    when ``deflation.warm_grad`` is given, the last ``W`` starts are the warm ones."""
     B, S, n = X0.shape
     p = Ts.ndim - 1
     X = X0.copy()
     F = np.empty((B, S))
+    G = np.empty((B, S, n))
     n_iter = np.zeros(B, dtype=np.int64)
     slack = 64 * np.finfo(float).eps
+    W = 0 if deflation.warm_grad is None else deflation.warm_grad.shape[1]
     for b in range(B):
         T1, d1 = Ts[b : b + 1], deflation.take([b])
-        G1, F1 = _values(T1, X[b : b + 1], d1)
-        G1, F1 = G1[0], F1[0]
+        G1 = np.empty((S, n))
+        if S > W:
+            G1[: S - W] = _values(T1, X[b : b + 1, : S - W], d1)[0][0]
+        if W:
+            G1[S - W :] = deflation.sign * deflation.warm_grad[b]
+        F1 = np.sum(G1 * X[b], axis=-1)
         scale = np.max(np.abs(F1)) + np.finfo(float).tiny
         cap = (p - 1) * d1.fro[0] + np.finfo(float).tiny
         alpha = np.zeros(S) if shift in ("monotone", "adaptive") else np.full(S, float(shift))
@@ -331,8 +347,8 @@ def _ascent_deflated(
                 alpha[live] = np.where(accept, 0.5 * a, grown)
             n_iter[b] += 1
             live = live[~(accept & (step <= tol))]
-        F[b] = F1
-    return X, F, n_iter
+        F[b], G[b] = F1, deflation.sign * G1
+    return X, F, n_iter, G
 
 
 def power_iterations(
@@ -472,16 +488,20 @@ def _method_power(
 
 def _ascend(
     Ts: FloatArray, X0: FloatArray, deflation: Deflation | None, **kw: Any
-) -> tuple[FloatArray, FloatArray, NDArray[np.int64]]:
+) -> tuple[FloatArray, FloatArray, NDArray[np.int64], FloatArray | None]:
     """:func:`shifted_ascent` over both signs for even p: ``(k·B, S, n)``, ``(k·B, S)``,
-    ``(k·B,)`` with ``k = 2`` for even p (sign-major), 1 for odd p."""
+    ``(k·B,)`` with ``k = 2`` for even p (sign-major), 1 for odd p; with a deflation also the
+    unsigned gradients at the final iterates ``(k·B, S, n)``."""
     p = Ts.ndim - 1
     if deflation is None:
         signed, k = _signed_problems(Ts)
         X0 = np.concatenate([X0] * k) if k > 1 else X0
-        return shifted_ascent(signed, X0, **kw)
+        return (*shifted_ascent(signed, X0, **kw), None)
+    lazy = kw.pop("lazy", False)
     signs = [deflation] if p % 2 else [deflation, deflation.negated()]
-    parts = [shifted_ascent(Ts, X0, deflation=d, **kw) for d in signs]
+    parts = [
+        _ascent_deflated(Ts, X0, kw["max_iter"], kw["tol"], kw["shift"], d, lazy) for d in signs
+    ]
     return tuple(np.concatenate(a) for a in zip(*parts, strict=True))  # type: ignore[return-value]
 
 
@@ -529,14 +549,16 @@ def _method_sshopm(
     """
     B, n = Ts.shape[0], Ts.shape[1]
     kw: dict[str, Any] = {"max_iter": max_iter, "tol": tol, "shift": shift}
-    if deflation is not None and warm and lazy:
-        kw["lazy"] = True
+    if deflation is not None:
+        kw["lazy"] = warm and lazy
     X0 = random_starts(rngs, n_starts, n)
     if n_spectral:
         X0 = np.concatenate([X0, spectral_starts(Ts, rngs, n_spectral, deflation)], axis=1)
     if warm and deflation is not None and deflation.warm is not None:
         X0 = np.concatenate([X0, deflation.warm], axis=1)
-    X, F, it = _ascend(Ts, X0, deflation, **kw)
+    elif deflation is not None:
+        deflation = deflation.cold()
+    X, F, it, grads = _ascend(Ts, X0, deflation, **kw)
     Xs, Fs = _by_instance(X, B), _by_instance(F, B)
     n_iter = it.reshape(-1, B).max(axis=0)
     confirmed = np.zeros(B, dtype=bool)
@@ -546,9 +568,9 @@ def _method_sshopm(
         if rows.size == 0:
             break
         sub = Ts if rows.size == B else Ts[rows]
-        d = None if deflation is None else deflation.take(rows)
+        d = None if deflation is None else deflation.take(rows).cold()
         fresh = random_starts([rngs[b].spawn(1)[0] for b in rows], size, n)
-        Xn, Fn, itn = _ascend(sub, fresh, d, **kw)
+        Xn, Fn, itn, _ = _ascend(sub, fresh, d, **{**kw, "lazy": False})
         Xn, Fn = _by_instance(Xn, rows.size), _by_instance(Fn, rows.size)
         old, new = Fs[rows].max(axis=1), Fn.max(axis=1)
         scale = np.maximum(np.abs(old), np.abs(new)) + np.finfo(float).tiny
@@ -572,8 +594,9 @@ def _method_sshopm(
         "n_iter": n_iter,
         "n_best": n_best,
         "confirmed": confirmed,
-        "final_starts": Xs,
-        "final_values": Fs,
+        "final_starts": _by_instance(X, B),
+        "final_values": _by_instance(F, B),
+        "final_grads": None if grads is None else _by_instance(grads, B),
     }
 
 
