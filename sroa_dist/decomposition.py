@@ -240,7 +240,8 @@ def _gram_bound(
     C = np.matmul(U.transpose(0, 2, 1), U) ** (p - 1)
     G = gram0 - np.matmul(WL, U.transpose(0, 2, 1))
     G = G - np.matmul(U, WL.transpose(0, 2, 1))
-    G = G + np.matmul(U * lam[:, None, :], np.matmul(C * lam[:, :, None], U.transpose(0, 2, 1)))
+    UL = U * lam[:, None, :]
+    G = G + np.matmul(UL, np.matmul(C, UL.transpose(0, 2, 1)))
     top = np.linalg.eigvalsh(0.5 * (G + G.transpose(0, 2, 1)))[:, -1]
     return np.sqrt(np.maximum(top + slack, 0.0))
 

@@ -88,7 +88,7 @@ def check_symmetric_tensor(T: ArrayLike, name: str = "T", *, batched: bool = Fal
 
 
 def _slabs(
-    a: FloatArray, b: FloatArray, batched: bool, size: int = 2**21
+    a: FloatArray, b: FloatArray, batched: bool, size: int = 2**19
 ) -> Iterator[tuple[FloatArray, FloatArray]]:
     """Matching slices of two equally shaped arrays, about ``size`` entries each, so that a
     large tensor is compared without full-size temporaries."""
