@@ -293,11 +293,14 @@ def _ascent_deflated(
     shift: str | float,
     deflation: Deflation,
     lazy: bool,
+    floor: FloatArray | None = None,
 ) -> tuple[FloatArray, FloatArray, NDArray[np.int64], FloatArray]:
     """:func:`shifted_ascent` on implicitly deflated tensors, one instance at a time (large n:
     the GEMM dominates and a per-instance loop costs nothing) so that converged starts stop
     costing contractions. Also returns the final gradients ``(B, S, n)`` (sign not applied);
-    when ``deflation.warm_grad`` is given, the last ``W`` starts are the warm ones."""
+    when ``deflation.warm_grad`` is given, the last ``W`` starts are the warm ones. ``floor``
+    (B,): a value already attained elsewhere (the other sign), which a lazy stop counts as a
+    converged start."""
     B, S, n = X0.shape
     p = Ts.ndim - 1
     X = X0.copy()
@@ -321,10 +324,13 @@ def _ascent_deflated(
         for _ in range(max_iter):
             if live.size == 0:
                 break
-            if lazy and live.size < S:
+            if lazy:
                 conv = np.ones(S, dtype=bool)
                 conv[live] = False
-                if F1[conv].max() >= F1[live].max():
+                best = F1[conv].max(initial=-np.inf)
+                if floor is not None:
+                    best = max(best, floor[b])
+                if best >= F1[live].max():
                     break
             Xa, Ga, Fa = X[b, live], G1[live], F1[live]
             if shift == "adaptive":
@@ -498,10 +504,13 @@ def _ascend(
         X0 = np.concatenate([X0] * k) if k > 1 else X0
         return (*shifted_ascent(signed, X0, **kw), None)
     lazy = kw.pop("lazy", False)
-    signs = [deflation] if p % 2 else [deflation, deflation.negated()]
-    parts = [
-        _ascent_deflated(Ts, X0, kw["max_iter"], kw["tol"], kw["shift"], d, lazy) for d in signs
-    ]
+    args = (kw["max_iter"], kw["tol"], kw["shift"])
+    parts = [_ascent_deflated(Ts, X0, *args, deflation, lazy)]
+    if p % 2 == 0:
+        # The larger |T x^p| wins: once the + sign has a value, a lazy − sign stops as soon as
+        # its climbing starts are below it.
+        floor = parts[0][1].max(axis=1) if lazy else None
+        parts.append(_ascent_deflated(Ts, X0, *args, deflation.negated(), lazy, floor))
     return tuple(np.concatenate(a) for a in zip(*parts, strict=True))  # type: ignore[return-value]
 
 
