@@ -91,23 +91,39 @@ def _run(code: str, *args: object) -> str:
     return out.stdout
 
 
-def kernel_rows() -> dict:
-    """GFLOP/s of ``contract(T, X, p-1)`` (S starts at once, one GEMM) vs a one-core matmul."""
+def kernel_rows(repeat: int = 7) -> dict:
+    """GFLOP/s of ``contract(T, X, p-1)`` (S starts at once, one GEMM) vs a one-core matmul.
+
+    CPU seconds (``process_time``), best of ``repeat``, with the kernel and its matmul peer
+    interleaved, so that a shared machine slows both alike instead of skewing the ratio.
+    """
     from sroa_dist.tensors import contract
 
-    def best(fn, repeat=5):
-        return min(_common.timed(fn)[1] for _ in range(repeat))
+    def cpu(fn):
+        c0 = time.process_time()
+        fn()
+        return time.process_time() - c0
 
     rng = np.random.default_rng(0)
     m = 1024
     A, B = rng.standard_normal((m, m)), rng.standard_normal((m, m))
     rows: dict = {}
-    for n, p, S in [(64, 3, 32), (64, 3, 64), (128, 3, 64), (256, 3, 64), (64, 4, 64)]:
-        # The matmul peer is re-measured next to each case: the machine is shared.
-        peak = 2 * m**3 / best(lambda: A @ B) / 1e9
+    for n, p, S in [
+        (64, 3, 32),
+        (64, 3, 64),
+        (128, 3, 64),
+        (256, 3, 32),
+        (256, 3, 64),
+        (64, 4, 64),
+    ]:
         T = rng.standard_normal((1,) + (n,) * p)
         X = rng.standard_normal((1, S, n))
-        g = 2 * S * n**p / best(lambda T=T, X=X, p=p: contract(T, X, p - 1)) / 1e9
+        t_mm, t_k = [], []
+        for _ in range(repeat):
+            t_mm.append(cpu(lambda: A @ B))
+            t_k.append(cpu(lambda T=T, X=X, p=p: contract(T, X, p - 1)))
+        peak = 2 * m**3 / min(t_mm) / 1e9
+        g = 2 * S * n**p / min(t_k) / 1e9
         rows[f"n{n}_p{p}_S{S}"] = {"gflops": g, "matmul_gflops": peak, "ratio": g / peak}
         print(f"contract n={n} p={p} S={S}: {g:.1f} GFLOP/s, matmul {peak:.1f}: {g / peak:.0%}")
     return rows

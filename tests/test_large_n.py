@@ -6,8 +6,8 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from sroa_dist import identity_basis, make_instance, match, rank_one, sod_tensor, sroa
-from sroa_dist.decomposition import _gram_bound
+from sroa_dist import identity_basis, make_instance, match, rank_one, sod_tensor, sroa, sroa_batch
+from sroa_dist.decomposition import IMPLICIT_BYTES, _gram_bound
 from sroa_dist.solvers import Deflation, _contract
 from sroa_dist.tensors import contract, rank_one_tensor, unfolding_norm
 
@@ -125,6 +125,20 @@ def test_implicit_sroa_allocates_no_tensor_sized_temporaries():
     finally:
         tracemalloc.stop()
     assert explicit_peak > T.nbytes  # the comparison can fail: explicit copies the tensor
+
+
+def test_auto_deflation_is_decided_per_tensor_not_per_stack():
+    """A block of many small instances keeps the explicit engine (and so its bits), whatever
+    the block size; one tensor above IMPLICIT_BYTES goes implicit."""
+    small = np.stack([make_instance(10, 3, sigma=0.01, rng=s).T_hat for s in range(200)])
+    assert small.nbytes > IMPLICIT_BYTES > small[0].nbytes
+    batch = sroa_batch(small, rank=1, method="sshopm", rng=list(range(200)))
+    assert "implicit" not in batch.steps[0].message[0]
+    one = sroa(small[7], rank=1, method="sshopm", rng=7)
+    np.testing.assert_array_equal(batch.vectors[7], one.vectors)
+    big = sod_tensor(np.ones(70), identity_basis(70), 3)
+    assert big.nbytes > IMPLICIT_BYTES
+    assert "implicit" in sroa(big, rank=1, method="sshopm", rng=0).steps[0].message
 
 
 def test_auto_deflation_and_argument_errors():
