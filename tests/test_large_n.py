@@ -194,3 +194,21 @@ def test_confirmation_keeps_the_first_start_set_and_later_draws():
     assert b.confirmed and not a.confirmed and b.n_starts == 32 and a.n_starts == 16
     assert g1.standard_normal() == g2.standard_normal()
     assert rank_one(T, "sos").n_best is None
+
+
+def test_heavy_instances_get_blocks_of_one():
+    """The shipped large-n spec: one instance per task (each is minutes of work), while the
+    cost model keeps the small-n engine's costs below the implicit-deflation threshold."""
+    from pathlib import Path
+
+    from sroa_dist.sweep.grid import make_layout, solve_cost
+    from sroa_dist.sweep.spec import load_spec
+
+    spec = load_spec(Path(__file__).resolve().parents[1] / "sweeps" / "nscaling-large.toml")
+    layout = make_layout(spec)
+    assert layout.n_instances == 12 and layout.n_blocks == 12
+    assert all(c == 1 for c in layout.chunks)
+    # n = 256: 256 implicit steps of ~0.14 s; power's cold iterations cost ~10x sshopm's.
+    assert 256 * solve_cost("sshopm", 256, 3) > 30
+    assert solve_cost("power", 256, 3) > 5 * solve_cost("sshopm", 256, 3)
+    assert solve_cost("sshopm", 10, 3) == 1e-4 + 2.5e-7 * 10**3
