@@ -6,7 +6,7 @@ default options; the engine is chosen by ``deflation="auto"`` (implicit at these
 Instances: T̂ = Σ_i e_i^{⊗p} + E, E Gaussian symmetrised (averaged over axis permutations) and
 scaled so that its entries have standard deviation ``--noise / n^{(p-1)/2}``. Each instance is
 built in one child process and saved to a temporary .npy file; a fresh child loads it and runs
-SROA, so its peak RSS (``ru_maxrss``) is the solver's (plus the interpreter and the loaded
+SROA, so its peak RSS (``VmHWM``) is the solver's (plus the interpreter and the loaded
 tensor), not instance generation's. Times are wall clock and CPU seconds of that child with
 BLAS on one thread; on a shared machine CPU time is the fairer number and the load average is
 recorded. Recovery (all components matched within 0.1) is checked so speed is not bought with
@@ -56,22 +56,29 @@ np.save(path, T)
 """
 
 _SOLVE = """
-import json, resource, sys, time
+import json, sys, time
 import numpy as np
 from sroa_dist import sroa
+
+def hwm():
+    # Peak RSS of this process image (VmHWM); ru_maxrss would include the parent's peak.
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+
 path, seed = sys.argv[1], int(sys.argv[2])
-rss_imports = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+rss_imports = hwm()
 with open(path, "rb") as f:  # read straight into the array: np.load may stage a copy
     np.lib.format.read_magic(f)
     shape, _, dtype = np.lib.format.read_array_header_1_0(f)
     T = np.empty(shape, dtype=dtype)
     f.readinto(memoryview(T).cast("B"))
 n, p = T.shape[0], T.ndim
-rss_loaded = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+rss_loaded = hwm()
 c0, t0 = time.process_time(), time.perf_counter()
 res = sroa(T, method="sshopm", rng=seed)
 wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+peak = hwm()
 V = np.abs(res.vectors)
 order = np.argmax(V, axis=0)
 vec_err = np.sqrt(np.maximum(0.0, 2 - 2 * V.max(axis=0)))
