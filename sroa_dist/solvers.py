@@ -157,11 +157,19 @@ def _contract(
     if deflation is None:
         return contract(Ts, X, times)
     B, n, p = Ts.shape[0], Ts.shape[1], Ts.ndim - 1
+    # By symmetry any axes may be contracted; these orders stream T once in the layout BLAS
+    # reads fastest (measured on one core: 1.5-2x the trailing-axes GEMMs of `contract`).
     if times == p - 2:
-        # By symmetry T(I, I, x, …) contracts the leading axes too: (S, n^{p-2}) @ (n^{p-2}, n²)
-        # streams T once in the order BLAS reads fastest (about 2x the trailing-axes GEMV).
-        K = kron_power(X, times)
+        K = kron_power(X, times)  # T(I, I, x, …) over the leading axes
         out = np.matmul(K, Ts.reshape(B, n**times, n * n)).reshape(X.shape[:2] + (n, n))
+    elif times == p - 1 and p == 3:
+        out = np.matmul(kron_power(X, 2), Ts.reshape(B, n * n, n))
+    elif times == p - 1:
+        # Stacked GEMMs T[i] (n × n^{p-2}) @ x^{⊗(p-2)}, then Σ_i x_i: no (S, n^{p-1}) Kronecker
+        # power (as large as T itself when S = n at p = 4).
+        K = kron_power(X, p - 2).transpose(0, 2, 1)[:, None]  # (B, 1, n^{p-2}, S)
+        Y = np.matmul(Ts.reshape(B, n, n, n ** (p - 2)), K)  # (B, i, a, S)
+        out = np.einsum("bias,bsi->bsa", Y, X)
     else:
         out = contract(Ts, X, times)
     if deflation.sign < 0:
