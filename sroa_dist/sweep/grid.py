@@ -132,7 +132,7 @@ def solve_cost(method: str, n: int, p: int) -> float:
     side (~0.05 s at side 66, i.e. n = 10, p = 3, on nearly SOD tensors, one thread), and is
     skipped where it is intractable. Above one MiB per tensor SROA deflates implicitly and
     ``sshopm`` steps mostly restart from the previous step's local maxima: about 1e-8 s per
-    tensor entry and step (0.14 s at n = 256, p = 3; 0.2 s at n = 64, p = 4), while ``power``
+    tensor entry and step (0.14 s at n = 256, p = 3; 0.13 s at n = 64, p = 4), while ``power``
     keeps its 2 × 30 cold iterations (about 1e-7 s per entry and step).
     """
     from sroa_dist.decomposition import IMPLICIT_BYTES
