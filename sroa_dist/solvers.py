@@ -563,10 +563,11 @@ def _method_sshopm(
     so the first set and later SROA steps keep their draws) is run, and the starts are doubled
     until the best values of the old and the new set agree (``confirmed``) or ``max_starts``
     would be exceeded; the first set's pick stands unless a later set beats it. Default
-    (``None``): ``DEFAULT_MAX_STARTS`` (64) on a formed tensor, which cut the measured rate of
-    missed global steps at n = 16–20 from about one step in six to a few per cent (see
-    benchmarks/bench_miss_rate.py), and 0 under implicit deflation (large n), where a cold
-    second set would cost several times the warm-started step; pass it to confirm there.
+    (``None``): ``DEFAULT_MAX_STARTS`` (64) on a formed tensor, which cut the rate of missed
+    global steps on Gaussian nearly-SOD tensors at n = 16–24 from about one in six to about
+    one in thirty (benchmarks/bench_miss_rate.py), and 0 under implicit deflation (large n),
+    where a cold second set would cost several times the warm-started step; pass it there to
+    confirm.
     Converges to local maxima: fast, not certified. Besides ``x`` it reports how many starts
     reached the best value (``n_best``) and whether two independent start sets agreed
     (``confirmed``; false when no second set ran).
