@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .certificate import Certificate
 from .decomposition import SROAResult, sroa, sroa_batch
 from .instances import Instance, make_instance
 from .metrics import MatchResult, match, theorem_2_2_bounds, theorem_3_1_bounds
@@ -20,6 +21,7 @@ from .tensors import identity_basis, random_orthonormal_basis, sod_tensor, symme
 __version__ = "0.1.0"
 
 __all__ = [
+    "Certificate",
     "METHODS",
     "NOISE_MODELS",
     "Instance",

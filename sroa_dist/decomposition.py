@@ -16,9 +16,9 @@ from .solvers import (
     Deflation,
     RankOneResult,
     RngLike,
-    _check_options,
     _lookup,
     _values,
+    check_options,
     rank_one_batch,
 )
 from .tensors import as_rng_list, check_symmetric_tensor, rank_one_tensor
@@ -280,10 +280,8 @@ def _sroa_implicit(
 ) -> SROAResult:
     """Algorithm 1 with implicit deflation (see :func:`sroa`, ``deflation="implicit"``)."""
     fn = _lookup(method)
-    _check_options(method, options)
-    if not (np.isfinite(gap_tol) and gap_tol >= 0):
-        raise ValueError(f"gap_tol: expected a finite value >= 0, received {gap_tol}")
     B, n, p = Ts.shape[0], Ts.shape[1], Ts.ndim - 1
+    check_options(method, {**options, "gap_tol": gap_tol}, n=n, p=p)
     eps = np.finfo(float).eps
     M = Ts.reshape(B, n, -1)
     gram0 = np.matmul(M, M.transpose(0, 2, 1))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -13,7 +14,14 @@ from .noise import noise_tensor
 from .norms import operator_norm
 from .tensors import identity_basis, random_orthonormal_basis, sod_tensor
 
-__all__ = ["Instance", "make_instance", "draw_lambdas"]
+__all__ = [
+    "BASES",
+    "LAMBDA_DISTRIBUTIONS",
+    "Instance",
+    "check_lambdas",
+    "draw_lambdas",
+    "make_instance",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,23 +40,130 @@ class Instance:
     eps_target: float | None
 
 
-def draw_lambdas(spec: Any, r: int, rng: np.random.Generator) -> np.ndarray:
-    """Component weights from a scalar, a list of ``r`` values, or ``{"dist": "uniform",
-    "low": a, "high": b}`` (drawn from ``rng``)."""
+#: Largest weight |λ| and noise level (σ or ε) an instance may have: a value x^p of a tensor
+#: with entries of this size still fits in float64 with room for sums over n^p terms and for
+#: the theorems' ratios (ε/λ)², which would otherwise overflow and fail every instance.
+MAX_SCALE = 1e150
+
+
+def check_level(value: Any, name: str = "sigma") -> float:
+    """Validate a noise level (``sigma`` entry scale or ``eps`` target norm): a finite number
+    in ``[0, MAX_SCALE]``. Returns it as a float; raises ``ValueError`` naming ``name``."""
+    if not _is_real(value) or not 0 <= value <= MAX_SCALE:
+        raise ValueError(
+            f"{name}: expected a finite number between 0 and {MAX_SCALE:g}, received {value!r}"
+        )
+    return float(value)
+
+
+def _is_real(v: Any) -> bool:
+    return (
+        isinstance(v, (int, float, np.integer, np.floating))
+        and not isinstance(v, (bool, np.bool_))
+        and bool(np.isfinite(v))
+    )
+
+
+def _check_uniform(params: Mapping[str, Any]) -> dict[str, Any]:
+    low, high = params["low"], params["high"]
+    if not (_is_real(low) and _is_real(high)):
+        raise ValueError(
+            f"lambdas: uniform low and high must be finite numbers, received low={low!r}, "
+            f"high={high!r}"
+        )
+    if max(abs(low), abs(high)) > MAX_SCALE:
+        raise ValueError(f"lambdas: uniform bounds must be at most {MAX_SCALE:g} in magnitude")
+    if not low < high:
+        raise ValueError(
+            f"lambdas: uniform needs low < high, received low={low}, high={high} (for equal "
+            "weights give the number itself, e.g. lambdas = 1.0)"
+        )
+    return {"low": float(low), "high": float(high)}
+
+
+def _draw_uniform(params: Mapping[str, Any], r: int, rng: np.random.Generator) -> np.ndarray:
+    return rng.uniform(params["low"], params["high"], size=r)
+
+
+#: λ distributions by name: ``(parameter names, check(params) -> params, draw(params, r, rng))``.
+#: Spec validation and :func:`make_instance` both go through :func:`check_lambdas`.
+LAMBDA_DISTRIBUTIONS: Mapping[str, tuple[tuple[str, ...], Any, Any]] = MappingProxyType(
+    {"uniform": (("low", "high"), _check_uniform, _draw_uniform)}
+)
+
+
+def check_lambdas(spec: Any, r: int | None = None) -> float | list[float] | dict[str, Any]:
+    """Validate component weights without drawing them; returns them normalised.
+
+    ``spec`` is a non-zero number (every weight), a list of ``r`` non-zero numbers, or a
+    distribution table ``{"dist": name, **params}`` from :data:`LAMBDA_DISTRIBUTIONS` (e.g.
+    ``{"dist": "uniform", "low": a, "high": b}`` with ``a < b``). Weights must be non-zero
+    because ``λ_i v_i^{⊗p}`` with ``λ_i = 0`` is not a component. ``r`` (the rank), when
+    given, is checked against the length of a list. Raises ``ValueError`` naming ``lambdas``.
+    """
+    if isinstance(spec, np.ndarray) and spec.ndim == 0:
+        spec = spec.item()
+    if isinstance(spec, np.ndarray) and spec.ndim != 1:
+        raise ValueError(f"lambdas: expected a scalar or a 1-d list, received shape {spec.shape}")
     if isinstance(spec, Mapping):
         dist = spec.get("dist")
-        if dist != "uniform":
-            raise ValueError(f"lambdas.dist: expected 'uniform', received {dist!r}")
-        low, high = float(spec["low"]), float(spec["high"])
-        if not low < high:
-            raise ValueError(f"lambdas: expected low < high, received low={low}, high={high}")
-        return rng.uniform(low, high, size=r)
-    lam = np.asarray(spec, dtype=float)
-    if lam.ndim == 0:
-        return np.full(r, float(lam))
-    if lam.shape != (r,):
-        raise ValueError(f"lambdas: expected a scalar or {r} values, received {lam.shape}")
-    return lam.copy()
+        if dist not in LAMBDA_DISTRIBUTIONS:
+            raise ValueError(
+                f"lambdas.dist: expected one of {sorted(LAMBDA_DISTRIBUTIONS)}, received {dist!r}"
+            )
+        names, check, _ = LAMBDA_DISTRIBUTIONS[dist]
+        given = set(spec) - {"dist"}
+        if given != set(names):
+            raise ValueError(
+                f"lambdas: distribution {dist!r} takes exactly the parameters {list(names)}, "
+                f"received {sorted(given)}"
+            )
+        return {"dist": dist, **check(spec)}
+    if isinstance(spec, (list, tuple, np.ndarray)):
+        values = list(spec)
+        if not values or not all(_is_real(v) for v in values):
+            raise ValueError(f"lambdas: expected a non-empty list of finite numbers, got {spec!r}")
+        if any(abs(v) > MAX_SCALE for v in values):
+            raise ValueError(f"lambdas: weights must be at most {MAX_SCALE:g} in magnitude")
+        if any(v == 0 for v in values):
+            raise ValueError(f"lambdas: every component weight must be non-zero, got {spec!r}")
+        if r is not None and len(values) != r:
+            raise ValueError(f"lambdas: expected a scalar or {r} values, received {len(values)}")
+        return [float(v) for v in values]
+    if not _is_real(spec):
+        raise ValueError(
+            "lambdas: expected a number, a list of r numbers or a distribution table such as "
+            f"{{dist = 'uniform', low = 1, high = 2}}, received {spec!r} ({type(spec).__name__})"
+        )
+    if abs(spec) > MAX_SCALE:
+        raise ValueError(f"lambdas: weights must be at most {MAX_SCALE:g} in magnitude")
+    if spec == 0:
+        raise ValueError(
+            "lambdas: every component weight must be non-zero, received 0 (a zero weight is no "
+            "component: use a smaller rank instead)"
+        )
+    return float(spec)
+
+
+def draw_lambdas(spec: Any, r: int, rng: np.random.Generator) -> np.ndarray:
+    """Component weights from a scalar, a list of ``r`` values, or a distribution table such as
+    ``{"dist": "uniform", "low": a, "high": b}`` (drawn from ``rng``); see :func:`check_lambdas`."""
+    spec = check_lambdas(spec, r)
+    if isinstance(spec, dict):
+        return np.asarray(LAMBDA_DISTRIBUTIONS[spec["dist"]][2](spec, r, rng), dtype=float)
+    if isinstance(spec, list):
+        return np.array(spec, dtype=float)
+    return np.full(r, spec)
+
+
+def _identity(n: int, r: int, rng: np.random.Generator) -> np.ndarray:
+    return identity_basis(n, r)
+
+
+#: Bases of the components by name: ``basis(n, r, rng) -> (n, r)`` orthonormal columns.
+BASES: Mapping[str, Any] = MappingProxyType(
+    {"identity": _identity, "random": random_orthonormal_basis}
+)
 
 
 def make_instance(
@@ -76,18 +191,17 @@ def make_instance(
     r = n if rank is None else rank
     if (sigma is None) == (eps is None):
         raise ValueError("sigma/eps: give exactly one of sigma (entry scale) or eps (target ‖E‖)")
-    if basis == "identity":
-        V = identity_basis(n, r)
-    elif basis == "random":
-        V = random_orthonormal_basis(n, r, gen)
+    if sigma is not None:
+        check_level(sigma, "sigma")
     else:
-        raise ValueError(f"basis: expected 'identity' or 'random', received {basis!r}")
+        check_level(eps, "eps")
+    if basis not in BASES:
+        raise ValueError(f"basis: expected one of {sorted(BASES)}, received {basis!r}")
+    V = BASES[basis](n, r, gen)
     lam = draw_lambdas(lambdas, r, gen)
     T = sod_tensor(lam, V, p)
     E = noise_tensor(noise, n, p, 1.0 if eps is not None else sigma, gen)
     if eps is not None:
-        if not (np.isfinite(eps) and eps >= 0):
-            raise ValueError(f"eps: expected a finite target norm >= 0, received {eps}")
         norm = operator_norm(E, norm_method, rng=gen).value
         E = E * (float(eps) / norm)
     return Instance(T_hat=T + E, T=T, E=E, lambdas=lam, V=V, eps_target=eps)

@@ -101,13 +101,15 @@ def theorem_2_2_bounds(eps: ArrayLike, lam: ArrayLike) -> tuple[np.ndarray, np.n
     """Theorem 2.2 (first SROA step, odd p): ``|λ̂ − λ_j| ≤ ε`` and
     ``‖x̂ − v_j‖ ≤ 10 (ε/λ_j + (ε/λ_j)²)``. Returns ``(lam_bound, vec_bound)``, broadcast."""
     eps = np.asarray(eps, dtype=float)
-    ratio = eps / np.abs(np.asarray(lam, dtype=float))
-    return np.broadcast_to(eps, ratio.shape).copy(), 10.0 * (ratio + ratio**2)
+    with np.errstate(over="ignore", divide="ignore"):  # a huge ratio's bound is just +inf
+        ratio = eps / np.abs(np.asarray(lam, dtype=float))
+        return np.broadcast_to(eps, ratio.shape).copy(), 10.0 * (ratio + ratio**2)
 
 
 def theorem_3_1_bounds(eps: ArrayLike, lam: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """Theorem 3.1 (every SROA step, for ε ≤ c₀ λ_min / n^{1/(p−1)}): ``|λ_π(j) − λ̂_j| ≤ 2ε`` and
     ``‖v_π(j) − v̂_j‖ ≤ 20 ε/λ_π(j)``. Returns ``(lam_bound, vec_bound)``, broadcast."""
     eps = np.asarray(eps, dtype=float)
-    ratio = eps / np.abs(np.asarray(lam, dtype=float))
-    return np.broadcast_to(2.0 * eps, ratio.shape).copy(), 20.0 * ratio
+    with np.errstate(over="ignore", divide="ignore"):  # a huge ratio's bound is just +inf
+        ratio = eps / np.abs(np.asarray(lam, dtype=float))
+        return np.broadcast_to(2.0 * eps, ratio.shape).copy(), 20.0 * ratio

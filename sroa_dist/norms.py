@@ -102,4 +102,8 @@ def scale_to_opnorm(
         if eps == 0:
             return E.copy()
         raise ValueError("E: cannot scale a zero perturbation to a positive operator norm")
-    return E * (eps / norm)
+    factor = eps / norm
+    if np.isfinite(factor) and (factor > 0 or eps == 0):
+        return E * factor
+    # eps / norm over- or underflows (a subnormal or huge norm): divide first.
+    return (E / norm) * eps

@@ -30,6 +30,9 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 import scs
 
+from .certificate import Certificate
+from .tensors import normalizing_exponents
+
 __all__ = [
     "DEFAULT_SCS_SETTINGS",
     "FORMULATIONS",
@@ -216,6 +219,12 @@ def _value(T: np.ndarray, x: np.ndarray) -> float:
     return float(_contract(T, x, T.ndim))
 
 
+def _fro(T: np.ndarray) -> float:
+    """``‖T‖_F`` without underflow or overflow of the squares (same bits at ordinary scales)."""
+    k = int(normalizing_exponents(T[None])[0][0])
+    return float(np.ldexp(np.linalg.norm(np.ldexp(T, -k)), k))
+
+
 def _check_sign(sign: int) -> int:
     if sign not in (1, -1):
         raise ValueError(f"expected sign +1 or -1, received {sign!r}")
@@ -371,7 +380,7 @@ def polish(
             f"expected a nonzero finite starting vector of length {T.shape[0]}, received "
             f"shape {x.shape} with norm {nx}"
         )
-    fro = float(np.linalg.norm(T))
+    fro = _fro(T)
     if fro == 0:
         return x / nx
     alpha = (p - 1) * fro if shift is None else float(shift)
@@ -424,6 +433,10 @@ class RelaxationResult:
         optimum is unique); ``nan`` when the certificate is not a face certificate.
     scs_value : float
         SCS's primal objective of the last SCS run (``-pobj``).
+    sos_certificate : Certificate or None
+        With ``with_certificate=True``: the dual that gave ``upper_bound`` as an auditable SOS
+        identity (:class:`sroa_dist.certificate.Certificate`; ``verify(T)`` re-derives the bound
+        without SCS); ``None`` otherwise or when SCS returned no finite dual.
     """
 
     value: float
@@ -439,6 +452,7 @@ class RelaxationResult:
     certificate: str = "scs"
     dual_margin: float = float("nan")
     scs_value: float = float("nan")
+    sos_certificate: Certificate | None = None
 
     @property
     def gap(self) -> float:
@@ -449,6 +463,67 @@ class RelaxationResult:
 # --------------------------------------------------------------------------------------------
 # The relaxation
 # --------------------------------------------------------------------------------------------
+
+
+class _MonomialKeys:
+    """Exact int64 keys of the monomials of degree ``<= D`` in ``n`` variables, for any ``n``.
+
+    A monomial is its sorted index tuple ``i_1 <= ... <= i_D``, padded with the sentinel ``n``
+    (so lower degrees fit); its key is the tuple's colex rank among the multisets of size ``D``
+    of ``{0, ..., n}``, ``sum_t C(i_t + t, t + 1)``, a bijection onto ``[0, C(n + D, D))``.
+    Products are merged tuples, so no key arithmetic can overflow or carry (the former
+    positional base-``(2d + 1)`` keys refused ``n * log2(2d + 1) > 62``, e.g. n >= 27 at d = 2).
+    """
+
+    def __init__(self, n: int, D: int) -> None:
+        if math.comb(n + D, D) >= 2**62:
+            raise ValueError(
+                f"expected fewer than 2^62 monomials of degree <= {D} in n = {n} variables for "
+                f"the moment index, received C(n + {D}, {D}) = {math.comb(n + D, D)}; hint: "
+                "such a relaxation would not fit in memory anyway"
+            )
+        self.n, self.D = n, D
+        self._tab = np.array(
+            [[math.comb(v + t, t + 1) for v in range(n + 1)] for t in range(D)], dtype=np.int64
+        )
+
+    def tuples(self, E: np.ndarray) -> np.ndarray:
+        """Padded sorted index tuples ``(K, D)`` of the exponent rows of ``E``."""
+        E = np.asarray(E, dtype=np.int64)
+        deg = E.sum(axis=1)
+        if deg.max(initial=0) > self.D:
+            raise AssertionError("internal error: monomial degree above the key's capacity")
+        out = np.full((E.shape[0], self.D), self.n, dtype=np.int32)
+        r, c = np.nonzero(E)
+        reps = E[r, c]
+        rows, idx = np.repeat(r, reps), np.repeat(c, reps)
+        pos = np.arange(len(rows)) - (np.cumsum(deg) - deg)[rows]
+        out[rows, pos] = idx
+        return out
+
+    def rank(self, t: np.ndarray) -> np.ndarray:
+        """Keys of (possibly merged, unsorted) index tuples with at most ``D`` real indices."""
+        t = np.sort(t, axis=1)
+        if t.shape[1] > self.D:
+            if np.any(t[:, self.D :] != self.n):
+                raise AssertionError("internal error: monomial product above the key's degree")
+            t = t[:, : self.D]
+        out = np.zeros(t.shape[0], dtype=np.int64)
+        for j in range(self.D):
+            out += self._tab[j][t[:, j]]
+        return out
+
+    def of(self, E: np.ndarray) -> np.ndarray:
+        """Keys of the exponent rows of ``E``."""
+        return self.rank(self.tuples(E))
+
+    def product(self, ta: np.ndarray, tb: np.ndarray) -> np.ndarray:
+        """Keys of the products of the monomials of tuple rows ``ta`` and ``tb`` (row by row)."""
+        return self.rank(np.concatenate([ta, tb], axis=1))
+
+    def times_square(self, ta: np.ndarray, k: int) -> np.ndarray:
+        """Keys of ``x^a * x_k^2`` for the tuple rows ``ta``."""
+        return self.product(ta, np.full((ta.shape[0], 2), k, dtype=ta.dtype))
 
 
 def _lookup(sorted_keys: np.ndarray, order: np.ndarray, keys: np.ndarray) -> np.ndarray:
@@ -467,10 +542,17 @@ class _Best:
         self.bound = np.inf
         self.which = "none"
         self.margin = float("nan")
+        self.dual: tuple[np.ndarray, np.ndarray] | None = None
 
-    def offer_bound(self, bound: float, which: str, margin: float = float("nan")) -> None:
+    def offer_bound(
+        self,
+        bound: float,
+        which: str,
+        margin: float = float("nan"),
+        dual: tuple[np.ndarray, np.ndarray] | None = None,
+    ) -> None:
         if bound < self.bound:
-            self.bound, self.which, self.margin = bound, which, margin
+            self.bound, self.which, self.margin, self.dual = bound, which, margin, dual
 
     def done(self, target: float, stop_below: float) -> bool:
         return self.bound - self.fx <= target or self.bound <= stop_below
@@ -513,10 +595,7 @@ class MomentRelaxation:
             )
         t0 = time.perf_counter()
         self.n, self.p, self.order, self.formulation = n, p, d, formulation
-        base = 2 * d + 1  # exponents never exceed 2d, so keys of products add without carries
-        if n * math.log2(base) > 62:
-            raise ValueError(f"n = {n} too large for the moment index at order {d}")
-        w = base ** np.arange(n, dtype=np.int64)
+        kx = _MonomialKeys(n, 2 * d)  # every moment used has degree <= 2d
 
         if formulation == "full":
             var_degrees = list(range(2 * d + 1))
@@ -528,7 +607,7 @@ class MomentRelaxation:
 
         # Moment variables, looked up by additive integer keys.
         E = np.vstack([monomial_exponents(n, k) for k in var_degrees])
-        keys = E @ w
+        keys = kx.of(E)
         korder = np.argsort(keys, kind="stable")
         look = functools.partial(_lookup, keys[korder], korder)
         N = E.shape[0]
@@ -538,19 +617,20 @@ class MomentRelaxation:
         # Moment-matrix basis and its lower-triangle entries in SCS order (column-major).
         B = np.vstack([monomial_exponents(n, k) for k in basis_degrees])
         m = B.shape[0]
-        bkey, bdeg = B @ w, B.sum(axis=1)
+        btup, bdeg = kx.tuples(B), B.sum(axis=1)
         J, I = np.triu_indices(m)  # I >= J, sorted by column J then row I
-        ekey, edeg = bkey[I] + bkey[J], bdeg[I] + bdeg[J]
+        edeg = bdeg[I] + bdeg[J]
         self.basis, self.m = B, m
         self._I, self._J = I, J
         n_ent = len(I)
         direct = np.isin(edeg, var_degrees)  # entry is a single moment variable
-        dvar = look(ekey[direct])
+        dvar = look(kx.product(btup[I[direct]], btup[J[direct]]))
         rows, cols = [np.nonzero(direct)[0]], [dvar]
         nd = np.nonzero(~direct)[0]  # homogeneous odd p: degree-(2d-2) entries, sum_k y_{a+2e_k}
+        nd_tup = np.concatenate([btup[I[nd]], btup[J[nd]]], axis=1)
         for k in range(n if len(nd) else 0):
             rows.append(nd)
-            cols.append(look(ekey[nd] + 2 * w[k]))
+            cols.append(look(kx.times_square(nd_tup, k)))
         r_all, c_all = np.concatenate(rows), np.concatenate(cols)
         self._mmap = sp.csr_matrix((np.ones(len(r_all)), (r_all, c_all)), shape=(n_ent, N))
         self._mmap_T = self._mmap.T.tocsr()
@@ -592,11 +672,12 @@ class MomentRelaxation:
             loc = np.nonzero(self.degrees <= 2 * d - 2)[0]
             nl = len(loc)
             zr = [np.zeros(1, np.int64), np.arange(1, nl + 1)]
-            zc = [look(np.zeros(1, np.int64)), loc]
+            zc = [look(kx.of(np.zeros((1, n), np.int64))), loc]
             zv = [np.ones(1), -np.ones(nl)]
+            loc_tup = kx.tuples(E[loc])
             for k in range(n):
                 zr.append(np.arange(1, nl + 1))
-                zc.append(look(keys[loc] + 2 * w[k]))
+                zc.append(look(kx.times_square(loc_tup, k)))
                 zv.append(np.ones(nl))
             n_zero = 1 + nl
             A0 = sp.csr_matrix(
@@ -605,7 +686,7 @@ class MomentRelaxation:
         else:
             half = monomial_exponents(n, d)  # <(sum_k x_k^2)^d, y> = 1
             A0 = sp.csr_matrix(
-                (_multinomial(half), (np.zeros(len(half), np.int64), look((2 * half) @ w))),
+                (_multinomial(half), (np.zeros(len(half), np.int64), look(kx.of(2 * half)))),
                 shape=(1, N),
             )
             n_zero = 1
@@ -620,16 +701,16 @@ class MomentRelaxation:
 
         # Objective map: degree-p coefficients -> variables (times (sum x_k^2)^k to reach the
         # variables' degree of the same parity).
-        self._objmap = self._homogenizer(look, w, monomial_exponents(n, p), var_degrees).T.tocsr()
+        self._objmap = self._homogenizer(look, kx, monomial_exponents(n, p), var_degrees).T.tocsr()
         # Maps to first- and second-order moments (for extracting x).
         self._first = None
         if p % 2 or formulation == "full":
-            self._first = self._homogenizer(look, w, monomial_exponents(n, 1), var_degrees)
+            self._first = self._homogenizer(look, kx, monomial_exponents(n, 1), var_degrees)
         iu, ju = np.triu_indices(n)
         E2 = np.zeros((len(iu), n), np.int64)
         np.add.at(E2, (np.arange(len(iu)), iu), 1)
         np.add.at(E2, (np.arange(len(iu)), ju), 1)
-        self._second = self._homogenizer(look, w, E2, var_degrees)
+        self._second = self._homogenizer(look, kx, E2, var_degrees)
         self._second_idx = (iu, ju)
 
         # Validated-bound constants: max over the sphere of |x^a| (at x_i^2 = a_i/|a|), the
@@ -650,17 +731,18 @@ class MomentRelaxation:
 
     # ---- maps and small helpers -------------------------------------------------------------
 
-    def _homogenizer(self, look, w, Elow: np.ndarray, var_degrees: list[int]) -> sp.csr_matrix:
+    def _homogenizer(self, look, kx, Elow: np.ndarray, var_degrees: list[int]) -> sp.csr_matrix:
         """Rows: moments ``y_a`` (``a`` in ``Elow``) as combinations of the variables, using
         ``y_a = <(sum_k x_k^2)^j x^a, y>`` up to the lowest variable degree of the same parity."""
         d0 = int(Elow[0].sum())
         target = min(k for k in var_degrees if k >= d0 and (k - d0) % 2 == 0)
         Hj = monomial_exponents(self.n, (target - d0) // 2)
-        keys = (Elow @ w)[:, None] + ((2 * Hj) @ w)[None, :]
+        tl, th = kx.tuples(Elow), kx.tuples(2 * Hj)
+        keys = kx.product(np.repeat(tl, len(Hj), axis=0), np.tile(th, (len(Elow), 1)))
         return sp.csr_matrix(
             (
-                np.broadcast_to(_multinomial(Hj), keys.shape).ravel(),
-                (np.repeat(np.arange(len(Elow)), len(Hj)), look(keys.ravel())),
+                np.tile(_multinomial(Hj), len(Elow)),
+                (np.repeat(np.arange(len(Elow)), len(Hj)), look(keys)),
             ),
             shape=(len(Elow), self.n_vars),
         )
@@ -828,7 +910,8 @@ class MomentRelaxation:
         for it in range(max_iters + 1):
             ev, V = np.linalg.eigh(Z)
             bound = self.validated_bound(c, zf, Z, lam_min=float(ev[0]))
-            best.offer_bound(bound, "face", float(ev[1]) if len(ev) > 1 else float("nan"))
+            margin = float(ev[1]) if len(ev) > 1 else float("nan")
+            best.offer_bound(bound, "face", margin, (zf, Z))
             gap = bound - fx
             # Linear convergence is fast (about 50x per step) when x is the global maximiser
             # and Z0 is near the face; stop early when it is not.
@@ -933,6 +1016,7 @@ class MomentRelaxation:
         polish_steps: int = 10,
         flat_tol: float = 1e-3,
         candidates: np.ndarray | None = None,
+        with_certificate: bool = False,
         **scs_settings: Any,
     ) -> RelaxationResult:
         """Solve the relaxation of ``max_{||x||=1} sign * T x^p`` and certify a maximiser.
@@ -973,6 +1057,9 @@ class MomentRelaxation:
             Maximiser candidates from elsewhere (e.g. a local multi-start), polished and
             offered alongside the ones extracted from the moments, so the certificate is built
             at the better of the two.
+        with_certificate : bool
+            Attach the dual behind ``upper_bound`` as an auditable SOS certificate
+            (``sos_certificate``; see :meth:`export_certificate`).
         **scs_settings
             SCS settings of the full solve, overriding :data:`DEFAULT_SCS_SETTINGS`.
 
@@ -987,10 +1074,15 @@ class MomentRelaxation:
         settings = self._settings(scs_settings)
         if warmup_iters is None:
             warmup_iters = WARMUP_SCS_SETTINGS["odd" if self.p % 2 else "even"]["max_iters"]
-        fro = float(np.linalg.norm(T))
+        fro = _fro(T)
         if fro == 0.0:  # f = 0: every unit vector is optimal
             x0 = np.eye(self.n)[0]
-            return RelaxationResult(0.0, 0.0, x0, 0.0, s, 0.0, True, "not run", 0, 0.0, "zero")
+            zc = None
+            if with_certificate:
+                zc = self.export_certificate(T, s, np.zeros(self.n_zero), np.zeros((self.m,) * 2))
+            return RelaxationResult(
+                0.0, 0.0, x0, 0.0, s, 0.0, True, "not run", 0, 0.0, "zero", sos_certificate=zc
+            )
         # Work with ||T||_F = 1 so that SCS's scale setting means the same for every tensor.
         T_in, T = T, T / fro
         stop_below = stop_below / fro
@@ -1039,10 +1131,9 @@ class MomentRelaxation:
             if best.x is not None:
                 self._certify(c, z_zero, Z, best.x, best.fx, target, stop_below, refine_iters, best)
             if not best.done(target, stop_below):
-                best.offer_bound(self.validated_bound(c, z_zero, Z), "scs")
-                best.offer_bound(
-                    self.validated_bound(c, z_zero, self.repair(c, z_zero, Z)), "repaired"
-                )
+                best.offer_bound(self.validated_bound(c, z_zero, Z), "scs", dual=(z_zero, Z))
+                Zr = self.repair(c, z_zero, Z)
+                best.offer_bound(self.validated_bound(c, z_zero, Zr), "repaired", dual=(z_zero, Zr))
             if run == "full" and info["status_val"] == scs.SOLVED:
                 break  # converged to SCS's tolerance: more chunks would not move
         if best.x is None:  # SCS returned nothing usable: a unit vector still gives fx
@@ -1070,6 +1161,72 @@ class MomentRelaxation:
             certificate=best.which,
             dual_margin=fro * best.margin if face else float("nan"),
             scs_value=fro * scs_value,
+            sos_certificate=(
+                self.export_certificate(T_in, s, *best.dual, scale=fro)
+                if with_certificate and best.dual is not None
+                else None
+            ),
+        )
+
+    def export_certificate(
+        self, T: np.ndarray, sign: int, z_zero: np.ndarray, Z: np.ndarray, scale: float = 1.0
+    ) -> Certificate:
+        """The SOS identity behind a dual ``(z_zero, Z)`` of the relaxation of ``T / scale``.
+
+        With ``r`` the dual residual (as in :meth:`validated_bound`) and ``U = scale *
+        z_zero[0]``, ``Q = scale * Z``, the dual equalities read, as polynomials in ``x``,
+        ``U - sign T x^p = m^T Q m + h (||x||^2 - 1) + scale r^T y(x)``, where ``m`` is the
+        moment-matrix basis and
+
+        * homogeneous formulation: ``h = sum over the (degree 2d-2) entries of M that stand
+          for sum_k y_{a + 2e_k}`` of ``Q_ij m_i m_j``, ``- U sum_{t<d} ||x||^{2t}``, plus
+          ``sign T x^p sum_{t<j} ||x||^{2t}`` when the objective was multiplied by
+          ``||x||^{2j}`` (orders above ``ceil(p/2)``);
+        * full formulation: ``h = -scale sum_l z_zero[l] x^{a_l}`` over the localising rows.
+
+        The residual is not exported: :meth:`Certificate.verify` recomputes it from ``T``.
+        """
+        s = _check_sign(sign)
+        n, p, d = self.n, self.p, self.order
+        T = np.asarray(T, dtype=float)
+        z = scale * np.asarray(z_zero, dtype=float)
+        Q = scale * np.asarray(Z, dtype=float)
+        Q = 0.5 * (Q + Q.T)
+        B = self.basis
+        rows: list[np.ndarray] = []
+        coefs: list[np.ndarray] = []
+        if self.formulation == "full":
+            loc = np.nonzero(self.degrees <= 2 * d - 2)[0]
+            rows.append(self.exponents[loc])
+            coefs.append(-z[1:])
+        else:
+            nd = ~self._direct
+            I, J = self._I[nd], self._J[nd]
+            rows.append(B[I] + B[J])
+            coefs.append(self._mult[nd] * Q[I, J])
+            for t in range(d):
+                H = monomial_exponents(n, t)
+                rows.append(2 * H)
+                coefs.append(-z[0] * _multinomial(H))
+            var_degrees = [2 * d - 1, 2 * d] if p % 2 else [2 * d]
+            target = min(k for k in var_degrees if k >= p and (k - p) % 2 == 0)
+            if target > p:
+                Ef, cf = monomial_exponents(n, p), polynomial_coefficients(T, p)
+                for t in range((target - p) // 2):
+                    H = monomial_exponents(n, t)
+                    rows.append((Ef[:, None, :] + 2 * H[None, :, :]).reshape(-1, n))
+                    coefs.append(s * np.outer(cf, _multinomial(H)).ravel())
+        hx, inv = np.unique(np.vstack(rows), axis=0, return_inverse=True)
+        hc = np.bincount(inv.ravel(), weights=np.concatenate(coefs), minlength=len(hx))
+        return Certificate(
+            n=n,
+            p=p,
+            signs=np.array([s]),
+            bounds=np.array([float(z[0])]),
+            exponents=np.array(B, dtype=np.int64),
+            gram=Q[None],
+            h_exponents=hx.astype(np.int64),
+            h_coefs=hc[None],
         )
 
     def solve_abs(self, T: np.ndarray, **options: Any) -> RelaxationResult:
@@ -1108,6 +1265,11 @@ class MomentRelaxation:
             certificate=best.certificate,
             dual_margin=best.dual_margin,
             scs_value=best.scs_value,
+            sos_certificate=(
+                Certificate.combine(r1.sos_certificate, r2.sos_certificate)
+                if r1.sos_certificate is not None and r2.sos_certificate is not None
+                else None
+            ),
         )
 
 

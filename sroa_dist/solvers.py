@@ -11,23 +11,53 @@ import dataclasses
 import inspect
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .tensors import as_rng_list, check_symmetric_tensor, contract, kron_power, unfolding_norm
+from .tensors import (
+    as_rng_list,
+    check_symmetric_tensor,
+    contract,
+    kron_power,
+    normalized_unfolding_norm,
+    normalizing_exponents,
+    scale_up_bound,
+)
 
-__all__ = ["RankOneResult", "rank_one", "rank_one_batch", "METHODS", "relaxation_tractable"]
+__all__ = [
+    "DEFAULT_TIME_BUDGET",
+    "METHODS",
+    "OptionError",
+    "RankOneResult",
+    "check_options",
+    "memory_estimate",
+    "rank_one",
+    "rank_one_batch",
+    "relaxation_cost",
+    "relaxation_tractable",
+]
 
 FloatArray = NDArray[np.float64]
 RngLike = np.random.Generator | int | np.random.SeedSequence | None
 
 #: Default gap ``upper_bound − |lam|`` (relative to ‖T‖_F) under which a solution is certified.
 GAP_TOL = 1e-6
-#: Largest moment-matrix side for which ``certified`` solves the relaxation by default.
-MAX_GRAM_SIZE = 120
+#: Default seconds per step ``certified`` may spend on the moment relaxation (``time_budget``):
+#: the relaxation runs where :func:`relaxation_cost` predicts at most this.
+DEFAULT_TIME_BUDGET = 1.0
+#: Cost model ``seconds ~ a * (m / 100) ** b`` of one certified step (SS-HOPM candidate plus
+#: relaxation; both signs for even p) with moment-matrix side ``m``, one BLAS thread, by ``p``
+#: (larger p use the largest calibrated p of the same parity). Least-squares fits in log-log
+#: to the per-step medians of benchmarks/bench_certified_scaling.py (2026-11-26, shared 2-core
+#: machine): p = 3 between the fresh nearly SOD and the deflated coherent-tilt families, p = 4
+#: and 5 on fresh nearly SOD tensors and their deflations. SCS's full eigendecomposition of the
+#: m x m dual matrix per iteration dominates, hence the steep exponent.
+COST_MODEL: dict[int, tuple[float, float]] = {3: (0.35, 2.5), 4: (1.2, 2.2), 5: (0.54, 2.5)}
+#: Tensors with ``2^-64 <= ‖T‖_F < 2^64`` are solved as given (see :func:`rank_one_batch`).
+_UNSCALED_EXPONENT = 64
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,6 +79,12 @@ class RankOneResult:
     method, n_starts, n_iter, message, solve_time
         Method name, random starts used, iterations of the local phase, a human-readable
         status, and seconds spent (batched local phases are shared equally by the instances).
+    certificate : Certificate or None
+        With ``certificate=True``: the auditable SOS certificate of the relaxation's bound
+        (:class:`sroa_dist.certificate.Certificate`; both signs for even p), ``None`` where no
+        relaxation ran (local methods, or ``certified`` above its size cap). Batched: an
+        object array. Its ``verify(T)`` re-derives a bound ``>= upper_bound`` in plain numpy
+        (equal up to rounding unless the unfolding bound was the smaller one).
     n_best : int or None
         How many local starts reached the best value (within ``BEST_RTOL``): one lone start is
         a warning sign that the global maximiser's basin is small. ``None`` for methods
@@ -67,6 +103,7 @@ class RankOneResult:
     n_iter: Any
     message: Any
     solve_time: Any
+    certificate: Any = None
     n_best: Any = None
     confirmed: Any = None
 
@@ -87,6 +124,7 @@ class RankOneResult:
             n_iter=int(self.n_iter[i]),
             message=str(self.message[i]),
             solve_time=float(self.solve_time[i]),
+            certificate=None if self.certificate is None else self.certificate[i],
             n_best=None if self.n_best is None else int(self.n_best[i]),
             confirmed=None if self.confirmed is None else bool(self.confirmed[i]),
         )
@@ -633,10 +671,36 @@ def _method_sshopm(
     }
 
 
-def relaxation_tractable(n: int, p: int, max_gram_size: int = MAX_GRAM_SIZE) -> bool:
-    """Whether the order-⌈p/2⌉ moment matrix (side ``C(n + ⌈p/2⌉, ⌈p/2⌉)``) is small enough."""
+def _gram_side(n: int, p: int) -> int:
+    """Side of the order-⌈p/2⌉ moment matrix of the (homogeneous) relaxation: the monomials of
+    degree ``d`` (and ``d - 1`` for odd p), ``d = ⌈p/2⌉``."""
     d = (p + 1) // 2
-    return math.comb(n + d, d) <= max_gram_size
+    return math.comb(n + d - 1, d) + (math.comb(n + d - 2, d - 1) if p % 2 else 0)
+
+
+def relaxation_cost(n: int, p: int) -> float:
+    """Predicted seconds of one certified step at ``(n, p)`` (:data:`COST_MODEL`)."""
+    known = [q for q in COST_MODEL if q <= p and q % 2 == p % 2]
+    a, b = COST_MODEL[max(known)] if known else COST_MODEL[min(COST_MODEL)]
+    return a * (_gram_side(n, p) / 100.0) ** b
+
+
+def relaxation_tractable(
+    n: int,
+    p: int,
+    max_gram_size: int | None = None,
+    time_budget: float = DEFAULT_TIME_BUDGET,
+) -> bool:
+    """Whether ``certified`` runs the relaxation at ``(n, p)``.
+
+    With ``max_gram_size`` the full order-⌈p/2⌉ basis ``C(n + ⌈p/2⌉, ⌈p/2⌉)`` must not exceed
+    it (the former fixed cap, 120, meant n <= 14 for p = 3, 4); otherwise the predicted step time
+    (:func:`relaxation_cost`) must fit ``time_budget`` seconds.
+    """
+    if max_gram_size is not None:
+        d = (p + 1) // 2
+        return math.comb(n + d, d) <= max_gram_size
+    return relaxation_cost(n, p) <= time_budget
 
 
 def _relax(
@@ -659,20 +723,26 @@ def _relax(
     return out
 
 
+def _with_certificate(options: dict[str, Any] | None, certificate: bool) -> dict[str, Any]:
+    return {**(options or {}), "with_certificate": True} if certificate else (options or {})
+
+
 def _method_sos(
     Ts: FloatArray,
     rngs: Sequence[np.random.Generator],
     *,
     order: int | None = None,
     relaxation: dict[str, Any] | None = None,
+    certificate: bool = False,
 ) -> dict[str, Any]:
     """Lasserre moment relaxation (order ⌈p/2⌉ by default) solved with SCS.
 
     Maximiser candidates are extracted from the moments and polished; a validated dual bound
     is the certificate (see :mod:`sroa_dist.relaxation`). Options: ``order`` (relaxation
-    order), ``relaxation`` (keyword options of ``MomentRelaxation.solve``, e.g. SCS settings).
+    order), ``relaxation`` (keyword options of ``MomentRelaxation.solve``, e.g. SCS settings),
+    ``certificate`` (export the SOS certificate; also set by ``rank_one(certificate=True)``).
     """
-    return _sos_result(_relax(Ts, order, relaxation or {}))
+    return _sos_result(_relax(Ts, order, _with_certificate(relaxation, certificate)))
 
 
 def _sos_result(rel: list[Any]) -> dict[str, Any]:
@@ -682,7 +752,14 @@ def _sos_result(rel: list[Any]) -> dict[str, Any]:
         "n_starts": np.zeros(len(rel), dtype=np.int64),
         "n_iter": np.array([r.iterations for r in rel]),
         "solve_time": np.array([r.solve_time for r in rel]),
+        "certificate": _object_array([r.sos_certificate for r in rel]),
     }
+
+
+def _object_array(items: list[Any]) -> np.ndarray:
+    out = np.empty(len(items), dtype=object)
+    out[:] = items
+    return out
 
 
 def _method_certified(
@@ -694,27 +771,39 @@ def _method_certified(
     tol: float = 1e-5,
     shift: str | float = "monotone",
     order: int | None = None,
-    max_gram_size: int = MAX_GRAM_SIZE,
+    max_gram_size: int | None = None,
+    time_budget: float = DEFAULT_TIME_BUDGET,
     relaxation: dict[str, Any] | None = None,
+    certificate: bool = False,
 ) -> dict[str, Any]:
     """Fast local candidate plus a certified global upper bound from the moment relaxation.
 
     A multi-start SS-HOPM gives a candidate; the relaxation, seeded with it, adds candidates
     extracted from its moments and returns the best one with a validated upper bound (certified
     when they meet). Where the moment matrix would exceed ``max_gram_size`` the relaxation is
-    skipped and the unfolding bound is used (so ``certified`` is then rare). Options: those of
-    ``sshopm`` and ``sos``, and ``max_gram_size``.
+    skipped and the unfolding bound is used (so ``certified`` is then rare). By default the cap
+    follows from ``time_budget`` (seconds per step, :func:`relaxation_cost`); an explicit
+    ``max_gram_size`` overrides it. Options: those of ``sshopm`` and ``sos`` (``certificate``
+    included), ``time_budget`` and ``max_gram_size``.
     """
     n, p = Ts.shape[1], Ts.ndim - 1
     t0 = time.perf_counter()
     local = _method_sshopm(
         Ts, rngs, n_starts=n_starts, max_iter=max_iter, tol=tol, shift=shift, max_starts=0
     )
-    if not relaxation_tractable(n, p, max_gram_size):
-        local["message_extra"] = f"relaxation skipped (moment matrix larger than {max_gram_size})"
+    if not time_budget >= 0:
+        raise ValueError(f"time_budget: expected seconds >= 0, received {time_budget!r}")
+    if not relaxation_tractable(n, p, max_gram_size, time_budget):
+        local["message_extra"] = (
+            f"relaxation skipped (moment matrix larger than {max_gram_size})"
+            if max_gram_size is not None
+            else f"relaxation skipped (predicted {relaxation_cost(n, p):.3g} s per step > "
+            f"time_budget = {time_budget:g} s; raise time_budget to certify)"
+        )
         return local
     local_share = (time.perf_counter() - t0) / len(Ts)
-    sos = _sos_result(_relax(Ts, order, relaxation or {}, local["x"]))
+    options = _with_certificate(relaxation, certificate)
+    sos = _sos_result(_relax(Ts, order, options, local["x"]))
     sos["solve_time"] = sos["solve_time"] + local_share
     sos["n_starts"], sos["n_iter"] = local["n_starts"], local["n_iter"]
     return sos
@@ -745,13 +834,230 @@ def _lookup(method: str) -> MethodFn:
         ) from None
 
 
-def _check_options(method: str, options: dict[str, Any]) -> None:
+class OptionError(ValueError):
+    """A rank-one method option has an unknown name or an invalid value.
+
+    ``option`` is the offending keyword and ``method`` the method, so callers (the sweep spec)
+    can name the key in their own terms.
+    """
+
+    def __init__(self, method: str, option: str, message: str, expected: str | None = None):
+        self.method, self.option, self.expected = method, option, expected
+        super().__init__(message)
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def _is_real(v: Any) -> bool:
+    return (_is_int(v) or isinstance(v, (float, np.floating))) and bool(np.isfinite(v))
+
+
+def _int_at_least(lo: int) -> tuple[Callable[[Any], bool], str]:
+    return (lambda v: _is_int(v) and v >= lo), f"an integer >= {lo}"
+
+
+def _relaxation_keys() -> frozenset[str]:
+    from .relaxation import _SCS_SETTING_NAMES, _SOLVE_OPTIONS
+
+    return frozenset(_SOLVE_OPTIONS) | _SCS_SETTING_NAMES
+
+
+#: Value rules of the options the built-in methods share, by option name (one meaning per
+#: name across methods): ``(predicate, what is expected)``. Options of user-registered methods
+#: that have no rule here are checked by name only.
+OPTION_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "n_starts": _int_at_least(1),
+    "n_iter": _int_at_least(0),
+    "max_iter": _int_at_least(0),
+    "tol": (lambda v: _is_real(v) and v >= 0, "a finite number >= 0"),
+    "gap_tol": (lambda v: _is_real(v) and v >= 0, "a finite number >= 0"),
+    "shift": (
+        lambda v: v in ("adaptive", "monotone") if isinstance(v, str) else _is_real(v) and v >= 0,
+        "'adaptive', 'monotone' or a finite number >= 0 (a fixed shift)",
+    ),
+    "polish": (lambda v: isinstance(v, (bool, np.bool_)), "true or false"),
+    "max_starts": (lambda v: v is None or (_is_int(v) and v >= 0), "an integer >= 0"),
+    "n_spectral": _int_at_least(0),
+    "warm": (lambda v: isinstance(v, (bool, np.bool_)), "true or false"),
+    "lazy": (lambda v: isinstance(v, (bool, np.bool_)), "true or false"),
+    "order": (lambda v: v is None or (_is_int(v) and v >= 1), "an integer relaxation order"),
+    "max_gram_size": _int_at_least(1),
+    "relaxation": (
+        lambda v: v is None or (isinstance(v, Mapping) and set(v) <= _relaxation_keys()),
+        "a table of MomentRelaxation.solve options and SCS settings",
+    ),
+}
+
+_FLAG = (lambda v: isinstance(v, (bool, np.bool_)), "true or false")
+_NONNEG = (lambda v: _is_real(v) and v >= 0, "a finite number >= 0")
+_POSITIVE = (lambda v: _is_real(v) and v > 0, "a finite number > 0")
+#: Value rules of the ``relaxation`` sub-options (``MomentRelaxation.solve`` keywords and SCS
+#: settings); keys without a rule are checked by name only.
+RELAXATION_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "warmup_iters": (lambda v: v is None or (_is_int(v) and v >= 0), "an integer >= 0"),
+    "warmup_chunks": _int_at_least(1),
+    "refine_iters": _int_at_least(0),
+    "fallback_chunk": _int_at_least(1),
+    "gap_tol": _NONNEG,
+    "fallback": _FLAG,
+    "polish_steps": _int_at_least(0),
+    "flat_tol": _NONNEG,
+    "normalize": _FLAG,
+    "adaptive_scale": _FLAG,
+    "verbose": _FLAG,
+    "scale": _POSITIVE,
+    "rho_x": _POSITIVE,
+    "max_iters": _int_at_least(1),
+    "eps_abs": _NONNEG,
+    "eps_rel": _NONNEG,
+    "eps_infeas": _NONNEG,
+    "alpha": (lambda v: _is_real(v) and 0 < v < 2, "a number in (0, 2)"),
+    "time_limit_secs": _NONNEG,
+    "acceleration_interval": _int_at_least(1),
+}
+
+
+def check_options(
+    method: str, options: Mapping[str, Any], *, n: int | None = None, p: int | None = None
+) -> dict[str, Any]:
+    """Dry-bind ``options`` to ``method`` as :func:`rank_one` would, without solving anything.
+
+    Checks the method name, that every option is a keyword the method accepts (``gap_tol`` is
+    accepted for every method: it belongs to the front door), and each value against
+    :data:`OPTION_RULES`; with the tensor order ``p`` also that a relaxation ``order`` is at
+    least ``⌈p/2⌉``, and with ``n`` too that ``sos`` can index the relaxation's monomials.
+    :func:`rank_one_batch` calls this before every solve, and sweep specs call
+    it at validation, so a setting that validates is one the solver accepts.
+
+    Returns the options as a dict. Raises :class:`OptionError` (a ``ValueError``) naming the
+    option, what was expected and what was received.
+    """
     valid = method_options(method)
-    unknown = sorted(set(options) - set(valid))
+    unknown = sorted(set(options) - set(valid) - {"gap_tol"})
     if unknown:
-        raise ValueError(
-            f"options: method {method!r} does not accept {unknown}; valid options: {valid}"
+        raise OptionError(
+            method,
+            unknown[0],
+            f"options: method {method!r} does not accept {unknown}; valid options: "
+            f"{valid + ['gap_tol']}",
         )
+    for name, value in options.items():
+        rule = OPTION_RULES.get(name)
+        if rule is not None and not rule[0](value):
+            hint = ""
+            if name == "relaxation" and isinstance(value, Mapping):
+                bad = sorted(set(value) - _relaxation_keys())
+                hint = f" (unknown keys {bad}; valid: {sorted(_relaxation_keys())})"
+            raise OptionError(
+                method,
+                name,
+                f"options: {name} of method {method!r}: expected {rule[1]}, received "
+                f"{value!r} ({type(value).__name__}){hint}",
+                rule[1] + hint,
+            )
+    for key, value in (options.get("relaxation") or {}).items():
+        rule = RELAXATION_RULES.get(key)
+        if rule is not None and not rule[0](value):
+            raise OptionError(
+                method,
+                "relaxation",
+                f"options: relaxation.{key} of method {method!r}: expected {rule[1]}, received "
+                f"{value!r} ({type(value).__name__})",
+                f"{rule[1]} for relaxation.{key}",
+            )
+    order = options.get("order")
+    if p is not None and order is not None and order < (int(p) + 1) // 2:
+        raise OptionError(
+            method,
+            "order",
+            f"options: order of method {method!r}: expected a relaxation order >= ceil(p/2) = "
+            f"{(int(p) + 1) // 2} for p = {p}, received {order!r}",
+            f"a relaxation order >= ceil(p/2) = {(int(p) + 1) // 2} (p = {p})",
+        )
+    if method == "sos" and n is not None and p is not None:
+        d = (int(p) + 1) // 2 if order is None else int(order)
+        if int(n) * math.log2(2 * d + 1) > 62:
+            raise OptionError(
+                method,
+                "order" if order is not None else "method",
+                f"method 'sos': the order-{d} moment relaxation cannot index n = {n} variables "
+                "(its int64 monomial keys would overflow); hint: use method 'certified', which "
+                "skips the relaxation where it is intractable, or 'sshopm'",
+            )
+    return dict(options)
+
+
+def memory_estimate(
+    method: str, n: int, p: int, batch: int = 1, options: Mapping[str, Any] | None = None
+) -> int:
+    """Rough peak bytes of one :func:`rank_one_batch` call on ``batch`` tensors ``(n,)*p``.
+
+    Counts the tensor stack and the copies the front door and the local phase make (normalised
+    stack, the ``±T`` stack of even orders, the active subset of the ascent), the Kronecker
+    powers of the starts, and for the relaxation (where the method solves one) its moment
+    index tables and SCS workspace. An order-of-magnitude guard against requests that cannot
+    fit in memory, not an exact figure; computed without allocating anything.
+    """
+    options = dict(options or {})
+    fn = _lookup(method)
+    defaults = {
+        k: v.default
+        for k, v in inspect.signature(fn).parameters.items()
+        if v.kind is inspect.Parameter.KEYWORD_ONLY
+    }
+    starts = int(options.get("n_starts", defaults.get("n_starts", 16)) or 1)
+    tensor = 8.0 * batch * float(n) ** p
+    local = 5 * tensor + 8.0 * batch * 2 * starts * (3 * float(n) ** (p - 1) + 2 * n * n)
+    relax = 0.0
+    order = options.get("order", defaults.get("order"))
+    max_gram = options.get("max_gram_size", defaults.get("max_gram_size"))
+    budget = options.get("time_budget", defaults.get("time_budget", DEFAULT_TIME_BUDGET))
+    if method == "sos" or (
+        method == "certified" and relaxation_tractable(n, p, max_gram, float(budget))
+    ):
+        d = (p + 1) // 2 if order is None else int(order)
+        side = float(math.comb(n + d, d))
+        moments = float(math.comb(n + 2 * d, 2 * d))
+        # Moment map (side² nonzeros), SCS's KKT factorisation and per-thread workspaces.
+        relax = 400.0 * side * side + 200.0 * moments
+    return int(local + relax)
+
+
+def _expand(out: dict[str, Any], keep: NDArray[np.intp], B: int, n: int) -> dict[str, Any]:
+    """Results of the non-zero tensors ``keep`` spread over the whole batch: the zero tensors
+    get ``x = e_1``, zero counts and times (their answer is exact without solving)."""
+    full: dict[str, Any] = {}
+    for key, val in out.items():
+        if isinstance(val, np.ndarray) and val.ndim >= 1 and val.shape[0] == len(keep):
+            # Object fields (certificates) get None for the zero tensors: nothing was solved.
+            arr = (
+                np.full((B,) + val.shape[1:], None, dtype=object)
+                if val.dtype == object
+                else np.zeros((B,) + val.shape[1:], dtype=val.dtype)
+            )
+            arr[keep] = val
+            full[key] = arr
+        else:
+            full[key] = val
+    x = np.zeros((B, n))
+    x[:, 0] = 1.0
+    x[keep] = out["x"]
+    full["x"] = x
+    if "upper_bound" in full:
+        full["upper_bound"] = np.asarray(full["upper_bound"], dtype=float)
+    return full
+
+
+def _scaled_certificates(out: Mapping[str, Any], k: NDArray[np.int64], B: int) -> Any:
+    """The methods' certificates (of ``T / 2^k``) turned into certificates of ``T``."""
+    certs = out.get("certificate")
+    if certs is None:
+        return _object_array([None] * B)
+    return _object_array(
+        [None if c is None else c.scaled(int(kb)) for c, kb in zip(certs, k, strict=True)]
+    )
 
 
 def rank_one_batch(
@@ -760,6 +1066,7 @@ def rank_one_batch(
     *,
     rng: RngLike | Sequence[RngLike] = None,
     gap_tol: float = GAP_TOL,
+    certificate: bool = False,
     **options: Any,
 ) -> RankOneResult:
     """Best rank-one approximation of every tensor in a stack ``(B, n, ..., n)``.
@@ -767,34 +1074,81 @@ def rank_one_batch(
     Same as :func:`rank_one` with a leading batch axis on every result field. ``rng`` is one
     seed-like (spawned into B streams) or B per-instance seed-likes; with the same per-instance
     seeds the results are bitwise identical to one-at-a-time calls.
+
+    Every method runs on ``T / 2^k`` with ``‖T / 2^k‖_F`` in ``[1/2, 1)``
+    (:func:`sroa_dist.tensors.normalizing_exponents`) and the value and bound are scaled back
+    by ``2^k``, so results do not depend on the tensor's scale and nothing underflows or
+    overflows between 1e-300 and 1e300. Dividing by a power of two is exact, so for
+    ``2^-64 <= ‖T‖_F < 2^64`` it would change no bit of the result and is skipped. Zero
+    tensors get the exact answer ``lam = upper_bound = 0`` (certified) without a solve.
     """
     fn = _lookup(method)
-    _check_options(method, options)
+    if certificate and "certificate" in method_options(method):
+        options = {**options, "certificate": True}
     Ts = check_symmetric_tensor(Ts, "Ts", batched=True)
-    if not (np.isfinite(gap_tol) and gap_tol >= 0):
-        raise ValueError(f"gap_tol: expected a finite value >= 0, received {gap_tol}")
-    B, p = Ts.shape[0], Ts.ndim - 1
+    B, n, p = Ts.shape[0], Ts.shape[1], Ts.ndim - 1
+    check_options(method, {**options, "gap_tol": gap_tol}, n=n, p=p)
     rngs = as_rng_list(rng, B)
+    k, zero = normalizing_exponents(Ts)
+    if np.all(np.abs(k) <= _UNSCALED_EXPONENT):
+        # Dividing by a power of two this close to 1 changes no bit of any result (nothing
+        # under- or overflows either way; test_scale checks it), so skip the copy.
+        k = np.zeros_like(k)
+    Tn = np.ldexp(Ts, -k.reshape((B,) + (1,) * p)) if np.any(k) else Ts
+    # Dividing by 2^k (k > 0) is exact unless an entry became subnormal; then it moved by at
+    # most half the smallest subnormal, which moves T x^p by at most that times n^{p/2}. The
+    # bound below is padded by that always (far below an ulp of it, so no bits change).
+    inexact = k > 0
+    keep = np.flatnonzero(~zero)
     t0 = time.perf_counter()
-    out = fn(Ts, rngs, **options)
+    if len(keep) == B:
+        out = dict(fn(Tn, rngs, **options))
+    elif len(keep):
+        out = _expand(dict(fn(Tn[keep], [rngs[i] for i in keep], **options)), keep, B, n)
+    else:
+        out = _expand({"x": np.zeros((0, n))}, keep, B, n)
+        out.update(n_starts=np.zeros(B, dtype=np.int64), n_iter=np.zeros(B, dtype=np.int64))
     elapsed = time.perf_counter() - t0
     x = out["x"]
-    _, f = _values(Ts, x[:, None, :])
-    lam = f[:, 0]
-    fro = np.linalg.norm(Ts.reshape(B, -1), axis=1)
-    cheap = unfolding_norm(Ts)
-    upper = np.minimum(out.get("upper_bound", cheap), cheap)
-    certified = upper - np.abs(lam) <= gap_tol * fro
+    _, f = _values(Tn, x[:, None, :])
+    lam_n = f[:, 0]
+    fro_n = np.linalg.norm(Tn.reshape(B, -1), axis=1)
+    cheap = normalized_unfolding_norm(Tn)
+    upper_n = np.minimum(out.get("upper_bound", cheap), cheap)
+    upper_n = upper_n + np.where(inexact, 2.0**-1074 * n ** (p / 2), 0.0)
+    certified = upper_n - np.abs(lam_n) <= gap_tol * fro_n
     if p % 2 == 1:
         # For odd p, max T x^p = max |T x^p|, so a bound on |.| bounds the objective too.
-        certified &= lam >= 0
+        certified &= lam_n >= 0
+    with np.errstate(over="ignore"):
+        lam = np.ldexp(lam_n, k)
+    if not np.all(np.isfinite(lam)):
+        b = int(np.flatnonzero(~np.isfinite(lam))[0])
+        raise ValueError(
+            f"Ts: the best rank-one value of tensor {b} is {lam_n[b]!r} · 2^{k[b]}, beyond the "
+            "float64 range; hint: divide the tensor by a power of two and scale the result back"
+        )
+    upper = scale_up_bound(upper_n, k)
+    lam = np.where(zero, 0.0, lam)
+    upper = np.where(zero, 0.0, upper)
+    # Invariant: a certificate is a proof, so it never comes with a bound below the value.
+    # Rounding could in principle break it; then the instance is simply not certified.
+    sound = (upper_n >= np.abs(lam_n)) & (upper >= np.abs(lam))
+    anomaly = certified & ~sound
+    certified = (certified & sound) | zero
     solve_time = out.get("solve_time", np.full(B, elapsed / B))
     extra = out.get("message_extra")
     message = np.array(
         [
-            ("certified global optimum" if c else "not certified (local optimum)")
+            (
+                "certified global optimum"
+                if c
+                else "not certified (bound below value by rounding)"
+                if a
+                else "not certified (local optimum)"
+            )
             + (f"; {extra}" if extra else "")
-            for c in certified
+            for c, a in zip(certified, anomaly, strict=True)
         ],
         dtype=object,
     )
@@ -808,6 +1162,7 @@ def rank_one_batch(
         n_iter=np.asarray(out["n_iter"]),
         message=message,
         solve_time=np.asarray(solve_time, dtype=float),
+        certificate=(_scaled_certificates(out, k, B) if certificate else None),
         n_best=None if "n_best" not in out else np.asarray(out["n_best"]),
         confirmed=None if "confirmed" not in out else np.asarray(out["confirmed"]),
     )
@@ -819,6 +1174,7 @@ def rank_one(
     *,
     rng: RngLike = None,
     gap_tol: float = GAP_TOL,
+    certificate: bool = False,
     **options: Any,
 ) -> RankOneResult:
     """Best rank-one approximation ``lam · x^{⊗p}`` of a symmetric tensor.
@@ -836,10 +1192,16 @@ def rank_one(
         Source of the random starts.
     gap_tol : float
         Certification tolerance relative to ``‖T‖_F``.
+    certificate : bool
+        Attach the relaxation's auditable SOS certificate (``result.certificate``, checkable
+        with ``result.certificate.verify(T)``); ``None`` where no relaxation ran.
 
     Returns
     -------
     RankOneResult
     """
     T = check_symmetric_tensor(T, "T")
-    return rank_one_batch(T[None], method, rng=[rng], gap_tol=gap_tol, **options)[0]
+    res = rank_one_batch(
+        T[None], method, rng=[rng], gap_tol=gap_tol, certificate=certificate, **options
+    )
+    return res[0]

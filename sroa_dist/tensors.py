@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -18,7 +19,9 @@ __all__ = [
     "rank_one_tensor",
     "check_symmetric_tensor",
     "check_tensor_stack",
+    "normalizing_exponents",
     "tensor_order",
+    "unfolding_norm",
 ]
 
 FloatArray = NDArray[np.float64]
@@ -36,6 +39,13 @@ def tensor_order(T: NDArray, *, batched: bool = False) -> tuple[int, int]:
 
 
 def _as_float_array(x: ArrayLike, name: str) -> FloatArray:
+    if np.iscomplexobj(x):
+        # Casting would silently drop the imaginary part (numpy only warns).
+        raise ValueError(
+            f"{name}: expected a real array, received a complex one (dtype "
+            f"{np.asarray(x).dtype}); hint: pass the real part explicitly if the imaginary part "
+            "is zero"
+        )
     try:
         arr = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -68,37 +78,50 @@ def check_symmetric_tensor(T: ArrayLike, name: str = "T", *, batched: bool = Fal
         raise ValueError(f"{name}: expected dimension n >= 2, received n = {shape[0]}")
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name}: contains NaN or infinite entries")
+    if batched and arr.shape[0] == 0:
+        raise ValueError(
+            f"{name}: expected a stack of at least one tensor, received an empty batch of shape "
+            f"{arr.shape}"
+        )
     p = len(shape)
     off = 1 if batched else 0
-    # max |entry| from max and min: no full-size temporary of |arr|.
-    scale = max(float(np.max(arr, initial=0.0)), -float(np.min(arr, initial=0.0)))
-    scale = max(scale, np.finfo(float).tiny)
+    # Tolerance relative to each tensor's own largest entry, so a tiny tensor batched with a
+    # large one is judged on its own scale.
+    flat = arr.reshape(arr.shape[:off] + (-1,))
+    peak = np.maximum(np.max(flat, axis=-1), -np.min(flat, axis=-1))
     # Adjacent transpositions generate the symmetric group, so checking them suffices.
     for k in range(p - 1):
         axes = list(range(arr.ndim))
         axes[off + k], axes[off + k + 1] = axes[off + k + 1], axes[off + k]
-        pairs = _slabs(arr, arr.transpose(axes), batched)
-        dev = max(float(np.max(np.abs(a - b))) for a, b in pairs)
-        if dev > SYMMETRY_RTOL * scale:
+        with np.errstate(over="ignore"):
+            dev = _deviation(arr, arr.transpose(axes), batched)
+        if not np.all(np.isfinite(dev)):
+            # Entries near the float64 limit: compare halves, which cannot overflow.
+            dev = 2 * np.max(np.abs(0.5 * arr - 0.5 * arr.transpose(axes)).reshape(flat.shape), -1)
+        rel = dev / np.maximum(peak, np.finfo(float).tiny)
+        if np.any(rel > SYMMETRY_RTOL):
             raise ValueError(
                 f"{name}: tensor is not symmetric (swapping axes {k} and {k + 1} changes entries "
-                f"by up to {dev:.3g}); hint: use sroa_dist.symmetrize"
+                f"by up to {float(np.max(rel)):.3g} of the largest entry); hint: use "
+                "sroa_dist.symmetrize"
             )
     return arr
 
 
-def _slabs(
-    a: FloatArray, b: FloatArray, batched: bool, size: int = 2**19
-) -> Iterator[tuple[FloatArray, FloatArray]]:
-    """Matching slices of two equally shaped arrays, about ``size`` entries each, so that a
-    large tensor is compared without full-size temporaries."""
+def _deviation(a: FloatArray, b: FloatArray, batched: bool, size: int = 2**19) -> Any:
+    """``max |a − b|`` per tensor (shape ``(B,)`` when batched, else a scalar), computed in
+    slices of about ``size`` entries so that a large tensor needs no full-size temporaries."""
     if a.size <= size:
-        yield a, b
-        return
-    for x, y in zip(a, b, strict=True) if batched else [(a, b)]:
+        diff = np.abs(a - b)
+        return np.max(diff.reshape(diff.shape[:1] + (-1,)), axis=-1) if batched else diff.max()
+    pairs = list(zip(a, b, strict=True)) if batched else [(a, b)]
+    out = np.empty(len(pairs))
+    for t, (x, y) in enumerate(pairs):
         step = max(1, size // max(1, x[0].size))
-        for i in range(0, len(x), step):
-            yield x[i : i + step], y[i : i + step]
+        out[t] = max(
+            float(np.max(np.abs(x[i : i + step] - y[i : i + step]))) for i in range(0, len(x), step)
+        )
+    return out if batched else out[0]
 
 
 def check_tensor_stack(Ts: ArrayLike, name: str = "Ts") -> FloatArray:
@@ -230,13 +253,85 @@ def contract(Ts: FloatArray, X: FloatArray, times: int) -> FloatArray:
     return out.reshape((B, X.shape[1]) + (n,) * (p - times))
 
 
+def normalizing_exponents(Ts: FloatArray) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
+    """Power-of-two exponents ``k`` with ``1/2 <= ‖T / 2^k‖_F < 1`` for each tensor of a stack.
+
+    Dividing by a power of two is exact in floating point (unless entries become subnormal), so
+    a computation on ``T / 2^k`` followed by multiplying the answer by ``2^k`` returns the same
+    bits as the computation on ``T`` wherever the latter neither overflows nor underflows, and
+    the right answer where it would. ``‖T‖_F`` itself is never formed (it can overflow or
+    underflow when ``T``'s entries do not). Returns ``(k (B,), zero (B,))``; ``k = 0`` for zero
+    tensors.
+    """
+    B = Ts.shape[0]
+    flat = Ts.reshape(B, -1)
+    peak = np.maximum(np.max(flat, axis=1), -np.min(flat, axis=1))
+    e_peak = np.frexp(peak)[1]
+    # Within these exponents the sum of squares neither overflows nor underflows, and
+    # ‖T / 2^e‖_F = ‖T‖_F / 2^e exactly, so one unscaled pass gives the same k.
+    safe = (e_peak > -400) & (e_peak < 400)
+    nu = np.empty(B)
+    if np.any(safe):
+        nu[safe] = np.ldexp(np.linalg.norm(flat[safe], axis=1), -e_peak[safe])
+    if not np.all(safe):
+        out = ~safe
+        nu[out] = np.linalg.norm(np.ldexp(flat[out], -e_peak[out][:, None]), axis=1)
+    zero = peak == 0
+    nu[zero] = 1.0
+    k = (e_peak + np.frexp(nu)[1]).astype(np.int64)
+    return np.where(zero, 0, k), zero
+
+
+def scale_up_bound(bound: FloatArray, k: NDArray[np.int64]) -> FloatArray:
+    """``bound · 2^k`` rounded so that it stays an upper bound (one ulp up where the product
+    is subnormal and may have been rounded down); ``inf`` where it overflows."""
+    with np.errstate(over="ignore"):
+        out = np.ldexp(bound, k)
+    tiny = np.finfo(float).tiny
+    return np.where((np.abs(out) < tiny) & (bound > 0), np.nextafter(out, np.inf), out)
+
+
 def unfolding_norm(Ts: FloatArray) -> FloatArray:
     """Spectral norm of the ``n × n^{p-1}`` unfolding: a cheap valid upper bound on the operator
-    norm ``max_{‖x‖=1} |T x^p|`` because ``‖x^{⊗(p-1)}‖ = 1``. Shape ``(B,)``."""
-    B, n = Ts.shape[0], Ts.shape[1]
-    M = Ts.reshape(B, n, -1)
+    norm ``max_{‖x‖=1} |T x^p|`` because ``‖x^{⊗(p-1)}‖ = 1``. Shape ``(B,)``.
+
+    Computed on ``T / 2^k`` (:func:`normalizing_exponents`) so that the Gram matrix neither
+    underflows nor overflows, and padded by the rounding error of the Gram matrix and of its
+    eigenvalues so that it remains a bound in floating point.
+    """
+    B = Ts.shape[0]
+    k, _ = normalizing_exponents(Ts)
+    kk = k.reshape((B,) + (1,) * (Ts.ndim - 1))
+    Tn = np.ldexp(Ts, -kk) if np.any(k) else Ts
+    bound = normalized_unfolding_norm(Tn)
+    # Where 2^-k made entries subnormal each moved by at most half the smallest subnormal.
+    bound = bound + np.where(k > 0, 2.0**-1074 * Ts.shape[1] ** ((Ts.ndim - 1) / 2), 0.0)
+    return scale_up_bound(bound, k)
+
+
+def normalized_unfolding_norm(Tn: FloatArray) -> FloatArray:
+    """:func:`unfolding_norm` of tensors already scaled to ``‖T‖_F <= 1`` (no rescaling)."""
+    B, n = Tn.shape[0], Tn.shape[1]
+    M = Tn.reshape(B, n, -1)
     gram = np.matmul(M, M.transpose(0, 2, 1))
-    return np.sqrt(np.maximum(np.linalg.eigvalsh(gram)[:, -1], 0.0))
+    u = np.finfo(float).eps / 2
+    # |fl(M Mᵀ) − M Mᵀ| ≤ γ_N |M||M|ᵀ and a backward stable eigensolver adds O(n u ‖G‖); both
+    # are below (N + 8n + 4)·u·‖M‖_F², padded here by a factor 2 (‖M‖_F² = trace G).
+    pad = (M.shape[2] + 8 * n + 4) * u * 2.0 * np.trace(gram, axis1=1, axis2=2)
+    top = np.maximum(np.linalg.eigvalsh(gram)[:, -1], 0.0)
+    return np.sqrt(top + pad) * (1 + 4 * u)
+
+
+def _check_seed_like(r: object) -> None:
+    ok = r is None or isinstance(
+        r, (int, np.integer, np.random.Generator, np.random.SeedSequence, np.random.BitGenerator)
+    )
+    if not ok or isinstance(r, bool) or (isinstance(r, (int, np.integer)) and r < 0):
+        raise ValueError(
+            "rng: expected None, a non-negative int seed, a numpy Generator, BitGenerator or "
+            f"SeedSequence (or a sequence of them, one per instance), received {r!r} "
+            f"({type(r).__name__}); hint: e.g. rng=0 or rng=np.random.default_rng(0)"
+        )
 
 
 def as_rng_list(
@@ -246,14 +341,21 @@ def as_rng_list(
 
     A sequence of length ``count`` gives one generator per item (so a batch reproduces
     one-at-a-time calls seeded with the same items); a single seed-like is spawned into
-    ``count`` independent streams.
+    ``count`` independent streams. Anything else is refused with a ``ValueError`` naming
+    ``rng``.
     """
     if isinstance(rng, (list, tuple)) or (isinstance(rng, np.ndarray) and rng.ndim == 1):
         if len(rng) != count:
             raise ValueError(f"rng: expected {count} per-instance seeds, received {len(rng)}")
+        for r in rng:
+            _check_seed_like(r)
         return [r if isinstance(r, np.random.Generator) else np.random.default_rng(r) for r in rng]
+    _check_seed_like(rng)
     if isinstance(rng, np.random.Generator):
         return [rng] if count == 1 else list(rng.spawn(count))
+    if isinstance(rng, np.random.BitGenerator):
+        gen = np.random.Generator(rng)
+        return [gen] if count == 1 else list(gen.spawn(count))
     seq = rng if isinstance(rng, np.random.SeedSequence) else np.random.SeedSequence(rng)
     if count == 1:
         return [np.random.default_rng(seq)]

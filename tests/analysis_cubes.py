@@ -113,12 +113,19 @@ def scaling_cube(
     exponent: float = -0.5,
     seed: int = 2,
     radius: float = 0.3,
+    value_c: float | None = None,
+    value_exponent: float = -0.5,
 ) -> xr.Dataset:
     """n × eps × replicate × step(1..max n) with planted success probabilities.
 
     Instance success ~ Bernoulli(logistic((log thr(n) − log ε) / width)) with
     thr(n) = c · n^exponent.  A success has every step's vec_err below ``radius``; a failure has
     one random step above it.  Steps past n are NaN, as in a real n sweep.
+
+    Value errors: by default lam_err ≤ 0.5 ε at every step (the ``value`` criterion with c = 1
+    always succeeds).  With ``value_c``, value success is planted independently with threshold
+    ``value_c · n^value_exponent``: a failure has one step with lam_err in (1.2 ε, 1.9 ε), a
+    success every step below 0.9 ε (``planted_value_success`` holds the outcomes).
     """
     rng = np.random.default_rng(seed)
     ns = np.asarray(ns)
@@ -138,6 +145,16 @@ def scaling_cube(
     lam_true = np.where(past, np.nan, 1.0) + 0 * vec_err
     eps = np.broadcast_to(eps_grid[None, :, None], shape) * rng.uniform(0.999, 1.001, shape)
     lam_err = 0.5 * eps[..., None] * rng.uniform(0, 1, vec_err.shape) + 0 * vec_err
+    if value_c is not None:
+        log_v = np.log(planted_threshold(ns, value_c, value_exponent))[:, None, None]
+        ok_v = rng.random(shape) < expit((log_v - np.log(eps_grid)[None, :, None]) / width)
+        bad_v = (rng.random(shape) * ns[:, None, None]).astype(int)
+        fail_v = np.zeros((*shape, nmax), dtype=bool)
+        np.put_along_axis(fail_v, bad_v[..., None], (~ok_v)[..., None], axis=-1)
+        scale = np.where(
+            fail_v, rng.uniform(1.2, 1.9, fail_v.shape), rng.uniform(0, 0.9, fail_v.shape)
+        )
+        lam_err = eps[..., None] * scale + 0 * vec_err
     coords = {
         "n": ns,
         "eps": eps_grid,
@@ -146,5 +163,89 @@ def scaling_cube(
     }
     ds = _finish(coords, lam_true, lam_err, vec_err, eps, rng, eps_is_axis=True)
     ds["planted_success"] = (("n", "eps", "replicate"), ok)
+    if value_c is not None:
+        ds["planted_value_success"] = (("n", "eps", "replicate"), ok_v)
     ds.attrs["setting_p"] = 3  # as the store writes a non-swept p
     return ds
+
+
+def family_cube(n_rep: int = 24, seed: int = 11) -> xr.Dataset:
+    """noise(2 families) × n × eps × replicate × step, as a perturbation-family sweep would give.
+
+    ``gaussian``: recovery threshold flat in n (exponent 0), value errors always ≤ 0.5 ε.
+    ``coherent-tilt``: the same recovery threshold, but value errors that fail the ``value``
+    criterion (c = 1) above 0.6 n^(-1/2), Theorem 3.1's rate for p = 3.
+    """
+    iid = scaling_cube(n_rep=n_rep, exponent=0.0, c=0.5, seed=seed)
+    tilt = scaling_cube(
+        n_rep=n_rep, exponent=0.0, c=0.5, seed=seed + 1, value_c=0.6, value_exponent=-0.5
+    )
+    iid["planted_value_success"] = xr.ones_like(tilt["planted_value_success"])
+    ds = xr.concat([iid, tilt], "noise", coords="minimal", compat="override")
+    ds = ds.assign_coords(noise=("noise", _labels(["gaussian", "coherent-tilt"])))
+    return ds.transpose("noise", "n", "eps", "replicate", "step")
+
+
+def criteria_cube() -> xr.Dataset:
+    """sigma(1) × replicate(6) × step(2): instances whose success under each criterion is
+    worked out by hand in ``CRITERIA_CASES`` (measured ‖E‖ in the ``eps`` variable).
+    """
+    # replicate: eps, lam_err per step, vec_err per step, lam_true per step
+    rows = [
+        (0.1, (0.05, 0.09), (0.10, 0.20), (1.0, 1.0)),  # A
+        (0.1, (0.02, 0.15), (0.35, 0.10), (1.0, 1.0)),  # B
+        (0.01, (0.025, nan), (0.10, nan), (1.0, nan)),  # C: rank 1, step 2 absent
+        (nan, (nan, nan), (nan, nan), (nan, nan)),  # D: not run
+        (0.05, (0.05, 0.05), (0.10, 0.10), (1.0, 1.0)),  # E: on the value bound c = 1
+        (0.005, (0.001, 0.001), (0.10, 0.25), (2.0, 0.5)),  # F: Theorem 3.1 vector bound 0.2
+    ]
+    eps = np.array([[r[0] for r in rows]])
+    lam_err = np.array([[r[1] for r in rows]])
+    vec_err = np.array([[r[2] for r in rows]])
+    lam_true = np.array([[r[3] for r in rows]])
+    coords = {"sigma": [0.01], "replicate": np.arange(len(rows)), "step": [1, 2]}
+    rng = np.random.default_rng(0)
+    return _finish(coords, lam_true, lam_err, vec_err, eps, rng, eps_is_axis=False)
+
+
+nan = np.nan
+#: criterion, options -> success per replicate of :func:`criteria_cube` (NaN: no data).
+CRITERIA_CASES = [
+    ("recovery", {}, [1, 0, 1, nan, 1, 1]),
+    ("recovery", {"radius": 0.4}, [1, 1, 1, nan, 1, 1]),
+    ("recovery", {"radius": 0.2}, [1, 0, 1, nan, 1, 0]),
+    ("value", {}, [1, 0, 0, nan, 1, 1]),
+    ("value", {"c": 0.5}, [0, 0, 0, nan, 0, 1]),
+    ("value", {"c": 2.0}, [1, 1, 0, nan, 1, 1]),
+    ("value", {"c": 3.0}, [1, 1, 1, nan, 1, 1]),
+    ("theorem", {}, [1, 1, 0, nan, 1, 0]),
+]
+
+
+def partial_store(
+    path,
+    spec_path,
+    overrides=(),
+    *,
+    chunks=None,
+    done=(),
+    failed=(),
+):
+    """A real sweep store with only blocks ``done`` finished and ``failed`` recorded as failed.
+
+    What a sweep killed (or failing) part-way leaves: written with the sweep's own storage and
+    worker code, block by block, in this process (no cluster needed).
+    """
+    from sroa_dist.sweep.grid import block_task, make_layout
+    from sroa_dist.sweep.spec import load_spec
+    from sroa_dist.sweep.storage import mark_failed, prepare_store, write_block
+    from sroa_dist.sweep.worker import compute_block
+
+    spec = load_spec(spec_path, list(overrides))
+    layout = make_layout(spec, chunks=chunks)
+    prepare_store(str(path), spec, layout)
+    for b in done:
+        write_block(str(path), b, compute_block(block_task(spec, layout, b)))
+    if failed:
+        mark_failed(str(path), {b: f"ValueError: planted failure of block {b}" for b in failed})
+    return layout

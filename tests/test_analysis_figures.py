@@ -9,6 +9,7 @@ from analysis_cubes import figure1_cube, figure2_cube, scaling_cube
 from matplotlib.figure import Figure
 
 from sroa_dist.analysis import (
+    FIGURES,
     build_figures,
     estimate_thresholds,
     figure1,
@@ -158,3 +159,15 @@ def test_figures_from_a_lazy_zarr_cube(tmp_path):
 def test_plot_cube_rejects_unknown_format(tmp_path):
     with pytest.raises(ValueError, match=r"unknown figure format.*'bmpx'"):
         plot_cube(figure2_cube(n_rep=3), tmp_path, formats=("bmpx",))
+
+
+def test_every_figure_states_completeness_and_the_criterion():
+    ds = scaling_cube(ns=(4, 8), n_eps=5, n_rep=6)
+    figs = build_figures(ds, criterion="value", c=2.0, n_boot=10)
+    assert list(figs) == list(FIGURES)
+    for fig in figs.values():
+        assert fig.get_suptitle() == "complete: 60 instances"
+    assert "success: every step's |λ̂ − λ| ≤ 2·ε" in figs["threshold_scaling"].axes[0].get_title()
+    assert figs["success_heatmap"].axes[0].get_title().endswith("P(every step's |λ̂ − λ| ≤ 2·ε)")
+    with pytest.raises(ValueError, match=r"'recovery' takes no option.*'c'"):
+        figure_success_heatmap(ds, "recovery", c=2.0)

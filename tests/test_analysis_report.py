@@ -6,7 +6,7 @@ import re
 
 import numpy as np
 import pytest
-from analysis_cubes import PROVENANCE, figure1_cube, figure2_cube, scaling_cube
+from analysis_cubes import PROVENANCE, family_cube, figure1_cube, figure2_cube, scaling_cube
 
 from sroa_dist.analysis import summarize, write_report
 
@@ -21,8 +21,8 @@ def test_summary_numbers_match_direct_computation():
     assert s["eps_certified_fraction"] == ds["eps_certified"].values.mean()
     assert s["n_instances"] == s["n_planned"] == 60
     assert s["violations"]["3.1"]["vec"] == 1 and s["violations"]["2.2"]["any"] == 0
-    assert s["success_fraction"]["radius"] == 59 / 60
-    assert s["thresholds"] is None and s["growth"] is not None
+    assert s["success_fraction"]["recovery"] == 59 / 60
+    assert s["thresholds"] == {} and s["growth"] is not None
     assert s["provenance"] == PROVENANCE | {"sigma": 0.01}
 
 
@@ -63,8 +63,8 @@ def test_scaling_report_has_thresholds_and_exponents(tmp_path):
     ]
     md = paths[0].read_text(encoding="utf-8")
     assert "## Tolerable perturbation vs n" in md and "## Error growth over deflation" in md
-    ex = summarize(ds, n_boot=30)["exponents"]
-    assert f"| {float(ex['exponent']):.4g} | {float(ex['exponent_lo']):.4g} |" in md
+    ex = summarize(ds, n_boot=30)["exponents"]["recovery"]
+    assert f"| recovery | {float(ex['exponent']):.4g} | {float(ex['exponent_lo']):.4g} |" in md
     assert "| -0.5 | -1 |" in md  # references −1/(p−1) with p = 3 from attrs, and −1
 
 
@@ -80,3 +80,30 @@ def test_report_without_attrs_and_html_only(tmp_path):
 def test_report_rejects_unknown_format(tmp_path):
     with pytest.raises(ValueError, match=r"unknown report format.*'pdf'"):
         write_report(figure2_cube(n_rep=3), tmp_path / "r", formats=("pdf",))
+
+
+def test_report_shows_every_criterion_per_family(tmp_path):
+    ds = family_cube(n_rep=16)
+    paths = write_report(ds, tmp_path / "fam", formats=("md",), criterion="value", n_boot=30)
+    md = paths[0].read_text(encoding="utf-8")
+    s = summarize(ds, n_boot=30)
+    assert list(s["thresholds"]) == list(s["exponents"]) == ["recovery", "value", "theorem"]
+    assert "- value: success = every step's |λ̂ − λ| ≤ 1·ε" in md
+    for criterion, ex in s["exponents"].items():
+        for family in ("gaussian", "coherent-tilt"):
+            e = ex.sel(noise=family)
+            row = f"| {criterion} | {family} | {_cell(e['exponent'])} | {_cell(e['exponent_lo'])} |"
+            assert row in md, row
+        for family in ("gaussian", "coherent-tilt"):
+            t = s["thresholds"][criterion].sel(noise=family, n=8)
+            assert f"| {criterion} | {family} | 8 | {_cell(t['threshold'])} |" in md
+    tilt = s["exponents"]["value"].sel(noise="coherent-tilt")
+    assert abs(float(tilt["exponent"]) + 0.5) < 0.15  # planted n^-1/2
+    assert f"value, noise=coherent-tilt: the CI [{float(tilt['exponent_lo']):.3g}" in md
+    # the figures use the criterion asked for
+    assert (tmp_path / "fam_figures" / "success_heatmap.png").exists()
+
+
+def _cell(v) -> str:
+    v = float(v)
+    return f"{v:.4g}" if np.isfinite(v) else "–"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import xarray as xr
@@ -28,7 +30,7 @@ def test_thresholds_recover_planted_within_ci(planted):
     np.testing.assert_allclose(thr["threshold"], truth, rtol=0.08)
     np.testing.assert_allclose(thr["width"], 0.15, rtol=0.35)
     assert thr["in_range"].all() and (thr["n_instances"] == 12 * 40).all()
-    assert thr.sizes["boot"] == N_BOOT and thr.attrs["criterion"] == "radius"
+    assert thr.sizes["boot"] == N_BOOT and thr.attrs["criterion"] == "recovery"
 
 
 def test_exponent_recovers_planted_slope_within_ci(planted):
@@ -91,3 +93,17 @@ def test_threshold_errors_name_the_missing_axis():
     thr = estimate_thresholds(scaling_cube(ns=(4,), n_eps=5, n_rep=5), n_boot=0)
     with pytest.raises(ValueError, match=r"`n` has 1 value"):
         fit_exponent(thr)
+
+
+def test_flat_success_gives_nan_without_overflow_warnings():
+    """Success that does not depend on ε (one failure at each end): the fit extrapolates far
+    off the range. Before: 'overflow encountered in exp' reached the user."""
+    ds = scaling_cube(ns=(4, 8), n_eps=4, n_rep=3)
+    ok = ds["vec_err"].where(ds["vec_err"].isnull(), 0.01)
+    for e in (ds["eps"].values[0], ds["eps"].values[-1]):
+        ok.loc[{"n": 4, "eps": e, "replicate": 0, "step": 1}] = 0.9
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        thr = estimate_thresholds(ds.assign(vec_err=ok), n_boot=50)
+        ex = fit_exponent(thr)
+    assert not thr["in_range"].any() and int(ex["n_points"]) == 0

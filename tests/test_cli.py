@@ -9,8 +9,10 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
+import pytest
 from conftest import ROOT, assert_same_bits, cli_env, cube_values, run_cli
 
 from sroa_dist.sweep import run_sweep
@@ -230,3 +232,427 @@ def test_unreachable_scheduler_is_a_short_error_with_a_hint(tmp_path):
     assert proc.returncode == 2, proc.stderr
     assert "hint: check the scheduler address" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+# ---- bad input and faults: one line what/why, a hint that fits, no traceback ------------------
+
+SPEC2 = str(ROOT / SMOKE / "figure2.toml")
+
+
+def _cli(args, cwd, env=None, timeout=120, **kw):
+    return subprocess.run(
+        [sys.executable, "-m", "sroa_dist.cli", *args],
+        cwd=cwd,
+        env={**cli_env(), **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,  # a hang fails the test
+        **kw,
+    )
+
+
+def _no_aws() -> dict:
+    env = {k: v for k, v in cli_env().items() if not k.startswith("AWS_")}
+    env.update(
+        AWS_EC2_METADATA_DISABLED="true",
+        AWS_CONFIG_FILE="/nonexistent",
+        AWS_SHARED_CREDENTIALS_FILE="/nonexistent",
+    )
+    return env
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """A folder of things users point the CLI at by mistake."""
+    import zarr
+
+    from sroa_dist.sweep.grid import make_layout
+    from sroa_dist.sweep.spec import load_spec
+    from sroa_dist.sweep.storage import prepare_store
+
+    d = tmp_path_factory.mktemp("bad")
+    (d / "latin1.toml").write_bytes('name = "café"\n'.encode("latin-1"))
+    (d / "specs").mkdir()
+    (d / "afile").write_text("a file, not a store")
+    (d / "empty").mkdir()
+    zarr.open_group(str(d / "foreign.zarr"), mode="w").attrs["owner"] = "someone else"
+    spec = load_spec(SPEC2)
+    prepare_store(str(d / "cube.zarr"), spec, make_layout(spec, block_size=12))
+    return d
+
+
+# (id, argv with {d} for the folder above, expected stderr parts; the hint is the last part)
+BAD = [
+    ("spec-not-utf8", ["validate", "{d}/latin1.toml"], ["not UTF-8", "hint: save the spec"]),
+    ("spec-is-dir", ["run", "{d}/specs", "--store", "{d}/x"], ["received a directory", "hint:"]),
+    ("store-is-file", ["run", SPEC2, "--store", "{d}/afile"], ["received a file", "hint: name"]),
+    ("status-file", ["status", "{d}/afile"], ["received a file", "hint: give the --store"]),
+    ("status-empty", ["status", "{d}/empty"], ["an empty folder", "hint:"]),
+    ("info-empty", ["info", "{d}/empty"], ["an empty folder", "hint:"]),
+    ("status-missing", ["status", "{d}/nope.zarr"], ["does not exist", "sroa-dist run"]),
+    ("status-foreign", ["status", "{d}/foreign.zarr"], ["did not write", "hint: give"]),
+    ("info-foreign", ["info", "{d}/foreign.zarr"], ["did not write", "hint: give"]),
+    ("report-foreign", ["report", "{d}/foreign.zarr", "--out", "{d}/r"], ["did not write"]),
+    ("plot-foreign", ["plot", "{d}/foreign.zarr", "--out", "{d}/f"], ["did not write"]),
+    (
+        "run-foreign-overwrite",
+        ["run", SPEC2, "--store", "{d}/foreign.zarr", "--overwrite"],
+        ["zarr store that sroa-dist did not write", "hint: choose another --store"],
+    ),
+    (
+        "report-format",
+        ["report", "{d}/cube.zarr", "--out", "{d}/r", "--format", "bogus"],
+        ["--format bogus", "'md'", "hint: e.g. --format md,html"],
+    ),
+    (
+        "plot-format",
+        ["plot", "{d}/cube.zarr", "--out", "{d}/f", "--format", "bogus"],
+        ["['bogus']", "hint: use one or more of", "png"],
+    ),
+    (
+        "dashboard-bogus",
+        ["run", SPEC2, "--store", "{d}/new1.zarr", "--dashboard-address", "bogus"],
+        ["--dashboard-address: expected HOST:PORT", "hint: e.g."],
+    ),
+    (
+        "scheduler-bogus",
+        ["run", SPEC2, "--store", "{d}/new2.zarr", "--scheduler", "bogus"],
+        ["--scheduler bogus: expected a scheduler address", "hint: give PROTOCOL://HOST:PORT"],
+    ),
+    (
+        "scheduler-file-missing",
+        ["run", SPEC2, "--store", "{d}/new3.zarr", "--scheduler-file", "/nonexistent"],
+        ["--scheduler-file /nonexistent", "does not exist", "hint: start the scheduler"],
+    ),
+    ("workers-0", ["run", SPEC2, "--workers", "0"], ["--workers: expected an integer >= 1"]),
+    ("workers-neg", ["run", SPEC2, "--workers", "-1"], ["--workers: expected an integer >= 1"]),
+    ("block-0", ["run", SPEC2, "--block-size", "0"], ["--block-size: expected an integer >= 1"]),
+    ("block-neg", ["run", SPEC2, "--block-size=-5"], ["--block-size: expected an integer >= 1"]),
+    ("validate-block-0", ["validate", SPEC2, "--block-size", "0"], ["expected an integer >= 1"]),
+    (
+        "protocol-run",
+        ["run", SPEC2, "--store", "bogus://x"],
+        ["unknown protocol 'bogus'", "hint: give a local path or an fsspec URL"],
+    ),
+    ("protocol-status", ["status", "bogus://x"], ["unknown protocol 'bogus'", "hint:"]),
+    (
+        "s3-no-credentials",
+        ["status", "s3://sroa-no-such-bucket/x.zarr"],
+        ["no credentials", "hint: set AWS_ACCESS_KEY_ID"],
+    ),
+    (
+        "s3-no-credentials-run",
+        ["run", SPEC2, "--store", "s3://sroa-no-such-bucket/x.zarr"],
+        ["no credentials", "hint: set AWS_ACCESS_KEY_ID"],
+    ),
+]
+
+
+#: Cases also run as a real `python -m sroa_dist.cli` process (the rest call main() in-process,
+#: which is the same code path without ~3 s of interpreter start-up and imports per case).
+IN_A_PROCESS = {"spec-not-utf8", "scheduler-file-missing", "s3-no-credentials", "workers-neg"}
+
+
+@pytest.mark.parametrize("case", BAD, ids=[c[0] for c in BAD])
+def test_bad_input_is_one_line_and_a_hint(files, case, monkeypatch, capsys):
+    name, argv, expected = case
+    args = [a.replace("{d}", str(files)) for a in argv]
+    before = sorted(p.name for p in files.iterdir())
+    if name in IN_A_PROCESS:
+        proc = _cli(args, cwd=files, env=_no_aws())
+        code, err = proc.returncode, proc.stderr
+    else:
+        from sroa_dist.cli import main
+
+        monkeypatch.chdir(files)
+        for key in [k for k in os.environ if k.startswith("AWS_")]:
+            monkeypatch.delenv(key)
+        for key, value in _no_aws().items():
+            if key.startswith("AWS_"):
+                monkeypatch.setenv(key, value)
+        try:
+            code = main(args)
+        except SystemExit as exc:  # argparse
+            code = exc.code
+        err = capsys.readouterr().err
+    assert code == 2, err
+    assert "Traceback" not in err
+    for part in expected:
+        assert part in err, (part, err)
+    lines = [x for x in err.splitlines() if not x.startswith(("usage:", " "))]
+    assert len(lines) <= 2, err  # what and why, then the hint
+    if any(p.startswith("hint") for p in expected):
+        assert lines[-1].startswith("hint: ")
+    if "scheduler" not in " ".join(argv):  # the scheduler/TLS hint only where it is the cause
+        assert "TLS" not in err
+    # nothing was created, changed or deleted (connect and check before creating a store)
+    assert sorted(p.name for p in files.iterdir()) == before
+    assert (files / "afile").read_text() == "a file, not a store"
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+@pytest.mark.parametrize("target", ["results", ".", ".."])
+def test_run_never_clobbers_user_files(tmp_path, target, overwrite):
+    """The data-loss reports: `run --store results` (a folder with user files) and `--store .`
+    deleted the user's files; now they are refused, with or without --overwrite."""
+    work = tmp_path / "work"
+    (work / "results").mkdir(parents=True)
+    (work / "results" / "precious.txt").write_text("keep")
+    (work / "mine.txt").write_text("mine")
+    args = ["run", SPEC2, "--store", target] + (["--overwrite"] if overwrite else [])
+    proc = _cli(args, cwd=work)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "hint: " in proc.stderr
+    assert (work / "results" / "precious.txt").read_text() == "keep"
+    assert (work / "mine.txt").read_text() == "mine"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["work"]
+    assert sorted(p.name for p in work.iterdir()) == ["mine.txt", "results"]
+
+
+def test_a_read_only_store_is_a_short_error(files, tmp_path):
+    """Permission denied names the path and says the store must be writable (not the
+    scheduler/TLS hint). As root, the run is made as user nobody."""
+    import shutil
+
+    store = tmp_path / "ro" / "cube.zarr"
+    store.parent.mkdir()
+    shutil.copytree(files / "cube.zarr", store)
+    kw = {}
+    if os.geteuid() == 0:
+        for p in (tmp_path, *tmp_path.parents):
+            if p != Path("/"):
+                os.chmod(p, os.stat(p).st_mode | 0o005)  # let nobody reach the store
+        kw = {"user": 65534, "group": 65534, "extra_groups": []}
+    subprocess.run(["chmod", "-R", "a-w", str(store.parent)], check=True)
+    try:
+        proc = _cli(
+            ["run", SPEC2, "--store", str(store), "--workers", "1", "--dashboard-address", ":0"],
+            cwd=store.parent,
+            env={"HOME": str(store.parent)},
+            **kw,
+        )
+    finally:
+        subprocess.run(["chmod", "-R", "u+w", str(store.parent)], check=True)
+    assert proc.returncode == 2, proc.stderr
+    assert "permission denied" in proc.stderr and "Traceback" not in proc.stderr
+    assert "hint: the store (and its folder) must be writable" in proc.stderr
+    assert "TLS" not in proc.stderr
+
+
+def test_broken_pipe_exits_quietly(files):
+    """`sroa-dist info STORE | head -1`: the reader leaves first; no traceback, no message."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sroa_dist.cli", "info", str(files / "cube.zarr"), "--full"],
+        cwd=ROOT,
+        env=cli_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    proc.stdout.close()  # before the CLI writes anything
+    err = proc.stderr.read().decode()
+    assert proc.wait(60) == 141, err
+    assert err == ""
+
+
+# ---- one writer per store: real processes racing ---------------------------------------------
+
+SLOW = [  # ~0.5 s per block of 2 on a loaded machine: a run lasts long enough to be raced
+    "--block-size",
+    "2",
+    "--set",
+    "tensor.n=10",
+    "--set",
+    "solver.options={n_starts=2048}",
+]
+FIG1 = f"{SMOKE}/figure1.toml"
+
+
+def _start(args):
+    return subprocess.Popen(
+        [sys.executable, "-m", "sroa_dist.cli", *args],
+        cwd=ROOT,
+        env=cli_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def _wait_blocks(store, proc, n=1, timeout=180):
+    deadline = time.time() + timeout
+    while time.time() < deadline and proc.poll() is None:
+        if (store / "done" / "zarr.json").exists() and read_done(store).sum() >= n:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"no {n} blocks done while the first run ran: {proc.communicate()}")
+
+
+_REFS: dict[int, dict] = {}
+
+
+def _reference(tmp_path, name, client, replicates):
+    """The clean run's cube (computed once per module and replicate count)."""
+    if replicates not in _REFS:
+        ref = run_sweep(
+            ROOT / FIG1,
+            tmp_path / name,
+            client=client,
+            block_size=16,
+            replicates=replicates,
+            **{"tensor.n": 10, "solver.options": {"n_starts": 2048}},
+        )
+        assert ref.complete
+        _REFS[replicates] = cube_values(tmp_path / name)
+    return _REFS[replicates]
+
+
+@pytest.mark.parametrize("second", ["extend", "overwrite", "same"])
+def test_a_second_writer_is_refused_while_the_first_runs(tmp_path, cluster, client, second):
+    """The corruption report: a second `run` extending (or overwriting) the store while the
+    first ran left 11 variables wrong. Now the second run is refused, naming the holder; the
+    first finishes, and the cube equals a clean run bit for bit (then the extension works)."""
+    store = tmp_path / "race.zarr"
+    sched = ["--scheduler", cluster.scheduler_address]
+    first = [
+        "run", FIG1, "--store", str(store), *sched, *SLOW, "--set", "replicates=2",
+    ]  # fmt: skip
+    extra = {
+        "extend": ["--set", "replicates=4"],
+        "overwrite": ["--set", "replicates=2", "--overwrite"],
+        "same": ["--set", "replicates=2"],
+    }[second]
+    again = ["run", FIG1, "--store", str(store), *sched, *SLOW, *extra]
+    a = _start(first)
+    try:
+        _wait_blocks(store, a)
+        b = subprocess.run(
+            [sys.executable, "-m", "sroa_dist.cli", *again],
+            cwd=ROOT,
+            env=cli_env(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert a.poll() is None, "the first run ended before the second started"
+        out_a, err_a = a.communicate(timeout=300)
+    finally:
+        if a.poll() is None:
+            os.killpg(a.pid, signal.SIGKILL)
+    assert b.returncode == 2, b.stderr
+    assert "writer lease held by" in b.stderr and f"(pid {a.pid})" in b.stderr
+    assert "since" in b.stderr and "hint: wait for that run" in b.stderr
+    assert "Traceback" not in b.stderr
+    assert a.returncode == 0, err_a
+    assert read_done(store).all()
+    assert_same_bits(cube_values(store), _reference(tmp_path, "ref.zarr", client, replicates=2))
+    from sroa_dist.sweep import open_results
+
+    # the refused run changed nothing, not even the history
+    assert open_results(store).attrs["history"].count("sroa-dist run") == 1
+    if second == "extend":  # once the first run is done, the extension goes through
+        done = run_cli(*again)
+        assert "(extended)" in done.stdout
+        assert_same_bits(
+            cube_values(store), _reference(tmp_path, "ref4.zarr", client, replicates=4)
+        )
+
+
+def test_simultaneous_creations_one_wins(tmp_path, cluster, client):
+    """Two runs creating the same new store at the same moment: one creates and runs, the
+    other is refused (before, both said "created" and a history line was lost)."""
+    store = tmp_path / "new.zarr"
+    args = [
+        "run", FIG1, "--store", str(store), "--scheduler", cluster.scheduler_address,
+        *SLOW, "--set", "replicates=2",
+    ]  # fmt: skip
+    procs = [_start(args) for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    codes = sorted(p.returncode for p in procs)
+    assert codes == [0, 2], outs
+    loser = next(o for p, o in zip(procs, outs, strict=True) if p.returncode == 2)
+    assert "writer lease held by" in loser[1] and "Traceback" not in loser[1]
+    winner = next(o for p, o in zip(procs, outs, strict=True) if p.returncode == 0)
+    assert "(created)" in winner[0]
+    assert_same_bits(cube_values(store), _reference(tmp_path, "ref.zarr", client, replicates=2))
+    again = run_cli(*args)  # the loser, run again, resumes the finished store
+    assert "(resumed)" in again.stdout
+    from sroa_dist.sweep import open_results
+
+    assert open_results(store).attrs["history"].count("sroa-dist run") == 2  # no lost line
+
+
+# ---- signals ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_interrupt_is_one_line_and_resumable(tmp_path, sig, code):
+    """Ctrl-C (SIGINT to the whole process group, as a terminal sends it) and SIGTERM (to the
+    CLI only, as `kill` or a batch system sends it): one line, no worker tracebacks, the lease
+    released, and the same command finishes the run."""
+    store = tmp_path / "sig.zarr"
+    args = [
+        "run", FIG1, "--store", str(store), "--workers", "2", "--dashboard-address", ":0",
+        *SLOW, "--set", "replicates=2",
+    ]  # fmt: skip
+    proc = _start(args)
+    try:
+        _wait_blocks(store, proc, n=2)
+        if sig == signal.SIGINT:
+            os.killpg(proc.pid, sig)
+        else:
+            proc.send_signal(sig)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == code, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    last = err.strip().splitlines()[-1]
+    n_done = int(read_done(store).sum())
+    assert last == (
+        f"sroa-dist run: interrupted; {n_done} blocks done; run the same command to resume"
+    ), err
+    # only the start line, progress lines and the one closing line
+    other = [x for x in err.splitlines()[:-1] if " instances (" not in x]
+    assert len(other) == 1 and other[0].startswith("sroa-dist: sweep"), err
+    assert not (store / "sroa_lease").exists()  # released on the way out
+    again = run_cli(*args)
+    assert f"{n_done} already done" in again.stdout
+    assert read_done(store).all()
+
+
+def test_log_noise_is_kept_off_the_progress_line(capsys):
+    """Dask INFO records and the traceback of a dashboard websocket that a browser closed early
+    do not reach stderr; warnings do (one line each)."""
+    import logging
+
+    from tornado.websocket import WebSocketClosedError
+
+    from sroa_dist import cli
+    from sroa_dist.sweep.lease import DEFAULT_LEASE_TIMEOUT
+
+    assert cli.DEFAULT_LEASE_TIMEOUT == DEFAULT_LEASE_TIMEOUT
+    root = logging.getLogger()
+    before = list(root.handlers)
+    try:
+        root.handlers = []
+        cli._route_logs()
+        handler = root.handlers[0]
+        handler.stream = sys.stderr  # capsys's stream
+        logging.getLogger("distributed.scheduler").info("Receive client connection")
+        try:
+            raise WebSocketClosedError()
+        except WebSocketClosedError:
+            logging.getLogger("asyncio").error("Task exception was never retrieved", exc_info=True)
+            logging.getLogger("tornado.application").error("Uncaught exception", exc_info=True)
+        logging.getLogger("bokeh.server.views.ws").warning(
+            "Failed sending message as connection was closed: WebSocketClosedError"
+        )
+        logging.getLogger("sroa_dist.test").warning("a real warning")
+    finally:
+        root.handlers = before
+    err = capsys.readouterr().err
+    assert "Receive client connection" not in err
+    assert "WebSocketClosedError" not in err and "Traceback" not in err
+    assert "a real warning" in err

@@ -107,17 +107,38 @@ def test_eps_axis_is_the_coordinate(tmp_path, client):
     assert np.allclose(ratio, 1.0, rtol=1e-12)
 
 
+def _failing_method(Ts, rngs):
+    raise ValueError("deliberate failure of a registered test method")
+
+
+def _register_failing(install: bool) -> None:
+    from sroa_dist import METHODS
+
+    if install:
+        METHODS["failing"] = _failing_method
+    else:
+        METHODS.pop("failing", None)
+
+
 def test_failed_blocks_are_reported_and_retried(tmp_path, client):
+    """Every block fails: a registered method that raises (validation refuses bad options, so
+    a failure has to come from the computation itself), in this process and on the workers."""
     store = tmp_path / "fail.zarr"
-    res = run_sweep(
-        SMOKE / "figure2.toml",
-        store,
-        client=client,
-        replicates=2,
-        **{"solver.options": {"n_starts": 0}},
-    )
+    _register_failing(True)
+    client.run(_register_failing, True)
+    try:
+        res = run_sweep(
+            SMOKE / "figure2.toml",
+            store,
+            client=client,
+            replicates=2,
+            **{"solver.method": "failing", "solver.options": {}},
+        )
+        st = store_status(store)  # reads the stored spec, which names the method
+    finally:
+        client.run(_register_failing, False)
+        _register_failing(False)
     assert not res.complete and len(res.failed) == res.n_blocks
-    st = store_status(store)
     assert st.n_done == 0 and len(st.failed) == st.n_blocks
     assert "ValueError" in next(iter(st.failed.values()))
 
@@ -178,3 +199,118 @@ def test_figure1_reduced_certified(tmp_path, client):
     ds = open_results(store).load()
     assert (ds["vec_err"].sel(step=1) <= ds["thm22_vec_bound"]).all()
     assert (ds["lam_err"].sel(step=1) <= ds["thm22_lam_bound"] + 1e-9).all()
+
+
+# ---- store safety: connect before creating, the writer lease, the layout token --------------
+
+
+def test_no_cluster_no_store(tmp_path):
+    """A scheduler that cannot be reached fails before the store is created (it used to leave
+    an empty store behind), with the connect timeout honoured (no hang)."""
+    import socket
+
+    import pytest
+
+    from sroa_dist.sweep.execute import ClusterConnectError
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    for kw in (
+        {"scheduler": f"tcp://127.0.0.1:{port}", "connect_timeout": 1},
+        {"scheduler_file": str(tmp_path / "missing.json")},
+        {"scheduler": "bogus"},
+        {"dashboard_address": "nohost-or-port"},
+    ):
+        with pytest.raises(ClusterConnectError) as err:
+            run_sweep(SMOKE / "figure2.toml", tmp_path / "x.zarr", **kw)
+        assert err.value.hint
+        assert not (tmp_path / "x.zarr").exists(), kw
+    # a Client that failed to connect leaves dask's default scheduler as it was
+    import dask
+
+    assert dask.config.get("scheduler", None) != "dask.distributed"
+    for bad in ({"workers": 0}, {"block_size": 0}, {"workers": -1}, {"block_size": -5}):
+        with pytest.raises(ValueError, match="expected an integer >= 1"):
+            run_sweep(SMOKE / "figure2.toml", tmp_path / "x.zarr", **bad)
+    assert not (tmp_path / "x.zarr").exists()
+
+
+def test_a_stale_lease_is_taken_over(tmp_path, client):
+    """A run whose holder stopped heart-beating (another host, heartbeat older than the
+    timeout) is taken over; a live holder is refused."""
+    import dataclasses
+    import json
+
+    import pytest
+
+    from sroa_dist.sweep.lease import LEASE_GROUP, StoreLease, StoreLockedError, read_lease
+
+    store = tmp_path / "s.zarr"
+    first = run_sweep(SMOKE / "figure2.toml", store, client=client, replicates=2)
+    assert first.complete and read_lease(str(store)) is None
+    holder = StoreLease(str(store)).info
+
+    def plant(age):
+        info = dataclasses.replace(holder, host="elsewhere", heartbeat=time.time() - age)
+        doc = {"zarr_format": 3, "node_type": "group", "attributes": {"sroa_lease": {}}}
+        doc["attributes"]["sroa_lease"] = dataclasses.asdict(info)
+        (store / LEASE_GROUP).mkdir(exist_ok=True)
+        (store / LEASE_GROUP / "zarr.json").write_text(json.dumps(doc))
+
+    plant(age=1)
+    with pytest.raises(StoreLockedError, match="elsewhere"):
+        run_sweep(SMOKE / "figure2.toml", store, client=client, replicates=3, lease_timeout=5)
+    assert open_results(store).sizes["replicate"] == 2  # refused before anything changed
+    plant(age=10)
+    ext = run_sweep(SMOKE / "figure2.toml", store, client=client, replicates=3, lease_timeout=5)
+    assert ext.action == "extended" and ext.complete
+    assert read_lease(str(store)) is None
+
+
+def test_a_stale_writer_never_writes_into_a_new_layout(tmp_path, client, monkeypatch):
+    """Run A stops heart-beating (as if stalled); run B takes its lease over and overwrites the
+    store with another spec. A's remaining tasks are refused by the layout token, A ends with
+    LeaseLostError, and B's cube equals a clean run bit for bit."""
+    from sroa_dist.sweep import lease as lease_mod
+
+    spec = SMOKE / "figure1.toml"
+    slow = {"tensor.n": 10, "solver.options": {"n_starts": 2048}}
+    store = tmp_path / "s.zarr"
+    monkeypatch.setattr(lease_mod.StoreLease, "start_heartbeat", lambda self, interval=None: None)
+    box = {}
+
+    def run_a():
+        try:
+            box["a"] = run_sweep(
+                spec, store, client=client, block_size=2, replicates=2, lease_timeout=1, **slow
+            )
+        except BaseException as exc:  # noqa: BLE001 - inspected below
+            box["a"] = exc
+
+    t = threading.Thread(target=run_a)
+    t.start()
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        if (store / "done").exists() and read_done(store).sum() >= 1:
+            break
+        time.sleep(0.05)
+    time.sleep(1.5)  # A's lease is now older than its timeout
+    monkeypatch.undo()  # B heart-beats normally
+    b = run_sweep(
+        spec,
+        store,
+        client=client,
+        overwrite=True,
+        block_size=3,
+        lease_timeout=1,
+        replicates=3,
+        **slow,
+    )
+    t.join(300)
+    assert b.complete and b.action == "created"
+    assert isinstance(box["a"], lease_mod.LeaseLostError), box["a"]
+    ref = run_sweep(spec, tmp_path / "ref.zarr", client=client, block_size=16, replicates=3, **slow)
+    assert ref.complete
+    assert_same_bits(cube_values(store), cube_values(tmp_path / "ref.zarr"))
+    assert not store_status(store).failed and read_done(store).all()

@@ -138,3 +138,78 @@ def test_results_do_not_depend_on_block_size():
                 continue
             want = ref[name][region]
             assert np.array_equal(arr, want, equal_nan=arr.dtype.kind == "f"), name
+
+
+def test_default_block_size_averages_over_axes_like_the_full_grid():
+    """The O(axes) mean cost equals the mean over every grid point (enumerated here only)."""
+    import itertools
+    import math
+
+    from sroa_dist.sweep.grid import (
+        MAX_TASKS,
+        MIN_TASK_SECONDS,
+        TARGET_TASK_SECONDS,
+        default_block_size,
+        resolve_norm_method,
+        solve_cost,
+    )
+
+    spec = load_spec(
+        ROOT / "sweeps/smoke/nscaling.toml",
+        ['solver.method=["sshopm", "certified"]', "tensor.rank=[2, 3]", "replicates=7"],
+    )
+    ax = spec.axes
+    costs = []
+    for m, n, p, r in itertools.product(
+        ax["solver.method"].values,
+        ax["tensor.n"].values,
+        ax["tensor.p"].values,
+        ax["tensor.rank"].values,
+    ):
+        norm = resolve_norm_method(m, n, p, spec.data["solver"]["norm_method"])
+        costs.append(r * solve_cost(m, n, p) + solve_cost(norm, n, p))
+    mean = sum(costs) / len(costs)
+    total = make_layout(spec, block_size=1).n_instances
+    size = max(
+        min(TARGET_TASK_SECONDS / mean, total / 32), MIN_TASK_SECONDS / mean, total / MAX_TASKS, 1
+    )
+    assert default_block_size(spec) == int(min(math.ceil(size), total))
+
+
+def test_memory_check_refuses_tasks_beyond_the_worker_limit(monkeypatch):
+    from sroa_dist.sweep.grid import WORKER_MEMORY_ENV, default_worker_memory, task_memory
+    from sroa_dist.sweep.spec import SpecError
+
+    spec = load_spec(ROOT / "sweeps/smoke/figure2.toml", ["tensor.n=64"])
+    layout = make_layout(spec, memory_limit=float("inf"))
+    parts = task_memory(spec, 1, "sshopm", 64, 3, "sshopm", layout.n_steps)
+    assert parts["instances"] >= 5 * 8 * 64**3 and parts["solver"] > 8 * 64**3
+    with pytest.raises(SpecError, match="'tensor.n'.*memory limit of 0.1 GiB"):
+        make_layout(spec, memory_limit=100 * 2**20)
+    monkeypatch.setenv(WORKER_MEMORY_ENV, "100MiB")
+    assert default_worker_memory() == (100 * 2**20, f"${WORKER_MEMORY_ENV}")
+    with pytest.raises(SpecError, match=f"\\${WORKER_MEMORY_ENV}"):
+        make_layout(spec)
+    monkeypatch.setenv(WORKER_MEMORY_ENV, "64GiB")
+    make_layout(spec)
+    monkeypatch.setenv(WORKER_MEMORY_ENV, "lots")
+    with pytest.raises(SpecError, match=f"environment: key '{WORKER_MEMORY_ENV}'"):
+        make_layout(spec)
+    monkeypatch.delenv(WORKER_MEMORY_ENV)
+    limit, origin = default_worker_memory(workers=4)
+    assert 0 < limit and "/ 4 workers" in origin
+    # The issue's cases: n = 2000 (a 59.6 GiB tensor) and n = 99999 are refused, naming --set.
+    for n in (2000, 99999):
+        big = load_spec(ROOT / "sweeps/smoke/figure2.toml", [f"tensor.n={n}"])
+        with pytest.raises(SpecError, match=f"^--set tensor.n={n}: key 'tensor.n'"):
+            make_layout(big, memory_limit=64 * 2**30)
+
+
+def test_parse_bytes():
+    from sroa_dist.sweep.grid import parse_bytes
+
+    assert parse_bytes("8GiB") == 8 * 2**30
+    assert parse_bytes("500 MB") == 500 * 10**6
+    assert parse_bytes("2e9") == 2 * 10**9
+    with pytest.raises(ValueError, match="expected a size"):
+        parse_bytes("lots")

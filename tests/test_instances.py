@@ -41,3 +41,46 @@ def test_bad_instance_arguments():
         make_instance(4, 3, basis="hadamard", sigma=0.1, rng=0)
     with pytest.raises(ValueError, match="r: expected"):
         make_instance(4, 3, rank=5, sigma=0.1, rng=0)
+
+
+@pytest.mark.parametrize(
+    ("lambdas", "reason"),
+    [
+        ({"dist": "uniform", "low": 1, "high": 1}, "low < high"),
+        ({"dist": "uniform", "low": 1}, "exactly the parameters"),
+        ({"dist": "cauchy", "low": 1, "high": 2}, "one of \\['uniform'\\]"),
+        (0, "non-zero"),
+        ([1.0, 0.0, 2.0], "non-zero"),
+        ([1.0, 2.0], "3 values"),
+        (True, "expected a number"),
+        ("one", "expected a number"),
+        (float("nan"), "expected a number"),
+        (1e300, "at most"),
+    ],
+)
+def test_lambda_check_is_the_one_make_instance_uses(lambdas, reason):
+    from sroa_dist.instances import check_lambdas
+
+    with pytest.raises(ValueError, match=reason):
+        check_lambdas(lambdas, 3)
+    with pytest.raises(ValueError, match=reason):
+        make_instance(3, 3, lambdas=lambdas, sigma=0.1, rng=0)
+
+
+def test_valid_lambdas_are_normalised_and_drawn_reproducibly():
+    from sroa_dist.instances import check_lambdas, draw_lambdas
+
+    assert check_lambdas(2) == 2.0 and check_lambdas([1, -2]) == [1.0, -2.0]
+    assert check_lambdas({"dist": "uniform", "low": 1, "high": 2}) == {
+        "dist": "uniform",
+        "low": 1.0,
+        "high": 2.0,
+    }
+    a = draw_lambdas({"dist": "uniform", "low": 1, "high": 2}, 4, np.random.default_rng(0))
+    assert np.array_equal(a, np.random.default_rng(0).uniform(1, 2, size=4))
+
+
+@pytest.mark.parametrize("kw", [{"sigma": -1.0}, {"sigma": 1e300}, {"eps": float("nan")}])
+def test_noise_levels_are_checked(kw):
+    with pytest.raises(ValueError, match="expected a finite number between 0 and"):
+        make_instance(3, 3, rng=0, **kw)

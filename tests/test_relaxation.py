@@ -347,3 +347,82 @@ def test_bad_inputs_raise_helpful_errors():
         MomentRelaxation(3, 4, order=1)
     with pytest.raises(ValueError, match="nonzero"):
         polish(diag_tensor(3, 3), np.zeros(3))
+
+
+# ---- moment index past the former int64 limit ----------------------------------------------
+
+
+@pytest.mark.parametrize("formulation", ["homogeneous", "full"])
+def test_moment_index_works_past_n_26(formulation):
+    """n = 30 at order 2: 30 log2(5) > 62 was refused by the old positional keys."""
+    n, p = 30, 3
+    rel = MomentRelaxation(n, p, formulation=formulation)
+    keys = R._MonomialKeys(n, 4).of(rel.exponents)
+    assert len(np.unique(keys)) == rel.n_vars  # one key per moment variable
+    x = np.random.default_rng(3).standard_normal(n)
+    x /= np.linalg.norm(x)
+    mvec = rel.basis_vector(x)
+    np.testing.assert_allclose(
+        rel.moment_matrix(rel.moments_of(x)), np.outer(mvec, mvec), atol=1e-14
+    )
+    s = rel.b - rel.A @ rel.moments_of(x)
+    np.testing.assert_allclose(s[: rel.n_zero], 0.0, atol=1e-13)
+
+
+def test_monomial_keys_are_a_bijection():
+    """Colex ranks of all monomials of degree <= D are exactly 0 .. C(n + D, D) - 1."""
+    n, D = 5, 3
+    kx = R._MonomialKeys(n, D)
+    E = np.vstack([monomial_exponents(n, k) for k in range(D + 1)])
+    assert sorted(kx.of(E).tolist()) == list(range(math.comb(n + D, D)))
+    # products: key of merged tuples equals key of the summed exponents
+    rng = np.random.default_rng(0)
+    a, b = E[rng.integers(0, 20, 50)], E[rng.integers(0, 20, 50)]
+    a, b = a[(a + b).sum(1) <= D], b[(a + b).sum(1) <= D]
+    np.testing.assert_array_equal(kx.product(kx.tuples(a), kx.tuples(b)), kx.of(a + b))
+
+
+def test_certified_solve_past_n_26():
+    """A nearly SOD cubic at n = 27 is certified (gap <= 1e-8), with x near a component."""
+    n = 27
+    T = nearly_sod(n, 0.01, np.random.default_rng(5))
+    r = solve(T)
+    assert r.upper_bound >= r.fx
+    assert r.upper_bound - r.fx <= 1e-8 * np.linalg.norm(T)
+    assert np.abs(r.x).max() > 0.99
+
+
+# ---- size cap from a time budget -------------------------------------------------------------
+
+
+def test_time_budget_sets_the_size_cap():
+    from sroa_dist.solvers import relaxation_cost, relaxation_tractable
+
+    for p in (3, 4, 5):
+        costs = [relaxation_cost(n, p) for n in range(2, 40)]
+        assert all(a < b for a, b in itertools.pairwise(costs))  # grows with n
+
+        def largest(budget, p=p):
+            return max(
+                (n for n in range(2, 200) if relaxation_tractable(n, p, None, budget)), default=0
+            )
+
+        assert largest(0.0) == 0 and largest(np.inf) == 199
+        assert largest(0.1) <= largest(1.0) <= largest(10.0) <= largest(100.0)
+        assert largest(1.0) < largest(100.0)
+    # an explicit max_gram_size keeps its former meaning: C(n + d, d) <= cap
+    assert relaxation_tractable(14, 3, 120) and not relaxation_tractable(15, 3, 120)
+
+
+def test_certified_respects_the_time_budget():
+    from sroa_dist import rank_one
+
+    T = nearly_sod(5, 0.05, np.random.default_rng(0))
+    skipped = rank_one(T, "certified", rng=0, time_budget=0.0)
+    assert "time_budget" in skipped.message and "relaxation skipped" in skipped.message
+    run = rank_one(T, "certified", rng=0, time_budget=5.0)
+    assert run.certified and "skipped" not in run.message
+    capped = rank_one(T, "certified", rng=0, time_budget=0.0, max_gram_size=10**6)
+    assert capped.certified  # the explicit cap overrides the budget
+    with pytest.raises(ValueError, match="time_budget"):
+        rank_one(T, "certified", rng=0, time_budget=-1.0)

@@ -16,7 +16,13 @@ from sroa_dist import (
     sod_tensor,
     symmetrize,
 )
-from sroa_dist.solvers import method_options, newton_polish
+from sroa_dist.solvers import (
+    OptionError,
+    check_options,
+    memory_estimate,
+    method_options,
+    newton_polish,
+)
 from sroa_dist.tensors import contract
 
 ALL_METHODS = sorted(METHODS)
@@ -156,6 +162,58 @@ def test_bad_method_and_options_are_named():
     with pytest.raises(ValueError, match="not symmetric"):
         rank_one(np.arange(27.0).reshape(3, 3, 3))
     assert "n_starts" in method_options("power")
+
+
+@pytest.mark.parametrize(
+    "method, options, option",
+    [
+        ("sshopm", {"n_starts": 0}, "n_starts"),
+        ("certified", {"n_starts": 2.5}, "n_starts"),
+        ("power", {"n_starts": True}, "n_starts"),
+        ("sshopm", {"shift": "bogus"}, "shift"),
+        ("sshopm", {"shift": float("nan")}, "shift"),
+        ("certified", {"gap_tol": -1}, "gap_tol"),
+        ("sshopm", {"tol": "small"}, "tol"),
+        ("sshopm", {"polish": 1}, "polish"),
+        ("power", {"n_iter": -1}, "n_iter"),
+        ("sos", {"relaxation": {"max_iter": 5}}, "relaxation"),
+        ("sos", {"relaxation": {"max_iters": -1}}, "relaxation"),
+        ("certified", {"relaxation": {"alpha": 2.5}}, "relaxation"),
+        ("certified", {"max_gram_size": 0}, "max_gram_size"),
+        ("sos", {"order": 1}, "order"),  # below ceil(p/2) = 2 for p = 3
+    ],
+)
+def test_option_values_are_checked_before_solving(method, options, option):
+    """``check_options`` is the dry bind that both ``rank_one`` and spec validation use."""
+    T = sod_tensor(np.ones(3), identity_basis(3), 3)
+    with pytest.raises(OptionError, match=option) as info:
+        check_options(method, options, n=3, p=3)
+    assert info.value.option == option and info.value.method == method
+    with pytest.raises(ValueError, match=option):
+        rank_one(T, method, rng=0, **options)
+
+
+def test_valid_options_pass_the_dry_bind_and_run():
+    T = sod_tensor(np.ones(3), identity_basis(3), 3)
+    good = {"n_starts": 1, "shift": 0.5, "tol": 0, "polish": False, "gap_tol": 0.0}
+    assert check_options("sshopm", good, n=3, p=3) == good
+    assert rank_one(T, "sshopm", rng=0, **good).lam == pytest.approx(1.0)
+    check_options("sos", {"relaxation": {"max_iters": 100, "warmup_chunks": 1}}, n=3, p=3)
+
+
+def test_sos_refuses_dimensions_its_moment_index_cannot_hold():
+    with pytest.raises(OptionError, match="cannot index n = 30"):
+        check_options("sos", {}, n=30, p=3)
+    check_options("certified", {}, n=30, p=3)  # certified skips the relaxation there
+
+
+def test_memory_estimate_grows_with_the_problem_and_covers_the_tensor():
+    small = memory_estimate("sshopm", 10, 3)
+    assert small >= 8 * 10**3
+    assert memory_estimate("sshopm", 20, 3) > small
+    assert memory_estimate("sshopm", 10, 3, batch=4) > small
+    assert memory_estimate("sshopm", 2000, 3) > 8 * 2000**3
+    assert memory_estimate("sos", 10, 3) > memory_estimate("sshopm", 10, 3)
 
 
 def test_sshopm_with_zero_tolerance_stays_finite():

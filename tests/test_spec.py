@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
 from sroa_dist.sweep.spec import (
@@ -166,11 +167,23 @@ def test_set_overrides_parse_toml_values():
         parse_override("replicates")
 
 
-def test_override_errors_name_the_file_and_key(tmp_path):
+def test_override_errors_name_the_set_option_and_key(tmp_path):
+    """A bad value given with --set is reported as --set's, not the file's."""
     path = write(tmp_path, BASE)
-    with pytest.raises(SpecError) as info:
-        load_spec(path, ["tensor.rank=9"])
-    assert str(path) in str(info.value) and "'tensor.rank'" in str(info.value)
+    for item, key in [
+        ("tensor.rank=9", "tensor.rank"),
+        ("solver.options.n_starts=0", "solver.options.n_starts"),
+        ('tensor.lambdas={dist="uniform", low=1, high=1}', "tensor.lambdas"),
+    ]:
+        with pytest.raises(SpecError) as info:
+            load_spec(path, [item])
+        msg = str(info.value)
+        assert msg.startswith(f"--set {item}: key '{key}'")
+        assert str(path) not in msg
+    # A file error stays the file's even when unrelated --set items are given.
+    bad = write(tmp_path, BASE.replace("p = 3", "p = 2"))
+    with pytest.raises(SpecError, match=str(bad)):
+        load_spec(bad, ["replicates=3"])
 
 
 def test_defaults_and_norm_scale_inference(tmp_path):
@@ -202,3 +215,196 @@ def test_json_round_trip_is_identity():
     again = spec_from_dict(json.loads(spec.to_json()))
     assert again.data == spec.data
     assert again.instance_settings() == spec.instance_settings()
+
+
+# ---- issue 8: everything validate accepts runs ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("setting", "key", "reason"),
+    [
+        ('tensor.lambdas={dist="uniform", low=1, high=1}', "tensor.lambdas", "low < high"),
+        ("tensor.lambdas=0", "tensor.lambdas", "non-zero"),
+        ("tensor.lambdas=[1, 0, 1, 1]", "tensor.lambdas", "non-zero"),
+        ('tensor.lambdas={dist="cauchy", low=1, high=2}', "tensor.lambdas", "uniform"),
+        ("solver.options.n_starts=0", "solver.options.n_starts", "an integer >= 1"),
+        ("solver.options.n_starts=2.5", "solver.options.n_starts", "an integer >= 1"),
+        ("solver.options.shift=bogus", "solver.options.shift", "'adaptive', 'monotone'"),
+        ("solver.options.gap_tol=-1", "solver.options.gap_tol", "a finite number >= 0"),
+        ("solver.options.sshopm.tol=-1", "solver.options.sshopm.tol", "a finite number >= 0"),
+        ("solver.norm_options.n_starts=0", "solver.norm_options.n_starts", "an integer >= 1"),
+        ("solver.options.polish=1", "solver.options.polish", "true or false"),
+        ("replicates=1000000000", "replicates", "<= 1,000,000"),
+        ("noise.sigma={start=1e-300, stop=1e300, factor=1.0000001}", "noise.sigma", "at most"),
+        ("noise.sigma={start=0.0, stop=1e300, step=1e-300}", "noise.sigma", "at most"),
+        ("noise.sigma={start=0.0, stop=1.0, step=1e-8}", "noise.sigma", "at most"),
+        ("tensor.n={start=2, stop=9000000000, step=1}", "tensor.n", "at most"),
+        ("noise.sigma=1e300", "noise.sigma", "between 0 and 1e+150"),
+        ("noise.sigma=-0.1", "noise.sigma", "between 0 and 1e+150"),
+        ("tensor.lambdas=1e300", "tensor.lambdas", "at most 1e+150"),
+    ],
+)
+def test_settings_that_would_fail_every_block_are_refused(tmp_path, setting, key, reason):
+    """The issue's table: each of these validated, then every block failed (or validation
+    raised a traceback). Now each is a SpecError naming --set and the key."""
+    path = write(tmp_path, BASE)
+    with pytest.raises(SpecError) as info:
+        load_spec(path, [setting])
+    msg = str(info.value)
+    assert info.value.key == key
+    assert msg.startswith(f"--set {setting}: key '{key}'")
+    assert reason in msg
+
+
+def test_options_are_checked_for_every_method_and_its_norm_method(tmp_path):
+    text = BASE.replace('method = "sshopm"', 'method = ["power", "sos"]\nnorm_method = "sos"')
+    with pytest.raises(SpecError, match="'solver.options.sos.order'.*ceil"):
+        load_spec(write(tmp_path, text + "[solver.options.sos]\norder = 1\n"))
+    # sos cannot index the moments of n = 30; certified falls back and is accepted
+    with pytest.raises(SpecError, match="'solver.method'.*cannot index n = 30"):
+        load_spec(write(tmp_path, BASE.replace('"sshopm"', '"sos"')), ["tensor.n=30"])
+
+
+def test_range_length_is_shared_capped_and_overflow_safe():
+    from sroa_dist.sweep.spec import MAX_AXIS_LEN, range_length
+
+    assert range_length({"start": 0.0001, "stop": 0.2, "step": 0.0001}) == 2000
+    assert range_length({"start": 1.0, "stop": 1000.0, "factor": 10.0}) == 4
+    assert range_length({"start": 1e-300, "stop": 1e300, "factor": 10.0}) == 601
+    assert range_length({"start": 0, "stop": MAX_AXIS_LEN - 1, "step": 1}) == MAX_AXIS_LEN
+    for table in (
+        {"start": 0, "stop": MAX_AXIS_LEN, "step": 1},
+        {"start": -1.7e308, "stop": 1.7e308, "step": 1.0},  # stop - start overflows
+        {"start": 5e-324, "stop": 1.7e308, "factor": 1.0000000000000002},
+    ):
+        with pytest.raises(ValueError, match="more than the cap"):
+            range_length(table)
+
+
+def test_validation_never_materialises_the_grid(tmp_path):
+    """A 10^12-instance grid (10^6 σ values × 10^6 replicates) validates or is refused without
+    enumerating instances: validation allocates O(axes) memory, not O(instances)."""
+    import tracemalloc
+
+    from sroa_dist.sweep.grid import make_layout
+
+    path = write(tmp_path, BASE)
+    tracemalloc.start()
+    try:
+        spec = load_spec(
+            path, ["noise.sigma={start=1e-6, stop=1.0, step=1e-6}", "replicates=1000000"]
+        )
+        with pytest.raises(SpecError, match="'replicates'.*result blocks"):
+            make_layout(spec)
+        layout = make_layout(spec, memory_limit=float("inf"))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert layout.n_instances == 10**12 and layout.n_blocks <= 10_000
+    assert peak < 1_000 * 2**20  # two axes of 10^6 coordinates, not 10^12 of anything
+
+
+# A small but real spec space for the property below: mostly valid values, with invalid
+# corners (about one in six per key) so that refusals are exercised too.
+_LAMBDAS = st.one_of(
+    st.sampled_from([1.0, 1.0, -2.0, 0.5, [1.0, 2.0], 0.0]),
+    st.builds(
+        lambda a, b: {"dist": "uniform", "low": a, "high": b},
+        st.sampled_from([0.5, 1.0]),
+        st.sampled_from([1.0, 2.0, 3.0]),
+    ),
+)
+_OPTIONS = st.fixed_dictionaries(
+    {},
+    optional={
+        "n_starts": st.sampled_from([1, 2, 3, 4, 8, 0, 2.5, True]),
+        "shift": st.sampled_from(["monotone", "adaptive", 0.5, 0.0, 2.0, "bogus"]),
+        "gap_tol": st.sampled_from([0.0, 1e-6, 1e-3, 1.0, -1.0]),
+        "max_iter": st.sampled_from([0, 1, 5, 50, -1]),
+        "tol": st.sampled_from([0.0, 1e-5, 1e-3, 1e-8, float("nan")]),
+        "polish": st.sampled_from([True, False, True, False, 0]),
+        "n_iter": st.sampled_from([0, 1, 3, 10, -2]),
+    },
+)
+_SPEC = st.fixed_dictionaries(
+    {
+        "name": st.just("prop"),
+        "seed": st.integers(0, 3),
+        "replicates": st.integers(1, 2),
+        "tensor": st.fixed_dictionaries(
+            {"n": st.integers(2, 5), "p": st.sampled_from([3, 4])},
+            optional={
+                "rank": st.integers(1, 3),
+                "basis": st.sampled_from(["identity", "random", "random", "hadamard"]),
+                "lambdas": _LAMBDAS,
+            },
+        ),
+        "noise": st.one_of(
+            st.fixed_dictionaries(
+                {
+                    "model": st.sampled_from(["gaussian", "binary", "uniform", "cauchy"]),
+                    "sigma": st.sampled_from([0.0, 0.01, 0.3, 0.05, 1.0, -0.1]),
+                }
+            ),
+            st.fixed_dictionaries(
+                {
+                    "model": st.sampled_from(["gaussian", "binary"]),
+                    "eps_scaled": st.sampled_from([0.0, 0.2, 1.0]),
+                }
+            ),
+            st.fixed_dictionaries(
+                {"model": st.just("uniform"), "eps": st.sampled_from([0.0, 0.1, 2.0])}
+            ),
+        ),
+        "solver": st.fixed_dictionaries(
+            {"method": st.sampled_from(["certified", "sos", "sshopm", "power", "newton"])},
+            optional={
+                "options": _OPTIONS,
+                "steps": st.integers(1, 3),
+                "norm_method": st.sampled_from(["certified", "sshopm", "power", "sos"]),
+            },
+        ),
+    }
+)
+
+
+def _issue_case(**edits):
+    """The issue's failing settings on a small valid spec, as explicit examples."""
+    raw = {
+        "name": "prop",
+        "tensor": {"n": 3, "p": 3},
+        "noise": {"model": "gaussian", "sigma": 0.01},
+        "solver": {"method": "sshopm"},
+    }
+    for key, value in edits.items():
+        sect, leaf = key.split("__")
+        raw[sect][leaf] = value
+    return raw
+
+
+@settings(max_examples=150, deadline=None)
+@given(raw=_SPEC)
+@example(raw=_issue_case(tensor__lambdas={"dist": "uniform", "low": 1, "high": 1}))
+@example(raw=_issue_case(tensor__lambdas=0))
+@example(raw=_issue_case(solver__options={"n_starts": 0}))
+@example(raw=_issue_case(solver__options={"n_starts": 2.5}))
+@example(raw=_issue_case(solver__options={"shift": "bogus"}))
+@example(raw=_issue_case(solver__options={"gap_tol": -1}))
+@example(raw=_issue_case(solver__method="sos", tensor__n=30))
+@example(raw=_issue_case(tensor__n=2000))
+def test_every_spec_that_validates_runs_one_instance(raw):
+    """The contract of ``validate``: a spec it accepts computes, here one instance of the first
+    block through the worker kernel, without error."""
+    from sroa_dist.sweep.grid import block_task, make_layout
+    from sroa_dist.sweep.worker import compute_block
+
+    try:
+        spec = spec_from_dict(raw)
+        layout = make_layout(spec, block_size=1)
+    except SpecError as exc:
+        event(f"refused: {exc.key}")
+        return  # refused with a named key: fine
+    event("accepted")
+    out = compute_block(block_task(spec, layout, 0))
+    assert out.n_instances == 1
+    assert np.all(np.isfinite(out.data["lam_hat"][..., : spec.data["solver"]["steps"] or 1]))

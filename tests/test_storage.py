@@ -4,7 +4,9 @@ compatibility checks and reading back with open_results (real zarr stores, no Da
 from __future__ import annotations
 
 import json
+import os
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -13,11 +15,17 @@ import zarr
 
 from sroa_dist.sweep import open_results
 from sroa_dist.sweep.grid import block_task, make_layout
+from sroa_dist.sweep.lease import LEASE_GROUP
 from sroa_dist.sweep.spec import load_spec
 from sroa_dist.sweep.storage import (
+    NotAStoreError,
+    StaleLayoutError,
     StoreIncompatibleError,
+    StoreRefusedError,
+    check_store_target,
     prepare_store,
     read_done,
+    store_kind,
     store_status,
     write_block,
 )
@@ -135,8 +143,139 @@ def test_a_foreign_zarr_store_is_not_taken_over(tmp_path):
     url = str(tmp_path / "foreign.zarr")
     zarr.open_group(url, mode="w").attrs["owner"] = "someone else"
     spec = load_spec(SPEC)
-    with pytest.raises(StoreIncompatibleError, match="expected a sroa-dist result store"):
-        prepare_store(url, spec, make_layout(spec, block_size=4))
+    for overwrite in (False, True):
+        with pytest.raises(StoreIncompatibleError, match="expected a sroa-dist result store"):
+            prepare_store(url, spec, make_layout(spec, block_size=4), overwrite=overwrite)
+    assert zarr.open_group(url, mode="r").attrs["owner"] == "someone else"
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_a_folder_with_user_files_is_never_written(tmp_path, overwrite):
+    """The data-loss report: `run --store results` deleted results/precious.txt."""
+    folder = tmp_path / "results"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "precious.txt").write_text("keep")
+    (folder / "sub" / "notes.md").write_text("keep too")
+    spec = load_spec(SPEC)
+    with pytest.raises(StoreRefusedError, match="folder holding other files") as err:
+        prepare_store(str(folder), spec, make_layout(spec, block_size=4), overwrite=overwrite)
+    assert "--store" in err.value.hint
+    assert (folder / "precious.txt").read_text() == "keep"
+    assert (folder / "sub" / "notes.md").read_text() == "keep too"
+    assert sorted(p.name for p in folder.iterdir()) == ["precious.txt", "sub"]
+
+
+def test_current_folder_and_its_ancestors_are_refused(tmp_path, monkeypatch):
+    work = tmp_path / "a" / "b"
+    work.mkdir(parents=True)
+    monkeypatch.chdir(work)
+    for target in (".", str(work), "..", str(tmp_path), "./", "../b"):
+        with pytest.raises(StoreRefusedError, match="current folder or one of its ancestors"):
+            check_store_target(target, overwrite=True)
+    assert check_store_target("new.zarr") == "absent"  # a child is fine
+
+
+def test_a_file_is_not_a_store(tmp_path):
+    f = tmp_path / "store.zarr"
+    f.write_text("not a folder")
+    with pytest.raises(StoreRefusedError, match="received a file"):
+        check_store_target(str(f), overwrite=True)
+    with pytest.raises(NotAStoreError, match="received a file"):
+        store_status(str(f))
+    assert f.read_text() == "not a folder"
+
+
+def test_store_kinds(tmp_path):
+    spec = load_spec(SPEC)
+    url, _ = _store(tmp_path, spec)
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "x.txt").write_text("x")
+    (tmp_path / "creating" / LEASE_GROUP).mkdir(parents=True)
+    zarr.open_group(str(tmp_path / "foreign.zarr"), mode="w")
+    kinds = {
+        name: store_kind(str(tmp_path / name))
+        for name in ("cube.zarr", "empty", "other", "creating", "foreign.zarr", "absent")
+    }
+    assert kinds == {
+        "cube.zarr": "sroa",
+        "empty": "empty",
+        "other": "other",
+        "creating": "creating",
+        "foreign.zarr": "zarr",
+        "absent": "absent",
+    }
+    # status / info say what the path is instead of "does not exist"
+    with pytest.raises(NotAStoreError, match="an empty folder"):
+        open_results(tmp_path / "empty")
+    with pytest.raises(NotAStoreError, match="did not write"):
+        store_status(str(tmp_path / "foreign.zarr"))
+
+
+def test_overwrite_and_extension_keep_the_lease_and_change_the_layout_token(tmp_path):
+    """The writer lease lives in the store; neither replacing nor extending the store drops it,
+    and each new layout gets a new token that stale writers are refused with."""
+    from sroa_dist.sweep.lease import StoreLease, read_lease
+
+    spec = load_spec(SPEC)
+    url = str(tmp_path / "cube.zarr")
+    with StoreLease(url) as lease:
+        first = prepare_store(url, spec, make_layout(spec, block_size=4))
+        assert first.action == "created" and first.layout_token
+        task = replace(block_task(spec, first.layout, 0), layout_token=first.layout_token)
+        result = compute_block(task)
+        write_block(url, 0, result, layout_token=task.layout_token)
+        resumed = prepare_store(url, spec, make_layout(spec, block_size=4))
+        assert resumed.layout_token == first.layout_token
+        more = load_spec(SPEC, ["replicates=8"])
+        ext = prepare_store(url, more, make_layout(more, block_size=4))
+        assert ext.action == "extended" and ext.layout_token != first.layout_token
+        assert read_lease(url).token == lease.info.token
+        assert not (tmp_path / "cube.zarr.next").exists()
+        done_after_extension = read_done(url).copy()
+        # A stale writer (planned for the first layout) is refused; nothing is written.
+        with pytest.raises(StaleLayoutError, match="nothing written"):
+            write_block(url, 0, result, layout_token=task.layout_token)
+        assert np.array_equal(read_done(url), done_after_extension)
+        over = prepare_store(url, more, make_layout(more, block_size=4), overwrite=True)
+        assert over.action == "created"
+        assert over.layout_token not in (first.layout_token, ext.layout_token)
+        assert read_lease(url).token == lease.info.token
+        assert not read_done(url).any()
+        with pytest.raises(StaleLayoutError):
+            write_block(url, 0, result, layout_token=ext.layout_token)
+        assert not read_done(url).any()
+    assert read_lease(url) is None
+    assert store_kind(url) == "sroa"
+
+
+def test_an_interrupted_swap_is_finished_on_the_next_run(tmp_path, monkeypatch):
+    """Kill the extension's swap after its first entry moved: the next prepare finishes it."""
+    import sroa_dist.sweep.storage as storage
+
+    spec = load_spec(SPEC)
+    url, _ = _store(tmp_path, spec)
+    more = load_spec(SPEC, ["replicates=8"])
+    real_rename = os.rename
+    calls = []
+
+    def dying_rename(src, dst):
+        calls.append(src)
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # the kill
+        real_rename(src, dst)
+
+    monkeypatch.setattr(storage.os, "rename", dying_rename)
+    with pytest.raises(KeyboardInterrupt):
+        prepare_store(url, more, make_layout(more, block_size=4))
+    monkeypatch.setattr(storage.os, "rename", real_rename)
+    assert (tmp_path / "cube.zarr.next").exists()
+    assert len(calls) == 2  # the kill landed inside the swap
+    with pytest.warns(UserWarning, match="keeping its block shape"):
+        again = prepare_store(url, more, make_layout(more, block_size=4))
+    assert again.action == "resumed"  # the swap was finished: the store has the new layout
+    assert open_results(url).sizes["replicate"] == 8
+    assert not (tmp_path / "cube.zarr.next").exists()
 
 
 def test_git_commit_comes_from_the_environment_in_images(monkeypatch):

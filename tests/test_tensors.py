@@ -8,7 +8,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sroa_dist import identity_basis, random_orthonormal_basis, sod_tensor, symmetrize
-from sroa_dist.tensors import check_symmetric_tensor, contract, rank_one_tensor, unfolding_norm
+from sroa_dist.tensors import (
+    as_rng_list,
+    check_symmetric_tensor,
+    contract,
+    rank_one_tensor,
+    unfolding_norm,
+)
 
 
 def naive_sod(lam, V, p):
@@ -83,6 +89,7 @@ def test_unfolding_norm_bounds_the_operator_norm():
         (np.zeros((1, 1, 1)), "n >= 2"),
         (np.full((2, 2, 2), np.nan), "NaN"),
         (np.arange(8.0).reshape(2, 2, 2), "not symmetric"),
+        (np.zeros((2, 2, 2), dtype=complex), "expected a real array, received a complex"),
     ],
 )
 def test_bad_tensors_are_rejected_with_named_reason(bad, match):
@@ -99,3 +106,36 @@ def test_bad_sod_inputs():
         identity_basis(3, 4)
     with pytest.raises(ValueError, match="lambdas: expected 2 values"):
         sod_tensor([1.0], np.eye(3, 2), 3)
+
+
+def test_symmetry_is_judged_per_tensor_and_at_any_scale():
+    e = np.zeros((2, 2, 2))
+    e[0, 0, 1] = 1.0  # asymmetric
+    big = np.full((2, 2, 2), 1.7e308)
+    check_symmetric_tensor(big, "T")  # differences of huge entries must not overflow
+    with pytest.raises(ValueError, match="not symmetric"):
+        check_symmetric_tensor(np.stack([big, 1e-200 * e]), "Ts", batched=True)
+    with pytest.raises(ValueError, match="empty batch"):
+        check_symmetric_tensor(np.zeros((0, 2, 2, 2)), "Ts", batched=True)
+
+
+@pytest.mark.parametrize("bad", ["abc", 1.5, -1, True, [0, "x"]])
+def test_bad_rng_is_named(bad):
+    with pytest.raises(ValueError, match="rng: expected"):
+        as_rng_list(bad, 2)
+
+
+def test_rng_list_accepts_every_seed_like():
+    gens = as_rng_list([0, np.int64(1), np.random.SeedSequence(2), np.random.PCG64(3)], 4)
+    assert all(isinstance(g, np.random.Generator) for g in gens)
+    assert len(as_rng_list(np.random.PCG64(3), 3)) == 3
+
+
+def test_unfolding_norm_is_scale_equivariant_and_padded():
+    rng = np.random.default_rng(2)
+    T = symmetrize(rng.standard_normal((3, 3, 3)))
+    ref = unfolding_norm(T[None])[0]
+    exact = np.linalg.norm(T.reshape(3, 9), 2)
+    assert exact <= ref <= exact * (1 + 1e-12)
+    for j in (-1000, -3, 5, 1000):
+        assert unfolding_norm(np.ldexp(T, j)[None])[0] == np.ldexp(ref, j)

@@ -3,12 +3,20 @@
 Every function takes the xarray Dataset returned by ``open_results`` (or any Dataset following
 the RESULT CUBE contract of docs/architecture.md, with any subset of the sweep axes) and relies
 on dimension and variable names only, never on attrs.  Aggregations stay lazy on dask-backed
-cubes; thresholds, figures and reports compute what they need.
+cubes; thresholds, figures and reports compute what they need.  Success is judged by a
+criterion from the :data:`CRITERIA` registry (``recovery``, ``value``, ``theorem``), and every
+report and figure states the cube's :func:`completeness`.
 """
 
 from .aggregate import (
+    CRITERIA,
+    Completeness,
+    IncompleteCubeWarning,
+    SuccessCriterion,
+    completeness,
     count_violations,
     error_growth,
+    get_criterion,
     list_violations,
     step_stats,
     success,
@@ -25,12 +33,18 @@ from .figures import (
     plot_cube,
     supported_figures,
 )
+from .moments import fit_sample_exponent, plot_sample_scaling, sample_size_needed
 from .report import summarize, write_report
 from .threshold import estimate_thresholds, fit_exponent
 
 __all__ = [
+    "CRITERIA",
     "FIGURES",
+    "Completeness",
+    "IncompleteCubeWarning",
+    "SuccessCriterion",
     "build_figures",
+    "completeness",
     "count_violations",
     "error_growth",
     "estimate_thresholds",
@@ -39,6 +53,7 @@ __all__ = [
     "figure_success_heatmap",
     "figure_threshold_scaling",
     "fit_exponent",
+    "get_criterion",
     "list_violations",
     "plot_cube",
     "step_stats",
@@ -48,4 +63,7 @@ __all__ = [
     "supported_figures",
     "violation_mask",
     "write_report",
+    "fit_sample_exponent",
+    "plot_sample_scaling",
+    "sample_size_needed",
 ]

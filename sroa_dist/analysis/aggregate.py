@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
 
+import dask
 import numpy as np
 import pandas as pd
 import xarray as xr
@@ -14,6 +18,7 @@ from ._cube import (
     REPLICATE,
     STEP,
     as_tuple,
+    measured_eps,
     require,
     require_dim,
     step_one,
@@ -21,11 +26,12 @@ from ._cube import (
     theorem_bounds,
 )
 
-#: Success criteria understood by :func:`success`.
-CRITERIA = ("radius", "theorem")
 #: Theorems whose bounds :func:`violation_mask` checks.
 THEOREMS = ("2.2", "3.1")
+#: Default recovery radius on the vector error (criterion ``recovery``).
 DEFAULT_RADIUS = 0.3
+#: Default multiple of ε allowed on |λ̂ − λ| (criterion ``value``): Theorem 2.2's step-1 bound.
+DEFAULT_VALUE_C = 1.0
 
 
 def step_stats(
@@ -227,22 +233,139 @@ def list_violations(
     return pd.DataFrame(columns)
 
 
+def _recovery(ds: xr.Dataset, *, radius: float, variable: str) -> tuple[xr.DataArray, xr.DataArray]:
+    require(ds, [variable], f"success with criterion='recovery' on `{variable}`")
+    if not radius >= 0:
+        raise ValueError(f"radius: expected a number >= 0; received {radius!r}")
+    err = ds[variable]
+    return (err <= radius) | err.isnull(), err.notnull()
+
+
+def _value(ds: xr.Dataset, *, c: float, rtol: float) -> tuple[xr.DataArray, xr.DataArray]:
+    require(ds, ["lam_err"], "success with criterion='value' (|λ̂ − λ| ≤ c·ε)")
+    if not c > 0:
+        raise ValueError(f"c: expected a number > 0 (error ≤ c·ε); received {c!r}")
+    eps = measured_eps(ds)
+    err = ds["lam_err"]
+    present = err.notnull() & eps.notnull()
+    return (err <= c * eps * (1.0 + rtol)) | ~present, present
+
+
+def _theorem(ds: xr.Dataset, *, rtol: float) -> tuple[xr.DataArray, xr.DataArray]:
+    mask = violation_mask(ds, "3.1", rtol=rtol)
+    return ~mask["any"], ds["vec_err"].notnull() & ds["lam_err"].notnull()
+
+
+@dataclass(frozen=True)
+class SuccessCriterion:
+    """A per-step success test, looked up by name in :data:`CRITERIA`.
+
+    Attributes
+    ----------
+    name : str
+        Registry key.
+    template : str
+        Human-readable statement, formatted with the options (``{radius}``, ``{c}``).
+    options : Mapping[str, Any]
+        The options the test accepts, with their defaults.
+    step_ok : callable
+        ``step_ok(ds, **options) -> (ok, present)``: boolean DataArrays per instance and step;
+        ``ok`` is True where the step passes (or has no data), ``present`` where it has data.
+    """
+
+    name: str
+    template: str
+    options: Mapping[str, Any]
+    step_ok: Callable[..., tuple[xr.DataArray, xr.DataArray]] = field(repr=False)
+
+    def resolve(self, options: Mapping[str, Any]) -> dict[str, Any]:
+        """Defaults updated by ``options``; an option this criterion does not take is an error."""
+        unknown = sorted(set(options) - set(self.options))
+        if unknown:
+            accepted = ", ".join(self.options) or "none"
+            raise ValueError(
+                f"success criterion {self.name!r} takes no option(s) {unknown} "
+                f"(accepted: {accepted})"
+            )
+        return {**self.options, **options}
+
+    def label(self, **options: Any) -> str:
+        """The statement with its options filled in, e.g. ``every step's vec_err ≤ 0.3``."""
+        values = {
+            k: f"{v:g}" if isinstance(v, float) else v for k, v in self.resolve(options).items()
+        }
+        return self.template.format(**values)
+
+
+_CRITERIA = {
+    "recovery": SuccessCriterion(
+        "recovery",
+        "every step's {variable} ≤ {radius}",
+        MappingProxyType({"radius": DEFAULT_RADIUS, "variable": "vec_err"}),
+        _recovery,
+    ),
+    "value": SuccessCriterion(
+        "value",
+        "every step's |λ̂ − λ| ≤ {c}·ε",
+        MappingProxyType({"c": DEFAULT_VALUE_C, "rtol": 1e-9}),
+        _value,
+    ),
+    "theorem": SuccessCriterion(
+        "theorem",
+        "every step within the Theorem 3.1 bounds (|λ̂ − λ| ≤ 2ε, ‖v̂ − v‖ ≤ 20ε/λ)",
+        MappingProxyType({"rtol": 1e-9}),
+        _theorem,
+    ),
+}
+#: Success criteria by name (read-only): ``recovery`` (default), ``value`` and ``theorem``.
+CRITERIA: Mapping[str, SuccessCriterion] = MappingProxyType(_CRITERIA)
+#: Earlier name of ``recovery``, still accepted.
+_ALIASES = {"radius": "recovery"}
+
+
+def get_criterion(name: str | SuccessCriterion) -> SuccessCriterion:
+    """The :class:`SuccessCriterion` registered as ``name``; unknown names list the valid ones."""
+    if isinstance(name, SuccessCriterion):
+        return name
+    key = _ALIASES.get(name, name) if isinstance(name, str) else None
+    if key not in CRITERIA:
+        raise ValueError(
+            f"unknown success criterion {name!r}: expected one of {tuple(CRITERIA)}. "
+            "Hint: 'recovery' = vector error within a radius, 'value' = |λ̂ − λ| ≤ c·ε, "
+            "'theorem' = the Theorem 3.1 bounds"
+        )
+    return CRITERIA[key]
+
+
+def criterion_options(name: str | SuccessCriterion, **pool: Any) -> dict[str, Any]:
+    """The subset of ``pool`` (e.g. ``radius=…, c=…, rtol=…``) that criterion ``name`` takes.
+
+    Lets reports and figures pass one set of knobs to every criterion.
+    """
+    crit = get_criterion(name)
+    return {k: v for k, v in pool.items() if k in crit.options}
+
+
 def success(
     ds: xr.Dataset,
-    criterion: str = "radius",
+    criterion: str | SuccessCriterion = "recovery",
     *,
-    radius: float = DEFAULT_RADIUS,
-    variable: str = "vec_err",
     steps: Sequence[int] | None = None,
-    rtol: float = 1e-9,
+    **options: Any,
 ) -> xr.DataArray:
     """Per-instance success of the full decomposition: 1.0, 0.0, or NaN when there is no data.
 
-    Success means every component was recovered.  With ``criterion="radius"`` (the default, and
-    the one thresholds use) every step's ``variable`` (default ``vec_err``) is ≤ ``radius``.
-    With ``criterion="theorem"`` every step meets the Theorem 3.1 bounds; that criterion is
-    vacuous once 20ε/λ ≥ √2 (every unit-vector error passes), see /work/shared/NOTES.md, which
-    is why it is not the default.
+    Success means every step passes the criterion (see :data:`CRITERIA`):
+
+    * ``"recovery"`` (default; options ``radius=0.3``, ``variable="vec_err"``): every step's
+      vector error is ≤ the radius, i.e. every component was recovered.
+    * ``"value"`` (options ``c=1``, ``rtol=1e-9``): every step's |λ̂ − λ| ≤ c·ε, with ε the
+      measured ‖E‖ of the instance (variable ``eps``; the ``eps`` coordinate when ε is swept).
+      It sees value errors that add up over deflation, which the recovery radius does not.
+      c = 1 is Theorem 2.2's step-1 bound applied at every step; c = 2 is Theorem 3.1's.
+    * ``"theorem"`` (option ``rtol``): every step meets both Theorem 3.1 bounds.  The vector
+      bound 20ε/λ is vacuous once it reaches √2 (every unit-vector error passes), so this
+      criterion rarely fails at large ε and often has no threshold.
 
     Steps that are NaN (past the instance's rank) are ignored; an instance with no non-NaN
     step (not run yet) is NaN, so it drops out of probabilities instead of counting as success.
@@ -251,33 +374,21 @@ def success(
     ----------
     ds : xarray.Dataset
         Result cube.
-    criterion : {"radius", "theorem"}
-        Success criterion.
-    radius : float
-        Recovery radius for ``criterion="radius"``.
-    variable : str
-        Per-step error compared with the radius.
+    criterion : str or SuccessCriterion
+        Name in :data:`CRITERIA`.
     steps : sequence of int, optional
         Restrict to these (1-based) steps; default all steps.
-    rtol : float
-        Tolerance of the theorem check (see :func:`violation_mask`).
+    **options
+        The criterion's options (above); others raise ``ValueError``.
 
     Returns
     -------
     xarray.DataArray
         Float (1/0/NaN) over the sweep axes and ``replicate``; lazy when the cube is.
     """
-    if criterion not in CRITERIA:
-        raise ValueError(f"unknown success criterion {criterion!r}: expected one of {CRITERIA}")
-    if criterion == "radius":
-        require(ds, [variable], f"success with criterion='radius' on `{variable}`")
-        err = ds[variable]
-        ok = (err <= radius) | err.isnull()
-        present = err.notnull()
-    else:
-        mask = violation_mask(ds, "3.1", rtol=rtol)
-        ok = ~mask["any"]
-        present = ds["vec_err"].notnull() & ds["lam_err"].notnull()
+    crit = get_criterion(criterion)
+    opts = crit.resolve(options)
+    ok, present = crit.step_ok(ds, **opts)
     if STEP in ok.dims:
         if steps is not None:
             ok, present = ok.sel({STEP: list(steps)}), present.sel({STEP: list(steps)})
@@ -285,20 +396,20 @@ def success(
     out = ok.astype(float).where(present)
     out.name = "success"
     out.attrs = {
-        "criterion": criterion,
-        "long_name": "all components recovered",
-        **({"radius": radius, "variable": variable} if criterion == "radius" else {}),
+        "criterion": crit.name,
+        "long_name": crit.label(**opts),
+        **opts,
     }
     return out
 
 
 def success_probability(
     ds: xr.Dataset,
-    criterion: str = "radius",
+    criterion: str | SuccessCriterion = "recovery",
     *,
-    radius: float = DEFAULT_RADIUS,
     dim: str | Sequence[str] = REPLICATE,
-    **options,
+    steps: Sequence[int] | None = None,
+    **options: Any,
 ) -> xr.Dataset:
     """Fraction of successful instances per grid point (see :func:`success`).
 
@@ -308,13 +419,14 @@ def success_probability(
         ``p_success`` (float in [0, 1], NaN where no instance has data), ``n_success`` and
         ``n_instances`` over the dims left after reducing ``dim``; lazy when the cube is.
     """
-    s = success(ds, criterion, radius=radius, **options)
+    s = success(ds, criterion, steps=steps, **options)
     dims = as_tuple(dim)
     for d in dims:
         require_dim(s, d, "success_probability(dim=...)")
     n_success = s.sum(dims, skipna=True).astype(int)
     n_instances = s.notnull().sum(dims)
-    p = (n_success / n_instances).where(n_instances > 0)
+    # where() before dividing: no 0/0 at grid points without data (no RuntimeWarning).
+    p = n_success / n_instances.where(n_instances > 0)
     return xr.Dataset(
         {"p_success": p, "n_success": n_success, "n_instances": n_instances}, attrs=s.attrs
     )
@@ -359,7 +471,225 @@ def error_growth(
         pooled = [d for d in ds[name].dims if d not in (*keep, STEP)]
         mean = _moments(ds[name], pooled)[0]
         out[f"{name}_mean"] = mean
-        out[f"{name}_growth"] = mean / mean.sel({STEP: 1}, drop=True)
+        first = mean.sel({STEP: 1}, drop=True)
+        # NaN, not inf or a 0/0 RuntimeWarning, where step 1 has no error to grow from.
+        out[f"{name}_growth"] = mean / first.where(first > 0)
         out[f"{name}_growth"].attrs = {"long_name": f"mean {name} at step r / at step 1"}
     out.attrs = {"kept": keep}
     return out
+
+
+@dataclass(frozen=True)
+class Completeness:
+    """How much of a result cube has results: blocks, instances, axis values, replicates.
+
+    Block counts come from the store's bookkeeping variables ``done`` and ``failed`` (dim
+    ``block``; they describe the whole store, also when ``ds`` is a selection of it) and are
+    None for a cube without them.  Everything else is read from the data: an instance has
+    results when its error variable is non-NaN at some step.
+
+    Attributes
+    ----------
+    n_instances, instances_done : int
+        Instances in the cube (grid points × replicates) and those with results.
+    blocks_total, blocks_done, blocks_failed : int or None
+        Blocks of the store; failed = the last attempt raised and the block is not done.
+    failures : Mapping[int, str]
+        Message of each failed block (as recorded by the sweep).
+    axis_values : Mapping[str, tuple]
+        Every sweep axis with its coordinate values.
+    missing_values, partial_values : Mapping[str, tuple]
+        Per sweep axis, the values with no results at all, and those with some but not all.
+    replicates : tuple of int
+        (min, max) over grid points with any results of the number of replicates present;
+        ``replicates_planned`` is the size of the ``replicate`` dimension.
+    """
+
+    n_instances: int
+    instances_done: int
+    blocks_total: int | None
+    blocks_done: int | None
+    blocks_failed: int | None
+    failures: Mapping[int, str]
+    axis_values: Mapping[str, tuple]
+    missing_values: Mapping[str, tuple]
+    partial_values: Mapping[str, tuple]
+    replicates: tuple[int, int]
+    replicates_planned: int
+
+    @property
+    def blocks_missing(self) -> int | None:
+        """Blocks neither done nor failed (never run, or interrupted)."""
+        if self.blocks_total is None:
+            return None
+        return self.blocks_total - (self.blocks_done or 0) - (self.blocks_failed or 0)
+
+    @property
+    def complete(self) -> bool:
+        """Every instance has results and every block of the store is done."""
+        blocks_ok = self.blocks_total is None or self.blocks_done == self.blocks_total
+        return blocks_ok and self.instances_done == self.n_instances
+
+    @property
+    def empty(self) -> bool:
+        """No instance has results (nothing to analyse)."""
+        return self.instances_done == 0
+
+    def replicates_text(self) -> str:
+        """``"24 replicates"``, or e.g. ``"3–24 of 24 replicates"`` when some lack results."""
+        return replicates_text(*self.replicates, self.replicates_planned)
+
+    def describe(self) -> str:
+        """One line for report headers and figure titles.
+
+        E.g. ``incomplete: 28/80 blocks done, 2 failed, 50 not run, 336/960 instances; 3 of 10
+        sigma values missing`` or ``complete: 80/80 blocks, 960 instances``.
+        """
+        head = "complete" if self.complete else "no results" if self.empty else "incomplete"
+        return f"{head}: {self.details()}"
+
+    def details(self) -> str:
+        """:meth:`describe` without its leading word."""
+        if self.complete:
+            blocks = (
+                f"{self.blocks_total}/{self.blocks_total} blocks, "
+                if self.blocks_total is not None
+                else ""
+            )
+            return f"{blocks}{self.n_instances} instances"
+        parts = []
+        if self.blocks_total is not None:
+            parts.append(
+                f"{self.blocks_done}/{self.blocks_total} blocks done, "
+                f"{self.blocks_failed} failed, {self.blocks_missing} not run"
+            )
+        parts.append(f"{self.instances_done}/{self.n_instances} instances")
+        axes = []
+        for axis, values in self.axis_values.items():
+            miss = len(self.missing_values.get(axis, ()))
+            part = len(self.partial_values.get(axis, ()))
+            if miss:
+                axes.append(f"{miss} of {len(values)} {axis} values missing")
+            if part:
+                axes.append(f"{part} of {len(values)} {axis} values partial")
+        return ", ".join(parts) + ("; " + ", ".join(axes) if axes else "")
+
+
+class IncompleteCubeWarning(UserWarning):
+    """The cube analysed lacks results (unfinished or failed blocks): numbers are partial."""
+
+
+def warn_incomplete(status: Completeness, stacklevel: int = 3) -> None:
+    """Raise an :class:`IncompleteCubeWarning` stating ``status`` unless the cube is complete."""
+    if not status.complete:
+        warnings.warn(
+            f"result cube not complete ({status.describe()}): numbers and figures cover only the "
+            "instances with results",
+            IncompleteCubeWarning,
+            stacklevel=stacklevel,
+        )
+
+
+def replicate_span(has: xr.DataArray) -> tuple[int, int]:
+    """(min, max) over grid points with any results of the replicates with results.
+
+    ``has`` is :func:`has_results` (or a selection of it); (0, 0) when nothing has results.
+    """
+    if REPLICATE not in has.dims:
+        return (1, 1) if bool(has.any()) else (0, 0)
+    counts = np.asarray(has.sum(REPLICATE).values).ravel()
+    counts = counts[counts > 0]
+    return (int(counts.min()), int(counts.max())) if counts.size else (0, 0)
+
+
+def replicates_text(lo: int, hi: int, planned: int) -> str:
+    """How many replicates back each number: ``24 replicates``, ``3 of 4 replicates``, …"""
+    if hi == 0:
+        return "no replicates"
+    if lo == hi == planned:
+        return f"{hi} replicate{'s' if hi != 1 else ''}"
+    return f"{hi if lo == hi else f'{lo}–{hi}'} of {planned} replicates"
+
+
+def has_results(ds: xr.Dataset) -> xr.DataArray:
+    """Boolean per instance (sweep axes × replicate): some step has a non-NaN result."""
+    for name in _RESULT_VARS:
+        if name in ds.data_vars:
+            ran = ds[name].notnull()
+            return ran.any(STEP) if STEP in ran.dims else ran
+    raise ValueError(
+        "cube has none of the variables "
+        + ", ".join(f"`{v}`" for v in _RESULT_VARS)
+        + ": cannot tell which instances have results (is this a sroa-dist result cube?)"
+    )
+
+
+_RESULT_VARS = ("vec_err", "lam_err", "lam_hat")
+
+
+def completeness(ds: xr.Dataset) -> Completeness:
+    """What a cube holds: done / failed / not-run blocks, missing axis values, replicates.
+
+    Reports and figures state it in their headers and titles, so that a partial sweep is never
+    read as a complete one.  Computes one boolean per instance (cheap next to any analysis).
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Result cube (``open_results``) or a selection of it.
+
+    Returns
+    -------
+    Completeness
+    """
+    axes = sweep_axes(ds)
+    lazy = {"has": has_results(ds).transpose(*axes, ...)}
+    if "done" in ds.data_vars:
+        lazy["done"] = ds["done"].astype(bool)
+        if "failed" in ds.data_vars:
+            lazy["failed"] = ds["failed"].astype(bool) & ~lazy["done"]
+    (values,) = dask.compute(lazy)
+    has = values["has"]
+    missing: dict[str, tuple] = {}
+    partial: dict[str, tuple] = {}
+    axis_values: dict[str, tuple] = {}
+    for axis in axes:
+        others = [d for d in has.dims if d != axis]
+        any_ = np.asarray(has.any(others).values)
+        all_ = np.asarray(has.all(others).values)
+        vals = tuple(_plain(v) for v in ds[axis].values.tolist())
+        axis_values[axis] = vals
+        missing[axis] = tuple(v for v, a in zip(vals, any_, strict=True) if not a)
+        partial[axis] = tuple(v for v, a, b in zip(vals, any_, all_, strict=True) if a and not b)
+    blocks = failed = done = None
+    failures: dict[int, str] = {}
+    if "done" in values:
+        done_mask = np.asarray(values["done"].values, dtype=bool)
+        blocks, done = int(done_mask.size), int(done_mask.sum())
+        failed = 0
+        if "failed" in values:
+            fmask = np.asarray(values["failed"].values, dtype=bool)
+            failed = int(fmask.sum())
+            # The messages are for people; the boolean mask decides what failed.
+            msgs = dict(ds["failed"].attrs.get("messages", {}) or {})
+            block_ids = np.asarray(ds["block"].values) if "block" in ds.coords else None
+            for i in np.flatnonzero(fmask):
+                b = int(block_ids[i]) if block_ids is not None else int(i)
+                failures[b] = str(msgs.get(str(b), ""))
+    return Completeness(
+        n_instances=int(has.size),
+        instances_done=int(has.sum()),
+        blocks_total=blocks,
+        blocks_done=done,
+        blocks_failed=failed,
+        failures=MappingProxyType(failures),
+        axis_values=MappingProxyType(axis_values),
+        missing_values=MappingProxyType({k: v for k, v in missing.items() if v}),
+        partial_values=MappingProxyType({k: v for k, v in partial.items() if v}),
+        replicates=replicate_span(has),
+        replicates_planned=int(ds.sizes.get(REPLICATE, 1)),
+    )
+
+
+def _plain(value: Any) -> Any:
+    return value.item() if isinstance(value, np.generic) else value

@@ -6,8 +6,10 @@ rendering on save), so they can be inspected in tests and saved from any thread.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import xarray as xr
@@ -28,7 +30,22 @@ from ._cube import (
     step_one,
     sweep_axes,
 )
-from .aggregate import DEFAULT_RADIUS, step_stats, success_probability, violation_mask
+from .aggregate import (
+    DEFAULT_RADIUS,
+    DEFAULT_VALUE_C,
+    Completeness,
+    SuccessCriterion,
+    completeness,
+    criterion_options,
+    get_criterion,
+    has_results,
+    replicate_span,
+    replicates_text,
+    step_stats,
+    success_probability,
+    violation_mask,
+    warn_incomplete,
+)
 from .threshold import estimate_thresholds, fit_exponent
 
 #: Figure names :func:`plot_cube` can produce, in order.
@@ -78,6 +95,28 @@ def _noise_rows(ds: xr.Dataset) -> list[dict[str, object]]:
     return combinations(ds, ["noise"]) if "noise" in sweep_axes(ds) else [{}]
 
 
+def _status_title(fig: Figure, status: Completeness | None) -> None:
+    """State the cube's completeness above every figure (loud when incomplete)."""
+    if status is None:
+        return
+    text = "\n".join(textwrap.wrap(status.describe(), 120))
+    if status.complete:
+        fig.suptitle(text, fontsize="small", color="dimgray")
+    else:
+        fig.suptitle(text.upper()[:1] + text[1:], fontsize="medium", color="tab:red")
+
+
+def _present_text(has: xr.DataArray, dims: Sequence[str]) -> str:
+    """``"sigma (7 of 10 values have results)"`` for each pooled dim, from the data."""
+    parts = []
+    for d in dims:
+        others = [o for o in has.dims if o != d]
+        n_with = int(has.any(others).sum()) if others else int(has.sum())
+        total = has.sizes[d]
+        parts.append(d if n_with == total else f"{d} ({n_with} of {total} values have results)")
+    return ", ".join(parts)
+
+
 def supported_figures(ds: xr.Dataset) -> list[str]:
     """Names (from :data:`FIGURES`) of the figures this cube has the data for."""
     names: list[str] = []
@@ -98,14 +137,16 @@ def supported_figures(ds: xr.Dataset) -> list[str]:
     return names
 
 
-def figure1(ds: xr.Dataset, *, rtol: float = 1e-9) -> Figure:
+def figure1(ds: xr.Dataset, *, rtol: float = 1e-9, status: Completeness | None = None) -> Figure:
     """Figure 1: first-step λ and vector errors vs ‖E‖ with the Theorem 2.2 bounds.
 
     One row per noise model (one row if there is no ``noise`` axis), one point per instance
     (every other axis is flattened), bound lines ``ε`` and ``10(ε/λ + (ε/λ)²)`` with λ from
     ``lam_true`` (one line per distinct λ; λ_min and λ_max when λ varies a lot).  Instances above
-    their own bound are marked with a black × and counted in the panel title.
+    their own bound are marked with a black × and counted in the panel title.  ``status``
+    (default: :func:`~sroa_dist.analysis.completeness` of ``ds``) is stated in the title.
     """
+    status = completeness(ds) if status is None else status
     require(ds, ["lam_err", "vec_err"], "figure 1")
     viol = violation_mask(ds, "2.2", rtol=rtol)
     parts = {
@@ -156,26 +197,31 @@ def figure1(ds: xr.Dataset, *, rtol: float = 1e-9) -> Figure:
             if bad.any():
                 ax.scatter(eps[valid][bad], err[bad], label="violation", **_VIOLATION)
             what = "λ error" if kind == "lam" else "vector error"
-            ax.set_title(
-                f"{prefix}{what} at step 1, {int(bad.sum())}/{err.size} above bound",
-                fontsize="medium",
-            )
+            counted = f"{int(bad.sum())}/{err.size} above bound" if err.size else "NO RESULTS"
+            if 0 < err.size < eps.size:  # say so when the row is partial
+                counted += f" ({err.size} of {eps.size} instances have results)"
+            ax.set_title(f"{prefix}{what} at step 1, {counted}", fontsize="medium")
             ax.set_xlabel(r"$\|E\|$  (operator norm of the perturbation)")
             ax.set_ylabel(ylabel)
             _set_scale(ax, "x", eps[valid])
             _set_scale(ax, "y", err)
             ax.legend(loc="upper left", fontsize="small")
     _plain_log_labels(fig)
+    _status_title(fig, status)
     return fig
 
 
-def figure2(ds: xr.Dataset, *, max_series: int = 6) -> Figure:
+def figure2(ds: xr.Dataset, *, max_series: int = 6, status: Completeness | None = None) -> Figure:
     """Figure 2: per-iteration mean ± 2 std of the λ and vector errors over replicates.
 
     One row per noise model.  Other sweep axes with several values give one series each (up to
-    ``max_series``, beyond which they are pooled and the title says so).
+    ``max_series``, beyond which they are pooled and the title says so).  Replicate counts and
+    the pooled values in the titles are those with results, not those planned; ``status``
+    (default: :func:`~sroa_dist.analysis.completeness`) is stated above the panels.
     """
     require(ds, ["lam_err", "vec_err"], "figure 2")
+    status = completeness(ds) if status is None else status
+    has = has_results(ds).compute()
     other = [a for a in sweep_axes(ds) if a != "noise" and ds.sizes[a] > 1]
     n_series = int(np.prod([ds.sizes[a] for a in other])) if other else 1
     pooled = other if n_series > max_series else []
@@ -185,10 +231,11 @@ def figure2(ds: xr.Dataset, *, max_series: int = 6) -> Figure:
     fig = Figure(figsize=(10, 3.2 * len(rows)), layout="constrained")
     axes = fig.subplots(len(rows), 2, squeeze=False)
     steps = ds[STEP].values
-    n_rep = ds.sizes.get(REPLICATE, 1)
-    pool_note = f", pooled over {', '.join(pooled)}" if pooled else ""
     for row, sel in zip(axes, rows, strict=True):
         prefix = f"{sel['noise']}: " if sel else ""
+        row_has = has.sel(sel)
+        n_rep = replicates_text(*replicate_span(row_has), ds.sizes.get(REPLICATE, 1))
+        pool_note = f", pooled over {_present_text(row_has, pooled)}" if pooled else ""
         for ax, kind, ylabel in (
             (row[0], "lam_err", r"$|\hat\lambda_i - \lambda_{\pi(i)}|$  (units of λ)"),
             (row[1], "vec_err", r"$\|\hat v_i - v_{\pi(i)}\|$  (unit-vector distance)"),
@@ -210,13 +257,14 @@ def figure2(ds: xr.Dataset, *, max_series: int = 6) -> Figure:
                 )
             what = "λ error" if kind == "lam_err" else "vector error"
             ax.set_title(
-                f"{prefix}{what} (mean ± 2 std, {n_rep} replicates{pool_note})",
+                f"{prefix}{what} (mean ± 2 std, {n_rep}{pool_note})",
                 fontsize="medium",
             )
             ax.set_xlabel("SROA iteration i")
             ax.set_ylabel(ylabel)
             ax.set_xticks(steps if steps.size <= 12 else steps[:: int(np.ceil(steps.size / 12))])
             ax.legend(loc="upper left", fontsize="small")
+    _status_title(fig, status)
     return fig
 
 
@@ -231,31 +279,40 @@ def _log_edges(values: np.ndarray) -> np.ndarray:
 
 def figure_success_heatmap(
     ds: xr.Dataset,
-    criterion: str = "radius",
+    criterion: str | SuccessCriterion = "recovery",
     *,
-    radius: float = DEFAULT_RADIUS,
     thresholds: xr.Dataset | None = None,
+    status: Completeness | None = None,
+    **options: Any,
 ) -> Figure:
     """Success probability over (n, ε): one heat map per combination of the other axes.
 
     The vertical axis is the swept perturbation axis (``eps``, else ``eps_scaled``, else
-    ``sigma``).  Thresholds (from :func:`~sroa_dist.analysis.estimate_thresholds`), when given
-    and on the ``eps`` axis, are overlaid as white markers with their confidence intervals.
+    ``sigma``).  ``criterion`` and ``options`` select the success criterion (see
+    :func:`~sroa_dist.analysis.success`).  Thresholds (from
+    :func:`~sroa_dist.analysis.estimate_thresholds` under the same criterion), when given and
+    on the ``eps`` axis, are overlaid as white markers with their confidence intervals.  Cells
+    without results are blank and panels without any say so.
     """
+    crit = get_criterion(criterion)
     axis = noise_axis(ds)
     if "n" not in ds.dims or axis is None:
         raise ValueError(
             "cube needs an `n` dimension and an `eps`, `eps_scaled` or `sigma` dimension: the "
             f"success heat map is over (n, ε) (dims present: {', '.join(map(str, ds.dims))})"
         )
-    prob = success_probability(ds, criterion, radius=radius)["p_success"].compute()
+    status = completeness(ds) if status is None else status
+    prob = success_probability(ds, crit, **options)["p_success"].compute()
+    # The ε axis is logarithmic: a level ε = 0 (unperturbed) has no place on it.
+    dropped = int((prob[axis] <= 0).sum())
+    prob = prob.where(prob[axis] > 0, drop=True) if dropped else prob
     panels = combinations(prob, [a for a in sweep_axes(ds) if a not in ("n", axis)])
     ncols = min(3, len(panels))
     nrows = int(np.ceil(len(panels) / ncols))
     fig = Figure(figsize=(4.6 * ncols, 3.8 * nrows), layout="constrained")
     axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False).ravel())
     n, eps = prob["n"].values, prob[axis].values
-    what = f"vec_err ≤ {radius:g} at all steps" if criterion == "radius" else "Theorem 3.1 bounds"
+    what = crit.label(**options) + (f"; {axis} = 0 not shown" if dropped else "")
     mesh = None
     for ax, sel in zip(axes, panels, strict=False):
         z = prob.sel(sel).transpose(axis, "n").values
@@ -281,12 +338,17 @@ def figure_success_heatmap(
         ax.xaxis.set_minor_locator(NullLocator())
         ax.set_xlabel("n  (tensor dimension)")
         ax.set_ylabel(PERTURBATION_AXES[axis])
-        ax.set_title(", ".join(filter(None, [group_label(sel), f"P({what})"])), fontsize="medium")
+        empty = "" if np.isfinite(z).any() else "NO RESULTS"
+        ax.set_title(
+            ", ".join(filter(None, [group_label(sel), empty])) + f"\nP({what})",
+            fontsize="medium",
+        )
     for ax in axes[len(panels) :]:
         ax.set_visible(False)
     if mesh is not None:
         fig.colorbar(mesh, ax=list(axes[: len(panels)]), label="P(success)")
     _plain_log_labels(fig)
+    _status_title(fig, status)
     return fig
 
 
@@ -295,6 +357,7 @@ def figure_threshold_scaling(
     exponents: xr.Dataset | None = None,
     *,
     p: int | None = None,
+    status: Completeness | None = None,
 ) -> Figure:
     """Threshold vs n on log–log axes, fitted power laws and the reference slopes.
 
@@ -302,6 +365,8 @@ def figure_threshold_scaling(
     intervals and the fitted line, its exponent and CI in the legend.  Dashed grey lines show
     the reference slopes −1/(p−1) (Theorem 3.1, SROA with global rank-one steps) and −1 (power
     method), anchored at the geometric centre of the data so the slopes compare directly.
+    The title names the success criterion; ``status`` (the cube's
+    :func:`~sroa_dist.analysis.completeness`), when given, is stated above it.
     """
     if "n" not in thresholds.dims:
         raise ValueError("thresholds have no `n` dimension: the scaling plot is threshold vs n")
@@ -351,15 +416,32 @@ def figure_threshold_scaling(
         ):
             ax.plot(grid, y0 * (grid / n0) ** slope, style, color="grey", label=label)
     ax.set_xscale("log")
-    ax.set_yscale("log")
+    if plotted:  # a log axis without positive data cannot be drawn
+        ax.set_yscale("log")
+    else:
+        ax.text(
+            0.5,
+            0.5,
+            "NO THRESHOLD inside the swept ε range\n(success never crosses 1/2 there)",
+            transform=ax.transAxes,
+            ha="center",
+            va="center",
+        )
     ax.set_xticks(n, [f"{v:g}" for v in n])
     ax.xaxis.set_minor_locator(NullLocator())
     ax.set_xlabel("n  (tensor dimension)")
     ax.set_ylabel("threshold ε where P(success) = 1/2  (‖E‖)")
     level = thresholds.attrs.get("level")
-    ax.set_title("Tolerable perturbation vs n" + (f" ({level:.0%} bootstrap CIs)" if level else ""))
+    crit = thresholds.attrs.get("criterion_label") or thresholds.attrs.get("criterion")
+    ax.set_title(
+        "Tolerable perturbation vs n"
+        + (f" ({level:.0%} bootstrap CIs)" if level else "")
+        + (f"\nsuccess: {crit}" if crit else ""),
+        fontsize="medium",
+    )
     ax.legend(fontsize="small")
     _plain_log_labels(fig)
+    _status_title(fig, status)
     return fig
 
 
@@ -368,14 +450,20 @@ def plot_cube(
     out_dir: str | Path,
     formats: Sequence[str] = ("png",),
     *,
-    criterion: str = "radius",
+    criterion: str | SuccessCriterion = "recovery",
     radius: float = DEFAULT_RADIUS,
+    c: float = DEFAULT_VALUE_C,
     n_boot: int = 200,
     rng: int = 0,
     dpi: int = 120,
     thresholds: xr.Dataset | None = None,
+    status: Completeness | None = None,
 ) -> list[Path]:
     """Draw every figure the cube supports (:func:`supported_figures`) and save it.
+
+    Every figure states the cube's :func:`~sroa_dist.analysis.completeness` in its title; an
+    incomplete cube also raises an :class:`~sroa_dist.analysis.IncompleteCubeWarning`, and a
+    cube without any result gives no figures (only the warning).
 
     Parameters
     ----------
@@ -385,33 +473,61 @@ def plot_cube(
         Directory for the files (created if needed); files are named ``<figure>.<format>``.
     formats : sequence of str
         Matplotlib file formats, e.g. ``("png", "svg")``.
-    criterion, radius : str, float
-        Success criterion for the n-scaling figures (see :func:`~sroa_dist.analysis.success`).
+    criterion : str or SuccessCriterion
+        Success criterion for the n-scaling figures (:data:`~sroa_dist.analysis.CRITERIA`).
+    radius, c : float
+        Options of the ``recovery`` and ``value`` criteria (each criterion takes its own).
     n_boot, rng : int
         Bootstrap size and seed for the threshold confidence intervals.
     dpi : int
         Resolution of raster formats.
     thresholds : xarray.Dataset, optional
         Precomputed :func:`~sroa_dist.analysis.estimate_thresholds` output, to avoid refitting.
+    status : Completeness, optional
+        Precomputed :func:`~sroa_dist.analysis.completeness` of ``ds``.
 
     Returns
     -------
     list of Path
         The files written, in :data:`FIGURES` order then ``formats`` order.
     """
+    status = completeness(ds) if status is None else status
+    warn_incomplete(status)
+    return _plot_cube(
+        ds,
+        out_dir,
+        formats,
+        status,
+        criterion=criterion,
+        radius=radius,
+        c=c,
+        n_boot=n_boot,
+        rng=rng,
+        dpi=dpi,
+        thresholds=thresholds,
+    )
+
+
+def _plot_cube(
+    ds: xr.Dataset,
+    out_dir: str | Path,
+    formats: Sequence[str],
+    status: Completeness,
+    *,
+    dpi: int = 120,
+    **options: Any,
+) -> list[Path]:
     formats = [formats] if isinstance(formats, str) else list(formats)
     out_dir = Path(out_dir)
     valid = set(Figure().canvas.get_supported_filetypes())
     unknown = [f for f in formats if f not in valid]
     if unknown:
         raise ValueError(f"unknown figure format(s) {unknown}: expected some of {sorted(valid)}")
-    names = supported_figures(ds)
+    names = supported_figures(ds) if not status.empty else []
     if not names:
         return []
     out_dir.mkdir(parents=True, exist_ok=True)
-    figures = build_figures(
-        ds, names, criterion=criterion, radius=radius, n_boot=n_boot, rng=rng, thresholds=thresholds
-    )
+    figures = build_figures(ds, names, status=status, **options)
     paths = []
     for name, fig in figures.items():
         for fmt in formats:
@@ -425,27 +541,33 @@ def build_figures(
     ds: xr.Dataset,
     names: Sequence[str] | None = None,
     *,
-    criterion: str = "radius",
+    criterion: str | SuccessCriterion = "recovery",
     radius: float = DEFAULT_RADIUS,
+    c: float = DEFAULT_VALUE_C,
     n_boot: int = 200,
     rng: int = 0,
     thresholds: xr.Dataset | None = None,
+    status: Completeness | None = None,
 ) -> dict[str, Figure]:
     """Build the named figures (default: all supported) as Figure objects, sharing one fit."""
     names = supported_figures(ds) if names is None else list(names)
     unknown = [n for n in names if n not in FIGURES]
     if unknown:
         raise ValueError(f"unknown figure(s) {unknown}: expected some of {FIGURES}")
+    status = completeness(ds) if status is None else status
+    options = criterion_options(criterion, radius=radius, c=c)
     if thresholds is None and {"success_heatmap", "threshold_scaling"} & set(names):
-        thresholds = estimate_thresholds(ds, criterion, radius=radius, n_boot=n_boot, rng=rng)
+        thresholds = estimate_thresholds(ds, criterion, n_boot=n_boot, rng=rng, **options)
     out: dict[str, Figure] = {}
     for name in names:
         if name == "figure1":
-            out[name] = figure1(ds)
+            out[name] = figure1(ds, status=status)
         elif name == "figure2":
-            out[name] = figure2(ds)
+            out[name] = figure2(ds, status=status)
         elif name == "success_heatmap":
-            out[name] = figure_success_heatmap(ds, criterion, radius=radius, thresholds=thresholds)
+            out[name] = figure_success_heatmap(
+                ds, criterion, thresholds=thresholds, status=status, **options
+            )
         else:
-            out[name] = figure_threshold_scaling(thresholds, p=scalar_p(ds))
+            out[name] = figure_threshold_scaling(thresholds, p=scalar_p(ds), status=status)
     return out

@@ -17,13 +17,22 @@ import xarray as xr
 
 from ._cube import REPLICATE, STEP, combinations, group_label, scalar_p, sweep_axes
 from .aggregate import (
+    CRITERIA,
     DEFAULT_RADIUS,
+    DEFAULT_VALUE_C,
+    Completeness,
+    SuccessCriterion,
+    completeness,
     count_violations,
+    criterion_options,
     error_growth,
+    get_criterion,
     list_violations,
     success,
+    warn_incomplete,
 )
-from .figures import plot_cube, supported_figures
+from .figures import _plot_cube, supported_figures
+from .moments import is_model_cube, report_section
 from .threshold import estimate_thresholds, fit_exponent
 
 _MAX_VIOLATION_ROWS = 20
@@ -36,11 +45,13 @@ _THEOREM_TEXT = {
 def summarize(
     ds: xr.Dataset,
     *,
-    criterion: str = "radius",
+    criterion: str | SuccessCriterion = "recovery",
     radius: float = DEFAULT_RADIUS,
+    c: float = DEFAULT_VALUE_C,
     n_boot: int = 200,
     rng: int = 0,
     rtol: float = 1e-9,
+    status: Completeness | None = None,
 ) -> dict[str, Any]:
     """The numbers of the report (computed, not lazy).
 
@@ -48,28 +59,38 @@ def summarize(
     ----------
     ds : xarray.Dataset
         Result cube (``open_results``); computed here.
-    criterion, radius : str, float
-        Success criterion for success fractions and thresholds (radius on ``vec_err`` by
-        default; see :func:`~sroa_dist.analysis.success`).
+    criterion : str or SuccessCriterion
+        The criterion of the figures (success heat map, threshold plot).  Success fractions,
+        thresholds and exponents are computed for every criterion in
+        :data:`~sroa_dist.analysis.CRITERIA` whose variables the cube has.
+    radius, c : float
+        Options of the ``recovery`` and ``value`` criteria.
     n_boot, rng : int
         Bootstrap size and seed of the threshold and exponent confidence intervals.
     rtol : float
-        Tolerance of the bound checks (:func:`~sroa_dist.analysis.violation_mask`).
+        Tolerance of the bound checks (:func:`~sroa_dist.analysis.violation_mask`) and of the
+        ``value`` and ``theorem`` criteria.
+    status : Completeness, optional
+        Precomputed :func:`~sroa_dist.analysis.completeness` of ``ds``.
 
     Returns
     -------
     dict
-        ``dims`` (sizes of the sweep axes, replicate and step), ``n_instances`` (instances
-        with data) and ``n_planned``,
-        ``certified_fraction`` (certified steps / steps run), ``all_certified_fraction``
-        (instances whose every step is certified), ``eps_certified_fraction``,
-        ``violations`` ({theorem: {lam, vec, any, n_checked}}), ``violation_rows``
-        ({theorem: DataFrame}), ``success_fraction`` ({"radius", "theorem"}), ``growth``
-        (:func:`error_growth` Dataset or None), ``thresholds`` and ``exponents`` (Datasets or
-        None) and ``provenance`` (the cube's attrs).  Fractions are None when the cube lacks the
-        variable.
+        ``completeness`` (:class:`~sroa_dist.analysis.Completeness`), ``dims`` (sizes of the
+        sweep axes, replicate and step), ``n_instances`` (instances with data) and
+        ``n_planned``, ``certified_fraction`` (certified steps / steps run),
+        ``all_certified_fraction`` (instances whose every step is certified),
+        ``eps_certified_fraction``, ``violations`` ({theorem: {lam, vec, any, n_checked}}),
+        ``violation_rows`` ({theorem: DataFrame}), ``criteria`` ({name: label}),
+        ``success_fraction`` ({criterion: fraction}), ``growth`` (:func:`error_growth`
+        Dataset or None), ``thresholds`` and ``exponents`` ({criterion: Dataset}, empty when
+        the cube has no n-scaling) and ``provenance`` (the cube's attrs).  Fractions are None
+        when the cube lacks the variable or has no results.
     """
+    status = completeness(ds) if status is None else status
     axes = sweep_axes(ds)
+    pool = {"radius": radius, "c": c, "rtol": rtol}
+    criteria = {name: criterion_options(name, **pool) for name in CRITERIA}
     lazy: dict[str, xr.DataArray] = {}
     ran = ds["vec_err"].notnull() if "vec_err" in ds.data_vars else None
     if ran is not None:
@@ -83,13 +104,15 @@ def summarize(
             lazy["n_all_certified"] = (all_cert & has_data).sum()
         if "eps_certified" in ds.data_vars:
             lazy["n_eps_certified"] = (ds["eps_certified"].astype(bool) & has_data).sum()
-    for key, crit in (("radius", "radius"), ("theorem", "theorem")):
+    usable: dict[str, dict[str, Any]] = {}
+    for name, opts in criteria.items():
         try:
-            s = success(ds, crit, radius=radius, rtol=rtol)
-        except ValueError:
+            s = success(ds, name, **opts)
+        except ValueError:  # the cube lacks the criterion's variables
             continue
-        lazy[f"success_{key}_n"] = s.sum()
-        lazy[f"success_{key}_of"] = s.notnull().sum()
+        usable[name] = opts
+        lazy[f"success_{name}_n"] = s.sum()
+        lazy[f"success_{name}_of"] = s.notnull().sum()
     violations: dict[str, dict[str, int]] = {}
     for theorem in ("2.2", "3.1"):
         try:
@@ -100,7 +123,12 @@ def summarize(
             lazy[f"viol_{theorem}_{k}"] = counts[k]
         violations[theorem] = {}
     growth = None
-    if STEP in ds.dims and ds.sizes[STEP] > 1 and {"lam_err", "vec_err"} <= set(ds.data_vars):
+    if (
+        STEP in ds.dims
+        and ds.sizes[STEP] > 1
+        and {"lam_err", "vec_err"} <= set(ds.data_vars)
+        and not status.empty
+    ):
         growth = error_growth(ds)
     # The counts and the error growth in one dask graph, so their chunk reads are shared;
     # the violation rows and thresholds below take their own (cheaper) passes.
@@ -116,11 +144,14 @@ def summarize(
     def frac(k: str, of: str) -> float | None:
         return num[k] / num[of] if k in num and num.get(of) else None
 
-    thresholds = exponents = None
-    if "success_heatmap" in supported_figures(ds):
-        thresholds = estimate_thresholds(ds, criterion, radius=radius, n_boot=n_boot, rng=rng)
-        exponents = fit_exponent(thresholds, p=scalar_p(ds))
+    thresholds: dict[str, xr.Dataset] = {}
+    exponents: dict[str, xr.Dataset] = {}
+    if "success_heatmap" in supported_figures(ds) and not status.empty:
+        for name, opts in usable.items():
+            thresholds[name] = estimate_thresholds(ds, name, n_boot=n_boot, rng=rng, **opts)
+            exponents[name] = fit_exponent(thresholds[name], p=scalar_p(ds))
     return {
+        "completeness": status,
         "dims": {d: int(ds.sizes[d]) for d in [*axes, REPLICATE, STEP] if d in ds.dims},
         "axes": axes,
         "n_instances": num.get("n_instances"),
@@ -130,11 +161,11 @@ def summarize(
         "eps_certified_fraction": frac("n_eps_certified", "n_instances"),
         "violations": violations,
         "violation_rows": {t: list_violations(ds, t, rtol=rtol) for t in violations},
-        "success_fraction": {
-            k: frac(f"success_{k}_n", f"success_{k}_of") for k in ("radius", "theorem")
-        },
-        "criterion": criterion,
+        "criteria": {k: get_criterion(k).label(**o) for k, o in usable.items()},
+        "success_fraction": {k: frac(f"success_{k}_n", f"success_{k}_of") for k in usable},
+        "criterion": get_criterion(criterion).name,
         "radius": radius,
+        "c": c,
         "growth": growth,
         "thresholds": thresholds,
         "exponents": exponents,
@@ -284,26 +315,36 @@ def _growth(doc: _Doc, growth: xr.Dataset) -> None:
 
 
 def _scaling(doc: _Doc, summary: dict[str, Any]) -> None:
-    thr, exp = summary["thresholds"], summary["exponents"]
+    thresholds, exponents = summary["thresholds"], summary["exponents"]
     doc.heading("Tolerable perturbation vs n")
-    crit = (
-        f"every step's vec_err ≤ {summary['radius']:g}"
-        if summary["criterion"] == "radius"
-        else "every step within the Theorem 3.1 bounds"
-    )
-    level = thr.attrs.get("level", 0.95)
+    first = next(iter(thresholds.values()))
+    level = first.attrs.get("level", 0.95)
     doc.para(
-        f"Success = {crit}. Threshold = ε where a logistic fit of success vs log ε crosses 1/2, "
-        f"with {level:.0%} bootstrap intervals ({thr.attrs.get('n_boot')} resamples of the "
-        "replicates). Thresholds outside the swept ε range are not used in the exponent fit."
+        "Threshold = ε where a logistic fit of success vs log ε crosses 1/2, with "
+        f"{level:.0%} bootstrap intervals ({first.attrs.get('n_boot')} resamples of the "
+        "replicates), for every success criterion and, with a `noise` axis, every perturbation "
+        "family. Thresholds outside the swept ε range are not used in the exponent fit; a "
+        "criterion that never fails (or never succeeds) on the grid has no threshold (–)."
     )
-    df = thr.drop_vars("threshold_boot").to_dataframe().reset_index()
-    cols = [c for c in df.columns if c in thr["threshold"].dims]
+    doc.bullets([f"{name}: success = {label}" for name, label in summary["criteria"].items()])
+    frames = []
+    for name, thr in thresholds.items():
+        df = thr.drop_vars("threshold_boot").to_dataframe().reset_index()
+        df.insert(0, "criterion", name)
+        frames.append(df)
+    df = pd.concat(frames, ignore_index=True)
+    groups = [d for d in first["threshold"].dims]
+    cols = ["criterion", *groups]
     cols += ["threshold", "threshold_lo", "threshold_hi", "width", "in_range", "n_instances"]
     doc.table(cols, df[cols].itertuples(index=False, name=None))
-    edf = exp.to_dataframe().reset_index() if exp.dims else pd.DataFrame([_scalars(exp)])
-    header = [c for c in edf.columns if c in exp["exponent"].dims]
-    header += ["exponent", "exponent_lo", "exponent_hi", "n_points"]
+    frames = []
+    for name, exp in exponents.items():
+        edf = exp.to_dataframe().reset_index() if exp.dims else pd.DataFrame([_scalars(exp)])
+        edf.insert(0, "criterion", name)
+        frames.append(edf)
+    edf = pd.concat(frames, ignore_index=True)
+    exp_groups = list(next(iter(exponents.values()))["exponent"].dims)
+    header = ["criterion", *exp_groups, "exponent", "exponent_lo", "exponent_hi", "n_points"]
     header += ["reference_sroa", "reference_power"]
     doc.para(
         "Fitted exponent k in threshold ∝ n^k, next to the references −1/(p−1) (Theorem 3.1, "
@@ -315,11 +356,14 @@ def _scaling(doc: _Doc, summary: dict[str, Any]) -> None:
         lo, hi = row["exponent_lo"], row["exponent_hi"]
         if not (np.isfinite(lo) and np.isfinite(hi)):
             continue
-        name = group_label({c: row[c] for c in header if c in exp["exponent"].dims}) or "all"
+        name = group_label({c: row[c] for c in exp_groups}) or "all"
         for ref in ("reference_sroa", "reference_power"):
             if np.isfinite(row[ref]):
                 verdict = "contains" if lo <= row[ref] <= hi else "excludes"
-                notes.append(f"{name}: the CI [{lo:.3g}, {hi:.3g}] {verdict} {row[ref]:.3g}")
+                notes.append(
+                    f"{row['criterion']}, {name}: the CI [{lo:.3g}, {hi:.3g}] {verdict} "
+                    f"{row[ref]:.3g}"
+                )
     if notes:
         doc.bullets(notes)
 
@@ -333,13 +377,21 @@ def write_report(
     out_path: str | Path,
     formats: Sequence[str] = ("md", "html"),
     *,
-    criterion: str = "radius",
+    criterion: str | SuccessCriterion = "recovery",
     radius: float = DEFAULT_RADIUS,
+    c: float = DEFAULT_VALUE_C,
     n_boot: int = 200,
     rng: int = 0,
     rtol: float = 1e-9,
+    status: Completeness | None = None,
 ) -> list[Path]:
     """Write a Markdown and/or HTML report of a result cube, with its figures.
+
+    The report opens with the cube's :func:`~sroa_dist.analysis.completeness` (blocks done,
+    failed and not run, missing axis values, failure messages); every figure states it in its
+    title.  An incomplete cube also raises an
+    :class:`~sroa_dist.analysis.IncompleteCubeWarning`; a cube without any result gets a
+    report that says so and lists the failures, without analysis sections or figures.
 
     Parameters
     ----------
@@ -351,8 +403,9 @@ def write_report(
         embedded as base64 data URIs in the HTML (which is then self-contained).
     formats : sequence of {"md", "html"}
         Report formats to write.
-    criterion, radius, n_boot, rng, rtol
-        As in :func:`summarize`.
+    criterion, radius, c, n_boot, rng, rtol, status
+        As in :func:`summarize`; ``criterion`` is the one of the n-scaling figures (the tables
+        cover every criterion).
 
     Returns
     -------
@@ -363,40 +416,66 @@ def write_report(
     unknown = [f for f in formats if f not in ("md", "html")]
     if unknown:
         raise ValueError(f"unknown report format(s) {unknown}: expected 'md' and/or 'html'")
+    get_criterion(criterion)  # fail before any work on an unknown name
     out_path = Path(out_path)
     base = out_path.with_suffix("") if out_path.suffix in (".md", ".html") else out_path
     base.parent.mkdir(parents=True, exist_ok=True)
-    summary = summarize(ds, criterion=criterion, radius=radius, n_boot=n_boot, rng=rng, rtol=rtol)
+    status = completeness(ds) if status is None else status
+    warn_incomplete(status)
+    summary = summarize(
+        ds,
+        criterion=criterion,
+        radius=radius,
+        c=c,
+        n_boot=n_boot,
+        rng=rng,
+        rtol=rtol,
+        status=status,
+    )
     fig_dir = base.parent / f"{base.name}_figures"
-    figures = plot_cube(
-        ds, fig_dir, ("png",), criterion=criterion, radius=radius, thresholds=summary["thresholds"]
+    name = summary["criterion"]
+    figures = _plot_cube(
+        ds,
+        fig_dir,
+        ("png",),
+        status,
+        criterion=name,
+        radius=radius,
+        c=c,
+        n_boot=n_boot,
+        rng=rng,
+        thresholds=summary["thresholds"].get(name),
     )
 
     doc = _Doc()
     doc.heading("SROA sweep report", 1)
     now = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     doc.para(f"Generated by sroa_dist.analysis.write_report on {now}.")
-    doc.heading("Instances")
-    dims = ", ".join(f"{k} = {v}" for k, v in summary["dims"].items())
-    doc.bullets(
-        [
+    _completeness(doc, status)
+    if not status.empty:
+        doc.heading("Instances")
+        dims = ", ".join(f"{k} = {v}" for k, v in summary["dims"].items())
+        items = [
             f"Cube dimensions: {dims}",
             f"Instances with results: {_fmt(summary['n_instances'])} of {summary['n_planned']}",
+            f"Replicates with results per grid point: {status.replicates_text()}",
             f"Certified steps (variable `certified`): {_pct(summary['certified_fraction'])}",
             f"Instances with every step certified: {_pct(summary['all_certified_fraction'])}",
             f"Instances with certified ‖E‖ (`eps_certified`): "
             f"{_pct(summary['eps_certified_fraction'])}",
-            f"Success (every step's vec_err ≤ {radius:g}): "
-            f"{_pct(summary['success_fraction']['radius'])}",
-            f"Success (every step within the Theorem 3.1 bounds): "
-            f"{_pct(summary['success_fraction']['theorem'])}",
         ]
-    )
-    _violations(doc, summary)
-    if summary["growth"] is not None:
-        _growth(doc, summary["growth"])
-    if summary["thresholds"] is not None:
-        _scaling(doc, summary)
+        items += [
+            f"Success ({key}: {label}): {_pct(summary['success_fraction'][key])}"
+            for key, label in summary["criteria"].items()
+        ]
+        doc.bullets(items)
+        _violations(doc, summary)
+        if summary["growth"] is not None:
+            _growth(doc, summary["growth"])
+        if summary["thresholds"]:
+            _scaling(doc, summary)
+        if is_model_cube(ds):  # a model sweep: error vs N and the N needed for success
+            figures = figures + report_section(doc, ds, fig_dir, n_boot=n_boot, rng=rng)
     if figures:
         doc.heading("Figures")
         for path in figures:
@@ -419,9 +498,59 @@ def write_report(
     return written + figures
 
 
+_MAX_FAILURE_ROWS = 50
+
+
+def _completeness(doc: _Doc, status: Completeness) -> None:
+    """The report's opening section: what the cube holds, loudly when it is not everything."""
+    doc.heading("Completeness")
+    line = status.describe()
+    if status.complete:
+        doc.para(f"Status: {line}.")
+        return
+    if status.empty:
+        doc.para(
+            f"WARNING: NO RESULTS ({status.details()}). No instance of this cube has results, "
+            "so there is nothing to analyse"
+            + (": every block failed." if status.blocks_failed == status.blocks_total else ".")
+        )
+    else:
+        doc.para(
+            f"WARNING: INCOMPLETE CUBE ({status.details()}). Every number and figure below "
+            "covers only the instances with results; run the same `sroa-dist run` command to "
+            "finish it."
+        )
+    items = []
+    if status.blocks_total is not None:
+        items.append(
+            f"Blocks: {status.blocks_done} done, {status.blocks_failed} failed, "
+            f"{status.blocks_missing} not run, of {status.blocks_total}"
+        )
+    for axis, values in status.axis_values.items():
+        for kind, table in (
+            ("without results", status.missing_values),
+            ("with partial results", status.partial_values),
+        ):
+            vals = table.get(axis, ())
+            if vals:
+                shown = ", ".join(_fmt(v) for v in vals[:20]) + (", …" if len(vals) > 20 else "")
+                items.append(f"`{axis}`: {len(vals)} of {len(values)} values {kind}: {shown}")
+    items.append(f"Replicates with results per grid point: {status.replicates_text()}")
+    doc.bullets(items)
+    if status.failures:
+        rows = sorted(status.failures.items())
+        more = (
+            f" (first {_MAX_FAILURE_ROWS} of {len(rows)})" if len(rows) > _MAX_FAILURE_ROWS else ""
+        )
+        doc.para(f"Failed blocks{more}, with the error of their last attempt:")
+        doc.table(["block", "error"], rows[:_MAX_FAILURE_ROWS])
+
+
 _CAPTIONS = {
     "figure1": "Figure 1: first-step errors vs ‖E‖ with the Theorem 2.2 bounds",
     "figure2": "Figure 2: per-iteration mean ± 2 std of the errors",
-    "success_heatmap": "Success probability over (n, ε)",
+    "success_heatmap": "Success probability over (n, ε) (criterion of the figures)",
     "threshold_scaling": "Threshold vs n with fitted and reference exponents",
+    "sample_error": "Median ‖E‖ (population whitening) vs N with fitted lines and N^(−1/2)",
+    "sample_success": "Success fraction vs N with the fitted N needed (dotted)",
 }

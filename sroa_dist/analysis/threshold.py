@@ -9,12 +9,15 @@ exponent.  Both come with percentile-bootstrap confidence intervals from resampl
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 import xarray as xr
 from scipy.special import expit
 
 from ._cube import REPLICATE, measured_eps, noise_axis, require_dim
-from .aggregate import DEFAULT_RADIUS, success
+from .aggregate import SuccessCriterion, get_criterion, success
 
 BOOT = "boot"
 # Weak ridge penalties on the (standardised) logistic coefficients: they keep the estimate
@@ -97,13 +100,13 @@ def _perturbation_x(ds: xr.Dataset, s: xr.DataArray) -> tuple[str, xr.DataArray]
 
 def estimate_thresholds(
     ds: xr.Dataset,
-    criterion: str = "radius",
+    criterion: str | SuccessCriterion = "recovery",
     *,
-    radius: float = DEFAULT_RADIUS,
     n_boot: int = 200,
     level: float = 0.95,
     rng: int | np.random.Generator | None = 0,
-    **options,
+    steps: Sequence[int] | None = None,
+    **options: Any,
 ) -> xr.Dataset:
     """Perturbation size ε at which the success probability crosses 1/2, per grid point.
 
@@ -118,19 +121,19 @@ def estimate_thresholds(
     ----------
     ds : xarray.Dataset
         Result cube; computed here (thresholds are final numbers, not lazy).
-    criterion : {"radius", "theorem"}
-        Success criterion of :func:`~sroa_dist.analysis.success`; the recovery radius by
-        default because the theorem criterion is vacuous at large ε.
-    radius : float
-        Recovery radius on ``vec_err`` (all steps).
+    criterion : str or SuccessCriterion
+        Success criterion (:data:`~sroa_dist.analysis.CRITERIA`): ``"recovery"`` (default),
+        ``"value"`` or ``"theorem"`` (vacuous at large ε, so its threshold is often NaN).
     n_boot : int
         Bootstrap resamples (0: no confidence interval).
     level : float
         Confidence level of the percentile interval.
     rng : int, Generator or None
         Seed of the bootstrap; the default 0 makes reports reproducible.
+    steps : sequence of int, optional
+        Restrict success to these steps (default all).
     **options
-        Passed to :func:`~sroa_dist.analysis.success` (``variable``, ``steps``).
+        The criterion's options, e.g. ``radius=0.3`` (recovery) or ``c=1.0`` (value).
 
     Returns
     -------
@@ -144,7 +147,8 @@ def estimate_thresholds(
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), got {level}")
     rng = np.random.default_rng(rng)
-    s = success(ds, criterion, radius=radius, **options)
+    crit = get_criterion(criterion)
+    s = success(ds, crit, steps=steps, **options)
     axis, x = _perturbation_x(ds, s)
     require_dim(s, REPLICATE, "threshold estimation (resampling replicates)")
     groups = [d for d in s.dims if d not in (axis, REPLICATE)]
@@ -184,22 +188,26 @@ def estimate_thresholds(
     def arr(a: np.ndarray, extra: tuple[str, ...] = ()) -> xr.DataArray:
         return xr.DataArray(a.reshape(*gshape, *a.shape[1:]), dims=dims + extra, coords=coords)
 
+    with np.errstate(over="ignore"):  # a far-extrapolated fit is +inf, i.e. off the range
+        values = {k: np.exp(v) for k, v in {"thr": thr, "lo": lo, "hi": hi, "boot": boot}.items()}
     out = xr.Dataset(
         {
-            "threshold": arr(np.exp(thr)),
-            "threshold_lo": arr(np.exp(lo)),
-            "threshold_hi": arr(np.exp(hi)),
+            "threshold": arr(values["thr"]),
+            "threshold_lo": arr(values["lo"]),
+            "threshold_hi": arr(values["hi"]),
             "width": arr(width),
             "in_range": arr(in_range),
             "n_instances": arr(count),
-            "threshold_boot": arr(np.exp(boot), (BOOT,)),
+            "threshold_boot": arr(values["boot"], (BOOT,)),
         }
     )
     out["threshold"].attrs = {"long_name": "ε where P(success) = 1/2", "units": "same as ‖E‖"}
     out["width"].attrs = {"long_name": "logistic scale in log ε"}
+    opts = crit.resolve(options)
     out.attrs = {
-        "criterion": criterion,
-        "radius": radius,
+        "criterion": crit.name,
+        "criterion_label": crit.label(**opts),
+        **opts,
         "perturbation_axis": axis,
         "level": level,
         "n_boot": n_boot,
@@ -218,9 +226,11 @@ def _p_of(thresholds: xr.Dataset, p: int | None) -> xr.DataArray | float:
 def fit_exponent(
     thresholds: xr.Dataset,
     *,
+    criterion: str | SuccessCriterion | None = None,
     dim: str = "n",
     p: int | None = None,
     level: float | None = None,
+    **threshold_options: Any,
 ) -> xr.Dataset:
     """Log–log fit ``threshold ≈ C · n^k`` giving the empirical exponent k with a bootstrap CI.
 
@@ -231,7 +241,12 @@ def fit_exponent(
     Parameters
     ----------
     thresholds : xarray.Dataset
-        Output of :func:`estimate_thresholds` with an ``n`` dimension.
+        Output of :func:`estimate_thresholds` with an ``n`` dimension, or a result cube, whose
+        thresholds are then estimated here under ``criterion``.
+    criterion : str or SuccessCriterion, optional
+        Success criterion (:data:`~sroa_dist.analysis.CRITERIA`).  For a cube, the one the
+        thresholds are estimated with (default ``"recovery"``); for thresholds, a check that
+        they were estimated with it.
     dim : str
         The size dimension (default ``n``).
     p : int, optional
@@ -239,14 +254,35 @@ def fit_exponent(
         (a scalar setting of the sweep).  Left NaN when unknown.
     level : float, optional
         Confidence level; default the one used for the thresholds.
+    **threshold_options
+        For a cube: passed to :func:`estimate_thresholds` (``n_boot``, ``rng``, the
+        criterion's options such as ``radius`` or ``c``).
 
     Returns
     -------
     xarray.Dataset
         Over the other grid dims: ``exponent`` k, ``exponent_lo``/``exponent_hi``,
         ``prefactor`` C, ``n_points`` (thresholds used), ``reference_sroa`` = −1/(p−1)
-        (Theorem 3.1) and ``reference_power`` = −1 (power method).
+        (Theorem 3.1) and ``reference_power`` = −1 (power method).  ``attrs["criterion"]``
+        names the success criterion.
     """
+    if "threshold" not in thresholds.data_vars:  # a cube: estimate its thresholds first
+        thresholds = estimate_thresholds(
+            thresholds, "recovery" if criterion is None else criterion, **threshold_options
+        )
+    elif threshold_options:
+        raise ValueError(
+            f"fit_exponent: options {sorted(threshold_options)} apply to a cube, but "
+            "`thresholds` already holds thresholds (pass them to estimate_thresholds instead)"
+        )
+    elif criterion is not None:
+        # Our own output's attrs: a consistency check that the thresholds are the ones asked for.
+        want, have = get_criterion(criterion).name, thresholds.attrs.get("criterion")
+        if have is not None and have != want:
+            raise ValueError(
+                f"criterion: expected the thresholds' own criterion {have!r}; received {want!r}. "
+                f"Hint: estimate_thresholds(ds, {want!r}) first, or pass the cube"
+            )
     require_dim(thresholds, dim, "fit_exponent (threshold vs size)")
     if thresholds.sizes[dim] < 2:
         raise ValueError(f"`{dim}` has {thresholds.sizes[dim]} value(s): need ≥ 2 to fit a slope")
@@ -257,10 +293,12 @@ def fit_exponent(
     thr = thresholds["threshold"].where(thresholds["in_range"]).transpose(*groups, dim)
     logn = np.log(np.asarray(thresholds[dim].values, dtype=float))
     gshape = thr.shape[:-1]
-    t_flat = np.log(np.asarray(thr.values)).reshape(-1, thr.shape[-1])
-    if has_boot:
-        tb = thresholds["threshold_boot"].transpose(*groups, dim, BOOT).values
-        b_flat = np.log(np.asarray(tb)).reshape(-1, thr.shape[-1], thresholds.sizes[BOOT])
+    # A bootstrap threshold that underflowed to 0 gives log = -inf: dropped as non-finite.
+    with np.errstate(divide="ignore"):
+        t_flat = np.log(np.asarray(thr.values)).reshape(-1, thr.shape[-1])
+        if has_boot:
+            tb = thresholds["threshold_boot"].transpose(*groups, dim, BOOT).values
+            b_flat = np.log(np.asarray(tb)).reshape(-1, thr.shape[-1], thresholds.sizes[BOOT])
     n_groups = t_flat.shape[0]
     k = np.full(n_groups, np.nan)
     c = np.full(n_groups, np.nan)
@@ -302,5 +340,6 @@ def fit_exponent(
     out["exponent"].attrs = {"long_name": f"fitted exponent k in threshold ∝ {dim}^k"}
     out["reference_sroa"].attrs = {"long_name": "−1/(p−1): Theorem 3.1 (SROA, global steps)"}
     out["reference_power"].attrs = {"long_name": "−1: power method"}
-    out.attrs = {"level": level, "dim": dim}
+    out.attrs = {"level": level, "dim": dim, "criterion": thresholds.attrs.get("criterion")}
+    out.attrs = {k: v for k, v in out.attrs.items() if v is not None}
     return out

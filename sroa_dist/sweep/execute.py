@@ -5,14 +5,24 @@ the task computes its instances with the numerical core and writes them straight
 store (results never travel through the scheduler; the task returns a few timings). Finished
 blocks are recorded in the store's ``done`` mask, so running again resumes where any earlier
 run stopped, whatever killed it.
+
+Order of a run (each step fails before the next can do harm): check that the store path may be
+written (:func:`.storage.check_store_target`), connect to the cluster (or start the embedded
+one), take the store's writer lease (:mod:`.lease`; this also creates the store folder), then
+create / resume / extend the store and submit the blocks, each carrying the layout token.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as _dt
+import json
+import logging
 import os
+import signal
 import sys
+import threading
 import time
 import uuid
 import warnings
@@ -22,9 +32,36 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .grid import BlockTask, Layout, block_task, make_layout
+from .lease import DEFAULT_LEASE_TIMEOUT, StoreLease
 from .spec import SweepSpec, apply_overrides, load_spec, spec_from_dict
 
-__all__ = ["SweepResult", "connect", "run_sweep"]
+__all__ = ["ClusterConnectError", "SweepResult", "connect", "run_sweep"]
+
+
+class ClusterConnectError(OSError):
+    """No Dask cluster to run on: a bad or unreachable scheduler, or the embedded one failed.
+
+    ``hint`` says what to check for this cause.
+    """
+
+    def __init__(self, message: str, hint: str):
+        super().__init__(message)
+        self.hint = hint
+
+
+def _positive(name: str, value: int | None) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ValueError(f"{name}: expected an integer >= 1; received {value!r}")
+
+
+def _check_dashboard_address(address: str) -> None:
+    host, sep, port = str(address).rpartition(":")
+    ok = sep and port.isdigit() and int(port) <= 65535
+    if not ok and not (str(address).isdigit() and int(address) <= 65535):
+        raise ClusterConnectError(
+            f"--dashboard-address: expected HOST:PORT (or :PORT); received {address!r}",
+            "e.g. --dashboard-address 127.0.0.1:8787, or :0 for any free port",
+        )
 
 
 @dataclass
@@ -79,6 +116,7 @@ def connect(
     scheduler_file: str | None = None,
     workers: int | None = None,
     dashboard_address: str = "127.0.0.1:8787",
+    timeout: float | None = None,
 ) -> Iterator[Any]:
     """A Dask client: the one given, a running cluster, or an embedded LocalCluster.
 
@@ -86,10 +124,16 @@ def connect(
     ``scheduler_file``; otherwise an in-process LocalCluster with ``workers`` processes
     (default: the CPUs available) of one thread each — the solvers are single-threaded numpy,
     and processes avoid the GIL. Clients and clusters opened here are closed on exit.
+
+    ``timeout`` (seconds) bounds the connection to a running scheduler (default: Dask's
+    ``distributed.comm.timeouts.connect``, 30 s). Every failure to get a cluster raises
+    :class:`ClusterConnectError` with a hint for its cause; ``workers < 1`` raises
+    ``ValueError``.
     """
     import dask
     from distributed import Client, LocalCluster
 
+    _positive("workers", workers)
     address = scheduler or dask.config.get("scheduler-address", None)
     if workers is not None and (client is not None or address or scheduler_file):
         warnings.warn(
@@ -100,24 +144,100 @@ def connect(
     if client is not None:
         yield client
         return
+    if not address and scheduler_file:
+        address = _address_from_file(scheduler_file)
     if address:
-        with Client(address) as c:
+        with _client(address, timeout) as c:
             yield c
-    elif scheduler_file:
-        with Client(scheduler_file=scheduler_file) as c:
-            yield c
-    else:
-        n = workers or default_workers()
-        with (
-            LocalCluster(
+        return
+    _check_dashboard_address(dashboard_address)
+    n = workers or default_workers()
+    try:
+        # Worker processes inherit an ignored SIGINT: Ctrl-C (sent to the whole process group)
+        # then interrupts only this process, which shuts the cluster down, instead of printing
+        # a KeyboardInterrupt traceback from every worker.
+        with _sigint_ignored():
+            cluster = LocalCluster(
                 n_workers=n,
                 threads_per_worker=1,
                 processes=True,
                 dashboard_address=dashboard_address,
-            ) as cluster,
-            Client(cluster) as c,
-        ):
-            yield c
+            )
+    except (RuntimeError, OSError, ValueError) as exc:
+        raise ClusterConnectError(
+            f"embedded Dask cluster: could not start {n} workers: {exc}",
+            "check --dashboard-address (HOST:PORT, :0 for any free port; the host must be an "
+            "address of this machine) and --workers",
+        ) from None
+    with cluster, Client(cluster) as c:
+        yield c
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+def _address_from_file(path: str) -> str:
+    """The address in a scheduler file (``distributed.Client`` would wait for it forever)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            address = json.load(f)["address"]
+    except FileNotFoundError:
+        raise ClusterConnectError(
+            f"--scheduler-file {path}: expected the file a running scheduler wrote; received a "
+            "path that does not exist",
+            "start the scheduler first (dask scheduler --scheduler-file PATH) or fix the path",
+        ) from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ClusterConnectError(
+            f"--scheduler-file {path}: expected a JSON scheduler file with an 'address'; "
+            f"could not read one ({type(exc).__name__}: {exc})",
+            "give the file written by `dask scheduler --scheduler-file PATH`",
+        ) from None
+    return str(address)
+
+
+@contextlib.contextmanager
+def _client(address: str, timeout: float | None) -> Iterator[Any]:
+    import dask
+    from distributed import Client
+
+    # A Client sets dask's default scheduler in __init__ and resets it in close(); one that
+    # fails to connect is never closed, and would leave every later dask computation in this
+    # process asking for a distributed client.
+    missing = object()
+    saved = dask.config.config.get("scheduler", missing)
+    try:
+        try:
+            client = Client(address, timeout=timeout) if timeout else Client(address)
+        except BaseException:
+            if saved is missing:
+                dask.config.config.pop("scheduler", None)
+            else:
+                dask.config.config["scheduler"] = saved
+            raise
+    except ValueError as exc:  # malformed address
+        raise ClusterConnectError(
+            f"--scheduler {address}: expected a scheduler address such as tcp://HOST:8786; "
+            f"received one that cannot be parsed ({exc})",
+            "give PROTOCOL://HOST:PORT, e.g. tcp://10.0.0.5:8786 or tls://host:8786",
+        ) from None
+    except (OSError, TimeoutError) as exc:  # refused, unreachable, TLS handshake refused
+        raise ClusterConnectError(
+            f"scheduler {address}: could not connect ({exc})",
+            "check the scheduler address, that the scheduler runs, and the TLS settings "
+            "(DASK_DISTRIBUTED__COMM__TLS__*)",
+        ) from None
+    with client:
+        yield client
 
 
 _MALLOC_TUNED = False
@@ -147,22 +267,46 @@ def tune_malloc() -> bool:
     return bool(ok and libc.mallopt(m_trim_threshold, 64 * 2**20) == 1)
 
 
+class _CancelledTaskNoise(logging.Filter):
+    """Cancelled block tasks (a run interrupted or stopped) are expected, not warnings."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "ended with CancelledError" not in record.getMessage()
+
+
 def _warm_up() -> bool:
     """Import the numerics and storage stack and tune malloc on a worker (before timing)."""
     from . import storage, worker  # noqa: F401
 
+    logger = logging.getLogger("distributed.worker.state_machine")
+    if not any(isinstance(f, _CancelledTaskNoise) for f in logger.filters):
+        logger.addFilter(_CancelledTaskNoise())
     return tune_malloc()
 
 
 def _run_block(url: str, task: BlockTask, storage_options: Mapping[str, Any] | None) -> dict:
-    """Task body: compute a block and write it into the store (idempotent)."""
+    """Task body: compute a block and write it into the store (idempotent).
+
+    The write is refused (nothing written) when the store's layout is no longer the one the
+    task was planned for (``task.layout_token``).
+    """
     from .storage import write_block
     from .worker import compute_block
 
     tune_malloc()
     t0, c0 = time.perf_counter(), time.process_time()
     result = compute_block(task)
-    write_block(url, task.index, result, storage_options=storage_options)
+    if result.certificates is not None:  # before the block's data and done flag
+        from .certificates import write_certificates
+
+        write_certificates(url, task, result.certificates, storage_options)
+    write_block(
+        url,
+        task.index,
+        result,
+        storage_options=storage_options,
+        layout_token=task.layout_token or None,
+    )
     return {
         "index": task.index,
         "n": result.n_instances,
@@ -245,6 +389,8 @@ def run_sweep(
     history: str | None = None,
     storage_options: Mapping[str, Any] | None = None,
     dashboard_address: str = "127.0.0.1:8787",
+    connect_timeout: float | None = None,
+    lease_timeout: float = DEFAULT_LEASE_TIMEOUT,
     **overrides: Any,
 ) -> SweepResult:
     """Run (or resume, or extend) a sweep and write its result cube.
@@ -260,15 +406,22 @@ def run_sweep(
         ``scheduler_file``, ``workers``, ``dashboard_address``).
     block_size
         Instances per task when the store is created (default: about 4 s of work per task,
-        at most 10^4 tasks). An existing store keeps its blocks.
+        at most 10^4 tasks; at least 1). An existing store keeps its blocks.
     overwrite
-        Discard an existing store instead of resuming or extending it.
+        Replace an existing sroa-dist store instead of resuming or extending it. Whatever
+        the flag, only a new path, an empty folder or a sroa-dist store is written (see
+        :func:`.storage.check_store_target`).
     progress
         A stream for the progress bar, ``True`` for stderr, ``False``/``None`` for silence.
     history
         The line recorded in the store's ``history`` attribute (default: this call).
     storage_options
         fsspec options for remote stores (e.g. ``{"anon": False}``).
+    connect_timeout
+        Seconds to wait for a running scheduler (default: Dask's connect timeout).
+    lease_timeout
+        Seconds without a heartbeat after which another run may take over the store's writer
+        lease (:class:`.lease.StoreLease`); this run renews it every ``lease_timeout / 6``.
     **overrides
         Spec overrides by dotted key (``noise__sigma`` may stand for ``noise.sigma``), e.g.
         ``run_sweep("sweeps/figure2.toml", replicates=20)``.
@@ -278,43 +431,72 @@ def run_sweep(
     SweepResult
         Counts and timings; ``failed`` maps block index to the error of blocks that raised
         (they are retried by the next run).
+
+    Raises
+    ------
+    StoreRefusedError
+        The store path is a file, a folder holding other things, another zarr store, or the
+        current folder (or an ancestor).
+    ClusterConnectError
+        No cluster: raised before the store is created or changed.
+    StoreLockedError
+        Another run holds the store's writer lease (refused, whether it would resume, extend
+        or overwrite; identical concurrent runs are refused too).
+    LeaseLostError
+        This run's lease was taken over while it ran (its heartbeat stalled past
+        ``lease_timeout``); its remaining writes are refused by the layout token.
     """
-    from .storage import clear_failed, mark_failed, prepare_store, read_done
+    from .storage import check_store_target, clear_failed, mark_failed, prepare_store, read_done
 
     t_start = time.perf_counter()
+    _positive("workers", workers)
+    _positive("block_size", block_size)
     spec = _resolve_spec(spec_or_path, overrides)
     url = str(store) if store is not None else str(Path("results") / f"{spec.name}.zarr")
     stream = sys.stderr if progress is True else (progress or None)
     layout = make_layout(spec, block_size=block_size)
     if history is None:
         history = f"run_sweep({spec.source!r}, overrides={dict(overrides)!r})"
+    command = history
     history = f"{_dt.datetime.now(_dt.UTC).isoformat(timespec='seconds')}: {history}"
-    prepared = prepare_store(
-        url, spec, layout, overwrite=overwrite, history=history, storage_options=storage_options
-    )
-    layout = prepared.layout
-    done = read_done(url, storage_options)
-    pending = [int(b) for b in (~done).nonzero()[0]]
-    done_before = int(done.sum()) - prepared.reused_blocks
-    result = SweepResult(
-        store=url,
-        name=spec.name,
-        action=prepared.action,
-        n_instances=layout.n_instances,
-        n_blocks=layout.n_blocks,
-        blocks_done_before=done_before,
-        blocks_reused=prepared.reused_blocks,
-        blocks_computed=0,
-    )
-    if pending:
-        clear_failed(url, storage_options)
-        with connect(
-            client,
-            scheduler=scheduler,
-            scheduler_file=scheduler_file,
-            workers=workers,
-            dashboard_address=dashboard_address,
-        ) as c:
+    check_store_target(url, overwrite=overwrite, storage_options=storage_options)
+    lease = StoreLease(url, storage_options, timeout=lease_timeout, command=command)
+    with contextlib.ExitStack() as stack:
+        # Released last, after the client is closed: no task of this run still runs then.
+        stack.callback(lease.release)
+        # Cluster first: a bad scheduler or embedded-cluster failure leaves the store untouched.
+        c = stack.enter_context(
+            connect(
+                client,
+                scheduler=scheduler,
+                scheduler_file=scheduler_file,
+                workers=workers,
+                dashboard_address=dashboard_address,
+                timeout=connect_timeout,
+            )
+        )
+        lease.acquire()
+        prepared = prepare_store(
+            url, spec, layout, overwrite=overwrite, history=history, storage_options=storage_options
+        )
+        lease.renew(layout_token=prepared.layout_token)
+        lease.start_heartbeat()
+        layout = prepared.layout
+        done = read_done(url, storage_options)
+        pending = [int(b) for b in (~done).nonzero()[0]]
+        done_before = int(done.sum()) - prepared.reused_blocks
+        result = SweepResult(
+            store=url,
+            name=spec.name,
+            action=prepared.action,
+            n_instances=layout.n_instances,
+            n_blocks=layout.n_blocks,
+            blocks_done_before=done_before,
+            blocks_reused=prepared.reused_blocks,
+            blocks_computed=0,
+        )
+        if pending:
+            clear_failed(url, storage_options)
             result.dashboard = getattr(c, "dashboard_link", None)
             result.n_workers = len(c.scheduler_info(n_workers=-1).get("workers", {}))
             c.run(_warm_up)  # one-time imports out of the first tasks (and of compute timings)
@@ -325,9 +507,21 @@ def run_sweep(
                     f"workers; dashboard: {result.dashboard}\n"
                 )
                 stream.flush()
-            _submit_all(c, url, spec, layout, pending, result, stream, storage_options)
-        if result.failed:
-            mark_failed(url, result.failed, storage_options)
+            _submit_all(
+                c,
+                url,
+                spec,
+                layout,
+                pending,
+                result,
+                stream,
+                storage_options,
+                lease,
+                prepared.layout_token,
+            )
+            if result.failed:
+                lease.renew()  # compare-and-swap: never record failures in a store we lost
+                mark_failed(url, result.failed, storage_options)
     result.wall_time = time.perf_counter() - t_start
     return result
 
@@ -341,8 +535,13 @@ def _submit_all(
     result: SweepResult,
     stream: TextIO | None,
     storage_options: Mapping[str, Any] | None,
+    lease: StoreLease | None = None,
+    layout_token: str = "",
 ) -> None:
-    """Submit blocks with a bounded window (scheduler memory stays small for 10^4+ tasks)."""
+    """Submit blocks with a bounded window (scheduler memory stays small for 10^4+ tasks).
+
+    Stops (raising :class:`.lease.LeaseLostError`) as soon as the writer lease is lost.
+    """
     from distributed import as_completed
 
     done_inst = layout.n_instances - sum(layout.block_size(b) for b in pending)
@@ -358,7 +557,7 @@ def _submit_all(
         b = next(todo, None)
         if b is None:
             return False
-        task = block_task(spec, layout, b)
+        task = dataclasses.replace(block_task(spec, layout, b), layout_token=layout_token)
         fut = client.submit(
             _run_block, url, task, storage_options, key=f"sroa_block-{run_id}-{b}", pure=False
         )
@@ -371,6 +570,8 @@ def _submit_all(
         if not submit_next():
             break
     for fut in ac:
+        if lease is not None:
+            lease.check()
         b = futures.pop(fut.key)
         try:
             info = fut.result()

@@ -19,27 +19,34 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .spec import AXIS_KEYS, SweepSpec, round_sig
+from sroa_dist.solvers import memory_estimate
+
+from .spec import AXIS_KEYS, SpecError, SweepSpec, round_sig, solver_options
 
 __all__ = [
     "BlockTask",
     "InstanceSettings",
     "Layout",
     "certified_tractable",
+    "check_memory",
     "check_region_aligned",
     "chunks_for_block_size",
     "default_block_size",
+    "default_worker_memory",
     "instance_seed",
     "make_layout",
     "resolve_norm_method",
     "solve_cost",
     "stable_hash32",
+    "task_memory",
 ]
 
 #: Largest number of tasks a sweep should need (scheduler overhead ~2 ms per task).
@@ -48,6 +55,13 @@ MAX_TASKS = 10_000
 TARGET_TASK_SECONDS = 4.0
 #: ...but not under this (per-task overhead is ~30 ms: scheduling and store writes).
 MIN_TASK_SECONDS = 1.0
+#: Largest tensor stack (bytes of T̂) handed to one core call; bounds worker memory, does not
+#: change results (batched calls equal one-at-a-time calls bit for bit).
+MAX_BATCH_BYTES = 64 * 2**20
+#: Environment variable overriding the memory one worker may use (bytes, or e.g. "8GiB").
+WORKER_MEMORY_ENV = "SROA_DIST_WORKER_MEMORY"
+#: Memory of a worker process before any task (interpreter, numpy/scipy/SCS, Dask).
+WORKER_BASE_BYTES = 256 * 2**20
 
 
 def stable_hash32(name: str, value: Any) -> int:
@@ -147,6 +161,8 @@ def solve_cost(method: str, n: int, p: int) -> float:
 
 
 def _instance_cost(s: InstanceSettings) -> float:
+    if not isinstance(s, InstanceSettings):  # a model sweep's settings carry their own cost
+        return s.cost()
     return s.steps * solve_cost(s.method, s.n, s.p) + solve_cost(s.norm_method, s.n, s.p)
 
 
@@ -267,18 +283,161 @@ def default_block_size(spec: SweepSpec) -> int:
     """Instances per task from the cost model: about TARGET_TASK_SECONDS of work, at least
     ~32 tasks so that every worker of a small cluster stays busy, at least MIN_TASK_SECONDS so
     that per-task overhead (~0.1 s: scheduling, store writes) stays small, and at most MAX_TASKS
-    tasks in all."""
-    layout = make_layout(spec, block_size=1)
-    points = list(_iter_settings(spec, layout))
-    mean_cost = sum(_instance_cost(s) for s in points) / len(points)
-    total = layout.n_instances
+    tasks in all. Costs O(axes), never O(grid points)."""
+    mean_cost = _mean_instance_cost(spec)
+    total = math.prod(len(ax.values) for ax in spec.axes.values() if ax.swept) * spec.replicates
     size = min(TARGET_TASK_SECONDS / mean_cost, total / 32)
     size = max(size, MIN_TASK_SECONDS / mean_cost, total / MAX_TASKS, 1)
     return int(min(math.ceil(size), total))
 
 
+def _solver_combos(spec: SweepSpec) -> Iterator[tuple[str, int, int, str]]:
+    """Every ``(method, n, p, norm method)`` of the grid: the only axes solver cost and memory
+    depend on (the noise axes and replicates do not change them)."""
+    nm = spec.data["solver"]["norm_method"]
+    for m in spec.axes["solver.method"].values:
+        for n in spec.axes["tensor.n"].values:
+            for p in spec.axes["tensor.p"].values:
+                yield m, int(n), int(p), resolve_norm_method(m, int(n), int(p), nm)
+
+
+def _mean_instance_cost(spec: SweepSpec) -> float:
+    """Mean of the per-instance cost over the grid. Every grid point weighs the same and the
+    cost is linear in the steps, so averaging the steps over the rank axis separately is exact.
+    """
+    fixed = spec.data["solver"]["steps"]
+    ranks = spec.axes["tensor.rank"].values if "tensor.rank" in spec.axes else None
+    costs = []
+    for m, n, p, norm in _solver_combos(spec):
+        steps = fixed or (sum(ranks) / len(ranks) if ranks else n)
+        costs.append(steps * solve_cost(m, n, p) + solve_cost(norm, n, p))
+    return sum(costs) / len(costs)
+
+
+def batch_instances(n: int, p: int) -> int:
+    """Instances of one grid point per core call: as many as fit in MAX_BATCH_BYTES (>= 1)."""
+    return max(1, MAX_BATCH_BYTES // (8 * int(n) ** int(p)))
+
+
+def parse_bytes(text: str | int | float) -> int:
+    """``"12GiB"``, ``"500 MB"``, ``"1e9"`` or a number → bytes."""
+    units = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9}
+    units |= {"gb": 10**9, "t": 10**12, "tb": 10**12, "kib": 2**10, "mib": 2**20}
+    units |= {"gib": 2**30, "tib": 2**40}
+    match = re.fullmatch(r"\s*([0-9.eE+]+)\s*([A-Za-z]*)\s*", str(text))
+    if not match or match.group(2).lower() not in units:
+        raise ValueError(f"expected a size such as 8GiB, 500MB or 2e9, received {text!r}")
+    return int(float(match.group(1)) * units[match.group(2).lower()])
+
+
+def default_worker_memory(workers: int | None = None) -> tuple[int, str]:
+    """Memory one worker may use, and where the figure comes from.
+
+    ``$SROA_DIST_WORKER_MEMORY`` if set; otherwise the machine's memory divided by ``workers``
+    (default: the CPUs available, the embedded cluster's default), as Dask's ``memory_limit=
+    "auto"`` does.
+    """
+    env = os.environ.get(WORKER_MEMORY_ENV)
+    if env:
+        try:
+            return parse_bytes(env), f"${WORKER_MEMORY_ENV}"
+        except ValueError:
+            raise SpecError(
+                "environment", WORKER_MEMORY_ENV, "a size such as 8GiB, 500MB or 2e9", env
+            ) from None
+    if workers is None:
+        try:
+            workers = len(os.sched_getaffinity(0))
+        except AttributeError:  # pragma: no cover - non-Linux
+            workers = os.cpu_count() or 1
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return total // max(1, workers), (
+        f"machine memory {total / 2**30:.1f} GiB / {workers} workers; set "
+        f"${WORKER_MEMORY_ENV} to override"
+    )
+
+
+def task_memory(
+    spec: SweepSpec, block: int, method: str, n: int, p: int, norm_method: str, n_steps: int
+) -> dict[str, float]:
+    """Estimated peak bytes of one task of ``block`` instances at one ``(method, n, p)``, by part.
+
+    ``instances``: per batched instance ``T``, ``E``, ``T̂`` and the two stacks, plus the cached
+    noise index table; ``solver``: the core's :func:`sroa_dist.solvers.memory_estimate` of the
+    larger of the SROA and norm calls; ``generation``: what drawing an instance needs beyond
+    that (:func:`sroa_dist.noise_tensor` sorts index arrays of ``p`` times the tensor's size);
+    ``outputs``: the block's result arrays; ``base``: the worker process. Calibrated with
+    tracemalloc on n = 200, p = 3 and n = 40, p = 4 (peaks of 11 and 14 tensor sizes for one
+    instance; this gives 12 and 13.4).
+    """
+    batch = min(block, batch_instances(n, p))
+    tensor = 8.0 * float(n) ** p
+    solve = memory_estimate(method, n, p, batch, solver_options(spec.data, method))
+    norm_options = solver_options(spec.data, norm_method, norm=True)
+    norm = memory_estimate(norm_method, n, p, batch, norm_options)
+    held = (5 * batch + 1) * tensor
+    solver = float(max(solve, norm))
+    generation = max(0.0, ((2 * p + 2) + 3 * (batch - 1)) * tensor - held - solver)
+    per_instance = 8.0 * (8 * n_steps + 8)
+    if spec.data["output"]["vectors"]:
+        per_instance += 8.0 * n_steps * n
+    return {
+        "base": float(WORKER_BASE_BYTES),
+        "instances": held,
+        "solver": solver,
+        "generation": generation,
+        "outputs": block * per_instance,
+    }
+
+
+def _gib(x: float) -> str:
+    return f"{x / 2**30:,.1f} GiB" if x < 2**50 else f"{x:.2g} bytes"
+
+
+def check_memory(spec: SweepSpec, layout: Layout, limit: int | None = None) -> None:
+    """Refuse a sweep whose tasks would not fit in a worker's memory (a ``SpecError`` naming
+    the key to change), before any store is created or any worker runs out of memory.
+
+    ``limit`` defaults to :func:`default_worker_memory`. Costs O(axes).
+    """
+    if limit is None:
+        limit, origin = default_worker_memory()
+    else:
+        origin = "given limit"
+    block = math.prod(layout.chunks)
+    worst, where = None, None
+    for m, n, p, norm in _solver_combos(spec):
+        parts = task_memory(spec, block, m, n, p, norm, layout.n_steps)
+        if worst is None or sum(parts.values()) > sum(worst.values()):
+            worst, where = parts, (m, n, p)
+    assert worst is not None and where is not None
+    total = sum(worst.values())
+    if total <= limit:
+        return
+    m, n, p = where
+    if worst["outputs"] >= max(worst["instances"], worst["solver"]):
+        raise spec.error(
+            "replicates",
+            f"result blocks that fit in a worker's memory limit of {_gib(limit)} ({origin})",
+            f"<{block:,} instances per task: about {_gib(total)} per task, of which results "
+            f"{_gib(worst['outputs'])}>",
+            "use a smaller --block-size, or fewer replicates or axis values",
+        )
+    raise spec.error(
+        "tensor.n",
+        f"instances that fit in a worker's memory limit of {_gib(limit)} ({origin})",
+        f"<n = {n}, p = {p}, method {m!r}: about {_gib(total)} per task; one tensor of "
+        f"n^p entries is {_gib(8.0 * float(n) ** p)}>",
+        "use a smaller n or p, or workers with more memory",
+    )
+
+
 def _settings_from_coords(spec: SweepSpec, values: dict[str, Any]) -> InstanceSettings:
     """Settings of the grid point whose swept coordinates are ``values`` (scalars from spec)."""
+    if "model" in spec.data:  # a model sweep (model_sweep builds on this module)
+        from .model_sweep import settings_from_coords
+
+        return settings_from_coords(spec, values)
 
     def val(key: str) -> Any:
         dim = AXIS_KEYS[key]
@@ -306,17 +465,22 @@ def _settings_from_coords(spec: SweepSpec, values: dict[str, Any]) -> InstanceSe
     )
 
 
-def _iter_settings(spec: SweepSpec, layout: Layout) -> Iterator[InstanceSettings]:
-    sweep = layout.dims[:-1]
-    for combo in np.ndindex(*layout.shape[:-1]):
-        values = {d: layout.coords[i][j] for i, (d, j) in enumerate(zip(sweep, combo, strict=True))}
-        yield _settings_from_coords(spec, values)
-
-
 def make_layout(
-    spec: SweepSpec, block_size: int | None = None, chunks: Sequence[int] | None = None
+    spec: SweepSpec,
+    block_size: int | None = None,
+    chunks: Sequence[int] | None = None,
+    *,
+    memory_limit: int | None = None,
 ) -> Layout:
-    """The sweep's layout; block shape from explicit ``chunks``, a ``block_size`` or the default."""
+    """The sweep's layout; block shape from explicit ``chunks``, a ``block_size`` or the default.
+
+    Raises ``SpecError`` if a task would need more than ``memory_limit`` bytes (default:
+    :func:`default_worker_memory`; ``math.inf`` skips the check), see :func:`check_memory`.
+    """
+    if "model" in spec.data:  # a model sweep (model_sweep builds on this module)
+        from .model_sweep import model_layout
+
+        return model_layout(spec, block_size, chunks)
     dims = [*spec.sweep_dims(), "replicate"]
     by_dim = {AXIS_KEYS[k]: ax for k, ax in spec.axes.items()}
     coords = [tuple(by_dim[d].values) for d in dims[:-1]]
@@ -344,7 +508,9 @@ def make_layout(
         raise ValueError(
             f"chunks: expected {len(dims)} positive sizes for {dims}; received {chunks}"
         )
-    return Layout(tuple(dims), tuple(coords), chunks, int(n_steps), int(max(ns)))
+    layout = Layout(tuple(dims), tuple(coords), chunks, int(n_steps), int(max(ns)))
+    check_memory(spec, layout, memory_limit)
+    return layout
 
 
 @dataclass(frozen=True)
@@ -362,6 +528,8 @@ class BlockTask:
     spec_json: str
     n_steps: int
     n_component: int
+    #: The store layout this task was planned for; the write is refused in any other layout.
+    layout_token: str = ""
 
     @property
     def shape(self) -> tuple[int, ...]:

@@ -11,7 +11,7 @@ Grammar (the keys are a contract, see ``docs/sweeps.md``)::
     [tensor]  n, p, rank, basis, lambdas
     [noise]   model, sigma | eps | eps_scaled, scale
     [solver]  method, steps, options, norm_method, norm_options
-    [output]  vectors
+    [output]  vectors, certificates
 
 Any of ``tensor.n``, ``tensor.p``, ``tensor.rank``, ``noise.model``, ``noise.sigma``,
 ``noise.eps``, ``noise.eps_scaled`` and ``solver.method`` given as a list or a range table
@@ -21,8 +21,10 @@ Any of ``tensor.n``, ``tensor.p``, ``tensor.rank``, ``noise.model``, ``noise.sig
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import math
+import re
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +32,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from sroa_dist.instances import BASES, MAX_SCALE, check_lambdas, check_level
+from sroa_dist.solvers import OptionError, check_options
 
 __all__ = [
     "AXIS_ORDER",
@@ -39,6 +44,7 @@ __all__ = [
     "expand_range",
     "load_spec",
     "parse_override",
+    "range_length",
     "round_sig",
     "solver_options",
     "spec_from_dict",
@@ -46,9 +52,14 @@ __all__ = [
 
 #: Canonical order of sweep dimensions in the result cube (docs/architecture.md).
 AXIS_ORDER: tuple[str, ...] = ("noise", "n", "p", "rank", "method", "sigma", "eps", "eps_scaled")
+# Dimensions of model sweeps ([model] table, see model_sweep.py), in the same canonical order:
+# the model's size axes go before the method, the sample size (its "noise level") after it.
+AXIS_ORDER = (*AXIS_ORDER[:4], "k", "d", "L", "weight_ratio", *AXIS_ORDER[4:], "N")
 
 _SIG_DIGITS = 12
-_MAX_AXIS_LEN = 10_000_000
+#: Longest axis (values of one swept key, or replicates). Axis values are materialised as
+#: coordinates, so the cap bounds validation time and memory (a 10^6-value axis takes ~1 s).
+MAX_AXIS_LEN = 1_000_000
 
 
 class SpecError(ValueError):
@@ -60,6 +71,7 @@ class SpecError(ValueError):
 
     def __init__(self, source: str, key: str, expected: str, received: Any, hint: str = ""):
         self.source, self.key = source, key
+        self.expected, self.received, self.hint = expected, received, hint
         msg = f"{source}: key '{key}': expected {expected}; received {_show(received)}"
         if hint:
             msg += f". Hint: {hint}"
@@ -116,6 +128,7 @@ _SCHEMA: dict[str, Any] = {
     },
     "output": {
         "vectors": ("bool", False, False),
+        "certificates": ("bool", False, False),
     },
 }
 
@@ -131,7 +144,6 @@ AXIS_KEYS: dict[str, str] = {
     "noise.eps_scaled": "eps_scaled",
 }
 
-_BASES = ("identity", "random")
 _SCALES = ("sigma", "opnorm")
 
 
@@ -155,13 +167,6 @@ def _norm_method_is(data: Mapping[str, Any], method: str) -> bool:
     methods = data["solver"]["method"]
     methods = methods if isinstance(methods, list) else [methods]
     return method in methods
-
-
-def _valid_options(method: str) -> list[str]:
-    """Keyword options the core accepts for ``method`` (plus ``gap_tol`` of the front door)."""
-    from sroa_dist.solvers import method_options
-
-    return [*method_options(method), "gap_tol"]
 
 
 def _registry_names() -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -198,6 +203,15 @@ class SweepSpec:
     data: dict[str, Any]
     source: str = "<dict>"
     axes: dict[str, Axis] = field(default_factory=dict, compare=False)
+    #: The ``--set KEY=VALUE`` items applied on load, so later checks can blame them.
+    overrides: tuple[str, ...] = field(default=(), compare=False)
+
+    def error(self, key: str, expected: str, received: Any, hint: str = "") -> SpecError:
+        """A :class:`SpecError` about ``key``, naming the ``--set`` item that gave it if one
+        did, else the spec's source."""
+        setting = _override_for(key, self.overrides)
+        source = self.source if setting is None else f"--set {setting}"
+        return SpecError(source, key, expected, received, hint)
 
     # -- convenient views -------------------------------------------------------------------
     @property
@@ -302,7 +316,30 @@ def load_spec(path: str | Path, overrides: Sequence[str] | Mapping[str, Any] = (
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(source, "<file>", "valid TOML", f"<parse error: {exc}>") from None
     raw = apply_overrides(raw, overrides, source)
-    return spec_from_dict(raw, source=source)
+    try:
+        spec = spec_from_dict(raw, source=source)
+    except SpecError as exc:
+        setting = _override_for(exc.key, overrides)
+        if setting is None:
+            raise
+        # The bad value came from the command line: say so, not the file.
+        raise SpecError(f"--set {setting}", exc.key, exc.expected, exc.received, exc.hint) from None
+    return dataclasses.replace(spec, overrides=_override_items(overrides))
+
+
+def _override_items(overrides: Sequence[str] | Mapping[str, Any]) -> tuple[str, ...]:
+    if isinstance(overrides, Mapping):
+        return tuple(f"{k}={v!r}" for k, v in overrides.items())
+    return tuple(overrides)
+
+
+def _override_for(key: str, overrides: Sequence[str] | Mapping[str, Any]) -> str | None:
+    """The ``--set`` item that wrote ``key`` (or a table holding it), if any; the last wins."""
+    for item in reversed(_override_items(overrides)):
+        okey = item.split("=", 1)[0].strip().replace("__", ".")
+        if key == okey or key.startswith(okey + ".") or okey.startswith(key + "."):
+            return item
+    return None
 
 
 def parse_override(item: str) -> tuple[str, Any]:
@@ -348,6 +385,12 @@ def apply_overrides(
 
 def spec_from_dict(raw: Mapping[str, Any], source: str = "<dict>") -> SweepSpec:
     """Validate a spec given as a (TOML-like) dict and resolve defaults."""
+    if isinstance(raw, Mapping) and "model" in raw:
+        # A model sweep: its schema lives with its kernel (model_sweep builds on this module,
+        # hence the import at call time).
+        from .model_sweep import model_spec_from_dict
+
+        return model_spec_from_dict(raw, source)
     data = _validate_table(raw, _SCHEMA, "", source)
     methods, models = _registry_names()
     axes = {}
@@ -420,26 +463,17 @@ def _check_kind(v: Any, kind: str, key: str, source: str) -> Any:
             raise SpecError(source, key, "a non-negative integer", v)
         return v
     if kind == "lambdas":
-        if _is_num(v):
-            return float(v)
-        if isinstance(v, list):
-            if not v or not all(_is_num(x) for x in v):
-                raise SpecError(source, key, "a non-empty list of numbers", v)
-            return [float(x) for x in v]
-        if isinstance(v, Mapping):
-            if v.get("dist") != "uniform" or set(v) != {"dist", "low", "high"}:
-                raise SpecError(
-                    source,
-                    key,
-                    '{dist = "uniform", low = L, high = H}',
-                    dict(v),
-                    "only the uniform distribution is supported",
-                )
-            lo, hi = v["low"], v["high"]
-            if not (_is_num(lo) and _is_num(hi)) or lo > hi:
-                raise SpecError(source, key, "numbers with low <= high", dict(v))
-            return {"dist": "uniform", "low": float(lo), "high": float(hi)}
-        raise SpecError(source, key, "a number, a list of r numbers or a distribution table", v)
+        try:
+            return check_lambdas(v)
+        except ValueError as exc:
+            raise SpecError(
+                source,
+                key,
+                "non-zero weights of magnitude <= 1e150: a number, a list of r numbers or "
+                '{dist = "uniform", low = L, high = H} with L < H',
+                v,
+                re.sub(r"^lambdas(\.dist)?: ", "", str(exc)),
+            ) from None
     # axes: scalar, list or range table
     elem = kind.split("_")[0]
     if isinstance(v, Mapping):
@@ -503,7 +537,39 @@ def _check_range_table(v: Mapping[str, Any], elem: str, key: str, source: str) -
             dict(v),
             "geometric ranges must grow",
         )
+    try:
+        range_length(out)
+    except ValueError as exc:
+        raise SpecError(
+            source,
+            key,
+            f"a range of at most {MAX_AXIS_LEN:,} values",
+            dict(v),
+            f"{exc}; use a larger step or factor, or split the sweep",
+        ) from None
     return out
+
+
+def range_length(table: Mapping[str, Any], cap: int = MAX_AXIS_LEN) -> int:
+    """Number of values of a range table, computed without materialising anything.
+
+    ``{start, stop, step}`` has ``floor((stop - start) / step + 1e-9) + 1`` values and
+    ``{start, stop, factor}`` ``floor(log(stop / start) / log(factor) + 1e-9) + 1`` (the
+    ``1e-9`` absorbs representation error, so a stop that is meant to be hit is included).
+    Both are computed in floating point with logarithms taken separately, so no intermediate
+    overflows; a length that is not finite or exceeds ``cap`` raises ``ValueError``.
+    """
+    start, stop = float(table["start"]), float(table["stop"])
+    with np.errstate(over="ignore", invalid="ignore"):
+        if "step" in table:
+            ratio = (np.float64(stop) - np.float64(start)) / np.float64(table["step"])
+        else:
+            ratio = (math.log(stop) - math.log(start)) / math.log(float(table["factor"]))
+    ratio = float(ratio)
+    if not math.isfinite(ratio) or ratio + 1 > cap:
+        shown = "more than 10^308" if not math.isfinite(ratio) else f"{math.floor(ratio) + 1:,}"
+        raise ValueError(f"the range has {shown} values, more than the cap of {cap:,}")
+    return math.floor(ratio + 1e-9) + 1
 
 
 def expand_range(table: Mapping[str, Any], integer: bool = False) -> tuple[Any, ...]:
@@ -511,21 +577,17 @@ def expand_range(table: Mapping[str, Any], integer: bool = False) -> tuple[Any, 
 
     ``{start, stop, step}`` gives ``start + step * arange(k)`` with
     ``k = floor((stop - start) / step + 1e-9) + 1``; ``{start, stop, factor}`` gives
-    ``start * factor**arange(k)`` up to ``stop``. Floats are rounded to 12 significant digits so
+    ``start * factor**arange(k)`` up to ``stop`` (``k`` from :func:`range_length`, which
+    refuses ranges longer than :data:`MAX_AXIS_LEN`). Floats are rounded to 12 significant digits so
     that ``{start = 0.0001, stop = 0.2, step = 0.0001}`` gives exactly 2000 values, the last 0.2.
     Integer ranges give integers (geometric ones rounded to the nearest integer, deduplicated).
     """
-    start, stop = table["start"], table["stop"]
+    start = table["start"]
+    k = range_length(table)
     if "step" in table:
-        step = table["step"]
-        k = math.floor((stop - start) / step + 1e-9) + 1
-        if k > _MAX_AXIS_LEN:
-            raise ValueError(f"range {dict(table)} has {k} values (more than {_MAX_AXIS_LEN})")
-        raw = start + step * np.arange(k, dtype=np.float64)
+        raw = start + table["step"] * np.arange(k, dtype=np.float64)
     else:
-        factor = table["factor"]
-        k = math.floor(math.log(stop / start) / math.log(factor) + 1e-9) + 1
-        raw = start * factor ** np.arange(k, dtype=np.float64)
+        raw = start * table["factor"] ** np.arange(k, dtype=np.float64)
     if integer:
         vals = [int(round(x)) for x in raw]
         return tuple(dict.fromkeys(vals))
@@ -560,8 +622,15 @@ def _check_semantics(
     models: Sequence[str],
 ) -> None:
     """Cross-key rules: p >= 3, rank <= n, registry names, one noise level, steps <= rank."""
-    if data["replicates"] < 1:
-        raise SpecError(source, "replicates", "an integer >= 1", data["replicates"])
+    if not 1 <= data["replicates"] <= MAX_AXIS_LEN:
+        raise SpecError(
+            source,
+            "replicates",
+            f"an integer >= 1 and <= {MAX_AXIS_LEN:,}",
+            data["replicates"],
+            "replicates are a dimension of the cube; for more, run several sweeps with "
+            "different seeds",
+        )
     ns, ps = axes["tensor.n"].values, axes["tensor.p"].values
     if min(ns) < 2:
         raise SpecError(source, "tensor.n", "dimensions n >= 2", min(ns))
@@ -586,8 +655,8 @@ def _check_semantics(
                 "an orthogonal decomposition has at most n components",
             )
     basis = data["tensor"]["basis"]
-    if basis not in _BASES:
-        raise SpecError(source, "tensor.basis", f"one of {list(_BASES)}", basis)
+    if basis not in BASES:
+        raise SpecError(source, "tensor.basis", f"one of {sorted(BASES)}", basis)
     lambdas = data["tensor"]["lambdas"]
     if isinstance(lambdas, list):
         rank_ax = axes.get("tensor.rank")
@@ -639,10 +708,14 @@ def _check_semantics(
             scale,
             'scale = "sigma" goes with noise.sigma; scale = "opnorm" with noise.eps or eps_scaled',
         )
-    if min(axes[f"noise.{level}"].values) < 0:
-        raise SpecError(
-            source, f"noise.{level}", "non-negative values", min(axes[f"noise.{level}"].values)
-        )
+    level_values = axes[f"noise.{level}"].values
+    for value in (min(level_values), max(level_values)):  # the range is an interval: O(1)
+        try:
+            check_level(value, level)
+        except ValueError:
+            raise SpecError(
+                source, f"noise.{level}", f"values between 0 and {MAX_SCALE:g}", value
+            ) from None
     for table_key in ("options", "norm_options"):
         table = data["solver"][table_key]
         for sub, val in table.items():
@@ -653,24 +726,16 @@ def _check_semantics(
                     f"a method sub-table (one of {sorted(methods)})",
                     "<unknown method>",
                 )
-    norm_methods = set()
+    # Option names, values and types go through the core's own dry bind (check_options), for
+    # every (method, n, p) the sweep will solve, and for the norm method each one resolves to.
+    checked: set[tuple[str, str, int, int]] = set()
     for m in axes["solver.method"].values:
         for n in ns:
             for p in ps:
-                norm_methods.add(_resolve_norm(m, n, p, nm))
-    checks = [("options", m, False) for m in axes["solver.method"].values]
-    checks += [("norm_options", m, True) for m in sorted(norm_methods)]
-    for table_key, m, norm in checks:
-        valid = _valid_options(m)
-        unknown = sorted(set(solver_options(data, m, norm=norm)) - set(valid))
-        if unknown:
-            raise SpecError(
-                source,
-                f"solver.{table_key}.{unknown[0]}",
-                f"an option of method '{m}': {valid}",
-                "<unknown option>",
-                f"put method-specific options in [solver.{table_key}.{m}]",
-            )
+                for norm, method in ((False, m), (True, _resolve_norm(m, n, p, nm))):
+                    if (str(norm), method, n, p) not in checked:
+                        checked.add((str(norm), method, n, p))
+                        _check_method_options(data, method, n, p, norm, source)
     steps = data["solver"]["steps"]
     if steps is not None:
         min_rank = min(axes["tensor.rank"].values) if "tensor.rank" in axes else min(ns)
@@ -682,6 +747,43 @@ def _check_semantics(
                 steps,
                 "SROA extracts one component per step; omit steps to run all rank steps",
             )
+
+
+def _check_method_options(
+    data: dict[str, Any], method: str, n: int, p: int, norm: bool, source: str
+) -> None:
+    """``check_options`` of the core on the options ``method`` will receive, as a SpecError
+    naming the spec key the offending option came from."""
+    options = solver_options(data, method, norm=norm)
+    try:
+        check_options(method, options, n=n, p=p)
+    except OptionError as exc:
+        solver = data["solver"]
+        table_key = "norm_options" if norm else "options"
+        if norm and not solver["norm_options"] and _norm_method_is(data, method):
+            table_key = "options"  # norm options default to the solver's own options
+        if exc.option == "method":
+            key = "solver.norm_method" if norm else "solver.method"
+            raise SpecError(
+                source, key, f"a method that can solve n = {n}", method, str(exc)
+            ) from None
+        sub = solver[table_key].get(method)
+        in_sub = isinstance(sub, Mapping) and exc.option in sub
+        key = f"solver.{table_key}." + (f"{method}." if in_sub else "") + exc.option
+        if exc.option in _method_option_names(method):  # a known option with a bad value
+            expected = f"{exc.expected} (option of method '{method}')"
+            received, hint = options[exc.option], ""
+        else:
+            expected = f"an option of method '{method}': {_method_option_names(method)}"
+            received = "<unknown option>"
+            hint = f"put method-specific options in [solver.{table_key}.{method}]"
+        raise SpecError(source, key, expected, received, hint) from None
+
+
+def _method_option_names(method: str) -> list[str]:
+    from sroa_dist.solvers import method_options
+
+    return [*method_options(method), "gap_tol"]
 
 
 def _resolve_norm(method: str, n: int, p: int, norm_method: str | None) -> str:

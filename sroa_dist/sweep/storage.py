@@ -15,6 +15,14 @@ idempotent: a recomputed block has the same bits).
 Extending an axis (more σ values, more replicates) re-templates the store into a new layout
 and copies every new block whose instances were all finished in the old store, matching them
 by coordinate *label*; see :func:`prepare_store`.
+
+Safety: :func:`check_store_target` lets a run write only into a path that does not exist, an
+empty folder or a sroa-dist store (never the current folder or one of its ancestors), and
+nothing but a sroa-dist store's own entries is ever deleted. Each layout gets a fresh
+``layout_token`` (root attribute); tasks carry the token they were planned for and
+:func:`write_block` refuses to write into any other layout. The writer lease (one writer per
+store) lives in :mod:`.lease`; this module keeps its ``sroa_lease`` group through overwrites
+and extensions.
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ import datetime as _dt
 import json
 import os
 import subprocess
+import uuid
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -34,13 +43,19 @@ import xarray as xr
 import zarr
 
 from .grid import Layout, check_region_aligned
+from .lease import LEASE_GROUP
+from .model_sweep import MODEL_AXIS_KEYS, MODEL_DIM_ATTRS, MODEL_VARIABLES, is_model_spec
 from .spec import AXIS_KEYS, SweepSpec, spec_from_dict
 from .worker import V_HAT_ATTRS, VARIABLES, BlockResult
 
 __all__ = [
+    "NotAStoreError",
     "PreparedStore",
+    "StaleLayoutError",
     "StoreIncompatibleError",
+    "StoreRefusedError",
     "StoreStatus",
+    "check_store_target",
     "mark_failed",
     "open_results",
     "prepare_store",
@@ -69,8 +84,31 @@ _DIM_ATTRS = {
 }
 
 
+_DIM_ATTRS.update(MODEL_DIM_ATTRS)  # the dims of model sweeps ([model] specs)
+
+
 class StoreIncompatibleError(ValueError):
     """The store holds results of a spec that computes different instances."""
+
+
+class NotAStoreError(StoreIncompatibleError):
+    """The path exists but is not a sroa-dist result store (a file, a folder, another zarr)."""
+
+    def __init__(self, message: str, hint: str):
+        super().__init__(message)
+        self.hint = hint
+
+
+class StoreRefusedError(StoreIncompatibleError):
+    """``run`` would write where it could destroy something that is not a sroa-dist store."""
+
+    def __init__(self, message: str, hint: str):
+        super().__init__(message)
+        self.hint = hint
+
+
+class StaleLayoutError(RuntimeError):
+    """A task planned for one layout of a store tried to write into another (newer) one."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +119,7 @@ class PreparedStore:
     layout: Layout
     action: str  # "created", "resumed" or "extended"
     reused_blocks: int = 0
+    layout_token: str = ""
 
 
 @dataclass(frozen=True)
@@ -103,24 +142,102 @@ class StoreStatus:
 # Helpers
 
 
-def _exists(url: str, storage_options: Mapping[str, Any] | None) -> bool:
-    try:
-        zarr.open_group(url, mode="r", storage_options=_so(url, storage_options))
-    except (FileNotFoundError, zarr.errors.GroupNotFoundError, KeyError):
-        return False
-    return True
-
-
 def _so(url: str, storage_options: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """storage_options only for URLs (zarr refuses them for local paths)."""
-    return dict(storage_options or {}) if "://" in str(url) else None
+    """storage_options only for URLs (zarr refuses them for local paths).
+
+    Object-store listings are not cached: the writer lease is created and deleted by other
+    processes (and filesystem instances), and a cached listing would show a deleted lease.
+    """
+    if "://" not in str(url):
+        return None
+    so = dict(storage_options or {})
+    if str(url).startswith(("s3://", "s3a://")):
+        so.setdefault("use_listings_cache", False)
+    return so
 
 
 def _fs(url: str, storage_options: Mapping[str, Any] | None):
     import fsspec.core
 
-    fs, path = fsspec.core.url_to_fs(str(url), **(storage_options or {}))
+    fs, path = fsspec.core.url_to_fs(str(url), **(_so(url, storage_options) or {}))
     return fs, path
+
+
+#: What a store path holds (see :func:`store_kind`).
+STORE_KINDS = ("absent", "empty", "creating", "sroa", "file", "zarr", "other")
+
+
+def store_kind(url: str, storage_options: Mapping[str, Any] | None = None) -> str:
+    """What ``url`` holds: ``absent``, ``empty`` (a folder / prefix with nothing in it),
+    ``creating`` (only a writer lease: a store being created), ``sroa`` (a sroa-dist result
+    store), ``file``, ``zarr`` (another zarr hierarchy) or ``other`` (anything else)."""
+    fs, path = _fs(url, storage_options)
+    path = path.rstrip("/") or path
+    if not fs.exists(path):
+        return "absent"
+    if fs.isfile(path):
+        return "file"
+    names = {p.rstrip("/").rsplit("/", 1)[-1] for p in fs.ls(path, detail=False)}
+    names.discard(path.rsplit("/", 1)[-1])  # some filesystems list the prefix itself
+    if not names:
+        return "empty"
+    if names == {LEASE_GROUP}:
+        return "creating"
+    if "zarr.json" not in names and ".zgroup" not in names and ".zarray" not in names:
+        return "other"
+    try:
+        attrs = zarr.open_group(url, mode="r", storage_options=_so(url, storage_options)).attrs
+    except Exception:  # an array, a v2 store, unreadable metadata: not ours
+        return "zarr"
+    return "sroa" if "spec" in attrs and "sweep_name" in attrs else "zarr"
+
+
+def _is_cwd_or_ancestor(url: str) -> bool:
+    if "://" in url and not url.startswith("file://"):
+        return False
+    p = Path(url.removeprefix("file://")).expanduser().resolve()
+    cwd = Path.cwd().resolve()
+    return p == cwd or p in cwd.parents
+
+
+def check_store_target(
+    url: str, *, overwrite: bool = False, storage_options: Mapping[str, Any] | None = None
+) -> str:
+    """Refuse a ``--store`` that a run could damage; return its :func:`store_kind`.
+
+    Accepted: a path that does not exist, an empty folder, a store being created, a sroa-dist
+    store (resumed, extended, or with ``overwrite`` replaced). Refused with
+    :class:`StoreRefusedError`: the current folder or an ancestor of it, a file, another zarr
+    store and any folder holding other things — with or without ``overwrite``, which only ever
+    replaces sroa-dist stores.
+    """
+    url = str(url)
+    if _is_cwd_or_ancestor(url):
+        raise StoreRefusedError(
+            f"--store {url}: expected a folder of its own for the result store; received the "
+            "current folder or one of its ancestors, whose files a store would mix with",
+            "name a new folder, e.g. --store results/NAME.zarr",
+        )
+    kind = store_kind(url, storage_options)
+    if kind == "file":
+        raise StoreRefusedError(
+            f"--store {url}: expected a folder for the result store; received a file",
+            "name a folder that does not exist yet, e.g. --store results/NAME.zarr",
+        )
+    if kind == "zarr":
+        raise StoreRefusedError(
+            f"--store {url}: expected a sroa-dist result store, an empty folder or a new path; "
+            "received a zarr store that sroa-dist did not write (never replaced, not even with "
+            "--overwrite)",
+            "choose another --store, or delete that store yourself if it is not needed",
+        )
+    if kind == "other":
+        raise StoreRefusedError(
+            f"--store {url}: expected a sroa-dist result store, an empty folder or a new path; "
+            "received a folder holding other files (never deleted, not even with --overwrite)",
+            "choose a new path such as --store results/NAME.zarr",
+        )
+    return kind
 
 
 def software_versions() -> dict[str, str]:
@@ -180,7 +297,9 @@ def _coord_array(dim: str, values: Sequence[Any]) -> np.ndarray:
 # Template
 
 
-def _template(spec: SweepSpec, layout: Layout, history: str) -> tuple[xr.Dataset, dict]:
+def _template(
+    spec: SweepSpec, layout: Layout, history: str, layout_token: str = ""
+) -> tuple[xr.Dataset, dict]:
     import dask.array as da
 
     vectors = bool(spec.data["output"]["vectors"])
@@ -194,7 +313,7 @@ def _template(spec: SweepSpec, layout: Layout, history: str) -> tuple[xr.Dataset
         coords["component"] = ("component", np.arange(layout.n_component, dtype=np.int64))
     data_vars: dict[str, Any] = {}
     encoding: dict[str, dict[str, Any]] = {}
-    specs = dict(VARIABLES)
+    specs = dict(MODEL_VARIABLES if is_model_spec(spec) else VARIABLES)
     if vectors:
         specs["v_hat"] = (True, "f8", np.nan, V_HAT_ATTRS)
     eps_is_dim = "eps" in dims
@@ -242,7 +361,7 @@ def _template(spec: SweepSpec, layout: Layout, history: str) -> tuple[xr.Dataset
         if d in ds.coords:
             ds[d].attrs.update(_DIM_ATTRS.get(d, {}))
     scalars = {
-        f"setting_{AXIS_KEYS[k].replace('noise', 'noise_model')}": ax.scalar
+        f"setting_{_dim_of(k).replace('noise', 'noise_model')}": ax.scalar
         for k, ax in spec.axes.items()
         if not ax.swept
     }
@@ -256,16 +375,39 @@ def _template(spec: SweepSpec, layout: Layout, history: str) -> tuple[xr.Dataset
             "spec_source": spec.source,
             "block_shape": json.dumps(dict(zip(layout.dims, layout.chunks, strict=True))),
             **{k: (v if not isinstance(v, bool) else int(v)) for k, v in scalars.items()},
-            "setting_basis": spec.data["tensor"]["basis"],
-            "setting_lambdas": json.dumps(spec.data["tensor"]["lambdas"]),
-            "setting_noise_scale": spec.scale,
+            **_kind_settings(spec),
             "git_commit": git_commit(),
             **software_versions(),
             "created": _now(),
             "history": history,
+            # Identifies this layout: tasks planned for another one are refused by write_block.
+            "layout_token": layout_token,
         }
     )
     return ds, encoding
+
+
+def _dim_of(key: str) -> str:
+    """Dimension name of a possibly swept spec key (tensor or model sweeps)."""
+    return MODEL_AXIS_KEYS[key] if key not in AXIS_KEYS else AXIS_KEYS[key]
+
+
+def _kind_settings(spec: SweepSpec) -> dict[str, Any]:
+    """Provenance attrs of the settings that are not axes: the tensor family or the model."""
+    if is_model_spec(spec):
+        model = spec.data["model"]
+        return {
+            "setting_model": model["name"],
+            "setting_model_prior": json.dumps(model["prior"], sort_keys=True),
+            "setting_model_tolerances": json.dumps(model["tolerances"], sort_keys=True),
+            "setting_model_norms": int(model["norms"]),
+            **({"setting_sigma2": model["sigma2"]} if model["sigma2"] is not None else {}),
+        }
+    return {
+        "setting_basis": spec.data["tensor"]["basis"],
+        "setting_lambdas": json.dumps(spec.data["tensor"]["lambdas"]),
+        "setting_noise_scale": spec.scale,
+    }
 
 
 # --------------------------------------------------------------------------------------------
@@ -284,7 +426,9 @@ def _stored_spec_and_layout(url: str, so: Mapping[str, Any] | None) -> tuple[Swe
     dims = tuple(d for d in ds["lam_hat"].dims if d != "step")
     coords = tuple(tuple(ds[d].values.tolist()) for d in dims)
     chunks = tuple(int(c) for c in ds["lam_hat"].encoding["chunks"][: len(dims)])
-    n_component = int(ds.sizes.get("component", 0)) or max(spec.axes["tensor.n"].values)
+    n_component = int(ds.sizes.get("component", 0)) or (
+        int(ds.sizes["step"]) if is_model_spec(spec) else max(spec.axes["tensor.n"].values)
+    )
     layout = Layout(dims, coords, chunks, int(ds.sizes["step"]), n_component)
     return spec, layout
 
@@ -343,13 +487,20 @@ def prepare_store(
       marked done, and the new store replaces the old one;
     * anything else: :class:`StoreIncompatibleError` naming the differences.
 
-    A history line is appended to the dataset attrs in every case.
+    A history line is appended to the dataset attrs in every case. A new layout (created,
+    overwritten, extended) gets a new ``layout_token``; a resumed store keeps its own. The
+    caller is expected to hold the store's writer lease (:class:`.lease.StoreLease`) and to
+    have checked the target with :func:`check_store_target`, which is repeated here.
     """
     url = str(url)
+    kind = check_store_target(url, overwrite=overwrite, storage_options=storage_options)
     _recover_interrupted_swap(url, storage_options)
-    if overwrite or not _exists(url, storage_options):
-        _write_template(url, spec, layout, history, storage_options)
-        return PreparedStore(url, layout, "created")
+    if overwrite or kind != "sroa":
+        token = uuid.uuid4().hex
+        if kind == "sroa":
+            _clear_store(url, storage_options)
+        _write_template(url, spec, layout, history, storage_options, token, mode="a")
+        return PreparedStore(url, layout, "created", 0, token)
     old_spec, old_layout = _stored_spec_and_layout(url, storage_options)
     _warn_if_other_code(url, storage_options)
     why = _incompatibility(old_spec, spec)
@@ -370,7 +521,8 @@ def prepare_store(
                 stacklevel=2,
             )
         _append_history(url, history, storage_options, spec)
-        return PreparedStore(url, old_layout, "resumed")
+        token = str(_root_attrs(url, storage_options).get("layout_token", ""))
+        return PreparedStore(url, old_layout, "resumed", 0, token)
     for dim, old_c, new_c in zip(layout.dims, old_layout.coords, layout.coords, strict=True):
         missing = set(old_c) - set(new_c)
         if missing:
@@ -381,17 +533,32 @@ def prepare_store(
             )
     chunks = tuple(min(c, s) for c, s in zip(old_layout.chunks, layout.shape, strict=True))
     new_layout = Layout(layout.dims, layout.coords, chunks, layout.n_steps, layout.n_component)
-    reused = _extend(url, spec, old_layout, new_layout, history, storage_options)
-    return PreparedStore(url, new_layout, "extended", reused)
+    token = uuid.uuid4().hex
+    reused = _extend(url, spec, old_layout, new_layout, history, storage_options, token)
+    return PreparedStore(url, new_layout, "extended", reused, token)
 
 
-def _write_template(url, spec, layout, history, so) -> None:
-    ds, encoding = _template(spec, layout, history)
+def _root_attrs(url: str, so) -> dict[str, Any]:
+    return dict(zarr.open_group(url, mode="r", storage_options=_so(url, so)).attrs)
+
+
+def _clear_store(url: str, so) -> None:
+    """Delete a sroa-dist store's entries, keeping its writer lease (overwrite)."""
+    fs, path = _fs(url, so)
+    for entry in fs.ls(path, detail=False):
+        name = entry.rstrip("/").rsplit("/", 1)[-1]
+        if name != LEASE_GROUP and entry.rstrip("/") != path.rstrip("/"):
+            fs.rm(entry, recursive=True)
+
+
+def _write_template(url, spec, layout, history, so, layout_token="", mode="w") -> None:
+    # mode "a" into the store itself: "w" would delete the folder, writer lease included.
+    ds, encoding = _template(spec, layout, history, layout_token)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*[Cc]onsolidated metadata.*")
         ds.to_zarr(
             url,
-            mode="w",
+            mode=mode,
             compute=False,
             encoding=encoding,
             consolidated=False,
@@ -409,23 +576,56 @@ def _append_history(url: str, line: str, so, spec: SweepSpec | None = None) -> N
     g.attrs.update(update)
 
 
+_SWAP_MANIFEST = "sroa_swap.json"  # in <store>.next: written when the new layout is complete
+
+
 def _recover_interrupted_swap(url: str, so) -> None:
     """Finish or undo an extension interrupted by a kill (see :func:`_extend`)."""
     fs, path = _fs(url, so)
     nxt, old = path + ".next", path + ".old"
-    if fs.exists(old):
+    if fs.exists(old):  # stores extended by earlier versions: whole-folder swap
         if not fs.exists(path):
             fs.mv(nxt, path, recursive=True)  # .next was complete: the swap had started
         fs.rm(old, recursive=True)
-    if fs.exists(nxt):
+    if fs.exists(f"{nxt}/{_SWAP_MANIFEST}"):
+        _swap_in(fs, path, nxt)  # .next was complete: finish the swap
+    elif fs.exists(nxt):
         fs.rm(nxt, recursive=True)  # an unfinished copy: redo it
 
 
-def _extend(url, spec, old_layout: Layout, new_layout: Layout, history, so) -> int:
+def _swap_in(fs: Any, path: str, nxt: str) -> None:
+    """Replace the store's entries by those of the complete ``nxt``, keeping the writer lease.
+
+    The store folder itself never disappears (its lease stays in place, so no other run can
+    slip in), and every step can be repeated after a kill: entries not in the new layout are
+    deleted, each new entry replaces the old one of the same name (moved while ``nxt`` still
+    has it), and ``nxt`` goes last.
+    """
+    manifest = json.loads(fs.cat_file(f"{nxt}/{_SWAP_MANIFEST}"))
+    keep = set(manifest) | {LEASE_GROUP}
+    for entry in fs.ls(path, detail=False):
+        name = entry.rstrip("/").rsplit("/", 1)[-1]
+        if name not in keep and entry.rstrip("/") != path.rstrip("/"):
+            fs.rm(entry, recursive=True)
+    local = "file" in (fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,))
+    for name in manifest:
+        src, dst = f"{nxt}/{name}", f"{path}/{name}"
+        if not fs.exists(src):
+            continue  # moved before a kill
+        if fs.exists(dst):
+            fs.rm(dst, recursive=True)
+        if local:
+            os.rename(src, dst)  # atomic: src exists until dst is complete
+        else:  # object stores: copy, and delete the source only with all of .next below
+            fs.copy(src, dst, recursive=fs.isdir(src))
+    fs.rm(nxt, recursive=True)
+
+
+def _extend(url, spec, old_layout: Layout, new_layout: Layout, history, so, token="") -> int:
     """Copy finished blocks into a new template at ``url + '.next'`` and swap it in."""
     fs, path = _fs(url, so)
     nxt_url = str(url) + ".next"
-    _write_template(nxt_url, spec, new_layout, "", so)
+    _write_template(nxt_url, spec, new_layout, "", so, token)
     g_old = zarr.open_group(url, mode="r", storage_options=_so(url, so))
     g_new = zarr.open_group(nxt_url, mode="r+", storage_options=_so(nxt_url, so))
     g_new.attrs.update(
@@ -484,10 +684,15 @@ def _extend(url, spec, old_layout: Layout, new_layout: Layout, history, so) -> i
         g_new["done_time"][:] = dt
         g_new["done"][:] = mask
     reused = len(reused_idx)
-    # Swap: store -> .old, .next -> store, drop .old (each step recoverable on restart).
-    fs.mv(path, path + ".old", recursive=True)
-    fs.mv(path + ".next", path, recursive=True)
-    fs.rm(path + ".old", recursive=True)
+    # Swap the new layout in (each step recoverable on restart, the lease kept in place).
+    nxt = path + ".next"
+    names = sorted(
+        e.rstrip("/").rsplit("/", 1)[-1]
+        for e in fs.ls(nxt, detail=False)
+        if e.rstrip("/") != nxt.rstrip("/")
+    )
+    fs.pipe_file(f"{nxt}/{_SWAP_MANIFEST}", json.dumps(names).encode())
+    _swap_in(fs, path, nxt)
     return reused
 
 
@@ -507,19 +712,23 @@ def write_block(
     *,
     region: Sequence[slice] | None = None,
     storage_options: Mapping[str, Any] | None = None,
+    layout_token: str | None = None,
 ) -> None:
     """Write one block's arrays into its region, then mark the block done.
 
     ``region`` defaults to block ``index`` of the store's own chunk grid. The region is checked
     against the real zarr chunks of every variable written: a region that does not cover whole
-    chunks raises ``ValueError`` and nothing is written.
+    chunks raises ``ValueError`` and nothing is written. With ``layout_token`` (the token of
+    the layout the task was planned for), a store whose layout has another token raises
+    :class:`StaleLayoutError` and nothing is written: a stale writer never writes block ``index``
+    of a layout it did not plan.
     """
     from zarr.core.sync import sync  # zarr's own event loop, which its stores are bound to
 
-    sync(_write_block(url, index, result, region, _so(url, storage_options)))
+    sync(_write_block(url, index, result, region, _so(url, storage_options), layout_token))
 
 
-async def _write_block(url, index, result, region, so) -> None:
+async def _write_block(url, index, result, region, so, layout_token=None) -> None:
     # Region writes straight through zarr's async API: the same bytes as xarray's
     # to_zarr(region=...) for these plain float64/bool variables (no CF encoding), with all
     # arrays written concurrently (~4x less per-task overhead than xarray, measured).
@@ -528,6 +737,12 @@ async def _write_block(url, index, result, region, so) -> None:
     import zarr.api.asynchronous as za
 
     g = await za.open_group(store=url, mode="r+", storage_options=so)
+    if layout_token is not None and g.attrs.get("layout_token", "") != layout_token:
+        raise StaleLayoutError(
+            f"store {url}: block {index} was planned for layout {layout_token!r}, but the store "
+            f"now has layout {g.attrs.get('layout_token', '')!r} (overwritten or extended by "
+            "another run); nothing written"
+        )
     ref = await g.getitem("lam_hat")
     dims = tuple(ref.metadata.dimension_names)[:-1]
     if region is None:
@@ -582,8 +797,35 @@ def read_done(url: str, storage_options=None) -> np.ndarray:
     return np.asarray(g["done"][:], dtype=bool)
 
 
+def require_store(url: str, storage_options: Mapping[str, Any] | None = None) -> None:
+    """Raise ``FileNotFoundError`` or :class:`NotAStoreError` unless ``url`` is a sroa-dist cube."""
+    url = str(url)
+    kind = store_kind(url, storage_options)
+    if kind == "sroa":
+        return
+    if kind == "absent":
+        raise FileNotFoundError(
+            f"store: expected a sroa-dist result store; received {url!r}, which does not exist. "
+            "Hint: run `sroa-dist run SPEC --store ...` first"
+        )
+    what = {
+        "empty": "an empty folder (no zarr metadata)",
+        "creating": "a store that a run is just creating (only its writer lease so far)",
+        "file": "a file",
+        "zarr": "a zarr store that sroa-dist did not write (no sweep spec in its attributes)",
+        "other": "a folder without zarr metadata",
+    }[kind]
+    hint = (
+        "wait for the run to write its template, or run `sroa-dist run SPEC --store ...`"
+        if kind == "creating"
+        else "give the --store of a `sroa-dist run`, e.g. results/NAME.zarr"
+    )
+    raise NotAStoreError(f"store {url}: expected a sroa-dist result store; received {what}", hint)
+
+
 def store_status(url: str, storage_options=None) -> StoreStatus:
     """Blocks and instances done, failed blocks with their messages."""
+    require_store(str(url), storage_options)
     _, layout = _stored_spec_and_layout(str(url), storage_options)
     g = zarr.open_group(url, mode="r", storage_options=_so(url, storage_options))
     done = np.asarray(g["done"][:], dtype=bool)
@@ -606,11 +848,8 @@ def open_results(store: str | Path, storage_options: Mapping[str, Any] | None = 
     blocks are finished.
     """
     url = str(store)
-    if not _exists(url, storage_options):
-        raise FileNotFoundError(
-            f"store: expected a sroa-dist result store; received {url!r}, which does not exist. "
-            "Hint: run `sroa-dist run SPEC --store ...` first"
-        )
+    require_store(url, storage_options)
     ds = xr.open_zarr(url, consolidated=False, storage_options=_so(url, storage_options))
     order = [*VARIABLES, "v_hat", *_BOOKKEEPING]  # documented order, not the store listing's
+    order = list(dict.fromkeys([*order[: len(VARIABLES)], *MODEL_VARIABLES, *order]))
     return ds[[v for v in order if v in ds.data_vars]]

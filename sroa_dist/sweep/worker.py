@@ -17,14 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from .grid import BlockTask, InstanceSettings, instance_seed
+from .grid import MAX_BATCH_BYTES, BlockTask, InstanceSettings, instance_seed
 from .spec import SweepSpec, solver_options, spec_from_dict
 
 __all__ = ["BlockResult", "VARIABLES", "compute_block"]
-
-#: Largest tensor stack (bytes of T̂) handed to one core call; bounds worker memory, does not
-#: change results (batched calls equal one-at-a-time calls bit for bit).
-MAX_BATCH_BYTES = 64 * 2**20
 
 # name -> (per-step?, dtype, fill, attrs). The cube's variables (docs/architecture.md).
 VARIABLES: dict[str, tuple[bool, str, Any, dict[str, str]]] = {
@@ -172,6 +168,9 @@ class BlockResult:
     kernel_time: float  # seconds inside numerical-core calls
     wall_time: float  # seconds for the whole block computation
     n_instances: int
+    # ``[output] certificates``: each step's SOS certificate and the SROA steps needed to
+    # rebuild the deflated tensors (sweep/certificates.py), written beside the store.
+    certificates: dict[str, np.ndarray] | None = None
 
 
 @functools.lru_cache(maxsize=16)
@@ -196,6 +195,10 @@ def compute_block(task: BlockTask) -> BlockResult:
     """Compute every instance of ``task`` (pure: the result depends only on the task)."""
     t_start = time.perf_counter()
     spec = _spec(task.spec_json)
+    if "model" in spec.data:  # a model sweep (model_sweep builds on this module)
+        from .model_sweep import compute_model_block
+
+        return compute_model_block(task, spec)
     vectors = bool(spec.data["output"]["vectors"])
     out = allocate(task, vectors)
     groups: dict[tuple[Any, ...], list[tuple[tuple[int, ...], InstanceSettings, int]]] = (
@@ -204,13 +207,15 @@ def compute_block(task: BlockTask) -> BlockResult:
     for idx, settings, rep in task.instances(spec):
         groups[settings.group_key()].append((idx, settings, rep))
     kernel = 0.0
+    certs: dict[str, np.ndarray] | None = {} if spec.data["output"]["certificates"] else None
     for members in groups.values():
         s = members[0][1]
         per_batch = max(1, MAX_BATCH_BYTES // (8 * s.n**s.p))
         for start in range(0, len(members), per_batch):
-            kernel += _compute_group(spec, members[start : start + per_batch], out, vectors)
+            chunk = members[start : start + per_batch]
+            kernel += _compute_group(spec, chunk, out, vectors, certs, task.shape)
     n = math.prod(task.shape)
-    return BlockResult(task.index, out, kernel, time.perf_counter() - t_start, n)
+    return BlockResult(task.index, out, kernel, time.perf_counter() - t_start, n, certs)
 
 
 def _compute_group(
@@ -218,6 +223,8 @@ def _compute_group(
     members: list[tuple[tuple[int, ...], InstanceSettings, int]],
     out: dict[str, np.ndarray],
     vectors: bool,
+    certs: dict[str, np.ndarray] | None = None,
+    block_shape: tuple[int, ...] = (),
 ) -> float:
     """Instances sharing (noise, n, p, rank, method, steps, norm method): batched core calls."""
     import sroa_dist as core
@@ -268,6 +275,7 @@ def _compute_group(
         rank=s.steps,
         method=s.method,
         rng=list(solve_ss),
+        **({"certificate": True} if certs is not None else {}),
         **solver_options(data, s.method),
     )
     Vs = np.stack([inst.V for inst in insts])
@@ -307,4 +315,8 @@ def _compute_group(
             out[name][idx] = arr[b]
         if vectors:
             out["v_hat"][idx][:steps, : s.n] = np.asarray(res.vectors[b]).T
+    if certs is not None:
+        from .certificates import collect
+
+        collect(certs, [idx for idx, _, _ in members], block_shape, res)
     return kernel

@@ -1,0 +1,66 @@
+"""Method-of-moments learning of latent variable models through SROA.
+
+The whitened third moment of a single-topic model or of a spherical Gaussian mixture is an
+orthogonally decomposable tensor (Anandkumar, Ge, Hsu, Kakade & Telgarsky, JMLR 2014; Hsu &
+Kakade 2013); estimated from ``N`` samples it is nearly SOD, ``T̂ = T + E``, the setting of the
+paper. This subpackage provides the models (seeded samplers, exact population moments), unbiased
+streamed estimators of ``T̂``, the fits (:func:`fit_topics`, :func:`fit_gmm`) and the ground
+truth of a Monte Carlo study (:func:`run_study`). Pure numpy/scipy, like the rest of the core.
+"""
+
+from __future__ import annotations
+
+from .estimators import (
+    ESTIMATORS,
+    SIGMA2_ESTIMATORS,
+    MixtureMoments,
+    TopicMoments,
+    WhitenedMoments,
+    whitened_moments,
+)
+from .evaluate import (
+    DEFAULT_TOLERANCES,
+    MomentStudy,
+    RecoveryErrors,
+    Tolerances,
+    perturbations,
+    recovery_errors,
+    run_study,
+)
+from .fit import MomentFit, fit_gmm, fit_moments, fit_topics, project_simplex, recover
+from .models import (
+    MODELS,
+    Sample,
+    SingleTopicModel,
+    SphericalGaussianMixture,
+    make_model,
+    whitening_from_m2,
+)
+
+__all__ = [
+    "DEFAULT_TOLERANCES",
+    "ESTIMATORS",
+    "MODELS",
+    "SIGMA2_ESTIMATORS",
+    "MixtureMoments",
+    "MomentFit",
+    "MomentStudy",
+    "RecoveryErrors",
+    "Sample",
+    "SingleTopicModel",
+    "SphericalGaussianMixture",
+    "Tolerances",
+    "TopicMoments",
+    "WhitenedMoments",
+    "fit_gmm",
+    "fit_moments",
+    "fit_topics",
+    "make_model",
+    "perturbations",
+    "project_simplex",
+    "recover",
+    "recovery_errors",
+    "run_study",
+    "whitened_moments",
+    "whitening_from_m2",
+]

@@ -1,0 +1,428 @@
+"""Unbiased empirical moments and their whitened third moment, streamed over samples.
+
+For each model an estimator object holds the validated data and provides
+
+- ``m2_top(k)``: the top ``k`` eigenpairs of the unbiased ``M̂2`` (matrix-free for large d),
+- ``whitened_m3(W)``: ``T̂ = M̂3(W, W, W)`` computed in the ``k``-dimensional whitened space,
+  streaming over row chunks in ``O(N·k³ + nnz·k + d·k³)`` time and ``O(chunk·k² + d·k²)``
+  memory: never a ``d × d × d`` array,
+- ``m2_dense()``, ``m3_dense()``: the same unbiased estimators as dense arrays (small ``d`` only;
+  the baseline of ``benchmarks/bench_moments.py`` and the oracle of the tests).
+
+Counts (single-topic model, AGHKT Section 3.1): with ``c`` a document's word counts and
+``L = Σ c``, falling-factorial corrections make each document's contribution unbiased,
+
+    E[(c cᵀ − diag c) / (L(L−1))] = M2,
+    E[(c^{⊗3} − Σ_i c_i sym3(e_i ⊗ e_i ⊗ c) + 2 Σ_i c_i e_i^{⊗3}) / (L(L−1)(L−2))] = M3,
+
+where ``sym3`` sums the three placements of ``c``; documents may have different lengths
+``L >= 3``. Points (spherical mixture, Hsu & Kakade 2013): ``M̂2 = mean(x xᵀ) − σ² I`` and
+``M̂3 = mean(x^{⊗3}) − σ² Σ_j sym3(x̄ ⊗ e_j ⊗ e_j)``, unbiased for a known σ²; σ² is otherwise
+estimated from the sample covariance (registry :data:`SIGMA2_ESTIMATORS`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from collections.abc import Callable
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import ArrayLike, NDArray
+from scipy.sparse.linalg import LinearOperator, eigsh
+
+from .models import _whiten, sym_outer_identity
+
+__all__ = [
+    "ESTIMATORS",
+    "SIGMA2_ESTIMATORS",
+    "MixtureMoments",
+    "TopicMoments",
+    "whitened_moments",
+]
+
+FloatArray = NDArray[np.float64]
+
+#: Above this dimension the top eigenpairs of M̂2 come from ARPACK on a matrix-free operator.
+DENSE_EIG_MAX = 400
+#: Default rows per streamed chunk (memory ~ chunk·k² floats).
+CHUNK_SIZE = 65536
+
+
+def _top_eigs(
+    matvec: Callable[[FloatArray], FloatArray],
+    dense: Callable[[], FloatArray],
+    d: int,
+    k: int,
+) -> tuple[FloatArray, FloatArray]:
+    """Top ``k`` (algebraic) eigenpairs of a symmetric ``d × d`` operator, descending."""
+    if d <= DENSE_EIG_MAX or k >= d - 1:
+        s, U = np.linalg.eigh(dense())
+        return s[::-1][:k].copy(), U[:, ::-1][:, :k].copy()
+    op = LinearOperator((d, d), matvec=matvec, dtype=np.float64)
+    # A fixed start vector keeps ARPACK deterministic (its default start is random).
+    s, U = eigsh(op, k=k, which="LA", v0=np.ones(d), tol=0)
+    order = np.argsort(s)[::-1]
+    return s[order], U[:, order]
+
+
+def _chunks(N: int, chunk_size: int):
+    if isinstance(chunk_size, bool) or int(chunk_size) != chunk_size or chunk_size < 1:
+        raise ValueError(f"chunk_size: expected a positive integer, received {chunk_size!r}")
+    for start in range(0, N, int(chunk_size)):
+        yield start, min(N, start + int(chunk_size))
+
+
+def _outer3_sum(Y: FloatArray, g: FloatArray | None = None) -> FloatArray:
+    """``Σ_n g_n y_n^{⊗3}`` as one BLAS product ``(k², n) @ (n, k)``."""
+    n, k = Y.shape
+    YY = (Y[:, :, None] * Y[:, None, :]).reshape(n, k * k)
+    if g is not None:
+        YY *= g[:, None]
+    return (YY.T @ Y).reshape(k, k, k)
+
+
+def _sym3(X: FloatArray) -> FloatArray:
+    """``X_abc + X_acb + X_bca``: the three placements of the last (distinct) index."""
+    return X + X.transpose(0, 2, 1) + X.transpose(2, 0, 1)
+
+
+@dataclasses.dataclass(frozen=True)
+class TopicMoments:
+    """Unbiased moment estimators of the single-topic model from a document-term count matrix.
+
+    Attributes
+    ----------
+    counts : (N, d) scipy.sparse.csr_array or ndarray, float64
+        Word counts; every document has ``L_n = Σ_i c_ni >= 3`` words.
+    lengths : (N,) ndarray
+        Document lengths ``L_n``.
+    """
+
+    counts: Any
+    lengths: FloatArray
+
+    kind = "topics"
+
+    @classmethod
+    def from_data(cls, counts: Any, k: int) -> TopicMoments:
+        """Validate a dense or sparse ``(N, d)`` matrix of non-negative integer counts."""
+        if sp.issparse(counts):
+            C = sp.csr_array(counts, dtype=np.float64)
+            values = C.data
+        else:
+            try:
+                C = np.asarray(counts, dtype=np.float64)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"counts: expected a numeric (N, d) matrix ({exc})") from None
+            values = C
+        if C.ndim != 2 or C.shape[0] < 1 or C.shape[1] < 2:
+            raise ValueError(
+                f"counts: expected a document-term matrix of shape (N, d) with d >= 2, received "
+                f"shape {C.shape}"
+            )
+        if not np.all(np.isfinite(values)) or np.any(values < 0) or np.any(values % 1 != 0):
+            raise ValueError("counts: expected non-negative integer word counts")
+        lengths = np.asarray(C.sum(axis=1), dtype=np.float64).ravel()
+        short = int(np.count_nonzero(lengths < 3))
+        if short:
+            raise ValueError(
+                f"counts: expected every document to have at least 3 words (M3 needs three "
+                f"distinct word slots), received {short} shorter document(s); hint: drop them, "
+                "e.g. counts[counts.sum(axis=1) >= 3]"
+            )
+        return cls(C, lengths)
+
+    @property
+    def n_samples(self) -> int:
+        return int(self.counts.shape[0])
+
+    @property
+    def d(self) -> int:
+        return int(self.counts.shape[1])
+
+    def _g(self, order: int) -> FloatArray:
+        L = self.lengths
+        return 1.0 / (L * (L - 1)) if order == 2 else 1.0 / (L * (L - 1) * (L - 2))
+
+    def m1(self) -> FloatArray:
+        """Mean word frequency ``mean(c / L)``."""
+        return np.asarray(self.counts.T @ (1.0 / self.lengths)).ravel() / self.n_samples
+
+    def m2_dense(self) -> FloatArray:
+        """Unbiased ``M̂2`` as a dense ``(d, d)`` array."""
+        C, g2 = self.counts, self._g(2)
+        if sp.issparse(C):
+            G = (C.T @ C.multiply(g2[:, None]).tocsr()).toarray()
+        else:
+            G = C.T @ (C * g2[:, None])
+        G[np.diag_indices_from(G)] -= C.T @ g2
+        return G / self.n_samples
+
+    def m2_top(self, k: int) -> tuple[FloatArray, FloatArray]:
+        """Top ``k`` eigenpairs ``(s, U)`` of ``M̂2``, descending."""
+        C, g2, N = self.counts, self._g(2), self.n_samples
+        s2 = C.T @ g2
+
+        def matvec(v: FloatArray) -> FloatArray:
+            v = np.ravel(v)
+            return (C.T @ (g2 * (C @ v)) - s2 * v) / N
+
+        return _top_eigs(matvec, self.m2_dense, self.d, k)
+
+    def whitened_m3(self, W: ArrayLike, *, chunk_size: int = CHUNK_SIZE) -> FloatArray:
+        """``T̂ = M̂3(W, W, W)`` for ``W`` of shape ``(d, m)``, streamed over row chunks.
+
+        The correction terms are sums over words, so they are accumulated as ``d × m``
+        and ``d``-vectors across chunks and contracted once at the end.
+        """
+        W = _check_w(W, self.d)
+        C, g3, m = self.counts, self._g(3), W.shape[1]
+        yyy = np.zeros((m, m, m))
+        Z = np.zeros((self.d, m))
+        for a, b in _chunks(self.n_samples, chunk_size):
+            Cc, gc = C[a:b], g3[a:b]
+            Y = np.asarray(Cc @ W)
+            yyy += _outer3_sum(Y, gc)
+            Z += Cc.T @ (Y * gc[:, None])
+        s3 = C.T @ g3
+        WW = (W[:, :, None] * W[:, None, :]).reshape(self.d, m * m)
+        X = (WW.T @ Z).reshape(m, m, m)  # Σ_i a_i ⊗ a_i ⊗ z_i with a_i = Wᵀe_i
+        diag = ((WW * s3[:, None]).T @ W).reshape(m, m, m)  # Σ_i s3_i a_i^{⊗3}
+        return (yyy - _sym3(X) + 2.0 * diag) / self.n_samples
+
+    def m3_dense(self) -> FloatArray:
+        """Unbiased ``M̂3`` as a dense ``(d, d, d)`` array (naive baseline; small ``d`` only)."""
+        C, g3, d = self.counts, self._g(3), self.d
+        Cd = C.toarray() if sp.issparse(C) else C
+        M = np.zeros((d, d, d))
+        for a, b in _chunks(self.n_samples, max(1, 2**22 // (d * d))):
+            M += _outer3_sum(Cd[a:b], g3[a:b])
+        Z = Cd.T @ (Cd * g3[:, None])  # Σ_n g_n c_i c_j
+        X = np.zeros((d, d, d))
+        idx = np.arange(d)
+        X[idx, idx, :] = Z  # Σ_i e_i ⊗ e_i ⊗ z_i
+        M -= _sym3(X)
+        M[idx, idx, idx] += 2.0 * (Cd.T @ g3)
+        return M / self.n_samples
+
+
+def _check_w(W: ArrayLike, d: int) -> FloatArray:
+    W = np.asarray(W, dtype=np.float64)
+    if W.ndim != 2 or W.shape[0] != d:
+        raise ValueError(f"W: expected a ({d}, m) whitening matrix, received shape {W.shape}")
+    return W
+
+
+# ---------------------------------------------------------------------------------------------
+# Spherical Gaussian mixture
+
+
+def _sigma2_hsu_kakade(cov: Callable[[], FloatArray], *_: Any) -> float:
+    """Hsu & Kakade (2013, Theorem 1): σ² is the smallest eigenvalue of ``Cov(x)``; here of the
+    unbiased sample covariance (dense ``d × d``; biased low by sampling spread for large d/N)."""
+    return float(np.linalg.eigvalsh(cov())[0])
+
+
+def _sigma2_tail_mean(
+    cov: Callable[[], FloatArray],
+    cov_matvec: Callable[[FloatArray], FloatArray],
+    trace: float,
+    d: int,
+    k: int,
+) -> float:
+    """The same identity averaged: ``Cov(x)`` has σ² with multiplicity ``d − k + 1``, so
+    ``σ² = (tr Cov − Σ top k−1 eigenvalues) / (d − k + 1)``. Less biased than the minimum and
+    matrix-free for large d."""
+    top, _ = _top_eigs(cov_matvec, cov, d, k - 1)
+    return float((trace - top.sum()) / (d - k + 1))
+
+
+_SIGMA2: dict[str, Callable[..., float]] = {
+    "hsu-kakade": _sigma2_hsu_kakade,
+    "tail-mean": _sigma2_tail_mean,
+}
+#: Read-only registry of σ² estimators for the spherical mixture, by name.
+SIGMA2_ESTIMATORS = MappingProxyType(_SIGMA2)
+
+
+@dataclasses.dataclass(frozen=True)
+class MixtureMoments:
+    """Unbiased (for the ``sigma2`` used) moment estimators of a spherical Gaussian mixture.
+
+    Attributes
+    ----------
+    points : (N, d) ndarray
+    mean : (d,) ndarray
+        Sample mean ``x̄``.
+    sigma2 : float
+        Variance used in the corrections (given, or estimated).
+    """
+
+    points: FloatArray
+    mean: FloatArray
+    sigma2: float
+
+    kind = "gmm"
+
+    @classmethod
+    def from_data(
+        cls, X: ArrayLike, k: int, *, sigma2: float | str = "hsu-kakade"
+    ) -> MixtureMoments:
+        """Validate ``(N, d)`` points and fix σ² (a number, or an estimator's name)."""
+        if sp.issparse(X):
+            raise ValueError("X: expected a dense (N, d) array of points, received a sparse matrix")
+        try:
+            X = np.asarray(X, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"X: expected a numeric (N, d) array ({exc})") from None
+        if X.ndim != 2 or X.shape[0] < 2 or X.shape[1] < 2:
+            raise ValueError(f"X: expected points of shape (N, d), N, d >= 2, received {X.shape}")
+        if not np.all(np.isfinite(X)):
+            raise ValueError("X: expected finite coordinates")
+        N, d = X.shape
+        mean = X.mean(axis=0)
+        if isinstance(sigma2, str):
+            try:
+                est = SIGMA2_ESTIMATORS[sigma2]
+            except KeyError:
+                raise ValueError(
+                    f"sigma2: unknown estimator {sigma2!r}; expected a variance >= 0 or one of "
+                    f"{sorted(SIGMA2_ESTIMATORS)}"
+                ) from None
+            if not 2 <= k <= d:
+                raise ValueError(f"k: expected 2 <= k <= d = {d}, received {k}")
+
+            def cov() -> FloatArray:
+                G = _gram(X, CHUNK_SIZE) - N * np.outer(mean, mean)
+                return G / (N - 1)
+
+            def cov_matvec(v: FloatArray) -> FloatArray:
+                return (X.T @ (X @ v) - N * mean * (mean @ v)) / (N - 1)
+
+            trace = float((np.einsum("nd,nd->", X, X) - N * mean @ mean) / (N - 1))
+            value = max(est(cov, cov_matvec, trace, d, k), 0.0)
+        else:
+            value = float(sigma2)
+            if not (np.isfinite(value) and value >= 0):
+                raise ValueError(f"sigma2: expected a variance >= 0, received {sigma2!r}")
+        return cls(X, mean, value)
+
+    @property
+    def n_samples(self) -> int:
+        return int(self.points.shape[0])
+
+    @property
+    def d(self) -> int:
+        return int(self.points.shape[1])
+
+    def m1(self) -> FloatArray:
+        """Sample mean."""
+        return self.mean
+
+    def m2_dense(self) -> FloatArray:
+        """``M̂2 = mean(x xᵀ) − σ² I`` as a dense ``(d, d)`` array."""
+        G = _gram(self.points, CHUNK_SIZE) / self.n_samples
+        G[np.diag_indices_from(G)] -= self.sigma2
+        return G
+
+    def _m2_matvec(self, v: FloatArray) -> FloatArray:
+        X = self.points
+        return X.T @ (X @ v) / self.n_samples - self.sigma2 * v
+
+    def m2_top(self, k: int) -> tuple[FloatArray, FloatArray]:
+        """Top ``k`` eigenpairs ``(s, U)`` of ``M̂2``, descending."""
+        return _top_eigs(self._m2_matvec, self.m2_dense, self.d, k)
+
+    def whitened_m3(self, W: ArrayLike, *, chunk_size: int = CHUNK_SIZE) -> FloatArray:
+        """``T̂ = M̂3(W, W, W) = mean((Wᵀx)^{⊗3}) − σ² sym3(Wᵀx̄ ⊗ WᵀW)``, streamed over rows."""
+        W = _check_w(W, self.d)
+        m = W.shape[1]
+        yyy = np.zeros((m, m, m))
+        for a, b in _chunks(self.n_samples, chunk_size):
+            yyy += _outer3_sum(self.points[a:b] @ W)
+        corr = sym_outer_identity(W.T @ self.mean, W.T @ W)
+        return yyy / self.n_samples - self.sigma2 * corr
+
+    def m3_dense(self) -> FloatArray:
+        """``M̂3`` as a dense ``(d, d, d)`` array (naive baseline; small ``d`` only)."""
+        d = self.d
+        M = np.zeros((d, d, d))
+        for a, b in _chunks(self.n_samples, max(1, 2**22 // (d * d))):
+            M += _outer3_sum(self.points[a:b])
+        M /= self.n_samples
+        return M - self.sigma2 * sym_outer_identity(self.mean, np.eye(self.d))
+
+
+def _gram(X: FloatArray, chunk_size: int) -> FloatArray:
+    G = np.zeros((X.shape[1], X.shape[1]))
+    for a, b in _chunks(X.shape[0], chunk_size):
+        G += X[a:b].T @ X[a:b]
+    return G
+
+
+_ESTIMATORS: dict[str, Callable[..., Any]] = {
+    "topics": TopicMoments.from_data,
+    "gmm": MixtureMoments.from_data,
+}
+#: Read-only registry: model kind -> constructor of its moment estimator ``(data, k, **options)``.
+ESTIMATORS = MappingProxyType(_ESTIMATORS)
+
+
+@dataclasses.dataclass(frozen=True)
+class WhitenedMoments:
+    """``T̂ = M̂3(Ŵ, Ŵ, Ŵ)`` with the whitening ``Ŵ`` (``(d, k)``, ``Ŵᵀ M̂2 Ŵ = I``) it used,
+    the top eigenvalues of M̂2, and the estimator (which still holds the data)."""
+
+    tensor: FloatArray
+    whitening: FloatArray
+    m2_eigenvalues: FloatArray
+    estimator: Any
+
+
+def whitened_moments(
+    kind: str, data: Any, k: int, *, chunk_size: int = CHUNK_SIZE, **options: Any
+) -> WhitenedMoments:
+    """Estimate the whitening from M̂2 and the whitened third moment ``T̂`` from samples.
+
+    Parameters
+    ----------
+    kind : {"topics", "gmm"}
+        Model whose unbiased estimators to use (:data:`ESTIMATORS`).
+    data
+        Counts ``(N, d)`` (dense or sparse) for ``"topics"``; points ``(N, d)`` for ``"gmm"``.
+    k : int
+        Number of latent classes (whitened dimension).
+    chunk_size : int
+        Rows per streamed chunk.
+    **options
+        Estimator options (``sigma2`` for ``"gmm"``: a variance or an estimator name).
+    """
+    try:
+        make = ESTIMATORS[kind]
+    except (KeyError, TypeError):
+        raise ValueError(
+            f"kind: unknown model {kind!r}; expected one of {sorted(ESTIMATORS)}"
+        ) from None
+    if isinstance(k, bool) or int(k) != k or k < 2:
+        raise ValueError(f"k: expected an integer >= 2, received {k!r}")
+    valid = [
+        name
+        for name, prm in inspect.signature(make).parameters.items()
+        if prm.kind is inspect.Parameter.KEYWORD_ONLY or prm.default is not inspect.Parameter.empty
+    ]
+    unknown = sorted(set(options) - set(valid))
+    if unknown:
+        raise ValueError(
+            f"options: the {kind!r} estimator does not accept {unknown}; valid options: {valid}"
+        )
+    est = make(data, int(k), **options)
+    if k > est.d:
+        raise ValueError(f"k: expected k <= d = {est.d}, received {k}")
+    s, U = est.m2_top(int(k))
+    W = _whiten(s, U)
+    T = est.whitened_m3(W, chunk_size=chunk_size)
+    return WhitenedMoments(T, W, s, est)

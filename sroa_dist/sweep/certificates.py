@@ -1,0 +1,317 @@
+"""Per-step SOS certificates of a sweep (``[output] certificates = true``): write and re-check.
+
+Each task writes one ``.npz`` per block into ``<store>.certificates/`` (beside the zarr store,
+so extending an axis, which swaps the store directory, keeps them), *before* the block's data
+and ``done`` flag: a block that is done has its certificates, and a block killed half-way is
+recomputed and rewrites the same file (same bits). The file name is a hash of the block's
+instance coordinates, so a block copied into an extended store keeps its file. Each file holds
+the block's coordinates, a hash of the spec's instance settings (files of an older, different
+spec at the same path are recognised as stale), and per instance the SROA steps ``(lam_j,
+x_j)``, the recorded ``upper_bound``/``certified`` and each step's certificate arrays.
+
+:func:`verify_store` rebuilds every instance's tensor from the stored spec and its seed (the
+same construction as :mod:`sroa_dist.sweep.worker`), deflates it with the stored steps exactly
+as :func:`sroa_dist.sroa` does, and checks each certificate with
+:meth:`sroa_dist.certificate.Certificate.verify`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .grid import BlockTask, InstanceSettings, block_task, instance_seed
+from .spec import SweepSpec, solver_options
+
+__all__ = ["CertificateCheck", "VerifyReport", "collect", "verify_store", "write_certificates"]
+
+SUFFIX = ".certificates"
+
+
+def _fs(url: str, storage_options: Mapping[str, Any] | None):
+    import fsspec
+
+    fs, path = fsspec.core.url_to_fs(str(url), **dict(storage_options or {}))
+    return fs, path.rstrip("/") + SUFFIX
+
+
+def _py(value: Any) -> Any:
+    """JSON fallback: numpy scalars as Python scalars (ints stay ints: they seed instances)."""
+    return value.item() if hasattr(value, "item") else str(value)
+
+
+def _labels_text(dims: Sequence[str], coords: Sequence[Sequence[Any]], idx) -> str:
+    labels = {d: coords[i][j] for i, (d, j) in enumerate(zip(dims, idx, strict=True))}
+    return json.dumps(labels, sort_keys=True, default=_py)
+
+
+def _settings_hash(spec: SweepSpec) -> str:
+    text = json.dumps(spec.instance_settings(), sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _block_name(task: BlockTask) -> str:
+    text = json.dumps([list(task.dims), [list(map(str, c)) for c in task.coords]])
+    return "block-" + hashlib.sha256(text.encode()).hexdigest()[:20] + ".npz"
+
+
+def collect(
+    records: dict[str, np.ndarray],
+    indices: Sequence[tuple[int, ...]],
+    block_shape: tuple[int, ...],
+    res: Any,
+) -> None:
+    """Add the certificates of a batched SROA result (instances at ``indices`` of the block)."""
+    for b, idx in enumerate(indices):
+        key = f"i{int(np.ravel_multi_index(idx, block_shape))}_"
+        records[key + "lam"] = np.asarray(res.lambdas[b], dtype=float)
+        records[key + "x"] = np.asarray(res.vectors[b], dtype=float).T
+        records[key + "upper"] = np.asarray(res.upper_bounds[b], dtype=float)
+        records[key + "certified"] = np.asarray(res.certified[b], dtype=bool)
+        for j, step in enumerate(res.steps):
+            cert = None if step.certificate is None else step.certificate[b]
+            if cert is not None:
+                for name, arr in cert.to_arrays().items():
+                    records[f"{key}s{j}_{name}"] = arr
+
+
+def write_certificates(
+    url: str,
+    task: BlockTask,
+    records: Mapping[str, np.ndarray],
+    storage_options: Mapping[str, Any] | None = None,
+) -> str:
+    """Write one block's certificate file (write to a temporary name, then rename)."""
+    from .spec import spec_from_dict
+
+    spec = spec_from_dict(json.loads(task.spec_json), source="<block task>")
+    meta = {"dims": list(task.dims), "coords": [list(c) for c in task.coords]}
+    buf = io.BytesIO()
+    np.savez_compressed(
+        buf,
+        meta=np.array(json.dumps(meta, default=_py)),
+        settings_hash=np.array(_settings_hash(spec)),
+        **records,
+    )
+    fs, base = _fs(url, storage_options)
+    fs.makedirs(base, exist_ok=True)
+    path = f"{base}/{_block_name(task)}"
+    fs.pipe_file(path + ".tmp", buf.getvalue())
+    fs.mv(path + ".tmp", path)
+    return path
+
+
+@dataclass(frozen=True)
+class CertificateCheck:
+    """Outcome of one step's certificate check."""
+
+    file: str
+    coords: dict[str, Any]
+    step: int
+    verified: float  # Certificate.verify of the rebuilt step tensor
+    claimed: float  # the certificate's U
+    lam: float
+    certified: bool
+    ok: bool
+    reason: str
+
+
+@dataclass
+class VerifyReport:
+    """Result of :func:`verify_store`."""
+
+    checks: list[CertificateCheck] = field(default_factory=list)
+    stale_files: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)  # done instances without certificates
+    # steps stored without a certificate (local methods, or certified above its size cap)
+    steps_without: int = 0
+
+    @property
+    def failed(self) -> list[CertificateCheck]:
+        return [c for c in self.checks if not c.ok]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed and not self.missing
+
+
+def _instance_tensors(
+    spec: SweepSpec, members: Sequence[tuple[InstanceSettings, int]]
+) -> list[np.ndarray]:
+    """``T_hat`` of instances sharing a group key, built as the sweep worker builds them.
+
+    Mirrors :func:`sroa_dist.sweep.worker._compute_group` (seed children 0 and 2, the operator
+    norm rescaling); ``tests/test_certificate.py`` checks that SROA on these tensors reproduces
+    the stored results bit for bit, so the two cannot drift apart unnoticed.
+    """
+    import sroa_dist as core
+
+    s = members[0][0]
+    tensor, data = spec.data["tensor"], spec.data
+    seeds = [instance_seed(spec.seed, st, rep) for st, rep in members]
+    inst_ss, _, norm_ss = zip(*(ss.spawn(3) for ss in seeds), strict=True)
+    opnorm = s.level_name != "sigma"
+    insts = [
+        core.make_instance(
+            s.n,
+            s.p,
+            rank=s.rank,
+            basis=tensor["basis"],
+            lambdas=tensor["lambdas"],
+            noise=s.noise,
+            sigma=1.0 if opnorm else st.level,
+            rng=np.random.default_rng(ss),
+        )
+        for (st, _), ss in zip(members, inst_ss, strict=True)
+    ]
+    if not opnorm:
+        return [inst.T_hat for inst in insts]
+    Es = np.stack([inst.E for inst in insts])
+    nr = core.operator_norm_batch(
+        Es, s.norm_method, rng=list(norm_ss), **solver_options(data, s.norm_method, norm=True)
+    )
+    eps = np.asarray(nr.value, dtype=float)
+    lams = np.stack([inst.lambdas for inst in insts])
+    target = np.array([st.level for st, _ in members], dtype=float)
+    if s.level_name == "eps_scaled":
+        target = target * np.abs(lams).min(axis=1) * s.n ** (-1.0 / (s.p - 1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        factor = np.where(eps > 0, target / eps, 0.0)
+    Es = Es * factor.reshape((-1,) + (1,) * s.p)
+    T_hat = np.stack([inst.T for inst in insts]) + Es
+    return list(T_hat)
+
+
+def verify_store(
+    url: str,
+    storage_options: Mapping[str, Any] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> VerifyReport:
+    """Re-check every stored certificate of a sweep store against its rebuilt tensors.
+
+    A step fails when ``verify(T_step)`` exceeds the certificate's claimed ``U`` by more than
+    ``gap_tol * ||T_step||_F`` (the engine's certification tolerance), or when the step was
+    recorded as certified and the verified bound minus ``|lam_j|`` exceeds that tolerance.
+    Instances of finished blocks with no certificate file are listed in ``missing`` when the
+    spec asked for certificates.
+    """
+    from sroa_dist.certificate import Certificate
+    from sroa_dist.solvers import GAP_TOL
+    from sroa_dist.tensors import rank_one_tensor
+
+    from .storage import read_done, store_layout
+
+    spec, layout = store_layout(url, storage_options)
+    fs, base = _fs(url, storage_options)
+    want = _settings_hash(spec)
+    report = VerifyReport()
+    covered: set[str] = set()
+    files = sorted(f for f in (fs.ls(base, detail=False) if fs.exists(base) else []))
+    for path in files:
+        if not path.endswith(".npz"):
+            continue
+        with fs.open(path, "rb") as fh, np.load(io.BytesIO(fh.read())) as z:
+            if str(z["settings_hash"]) != want:
+                report.stale_files.append(path)
+                continue
+            meta = json.loads(str(z["meta"]))
+            coords = tuple(tuple(c) for c in meta["coords"])
+            task = BlockTask(
+                -1,
+                tuple((0, len(c)) for c in coords),
+                tuple(meta["dims"]),
+                coords,
+                spec.to_json(),
+                layout.n_steps,
+                layout.n_component,
+            )
+            members = list(task.instances(spec))
+            groups: dict[tuple[Any, ...], list[int]] = {}
+            for k, (_, st, _) in enumerate(members):
+                groups.setdefault(st.group_key(), []).append(k)
+            for ks in groups.values():
+                st0 = members[ks[0]][1]
+                gap_tol = float(solver_options(spec.data, st0.method).get("gap_tol", GAP_TOL))
+                tensors = _instance_tensors(spec, [(members[k][1], members[k][2]) for k in ks])
+                for k, T in zip(ks, tensors, strict=True):
+                    idx, st, rep = members[k]
+                    text = _labels_text(task.dims, task.coords, idx)
+                    covered.add(text)
+                    labels = json.loads(text)
+                    key = f"i{int(np.ravel_multi_index(idx, task.shape))}_"
+                    if key + "lam" not in z.files:
+                        continue
+                    lams, X = z[key + "lam"], z[key + "x"]
+                    certified = z[key + "certified"]
+                    residual = np.array(T, dtype=float)
+                    for j in range(len(lams)):
+                        prefix = f"{key}s{j}_"
+                        if prefix + "gram" in z.files:
+                            cert = Certificate.from_arrays(z, prefix)
+                            report.checks.append(
+                                _check(
+                                    path,
+                                    labels,
+                                    j,
+                                    cert,
+                                    residual,
+                                    lams[j],
+                                    certified[j],
+                                    gap_tol,
+                                    st.p,
+                                )
+                            )
+                        else:
+                            report.steps_without += 1
+                        residual -= rank_one_tensor(lams[j], X[j], st.p)
+        if progress is not None:
+            progress(path)
+    if spec.data["output"]["certificates"]:
+        done = read_done(url, storage_options)
+        for b in np.flatnonzero(done):
+            t = block_task(spec, layout, int(b))
+            for idx, _, _ in t.instances(spec):
+                text = _labels_text(t.dims, t.coords, idx)
+                if text not in covered:
+                    report.missing.append(text)
+    return report
+
+
+def _check(path, labels, j, cert, T, lam, certified, gap_tol, p) -> CertificateCheck:
+    fro = float(np.linalg.norm(T))
+    tol = gap_tol * fro
+    try:
+        v = cert.verify(T)
+    except ValueError as exc:
+        return CertificateCheck(
+            path,
+            labels,
+            j,
+            np.nan,
+            cert.bound,
+            float(lam),
+            bool(certified),
+            False,
+            f"malformed certificate: {exc}",
+        )
+    reason = ""
+    if not v <= cert.bound + tol:
+        reason = (
+            f"verified bound {v:.12g} exceeds the claimed {cert.bound:.12g} by more than {tol:.3g}"
+        )
+    elif certified and not v - abs(float(lam)) <= tol + 1e-12 * fro:
+        reason = (
+            f"step recorded as certified, but the verified bound {v:.12g} exceeds "
+            f"|lam| = {abs(float(lam)):.12g} by more than {tol:.3g}"
+        )
+    elif certified and p % 2 and float(lam) < 0:
+        reason = "step recorded as certified with lam < 0 for odd p"
+    return CertificateCheck(
+        path, labels, j, v, cert.bound, float(lam), bool(certified), not reason, reason
+    )

@@ -1,0 +1,682 @@
+"""Model sweeps: method-of-moments studies (a ``[model]`` spec table) as sweep instances.
+
+A model sweep replaces the planted tensor and synthetic noise of ``[tensor]``/``[noise]`` by a
+latent variable model of :mod:`sroa_dist.moments`: every instance draws the model's parameters
+from its seeded prior, samples ``N`` observations, estimates the whitened third moment
+``T̂ = T + E`` and runs SROA on it (:func:`sroa_dist.moments.run_study`). This module holds
+everything specific to that kind of sweep -- schema and checks, grid-point settings and seeds,
+cost model, block kernel and cube variables -- so that spec, grid, worker and storage only
+dispatch to it.
+
+Grammar (see ``docs/sweeps.md``)::
+
+    name, seed, replicates, description
+    [model]   name, N, k, d, L (topics), sigma2 (gmm), weights, norms
+    [model.prior]       concentration (topics) | mean_scale (gmm)
+    [model.tolerances]  component, weight
+    [solver]  method, options
+
+``model.N``, ``model.k``, ``model.d``, ``model.L``, ``model.weights`` and ``solver.method`` may be
+axes (a list or a range table), with dimensions ``N``, ``k``, ``d``, ``L``, ``weight_ratio`` and
+``method``.
+
+Seeding: the model's parameters come from ``SeedSequence(seed, spawn_key=(h("model=…"),
+h("k=…"), h("d=…"), h("weight_ratio=…"), replicate))`` and the study (sample, SROA starts, norm
+solver) from the same key extended by ``(h("N=…"), h("L=…"))``. Neither contains the method, so
+methods are compared on the same samples; and replicate ``r`` keeps the same topics or means
+along the ``N`` and ``L`` axes, so an error-vs-``N`` curve is one model seen with more data.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .grid import (
+    MAX_TASKS,
+    BlockTask,
+    Layout,
+    chunks_for_block_size,
+    default_block_size,
+    stable_hash32,
+)
+from .spec import (
+    AXIS_ORDER,
+    Axis,
+    SpecError,
+    SweepSpec,
+    _axis_values,
+    _check_method_options,
+    _registry_names,
+    _validate_table,
+    solver_options,
+)
+from .worker import BlockResult
+
+__all__ = [
+    "MODEL_AXIS_KEYS",
+    "MODEL_DIM_ATTRS",
+    "MODEL_VARIABLES",
+    "ModelInstanceSettings",
+    "ModelSweepSpec",
+    "compute_model_block",
+    "is_model_spec",
+    "model_layout",
+    "model_spec_from_dict",
+    "model_weights",
+]
+
+#: Dotted spec key -> dimension name, for the keys of a model sweep that may be swept.
+MODEL_AXIS_KEYS: dict[str, str] = {
+    "model.k": "k",
+    "model.d": "d",
+    "model.L": "L",
+    "model.weights": "weight_ratio",
+    "solver.method": "method",
+    "model.N": "N",
+}
+
+#: Largest estimated memory of one instance (the sample is held whole by the estimators).
+MAX_INSTANCE_BYTES = 4 * 2**30
+#: Largest estimated time of one instance: beyond it a block cannot be retried cheaply.
+MAX_INSTANCE_SECONDS = 3600.0
+
+_SCHEMA: dict[str, Any] = {
+    "name": ("str", None, True),
+    "description": ("str", "", False),
+    "seed": ("seed", 0, False),
+    "replicates": ("int", 1, False),
+    "model": {
+        "name": ("str", None, True),
+        "N": ("int_axis", None, True),
+        "k": ("int_axis", None, True),
+        "d": ("int_axis", None, True),
+        "L": ("int_axis", None, False),
+        "sigma2": ("float", None, False),
+        "weights": ("float_axis", 1.0, False),
+        "norms": ("bool", True, False),
+        "prior": ("table", {}, False),
+        "tolerances": ("table", {}, False),
+    },
+    "solver": {
+        "method": ("str_axis", "certified", False),
+        "steps": ("int", None, False),
+        "options": ("table", {}, False),
+        "norm_method": ("str", None, False),
+        "norm_options": ("table", {}, False),
+    },
+    "output": {
+        "vectors": ("bool", False, False),
+    },
+}
+
+#: Prior parameters of each registered model (keywords of its ``from_prior``).
+_PRIOR_KEYS = {"topics": ("concentration",), "gmm": ("mean_scale",)}
+
+MODEL_DIM_ATTRS = {
+    "N": {"long_name": "sample size N (documents or points) per instance", "units": "1"},
+    "k": {"long_name": "number of latent classes k (topics or mixture components)", "units": "1"},
+    "d": {"long_name": "observation dimension d (vocabulary size or ambient dim)", "units": "1"},
+    "L": {"long_name": "words per document L (single-topic model)", "units": "1"},
+    "weight_ratio": {
+        "long_name": "mixing-weight imbalance max(w)/min(w); weights geometric in the class "
+        "index, 1 = uniform",
+        "units": "1",
+    },
+}
+
+_STEP_NOTE = "SROA step j recovers one component; errors after optimal (Hungarian) matching"
+# name -> (per-step?, dtype, fill, attrs), as worker.VARIABLES for tensor sweeps.
+MODEL_VARIABLES: dict[str, tuple[bool, str, Any, dict[str, str]]] = {
+    "lam_hat": (
+        True,
+        "f8",
+        np.nan,
+        {
+            "long_name": "lambda_hat_j of SROA step j on the whitened T_hat (sign fixed > 0); "
+            "the recovered weight is 1/lambda_hat_j^2",
+            "units": "1",
+            "paper": "Algorithm 1, line 3",
+        },
+    ),
+    "certified": (
+        True,
+        "bool",
+        False,
+        {"long_name": "global optimality of SROA step j certified by the solver", "units": "1"},
+    ),
+    "upper_bound": (
+        True,
+        "f8",
+        np.nan,
+        {"long_name": "valid upper bound of step j's objective max T_{j-1} x^3", "units": "1"},
+    ),
+    "component_error": (
+        True,
+        "f8",
+        np.nan,
+        {
+            "long_name": "error of the component recovered at step j: total variation "
+            "(1/2 l1) to the matched topic, or l2 distance to the matched mean",
+            "units": "1 (topics, probability); data units (gmm)",
+            "note": _STEP_NOTE,
+        },
+    ),
+    "weight_error": (
+        True,
+        "f8",
+        np.nan,
+        {
+            "long_name": "|w_hat_j - w_pi(j)|: error of the mixing weight recovered at step j",
+            "units": "1",
+            "note": _STEP_NOTE,
+        },
+    ),
+    "eps": (
+        False,
+        "f8",
+        np.nan,
+        {
+            "long_name": "||E|| with the population whitening W: E = M3_hat(W,W,W) - M3(W,W,W), "
+            "the paper's perturbation (best value found)",
+            "units": "1 (whitened space)",
+            "paper": "epsilon = ||E||",
+        },
+    ),
+    "eps_lower": (
+        False,
+        "f8",
+        np.nan,
+        {"long_name": "certified lower bound of ||E|| (population W)", "units": "1"},
+    ),
+    "eps_upper": (
+        False,
+        "f8",
+        np.nan,
+        {"long_name": "certified upper bound of ||E|| (population W)", "units": "1"},
+    ),
+    "eps_certified": (
+        False,
+        "bool",
+        False,
+        {"long_name": "||E|| bracket (population W) certified tight", "units": "1"},
+    ),
+    "eps_full": (
+        False,
+        "f8",
+        np.nan,
+        {
+            "long_name": "||E|| with the estimated whitening W_hat: M3_hat(W_hat,W_hat,W_hat) "
+            "minus the true SOD tensor in W_hat's coordinates (whole pipeline; best value found)",
+            "units": "1 (whitened space)",
+        },
+    ),
+    "eps_full_upper": (
+        False,
+        "f8",
+        np.nan,
+        {"long_name": "certified upper bound of eps_full", "units": "1"},
+    ),
+    "lambda_min": (
+        False,
+        "f8",
+        np.nan,
+        {
+            "long_name": "smallest true lambda_i = w_i^(-1/2), the scale eps compares with",
+            "units": "1",
+        },
+    ),
+    "success": (
+        False,
+        "bool",
+        False,
+        {
+            "long_name": "every component_error and weight_error within the tolerances",
+            "units": "1",
+            "note": "False also for instances not computed yet (see component_error)",
+        },
+    ),
+    "sigma2_hat": (
+        False,
+        "f8",
+        np.nan,
+        {
+            "long_name": "variance used by the mixture's corrections (NaN for topics)",
+            "units": "data units^2",
+        },
+    ),
+    "solve_time": (
+        False,
+        "f8",
+        np.nan,
+        {
+            "long_name": "wall seconds of the whole instance: sampling, moment estimation, "
+            "SROA and both norms",
+            "units": "s",
+        },
+    ),
+}
+
+
+def is_model_spec(spec: Any) -> bool:
+    """Whether ``spec`` describes a model sweep (a ``[model]`` table)."""
+    return isinstance(spec, ModelSweepSpec)
+
+
+@dataclass(frozen=True)
+class ModelSweepSpec(SweepSpec):
+    """A validated model sweep spec; as :class:`SweepSpec`, with the model's axes."""
+
+    def sweep_dims(self) -> list[str]:
+        """Swept dimensions in canonical cube order (without ``replicate`` and ``step``)."""
+        return [MODEL_AXIS_KEYS[k] for k in self._axis_keys_in_order() if self.axes[k].swept]
+
+    def _axis_keys_in_order(self) -> list[str]:
+        order = {d: i for i, d in enumerate(AXIS_ORDER)}
+        return sorted(self.axes, key=lambda k: order[MODEL_AXIS_KEYS[k]])
+
+    @property
+    def model_name(self) -> str:
+        """Registered model name (``"topics"`` or ``"gmm"``)."""
+        return self.data["model"]["name"]
+
+
+# --------------------------------------------------------------------------------------------
+# Validation
+
+
+def model_spec_from_dict(raw: Mapping[str, Any], source: str = "<dict>") -> ModelSweepSpec:
+    """Validate a spec with a ``[model]`` table and resolve defaults."""
+    for other in ("tensor", "noise"):
+        if other in raw:
+            raise SpecError(
+                source,
+                other,
+                "no [tensor] or [noise] table in a spec with a [model] table",
+                f"<[{other}] given>",
+                "a sweep either plants a tensor with synthetic noise ([tensor], [noise]) or "
+                "samples a latent variable model ([model]); split it into two specs",
+            )
+    raw = dict(raw)
+    model_raw = raw.get("model")
+    if isinstance(model_raw, Mapping):
+        model_raw = dict(model_raw)
+        w = model_raw.get("weights")
+        if w == "uniform" or (isinstance(w, list) and "uniform" in w):
+            model_raw["weights"] = (
+                [1.0 if x == "uniform" else x for x in w] if isinstance(w, list) else 1.0
+            )
+        raw["model"] = model_raw
+    data = _validate_table(raw, _SCHEMA, "", source)
+    axes = {}
+    for key in MODEL_AXIS_KEYS:
+        sect, leaf = key.split(".")
+        given = data[sect][leaf]
+        if given is None:
+            continue
+        kind = _SCHEMA[sect][leaf][0]
+        values, swept = _axis_values(given, kind, key, source)
+        axes[key] = Axis(key, values, swept, given)
+    _check_model_semantics(data, axes, source)
+    return ModelSweepSpec(data=data, source=source, axes=axes)
+
+
+def _check_model_semantics(data: dict[str, Any], axes: dict[str, Axis], source: str) -> None:
+    """Cross-key rules: registry names, 2 <= k <= d, L >= 3, steps = k, memory and time."""
+    from sroa_dist.moments import DEFAULT_TOLERANCES, MODELS
+
+    model = data["model"]
+    name = model["name"]
+    if name not in MODELS:
+        raise SpecError(source, "model.name", f"one of {sorted(MODELS)}", name, "unknown model")
+    if data["replicates"] < 1:
+        raise SpecError(source, "replicates", "an integer >= 1", data["replicates"])
+    Ns, ks, ds = (axes[f"model.{x}"].values for x in ("N", "k", "d"))
+    if min(Ns) < 2:
+        raise SpecError(source, "model.N", "sample sizes N >= 2", min(Ns))
+    if min(ks) < 2:
+        raise SpecError(source, "model.k", "k >= 2 latent classes", min(ks))
+    if max(ks) > min(ds):
+        raise SpecError(
+            source,
+            "model.k",
+            f"k <= d (smallest d is {min(ds)})",
+            max(ks),
+            "the k components must be linearly independent in R^d",
+        )
+    if name == "topics":
+        if "model.L" not in axes:
+            raise SpecError(source, "model.L", "words per document L >= 3 (topics)", "<missing>")
+        if min(axes["model.L"].values) < 3:
+            raise SpecError(
+                source,
+                "model.L",
+                "L >= 3",
+                min(axes["model.L"].values),
+                "three distinct words per document estimate M3",
+            )
+        if model["sigma2"] is not None:
+            raise SpecError(
+                source, "model.sigma2", "no sigma2 for topics", model["sigma2"], "sigma2 is gmm's"
+            )
+    else:
+        if "model.L" in axes:
+            raise SpecError(
+                source, "model.L", f"no L for model {name!r}", model["L"], "L is the topics' one"
+            )
+        if model["sigma2"] is None:
+            model["sigma2"] = 1.0
+        if not model["sigma2"] > 0:
+            raise SpecError(source, "model.sigma2", "a variance > 0", model["sigma2"])
+    if min(axes["model.weights"].values) < 1:
+        raise SpecError(
+            source,
+            "model.weights",
+            '"uniform" or imbalance ratios max(w)/min(w) >= 1',
+            min(axes["model.weights"].values),
+        )
+    valid_prior = _PRIOR_KEYS[name]
+    for key, val in model["prior"].items():
+        if key not in valid_prior:
+            raise SpecError(
+                source, f"model.prior.{key}", f"one of {list(valid_prior)}", "<unknown key>"
+            )
+        if isinstance(val, bool) or not isinstance(val, int | float) or not val > 0:
+            raise SpecError(source, f"model.prior.{key}", "a positive number", val)
+    default_tol = DEFAULT_TOLERANCES[name]
+    for key, val in model["tolerances"].items():
+        if key not in ("component", "weight"):
+            raise SpecError(
+                source, f"model.tolerances.{key}", "one of ['component', 'weight']", "<unknown key>"
+            )
+        if isinstance(val, bool) or not isinstance(val, int | float) or not val > 0:
+            raise SpecError(source, f"model.tolerances.{key}", "a positive number", val)
+    model["tolerances"] = {
+        "component": float(model["tolerances"].get("component", default_tol.component)),
+        "weight": float(model["tolerances"].get("weight", default_tol.weight)),
+    }
+    methods, _ = _registry_names()
+    for m in axes["solver.method"].values:
+        if m not in methods:
+            raise SpecError(
+                source, "solver.method", f"one of {sorted(methods)}", m, "unknown method"
+            )
+    solver = data["solver"]
+    for key in ("norm_method", "norm_options"):
+        if solver[key]:
+            raise SpecError(
+                source,
+                f"solver.{key}",
+                "nothing (model sweeps choose the norm solver)",
+                solver[key],
+                "||E|| is certified where the moment relaxation fits (k <= 14), else a "
+                "multi-start lower bound",
+            )
+    for sub, val in solver["options"].items():
+        if isinstance(val, Mapping) and sub not in methods:
+            raise SpecError(
+                source,
+                f"solver.options.{sub}",
+                f"a method sub-table (one of {sorted(methods)})",
+                "<unknown method>",
+            )
+    # The core's own dry bind of option names and values, at every SROA size (k x k x k).
+    for m in axes["solver.method"].values:
+        for k in sorted(set(ks)):
+            _check_method_options(data, m, int(k), 3, False, source)
+    if solver["steps"] is not None and set(ks) != {solver["steps"]}:
+        raise SpecError(
+            source,
+            "solver.steps",
+            f"steps = k ({sorted(ks)}) or no steps",
+            solver["steps"],
+            "a model sweep recovers every component, so SROA runs k steps; omit steps",
+        )
+    if data["output"]["vectors"]:
+        raise SpecError(
+            source,
+            "output.vectors",
+            "false for a model sweep",
+            True,
+            "recovered components are summarised by component_error; use "
+            "sroa_dist.moments.run_study to inspect them",
+        )
+    _check_budget(data, axes, source)
+
+
+def _check_budget(data: dict[str, Any], axes: dict[str, Axis], source: str) -> None:
+    """Refuse grid corners whose one instance would not fit in memory or in an hour."""
+    N, k, d = (max(axes[f"model.{x}"].values) for x in ("N", "k", "d"))
+    L = max(axes["model.L"].values) if "model.L" in axes else None
+    s = ModelInstanceSettings(data["model"]["name"], N, k, d, L, 1.0, "certified")
+    mem, cost = s.memory_bytes(), s.cost()
+    if mem > MAX_INSTANCE_BYTES:
+        raise SpecError(
+            source,
+            "model.N",
+            f"instances within {MAX_INSTANCE_BYTES / 2**30:.0f} GiB",
+            f"<about {mem / 2**30:.1f} GiB at N = {N}, d = {d}>",
+            "the sample is held in memory; lower N or d",
+        )
+    if cost > MAX_INSTANCE_SECONDS:
+        raise SpecError(
+            source,
+            "model.N",
+            f"instances within {MAX_INSTANCE_SECONDS:.0f} s",
+            f"<about {cost:.0f} s at N = {N}, k = {k}, d = {d}>",
+            "lower N, k or d",
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# Grid points, seeds, cost
+
+
+def model_weights(k: int, ratio: float) -> np.ndarray:
+    """Mixing weights ``w_i ∝ ratio^{-i/(k-1)}`` (``max/min = ratio``; 1 is uniform)."""
+    w = float(ratio) ** (-np.arange(k) / (k - 1))
+    return w / w.sum()
+
+
+@dataclass(frozen=True)
+class ModelInstanceSettings:
+    """Everything that defines one grid point of a model sweep (instances differ by replicate)."""
+
+    model: str
+    N: int
+    k: int
+    d: int
+    L: int | None
+    weight_ratio: float
+    method: str
+    sigma2: float | None = None
+    prior: tuple[tuple[str, float], ...] = ()
+
+    def prior_key(self) -> tuple[int, ...]:
+        """Spawn-key prefix of the model's parameters: neither N, L nor the method."""
+        return (
+            stable_hash32("model", self.model),
+            stable_hash32("k", self.k),
+            stable_hash32("d", self.d),
+            stable_hash32("weight_ratio", float(self.weight_ratio)),
+        )
+
+    def seed_key(self) -> tuple[int, ...]:
+        """Spawn-key suffix (after the replicate) of the study: N and L, never the method."""
+        return (stable_hash32("N", self.N), stable_hash32("L", self.L))
+
+    def group_key(self) -> tuple[Any, ...]:
+        """Instances sharing this key share the model's parameters (per replicate)."""
+        return (self.model, self.k, self.d, self.weight_ratio)
+
+    def prior_seed(self, master_seed: int, replicate: int) -> np.random.SeedSequence:
+        """Seed of the model's parameters for ``replicate``."""
+        return np.random.SeedSequence(master_seed, spawn_key=(*self.prior_key(), int(replicate)))
+
+    def study_seed(self, master_seed: int, replicate: int) -> np.random.SeedSequence:
+        """Seed of the study (sample, SROA starts, norm solver) for ``replicate``."""
+        key = (*self.prior_key(), int(replicate), *self.seed_key())
+        return np.random.SeedSequence(master_seed, spawn_key=key)
+
+    def build_model(self, master_seed: int, replicate: int):
+        """The instance's model, parameters drawn from the seeded prior."""
+        from sroa_dist.moments import make_model
+
+        params: dict[str, Any] = dict(self.prior)
+        if self.model == "topics":
+            params["doc_length"] = int(self.L)
+        else:
+            params["sigma2"] = float(self.sigma2)
+        weights = model_weights(self.k, self.weight_ratio)
+        return make_model(
+            self.model,
+            self.k,
+            self.d,
+            rng=np.random.default_rng(self.prior_seed(master_seed, replicate)),
+            weights=weights,
+            **params,
+        )
+
+    def memory_bytes(self) -> float:
+        """Rough peak bytes of one instance (the sample dominates)."""
+        if self.model == "topics":
+            return 48.0 * self.N * self.L + 64.0 * self.d * self.k + 8.0 * min(self.d, 400) ** 2
+        return 24.0 * self.N * self.d + 8.0 * min(self.d, 400) ** 2
+
+    def cost(self) -> float:
+        """Rough seconds of one instance on one core; only used to size blocks.
+
+        Orders of magnitude measured on one core: a fixed part growing with d² (the whitening's
+        eigensolver), the streamed moments ``N·(nnz/N·k + k³)`` (topics) or ``N·d·k`` plus the
+        eigensolver's passes over the dense sample (gmm); SROA and the two norm solves on
+        ``k × k × k`` tensors do not depend on ``N`` or ``d``.
+        """
+        k, N, d = self.k, self.N, self.d
+        fixed = 0.1 + 0.02 * (k / 5) ** 3 + 1e-7 * d**2
+        if self.model == "topics":
+            return fixed + 2e-8 * N * (self.L * k + k**3)
+        return fixed + 5e-9 * N * d * (k + 50)
+
+
+def settings_from_coords(spec: ModelSweepSpec, values: Mapping[str, Any]) -> ModelInstanceSettings:
+    """Settings of the grid point whose swept coordinates are ``values`` (scalars from spec)."""
+
+    def val(key: str) -> Any:
+        dim = MODEL_AXIS_KEYS[key]
+        if dim in values:
+            return values[dim]
+        ax = spec.axes.get(key)
+        return None if ax is None else ax.scalar
+
+    model = spec.data["model"]
+    L = val("model.L")
+    return ModelInstanceSettings(
+        model=model["name"],
+        N=int(val("model.N")),
+        k=int(val("model.k")),
+        d=int(val("model.d")),
+        L=None if L is None else int(L),
+        weight_ratio=float(val("model.weights")),
+        method=str(val("solver.method")),
+        sigma2=model["sigma2"],
+        prior=tuple(sorted((k, float(v)) for k, v in model["prior"].items())),
+    )
+
+
+def model_layout(
+    spec: ModelSweepSpec, block_size: int | None = None, chunks: Sequence[int] | None = None
+) -> Layout:
+    """The layout of a model sweep (as :func:`~sroa_dist.sweep.grid.make_layout`).
+
+    ``step`` has length max k (SROA runs k steps); there is no ``component`` dim.
+    """
+    dims = [*spec.sweep_dims(), "replicate"]
+    by_dim = {MODEL_AXIS_KEYS[k]: ax for k, ax in spec.axes.items()}
+    coords = [tuple(by_dim[d].values) for d in dims[:-1]]
+    coords.append(tuple(range(spec.replicates)))
+    shape = [len(c) for c in coords]
+    n_steps = max(spec.axes["model.k"].values)
+    if chunks is None:
+        auto = block_size is None
+        block_size = default_block_size(spec) if auto else block_size
+        chunks = chunks_for_block_size(shape, block_size)
+        # As in make_layout: blocks do not straddle outer coordinates, so grow until the
+        # default stays within MAX_TASKS.
+        while (
+            auto and math.prod(-(-s // c) for s, c in zip(shape, chunks, strict=True)) > MAX_TASKS
+        ):
+            block_size = int(block_size * 1.25) + 1
+            chunks = chunks_for_block_size(shape, block_size)
+    chunks = tuple(min(int(c), s) for c, s in zip(chunks, shape, strict=True))
+    if len(chunks) != len(dims) or min(chunks) < 1:
+        raise ValueError(
+            f"chunks: expected {len(dims)} positive sizes for {dims}; received {chunks}"
+        )
+    return Layout(tuple(dims), tuple(coords), chunks, int(n_steps), int(n_steps))
+
+
+# --------------------------------------------------------------------------------------------
+# Block kernel
+
+
+def allocate_model(task: BlockTask) -> dict[str, np.ndarray]:
+    """Output arrays of a model block filled with the variables' fill values."""
+    out = {}
+    for name, (per_step, dtype, fill, _) in MODEL_VARIABLES.items():
+        shape = task.shape + ((task.n_steps,) if per_step else ())
+        out[name] = np.full(shape, fill, dtype=dtype)
+    return out
+
+
+def compute_model_block(task: BlockTask, spec: ModelSweepSpec) -> BlockResult:
+    """Compute every instance of a model-sweep block (pure: depends only on the task)."""
+    from sroa_dist.moments import Tolerances, run_study
+
+    t_start = time.perf_counter()
+    out = allocate_model(task)
+    tol = Tolerances(**spec.data["model"]["tolerances"])
+    norms = bool(spec.data["model"]["norms"])
+    kernel = 0.0
+    for idx, s, rep in task.instances(spec):
+        model = s.build_model(spec.seed, rep)
+        t0 = time.perf_counter()
+        st = run_study(
+            model,
+            s.N,
+            s.method,
+            rng=s.study_seed(spec.seed, rep),
+            tolerances=tol,
+            norms=norms,
+            **solver_options(spec.data, s.method),
+        )
+        dt = time.perf_counter() - t0
+        kernel += dt
+        write_study(out, idx, st, dt)
+    n = math.prod(task.shape)
+    return BlockResult(task.index, out, kernel, time.perf_counter() - t_start, n)
+
+
+def write_study(out: dict[str, np.ndarray], idx: tuple[int, ...], st: Any, seconds: float) -> None:
+    """Store one :class:`~sroa_dist.moments.MomentStudy` at ``idx`` of a block's arrays."""
+    fit, err = st.fit, st.errors
+    k = fit.k
+    out["lam_hat"][idx][:k] = fit.lambdas
+    out["certified"][idx][:k] = fit.certified
+    out["upper_bound"][idx][:k] = fit.upper_bounds
+    out["component_error"][idx][:k] = err.component_error
+    out["weight_error"][idx][:k] = err.weight_error
+    if st.eps_population is not None:
+        e = st.eps_population
+        out["eps"][idx], out["eps_lower"][idx], out["eps_upper"][idx] = e.value, e.lower, e.upper
+        out["eps_certified"][idx] = e.certified
+    if st.eps_full is not None:
+        out["eps_full"][idx], out["eps_full_upper"][idx] = st.eps_full.value, st.eps_full.upper
+    out["lambda_min"][idx] = st.lambda_min
+    out["success"][idx] = st.success
+    out["sigma2_hat"][idx] = fit.sigma2
+    out["solve_time"][idx] = seconds
