@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -93,8 +94,7 @@ def check_symmetric_tensor(T: ArrayLike, name: str = "T", *, batched: bool = Fal
         axes = list(range(arr.ndim))
         axes[off + k], axes[off + k + 1] = axes[off + k + 1], axes[off + k]
         with np.errstate(over="ignore"):
-            diff = np.abs(arr - arr.transpose(axes)).reshape(flat.shape)
-        dev = np.max(diff, axis=-1)
+            dev = _deviation(arr, arr.transpose(axes), batched)
         if not np.all(np.isfinite(dev)):
             # Entries near the float64 limit: compare halves, which cannot overflow.
             dev = 2 * np.max(np.abs(0.5 * arr - 0.5 * arr.transpose(axes)).reshape(flat.shape), -1)
@@ -106,6 +106,22 @@ def check_symmetric_tensor(T: ArrayLike, name: str = "T", *, batched: bool = Fal
                 "sroa_dist.symmetrize"
             )
     return arr
+
+
+def _deviation(a: FloatArray, b: FloatArray, batched: bool, size: int = 2**19) -> Any:
+    """``max |a − b|`` per tensor (shape ``(B,)`` when batched, else a scalar), computed in
+    slices of about ``size`` entries so that a large tensor needs no full-size temporaries."""
+    if a.size <= size:
+        diff = np.abs(a - b)
+        return np.max(diff.reshape(diff.shape[:1] + (-1,)), axis=-1) if batched else diff.max()
+    pairs = list(zip(a, b, strict=True)) if batched else [(a, b)]
+    out = np.empty(len(pairs))
+    for t, (x, y) in enumerate(pairs):
+        step = max(1, size // max(1, x[0].size))
+        out[t] = max(
+            float(np.max(np.abs(x[i : i + step] - y[i : i + step]))) for i in range(0, len(x), step)
+        )
+    return out if batched else out[0]
 
 
 def check_tensor_stack(Ts: ArrayLike, name: str = "Ts") -> FloatArray:
