@@ -211,6 +211,27 @@ class Certificate:
                 f"T: expected a finite tensor of shape {(n,) * p} for this certificate, "
                 f"received shape {T.shape}"
             )
+        # Squares of entries beyond ~2^500 overflow (and below ~2^-500 underflow) in the norms
+        # the check takes, so tensor and certificate are first brought to unit scale by a power
+        # of two. Scaling up is exact; scaling down may round entries that become subnormal, by
+        # at most 2^-1075 each, which `pad` covers: every such change moves the residual, the
+        # Gram term (||m||^2 <= K) or the claimed bound by at most that per coefficient.
+        parts = (T, self.gram, self.h_coefs, self.bounds)
+        big = max(float(np.max(np.abs(a), initial=0.0)) for a in parts)
+        k = int(np.frexp(big)[1]) if big > 2.0**400 or 0.0 < big < 2.0**-400 else 0
+        if k == 0:
+            return self._pieces(T)
+        scaled = self.scaled(-k)
+        K = len(np.unique(np.asarray(self.exponents).sum(axis=1)))
+        pad = (T.size + self.gram[0].size * (1 + K) + self.h_coefs.shape[1] * (n + 2) + 2) * (
+            2.0**-1074 if k > 0 else 0.0
+        )
+        with np.errstate(over="ignore"):
+            return np.ldexp(scaled._pieces(np.ldexp(T, -k)) + pad, k)
+
+    def _pieces(self, T: np.ndarray) -> np.ndarray:
+        """:meth:`verify_pieces` on a tensor and certificate of moderate scale."""
+        n, p = self.n, self.p
         E = np.asarray(self.exponents, dtype=np.int64)
         if len(np.unique(E, axis=0)) != len(E) or np.any(E < 0):
             raise ValueError("Certificate.exponents: expected distinct nonnegative rows")
