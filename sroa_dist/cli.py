@@ -200,6 +200,13 @@ def _write_outputs(writer, args: argparse.Namespace) -> int:
     fmts = _formats(args.formats)
     if fmts is not None and args.command == "plot":
         _check_plot_formats(fmts)
+    if fmts is not None and args.command == "report":
+        from .analysis.report import check_report_formats
+
+        try:
+            check_report_formats(fmts)
+        except ValueError as exc:
+            raise CLIError(f"--format {args.formats}: {exc}", "e.g. --format md,html") from None
     ds = open_results(args.store)
     status = completeness(ds)
     if status.complete:
@@ -219,14 +226,9 @@ def _write_outputs(writer, args: argparse.Namespace) -> int:
             + (" (--strict: exit 1)" if args.strict else "")
         )
         print("\n".join([*lines, bar]), file=sys.stderr)
-    try:
-        with warnings.catch_warnings():  # stated above, once
-            warnings.simplefilter("ignore", IncompleteCubeWarning)
-            paths = writer(ds, args.out, *([fmts] if fmts else []), status=status)
-    except ValueError as exc:
-        if fmts is None or "format" not in str(exc):
-            raise
-        raise CLIError(f"--format {args.formats}: {exc}", "e.g. --format md,html") from None
+    with warnings.catch_warnings():  # stated above, once
+        warnings.simplefilter("ignore", IncompleteCubeWarning)
+        paths = writer(ds, args.out, *([fmts] if fmts else []), status=status)
     print("\n".join(map(str, paths)))
     return 1 if args.strict and not status.complete else 0
 

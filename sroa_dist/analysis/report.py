@@ -372,6 +372,21 @@ def _scalars(ds: xr.Dataset) -> dict[str, object]:
     return {k: ds[k].values.item() for k in ds.data_vars}
 
 
+#: The formats :func:`write_report` can write.
+REPORT_FORMATS = ("md", "html")
+
+
+def check_report_formats(formats: str | Sequence[str]) -> list[str]:
+    """The report formats asked for, as a list; ``ValueError`` naming any unknown one."""
+    formats = [formats] if isinstance(formats, str) else list(formats)
+    unknown = [f for f in formats if f not in REPORT_FORMATS]
+    if unknown:
+        raise ValueError(
+            f"unknown report format(s) {unknown}: expected one or more of {list(REPORT_FORMATS)}"
+        )
+    return formats
+
+
 def write_report(
     ds: xr.Dataset,
     out_path: str | Path,
@@ -412,10 +427,7 @@ def write_report(
     list of Path
         The report files (in ``formats`` order), then the figure files.
     """
-    formats = [formats] if isinstance(formats, str) else list(formats)
-    unknown = [f for f in formats if f not in ("md", "html")]
-    if unknown:
-        raise ValueError(f"unknown report format(s) {unknown}: expected 'md' and/or 'html'")
+    formats = check_report_formats(formats)
     get_criterion(criterion)  # fail before any work on an unknown name
     out_path = Path(out_path)
     base = out_path.with_suffix("") if out_path.suffix in (".md", ".html") else out_path
