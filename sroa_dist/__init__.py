@@ -7,6 +7,7 @@ numpy/scipy; ``run_sweep``, ``load_spec`` and ``open_results`` load Dask/zarr la
 
 from __future__ import annotations
 
+from importlib import metadata as _metadata
 from typing import Any
 
 from .adversarial import WorstCaseResult, worst_case
@@ -26,7 +27,10 @@ from .perturbations import (
 from .solvers import METHODS, RankOneResult, rank_one, rank_one_batch
 from .tensors import identity_basis, random_orthonormal_basis, sod_tensor, symmetrize
 
-__version__ = "0.1.0"
+try:  # the version is written once, in pyproject.toml
+    __version__ = _metadata.version("sroa-dist")
+except _metadata.PackageNotFoundError:  # a source tree that was never installed
+    __version__ = "0+unknown"
 
 __all__ = [
     "Certificate",

@@ -1,4 +1,4 @@
-"""The numerical core stays free of Dask, xarray and zarr (STYLE.md: one direction of imports)."""
+"""The numerical core stays free of Dask, xarray and zarr (imports: numerics <- sweep <- CLI)."""
 
 import subprocess
 import sys

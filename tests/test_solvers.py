@@ -73,7 +73,7 @@ def test_sshopm_returns_z_eigenpairs_of_general_tensors(p):
 @pytest.mark.parametrize("p", [3, 4])
 def test_power_method_returns_z_eigenpairs_of_nearly_sod_tensors(p):
     """The unshifted robust power method is meant for nearly SOD inputs; there it converges
-    (on general tensors it can cycle, see NOTES.md, which is why it is only the baseline)."""
+    (on general tensors it can cycle between two points, which is why it is only the baseline)."""
     rng = np.random.default_rng(6)
     for _ in range(5):
         V = random_orthonormal_basis(5, rng=rng)

@@ -241,7 +241,7 @@ def check_region_aligned(
 ) -> None:
     """Raise ``ValueError`` unless ``region`` covers whole chunks only.
 
-    Concurrent writes into a shared zarr chunk silently lose data (NOTES.md), so a region that
+    Concurrent writes into a shared zarr chunk silently lose data (xarray #8371), so a region that
     starts inside a chunk, or ends inside one other than at the array's end, is refused. Only
     the leading ``len(region)`` axes are checked.
     """
