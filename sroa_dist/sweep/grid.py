@@ -21,7 +21,7 @@ import hashlib
 import math
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -467,6 +467,35 @@ def _settings_from_coords(spec: SweepSpec, values: dict[str, Any]) -> InstanceSe
     )
 
 
+def layout_chunks(
+    dims: Sequence[str],
+    shape: Sequence[int],
+    block_size: int | None,
+    chunks: Sequence[int] | None,
+    default: Callable[[], int],
+) -> tuple[int, ...]:
+    """Block (= chunk) shape from explicit ``chunks``, a ``block_size`` or ``default()``.
+
+    Blocks do not straddle outer coordinates, so rounding can add blocks: the default grows
+    until it stays within MAX_TASKS tasks.
+    """
+    if chunks is None:
+        auto = block_size is None
+        block_size = default() if auto else block_size
+        chunks = chunks_for_block_size(shape, block_size)
+        while (
+            auto and math.prod(-(-s // c) for s, c in zip(shape, chunks, strict=True)) > MAX_TASKS
+        ):
+            block_size = int(block_size * 1.25) + 1
+            chunks = chunks_for_block_size(shape, block_size)
+    chunks = tuple(min(int(c), s) for c, s in zip(chunks, shape, strict=True))
+    if len(chunks) != len(dims) or min(chunks) < 1:
+        raise ValueError(
+            f"chunks: expected {len(dims)} positive sizes for {dims}; received {chunks}"
+        )
+    return chunks
+
+
 def make_layout(
     spec: SweepSpec,
     block_size: int | None = None,
@@ -494,22 +523,7 @@ def make_layout(
     else:
         max_rank = max(ns)
     n_steps = spec.data["solver"]["steps"] or max_rank
-    if chunks is None:
-        auto = block_size is None
-        block_size = default_block_size(spec) if auto else block_size
-        chunks = chunks_for_block_size(shape, block_size)
-        # Blocks do not straddle outer coordinates, so rounding can add blocks: grow until
-        # the default stays within MAX_TASKS.
-        while (
-            auto and math.prod(-(-s // c) for s, c in zip(shape, chunks, strict=True)) > MAX_TASKS
-        ):
-            block_size = int(block_size * 1.25) + 1
-            chunks = chunks_for_block_size(shape, block_size)
-    chunks = tuple(min(int(c), s) for c, s in zip(chunks, shape, strict=True))
-    if len(chunks) != len(dims) or min(chunks) < 1:
-        raise ValueError(
-            f"chunks: expected {len(dims)} positive sizes for {dims}; received {chunks}"
-        )
+    chunks = layout_chunks(dims, shape, block_size, chunks, lambda: default_block_size(spec))
     layout = Layout(tuple(dims), tuple(coords), chunks, int(n_steps), int(max(ns)))
     check_memory(spec, layout, memory_limit)
     return layout

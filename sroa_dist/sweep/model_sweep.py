@@ -39,11 +39,10 @@ from typing import Any
 import numpy as np
 
 from .grid import (
-    MAX_TASKS,
     BlockTask,
     Layout,
-    chunks_for_block_size,
     default_block_size,
+    layout_chunks,
     stable_hash32,
 )
 from .spec import (
@@ -612,26 +611,13 @@ def model_layout(
     coords.append(tuple(range(spec.replicates)))
     shape = [len(c) for c in coords]
     n_steps = max(spec.axes["model.k"].values)
-    if chunks is None:
-        auto = block_size is None
-        block_size = (
-            default_block_size(spec, _mean_cost(spec, dims[:-1], coords[:-1]))
-            if auto
-            else block_size
-        )
-        chunks = chunks_for_block_size(shape, block_size)
-        # As in make_layout: blocks do not straddle outer coordinates, so grow until the
-        # default stays within MAX_TASKS.
-        while (
-            auto and math.prod(-(-s // c) for s, c in zip(shape, chunks, strict=True)) > MAX_TASKS
-        ):
-            block_size = int(block_size * 1.25) + 1
-            chunks = chunks_for_block_size(shape, block_size)
-    chunks = tuple(min(int(c), s) for c, s in zip(chunks, shape, strict=True))
-    if len(chunks) != len(dims) or min(chunks) < 1:
-        raise ValueError(
-            f"chunks: expected {len(dims)} positive sizes for {dims}; received {chunks}"
-        )
+    chunks = layout_chunks(
+        dims,
+        shape,
+        block_size,
+        chunks,
+        lambda: default_block_size(spec, _mean_cost(spec, dims[:-1], coords[:-1])),
+    )
     return Layout(tuple(dims), tuple(coords), chunks, int(n_steps), int(n_steps))
 
 
