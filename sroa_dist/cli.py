@@ -154,7 +154,9 @@ def _cmd_info(args: argparse.Namespace) -> int:
 def _cmd_verify(args: argparse.Namespace) -> int:
     """``verify``: re-check every stored certificate against the instances' rebuilt tensors."""
     from .sweep.certificates import verify_store
+    from .sweep.storage import require_store
 
+    require_store(args.store)  # the same one-line answer as status/info for a non-store
     rep = verify_store(args.store)
     failed = rep.failed
     for c in failed:

@@ -289,6 +289,8 @@ BAD = [
     ("status-file", ["status", "{d}/afile"], ["received a file", "hint: give the --store"]),
     ("status-empty", ["status", "{d}/empty"], ["an empty folder", "hint:"]),
     ("info-empty", ["info", "{d}/empty"], ["an empty folder", "hint:"]),
+    ("verify-empty", ["verify", "{d}/empty"], ["an empty folder", "hint:"]),
+    ("verify-foreign", ["verify", "{d}/foreign.zarr"], ["did not write", "hint: give"]),
     ("status-missing", ["status", "{d}/nope.zarr"], ["does not exist", "sroa-dist run"]),
     ("status-foreign", ["status", "{d}/foreign.zarr"], ["did not write", "hint: give"]),
     ("info-foreign", ["info", "{d}/foreign.zarr"], ["did not write", "hint: give"]),
