@@ -285,7 +285,23 @@ def test_git_commit_comes_from_the_environment_in_images(monkeypatch):
     monkeypatch.setenv("SROA_GIT_COMMIT", "0123abcd")
     assert git_commit() == "0123abcd"
     monkeypatch.delenv("SROA_GIT_COMMIT")
-    assert git_commit() != "0123abcd"
+    # Without it, the commit is git's own description of the source tree (or "unknown").
+    import subprocess
+    from pathlib import Path
+
+    import sroa_dist.sweep.storage as storage
+
+    try:
+        want = subprocess.run(
+            ["git", "describe", "--always", "--dirty", "--abbrev=40"],
+            cwd=Path(storage.__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        want = "unknown"
+    assert git_commit() == want
 
 
 def test_resuming_with_other_code_warns(tmp_path, monkeypatch):
