@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from .grid import BlockTask, InstanceSettings, block_task, instance_seed
+from .grid import BlockTask, InstanceSettings, block_task
 from .spec import SweepSpec, solver_options
 
 __all__ = ["CertificateCheck", "VerifyReport", "collect", "verify_store", "write_certificates"]
@@ -144,48 +144,11 @@ class VerifyReport:
 def _instance_tensors(
     spec: SweepSpec, members: Sequence[tuple[InstanceSettings, int]]
 ) -> list[np.ndarray]:
-    """``T_hat`` of instances sharing a group key, built as the sweep worker builds them.
+    """``T_hat`` of instances sharing a group key, drawn by the worker's own
+    :func:`~sroa_dist.sweep.worker.draw_group` (so they cannot drift apart)."""
+    from .worker import draw_group
 
-    Mirrors :func:`sroa_dist.sweep.worker._compute_group` (seed children 0 and 2, the operator
-    norm rescaling); ``tests/test_certificate.py`` checks that SROA on these tensors reproduces
-    the stored results bit for bit, so the two cannot drift apart unnoticed.
-    """
-    import sroa_dist as core
-
-    s = members[0][0]
-    tensor, data = spec.data["tensor"], spec.data
-    seeds = [instance_seed(spec.seed, st, rep) for st, rep in members]
-    inst_ss, _, norm_ss = zip(*(ss.spawn(3) for ss in seeds), strict=True)
-    opnorm = s.level_name != "sigma"
-    insts = [
-        core.make_instance(
-            s.n,
-            s.p,
-            rank=s.rank,
-            basis=tensor["basis"],
-            lambdas=tensor["lambdas"],
-            noise=s.noise,
-            sigma=1.0 if opnorm else st.level,
-            rng=np.random.default_rng(ss),
-        )
-        for (st, _), ss in zip(members, inst_ss, strict=True)
-    ]
-    if not opnorm:
-        return [inst.T_hat for inst in insts]
-    Es = np.stack([inst.E for inst in insts])
-    nr = core.operator_norm_batch(
-        Es, s.norm_method, rng=list(norm_ss), **solver_options(data, s.norm_method, norm=True)
-    )
-    eps = np.asarray(nr.value, dtype=float)
-    lams = np.stack([inst.lambdas for inst in insts])
-    target = np.array([st.level for st, _ in members], dtype=float)
-    if s.level_name == "eps_scaled":
-        target = target * np.abs(lams).min(axis=1) * s.n ** (-1.0 / (s.p - 1))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        factor = np.where(eps > 0, target / eps, 0.0)
-    Es = Es * factor.reshape((-1,) + (1,) * s.p)
-    T_hat = np.stack([inst.T for inst in insts]) + Es
-    return list(T_hat)
+    return list(draw_group(spec, members).T_hat)
 
 
 def verify_store(

@@ -12,6 +12,7 @@ import functools
 import math
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -227,20 +228,32 @@ def _target_eps(s: InstanceSettings, level: float, lambdas: np.ndarray) -> float
     return level
 
 
-def _compute_group(
-    spec: SweepSpec,
-    members: list[tuple[tuple[int, ...], InstanceSettings, int]],
-    out: dict[str, np.ndarray],
-    vectors: bool,
-    certs: dict[str, np.ndarray] | None = None,
-    block_shape: tuple[int, ...] = (),
-) -> float:
-    """Instances sharing (noise, n, p, rank, method, steps, norm method): batched core calls."""
+@dataclass(frozen=True)
+class DrawnGroup:
+    """The instances of one group as the worker solves them: tensors, ‖E‖ and seeds."""
+
+    instances: list[Any]
+    T_hat: np.ndarray
+    norm: Any  # OperatorNormResult (exact where the family states its norm)
+    eps: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    lambdas: np.ndarray
+    solve_seeds: tuple[np.random.SeedSequence, ...]
+
+
+def draw_group(spec: SweepSpec, members: Sequence[tuple[InstanceSettings, int]]) -> DrawnGroup:
+    """Draw the instances ``(settings, replicate)`` sharing a group key, as a sweep solves them.
+
+    The one home of instance construction (seed children 0/1/2: instance draws, SROA starts,
+    norm starts; rescaling E to its target norm), used by the block kernel and by
+    ``sroa-dist verify``, which rebuilds the tensors a stored certificate speaks of.
+    """
     import sroa_dist as core
 
-    s = members[0][1]
+    s = members[0][0]
     tensor, data = spec.data["tensor"], spec.data
-    seeds = [instance_seed(spec.seed, st, rep) for _, st, rep in members]
+    seeds = [instance_seed(spec.seed, st, rep) for st, rep in members]
     # Children 0/1/2: instance draws, SROA starts, norm starts (independent, fixed roles).
     inst_ss, solve_ss, norm_ss = zip(*(ss.spawn(3) for ss in seeds), strict=True)
     opnorm = s.level_name != "sigma"
@@ -248,7 +261,6 @@ def _compute_group(
     params = model_params(noise.get("params"), s.noise)
     weight = noise.get("weight")
     weight = DEFAULT_WEIGHT if weight is None else weight
-    t0 = time.perf_counter()
     insts = [
         core.make_instance(
             s.n,
@@ -263,7 +275,7 @@ def _compute_group(
             noise_weight=weight,
             noise_eps=functools.partial(_target_eps, s, st.level) if opnorm else st.level,
         )
-        for (_, st, _), ss in zip(members, inst_ss, strict=True)
+        for (st, _), ss in zip(members, inst_ss, strict=True)
     ]
     Es = np.stack([inst.E for inst in insts])
     exact = [inst.E_norm for inst in insts]
@@ -288,7 +300,7 @@ def _compute_group(
     if opnorm:
         # Rescale E to the target operator norm (homogeneous: the bracket scales with it).
         target = np.array(
-            [_target_eps(s, st.level, lam) for (_, st, _), lam in zip(members, lams, strict=True)]
+            [_target_eps(s, st.level, lam) for (st, _), lam in zip(members, lams, strict=True)]
         )
         with np.errstate(divide="ignore", invalid="ignore"):
             factor = np.where(eps > 0, target / eps, 0.0)
@@ -299,6 +311,26 @@ def _compute_group(
         T_hat = np.stack([inst.T for inst in insts]) + Es
     else:
         T_hat = np.stack([inst.T_hat for inst in insts])
+    return DrawnGroup(insts, T_hat, nr, eps, lower, upper, lams, tuple(solve_ss))
+
+
+def _compute_group(
+    spec: SweepSpec,
+    members: list[tuple[tuple[int, ...], InstanceSettings, int]],
+    out: dict[str, np.ndarray],
+    vectors: bool,
+    certs: dict[str, np.ndarray] | None = None,
+    block_shape: tuple[int, ...] = (),
+) -> float:
+    """Instances sharing (noise, n, p, rank, method, steps, norm method): batched core calls."""
+    import sroa_dist as core
+
+    s = members[0][1]
+    data = spec.data
+    t0 = time.perf_counter()
+    drawn = draw_group(spec, [(st, rep) for _, st, rep in members])
+    insts, T_hat, nr, solve_ss = drawn.instances, drawn.T_hat, drawn.norm, drawn.solve_seeds
+    eps, lower, upper, lams = drawn.eps, drawn.lower, drawn.upper, drawn.lambdas
     res = core.sroa_batch(
         T_hat,
         rank=s.steps,
