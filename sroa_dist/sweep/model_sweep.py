@@ -45,6 +45,7 @@ from .grid import (
     layout_chunks,
     stable_hash32,
 )
+from .spec import _SCHEMA as TENSOR_SCHEMA
 from .spec import (
     AXIS_ORDER,
     Axis,
@@ -86,11 +87,10 @@ MAX_INSTANCE_BYTES = 4 * 2**30
 #: Largest estimated time of one instance: beyond it a block cannot be retried cheaply.
 MAX_INSTANCE_SECONDS = 3600.0
 
+# The keys shared with tensor sweeps (name, seed, replicates, [solver], [output] vectors) come
+# from the tensor spec's schema, so the two kinds cannot disagree on them.
 _SCHEMA: dict[str, Any] = {
-    "name": ("str", None, True),
-    "description": ("str", "", False),
-    "seed": ("seed", 0, False),
-    "replicates": ("int", 1, False),
+    **{k: TENSOR_SCHEMA[k] for k in ("name", "description", "seed", "replicates")},
     "model": {
         "name": ("str", None, True),
         "N": ("int_axis", None, True),
@@ -103,16 +103,8 @@ _SCHEMA: dict[str, Any] = {
         "prior": ("table", {}, False),
         "tolerances": ("table", {}, False),
     },
-    "solver": {
-        "method": ("str_axis", "certified", False),
-        "steps": ("int", None, False),
-        "options": ("table", {}, False),
-        "norm_method": ("str", None, False),
-        "norm_options": ("table", {}, False),
-    },
-    "output": {
-        "vectors": ("bool", False, False),
-    },
+    "solver": TENSOR_SCHEMA["solver"],
+    "output": {"vectors": TENSOR_SCHEMA["output"]["vectors"]},
 }
 
 #: Prior parameters of each registered model (keywords of its ``from_prior``).
