@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from .grid import BlockTask, InstanceSettings, block_task
-from .spec import SweepSpec, solver_options
+from .spec import SweepSpec
 
 __all__ = ["CertificateCheck", "VerifyReport", "collect", "verify_store", "write_certificates"]
 
@@ -200,7 +200,7 @@ def verify_store(
                 groups.setdefault(st.group_key(), []).append(k)
             for ks in groups.values():
                 st0 = members[ks[0]][1]
-                gap_tol = float(solver_options(spec.data, st0.method).get("gap_tol", GAP_TOL))
+                gap_tol = float(spec.options_for(st0.method).get("gap_tol", GAP_TOL))
                 tensors = _instance_tensors(spec, [(members[k][1], members[k][2]) for k in ks])
                 for k, T in zip(ks, tensors, strict=True):
                     idx, st, rep = members[k]
@@ -235,7 +235,7 @@ def verify_store(
                         residual -= rank_one_tensor(lams[j], X[j], st.p)
         if progress is not None:
             progress(path)
-    if spec.data["output"]["certificates"]:
+    if spec.output.certificates:
         done = read_done(url, storage_options)
         for b in np.flatnonzero(done):
             t = block_task(spec, layout, int(b))

@@ -27,9 +27,10 @@ from typing import Any
 
 import numpy as np
 
+from sroa_dist.policy import certified_tractable, resolve_norm_method, solve_cost
 from sroa_dist.solvers import memory_estimate
 
-from .spec import AXIS_KEYS, SpecError, SweepSpec, round_sig, solver_options
+from .spec import SpecError, SweepSpec, round_sig
 
 __all__ = [
     "BlockTask",
@@ -49,11 +50,11 @@ __all__ = [
     "task_memory",
 ]
 
-#: Largest number of tasks a sweep should need (scheduler overhead ~2 ms per task).
+#: Largest number of tasks a sweep should need (the scheduler's per-task overhead adds up).
 MAX_TASKS = 10_000
 #: Aim for tasks of this many seconds (1–10 s keeps overhead negligible and progress smooth).
 TARGET_TASK_SECONDS = 4.0
-#: ...but not under this (per-task overhead is ~30 ms: scheduling and store writes).
+#: ...but not under this (per-task overhead: scheduling and store writes).
 MIN_TASK_SECONDS = 1.0
 #: Largest tensor stack (bytes of T̂) handed to one core call; bounds worker memory, does not
 #: change results (batched calls equal one-at-a-time calls bit for bit).
@@ -114,50 +115,6 @@ def instance_seed(
 ) -> np.random.SeedSequence:
     """The instance's seed sequence; children 0/1/2 feed instance, solver and norm streams."""
     return np.random.SeedSequence(master_seed, spawn_key=(*settings.seed_key(), int(replicate)))
-
-
-def certified_tractable(n: int, p: int) -> bool:
-    """Whether the certified (moment relaxation) solver is affordable per instance.
-
-    Delegates to the core's ``relaxation_tractable`` (moment matrix side <= 120: n <= 14 for
-    p = 3, 4); only used to choose the default ``solver.norm_method``.
-    """
-    from sroa_dist.solvers import relaxation_tractable
-
-    return bool(relaxation_tractable(n, p))
-
-
-def resolve_norm_method(method: str, n: int, p: int, norm_method: str | None) -> str:
-    """Default ``solver.norm_method``: the method itself if it is global (certified / sos), else
-    certified when tractable, else sshopm."""
-    if norm_method is not None:
-        return norm_method
-    if method in ("certified", "sos"):
-        return method
-    return "certified" if certified_tractable(n, p) else "sshopm"
-
-
-def solve_cost(method: str, n: int, p: int) -> float:
-    """Rough seconds per rank-one solve (measured orders of magnitude on one core, see
-    docs/sweeps.md); only used to size blocks so that a task takes seconds.
-
-    Local methods scale with the tensor size n^p (~0.35 ms at n = 10, p = 3; ~6 ms at n = 32,
-    p = 3; ~75 ms at n = 16, p = 4); the moment relaxation with the cube of its moment-matrix
-    side (~0.05 s at side 66, i.e. n = 10, p = 3, on nearly SOD tensors, one thread), and is
-    skipped where it is intractable. Above one MiB per tensor SROA deflates implicitly and
-    ``sshopm`` steps mostly restart from the previous step's local maxima: about 1e-8 s per
-    tensor entry and step (0.14 s at n = 256, p = 3; 0.13 s at n = 64, p = 4), while ``power``
-    keeps its 2 × 30 cold iterations (about 1e-7 s per entry and step).
-    """
-    from sroa_dist.decomposition import IMPLICIT_BYTES
-
-    if method in ("sshopm", "power") and 8.0 * float(n) ** p > IMPLICIT_BYTES:
-        return 0.01 + (1e-8 if method == "sshopm" else 1e-7) * float(n) ** p
-    local = 1e-4 + 2.5e-7 * float(n) ** p
-    if method in ("certified", "sos") and certified_tractable(n, p):
-        d = (p + 1) // 2
-        return local + 0.05 * (math.comb(n + d, d) / 66) ** 3
-    return local
 
 
 def _instance_cost(s: InstanceSettings) -> float:
@@ -296,18 +253,17 @@ def default_block_size(spec: SweepSpec, mean_cost: float | None = None) -> int:
 def _solver_combos(spec: SweepSpec) -> Iterator[tuple[str, int, int, str]]:
     """Every ``(method, n, p, norm method)`` of the grid: the only axes solver cost and memory
     depend on (the noise axes and replicates do not change them)."""
-    nm = spec.data["solver"]["norm_method"]
     for m in spec.axes["solver.method"].values:
         for n in spec.axes["tensor.n"].values:
             for p in spec.axes["tensor.p"].values:
-                yield m, int(n), int(p), resolve_norm_method(m, int(n), int(p), nm)
+                yield m, int(n), int(p), spec.norm_method_for(m, int(n), int(p))
 
 
 def _mean_instance_cost(spec: SweepSpec) -> float:
     """Mean of the per-instance cost over the grid. Every grid point weighs the same and the
     cost is linear in the steps, so averaging the steps over the rank axis separately is exact.
     """
-    fixed = spec.data["solver"]["steps"]
+    fixed = spec.solver.steps
     ranks = spec.axes["tensor.rank"].values if "tensor.rank" in spec.axes else None
     costs = []
     for m, n, p, norm in _solver_combos(spec):
@@ -374,14 +330,13 @@ def task_memory(
     """
     batch = min(block, batch_instances(n, p))
     tensor = 8.0 * float(n) ** p
-    solve = memory_estimate(method, n, p, batch, solver_options(spec.data, method))
-    norm_options = solver_options(spec.data, norm_method, norm=True)
-    norm = memory_estimate(norm_method, n, p, batch, norm_options)
+    solve = memory_estimate(method, n, p, batch, spec.options_for(method))
+    norm = memory_estimate(norm_method, n, p, batch, spec.options_for(norm_method, norm=True))
     held = (5 * batch + 1) * tensor
     solver = float(max(solve, norm))
     generation = max(0.0, ((2 * p + 2) + 3 * (batch - 1)) * tensor - held - solver)
     per_instance = 8.0 * (8 * n_steps + 8)
-    if spec.data["output"]["vectors"]:
+    if spec.output.vectors:
         per_instance += 8.0 * n_steps * n
     return {
         "base": float(WORKER_BASE_BYTES),
@@ -436,34 +391,25 @@ def check_memory(spec: SweepSpec, layout: Layout, limit: int | None = None) -> N
 
 def _settings_from_coords(spec: SweepSpec, values: dict[str, Any]) -> InstanceSettings:
     """Settings of the grid point whose swept coordinates are ``values`` (scalars from spec)."""
-    if "model" in spec.data:  # a model sweep (model_sweep builds on this module)
+    if spec.kind == "model":  # a model sweep (model_sweep builds on this module)
         from .model_sweep import settings_from_coords
 
         return settings_from_coords(spec, values)
-
-    def val(key: str) -> Any:
-        dim = AXIS_KEYS[key]
-        if dim in values:
-            return values[dim]
-        ax = spec.axes.get(key)
-        return None if ax is None else ax.scalar
-
-    n, p = int(val("tensor.n")), int(val("tensor.p"))
-    rank = val("tensor.rank")
-    rank = n if rank is None else int(rank)
+    n, p = int(spec.setting("tensor.n", values)), int(spec.setting("tensor.p", values))
+    rank = spec.setting("tensor.rank", values)
+    rank = n if rank is None else int(rank)  # full rank by default
     level_key = spec.noise_level_key
-    method = val("solver.method")
-    steps = spec.data["solver"]["steps"] or rank
+    method = spec.setting("solver.method", values)
     return InstanceSettings(
-        noise=val("noise.model"),
+        noise=spec.setting("noise.model", values),
         n=n,
         p=p,
         rank=rank,
         method=method,
-        level_name=level_key.split(".")[1],
-        level=float(val(level_key)),
-        steps=int(steps),
-        norm_method=resolve_norm_method(method, n, p, spec.data["solver"]["norm_method"]),
+        level_name=spec.noise.level_name,
+        level=float(spec.setting(level_key, values)),
+        steps=spec.steps_for(rank),
+        norm_method=spec.norm_method_for(method, n, p),
     )
 
 
@@ -508,23 +454,15 @@ def make_layout(
     Raises ``SpecError`` if a task would need more than ``memory_limit`` bytes (default:
     :func:`default_worker_memory`; ``math.inf`` skips the check), see :func:`check_memory`.
     """
-    if "model" in spec.data:  # a model sweep (model_sweep builds on this module)
+    if spec.kind == "model":  # a model sweep (model_sweep builds on this module)
         from .model_sweep import model_layout
 
         return model_layout(spec, block_size, chunks)
-    dims = [*spec.sweep_dims(), "replicate"]
-    by_dim = {AXIS_KEYS[k]: ax for k, ax in spec.axes.items()}
-    coords = [tuple(by_dim[d].values) for d in dims[:-1]]
-    coords.append(tuple(range(spec.replicates)))
+    dims, coords = spec.instance_grid()
     shape = [len(c) for c in coords]
-    ns = spec.axes["tensor.n"].values
-    if "tensor.rank" in spec.axes:
-        max_rank = max(spec.axes["tensor.rank"].values)
-    else:
-        max_rank = max(ns)
-    n_steps = spec.data["solver"]["steps"] or max_rank
     chunks = layout_chunks(dims, shape, block_size, chunks, lambda: default_block_size(spec))
-    layout = Layout(tuple(dims), tuple(coords), chunks, int(n_steps), int(max(ns)))
+    n_component = max(spec.axes["tensor.n"].values)
+    layout = Layout(tuple(dims), tuple(coords), chunks, spec.n_steps, int(n_component))
     check_memory(spec, layout, memory_limit)
     return layout
 

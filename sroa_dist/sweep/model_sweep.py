@@ -29,12 +29,13 @@ along the ``N`` and ``L`` axes, so an error-vs-``N`` curve is one model seen wit
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -45,25 +46,26 @@ from .grid import (
     layout_chunks,
     stable_hash32,
 )
+from .schema import MODEL_VARIABLES
 from .spec import _SCHEMA as TENSOR_SCHEMA
 from .spec import (
-    AXIS_ORDER,
     Axis,
     SpecError,
     SweepSpec,
-    _axis_values,
-    _check_method_options,
     _registry_names,
     _validate_table,
-    solver_options,
+    build_axes,
+    check_method_options,
+    check_methods,
+    check_replicates,
 )
-from .worker import BlockResult
+from .worker import BlockResult, allocate
 
 __all__ = [
     "MODEL_AXIS_KEYS",
-    "MODEL_DIM_ATTRS",
     "MODEL_VARIABLES",
     "ModelInstanceSettings",
+    "ModelSection",
     "ModelSweepSpec",
     "compute_model_block",
     "is_model_spec",
@@ -110,150 +112,6 @@ _SCHEMA: dict[str, Any] = {
 #: Prior parameters of each registered model (keywords of its ``from_prior``).
 _PRIOR_KEYS = {"topics": ("concentration",), "gmm": ("mean_scale",)}
 
-MODEL_DIM_ATTRS = {
-    "N": {"long_name": "sample size N (documents or points) per instance", "units": "1"},
-    "k": {"long_name": "number of latent classes k (topics or mixture components)", "units": "1"},
-    "d": {"long_name": "observation dimension d (vocabulary size or ambient dim)", "units": "1"},
-    "L": {"long_name": "words per document L (single-topic model)", "units": "1"},
-    "weight_ratio": {
-        "long_name": "mixing-weight imbalance max(w)/min(w); weights geometric in the class "
-        "index, 1 = uniform",
-        "units": "1",
-    },
-}
-
-_STEP_NOTE = "SROA step j recovers one component; errors after optimal (Hungarian) matching"
-# name -> (per-step?, dtype, fill, attrs), as worker.VARIABLES for tensor sweeps.
-MODEL_VARIABLES: dict[str, tuple[bool, str, Any, dict[str, str]]] = {
-    "lam_hat": (
-        True,
-        "f8",
-        np.nan,
-        {
-            "long_name": "lambda_hat_j of SROA step j on the whitened T_hat (sign fixed > 0); "
-            "the recovered weight is 1/lambda_hat_j^2",
-            "units": "1",
-            "paper": "Algorithm 1, line 3",
-        },
-    ),
-    "certified": (
-        True,
-        "bool",
-        False,
-        {"long_name": "global optimality of SROA step j certified by the solver", "units": "1"},
-    ),
-    "upper_bound": (
-        True,
-        "f8",
-        np.nan,
-        {"long_name": "valid upper bound of step j's objective max T_{j-1} x^3", "units": "1"},
-    ),
-    "component_error": (
-        True,
-        "f8",
-        np.nan,
-        {
-            "long_name": "error of the component recovered at step j: total variation "
-            "(1/2 l1) to the matched topic, or l2 distance to the matched mean",
-            "units": "1 (topics, probability); data units (gmm)",
-            "note": _STEP_NOTE,
-        },
-    ),
-    "weight_error": (
-        True,
-        "f8",
-        np.nan,
-        {
-            "long_name": "|w_hat_j - w_pi(j)|: error of the mixing weight recovered at step j",
-            "units": "1",
-            "note": _STEP_NOTE,
-        },
-    ),
-    "eps": (
-        False,
-        "f8",
-        np.nan,
-        {
-            "long_name": "||E|| with the population whitening W: E = M3_hat(W,W,W) - M3(W,W,W), "
-            "the paper's perturbation (best value found)",
-            "units": "1 (whitened space)",
-            "paper": "epsilon = ||E||",
-        },
-    ),
-    "eps_lower": (
-        False,
-        "f8",
-        np.nan,
-        {"long_name": "certified lower bound of ||E|| (population W)", "units": "1"},
-    ),
-    "eps_upper": (
-        False,
-        "f8",
-        np.nan,
-        {"long_name": "certified upper bound of ||E|| (population W)", "units": "1"},
-    ),
-    "eps_certified": (
-        False,
-        "bool",
-        False,
-        {"long_name": "||E|| bracket (population W) certified tight", "units": "1"},
-    ),
-    "eps_full": (
-        False,
-        "f8",
-        np.nan,
-        {
-            "long_name": "||E|| with the estimated whitening W_hat: M3_hat(W_hat,W_hat,W_hat) "
-            "minus the true SOD tensor in W_hat's coordinates (whole pipeline; best value found)",
-            "units": "1 (whitened space)",
-        },
-    ),
-    "eps_full_upper": (
-        False,
-        "f8",
-        np.nan,
-        {"long_name": "certified upper bound of eps_full", "units": "1"},
-    ),
-    "lambda_min": (
-        False,
-        "f8",
-        np.nan,
-        {
-            "long_name": "smallest true lambda_i = w_i^(-1/2), the scale eps compares with",
-            "units": "1",
-        },
-    ),
-    "success": (
-        False,
-        "bool",
-        False,
-        {
-            "long_name": "every component_error and weight_error within the tolerances",
-            "units": "1",
-            "note": "False also for instances not computed yet (see component_error)",
-        },
-    ),
-    "sigma2_hat": (
-        False,
-        "f8",
-        np.nan,
-        {
-            "long_name": "variance used by the mixture's corrections (NaN for topics)",
-            "units": "data units^2",
-        },
-    ),
-    "solve_time": (
-        False,
-        "f8",
-        np.nan,
-        {
-            "long_name": "wall seconds of the whole instance: sampling, moment estimation, "
-            "SROA and both norms",
-            "units": "s",
-        },
-    ),
-}
-
 
 def is_model_spec(spec: Any) -> bool:
     """Whether ``spec`` describes a model sweep (a ``[model]`` table)."""
@@ -261,21 +119,45 @@ def is_model_spec(spec: Any) -> bool:
 
 
 @dataclass(frozen=True)
+class ModelSection:
+    """``[model]``: the latent variable model, its sample size and what is measured.
+
+    Keys that may be swept hold their value as written; their values are in the spec's axes.
+    """
+
+    name: str
+    N: Any
+    k: Any
+    d: Any
+    L: Any
+    sigma2: float | None
+    weights: Any
+    norms: bool
+    prior: Mapping[str, float]
+    tolerances: Mapping[str, float]
+
+
+@dataclass(frozen=True)
 class ModelSweepSpec(SweepSpec):
     """A validated model sweep spec; as :class:`SweepSpec`, with the model's axes."""
 
-    def sweep_dims(self) -> list[str]:
-        """Swept dimensions in canonical cube order (without ``replicate`` and ``step``)."""
-        return [MODEL_AXIS_KEYS[k] for k in self._axis_keys_in_order() if self.axes[k].swept]
+    kind: ClassVar[str] = "model"
+    axis_keys: ClassVar[Mapping[str, str]] = MODEL_AXIS_KEYS
 
-    def _axis_keys_in_order(self) -> list[str]:
-        order = {d: i for i, d in enumerate(AXIS_ORDER)}
-        return sorted(self.axes, key=lambda k: order[MODEL_AXIS_KEYS[k]])
+    @functools.cached_property
+    def model(self) -> ModelSection:
+        """The ``[model]`` section."""
+        return ModelSection(**self.data["model"])
 
     @property
     def model_name(self) -> str:
         """Registered model name (``"topics"`` or ``"gmm"``)."""
-        return self.data["model"]["name"]
+        return self.model.name
+
+    @property
+    def ranks(self) -> tuple[int, ...]:
+        """SROA recovers every latent class: the rank is k."""
+        return tuple(int(k) for k in self.axes["model.k"].values)
 
 
 # --------------------------------------------------------------------------------------------
@@ -305,15 +187,7 @@ def model_spec_from_dict(raw: Mapping[str, Any], source: str = "<dict>") -> Mode
             )
         raw["model"] = model_raw
     data = _validate_table(raw, _SCHEMA, "", source)
-    axes = {}
-    for key in MODEL_AXIS_KEYS:
-        sect, leaf = key.split(".")
-        given = data[sect][leaf]
-        if given is None:
-            continue
-        kind = _SCHEMA[sect][leaf][0]
-        values, swept = _axis_values(given, kind, key, source)
-        axes[key] = Axis(key, values, swept, given)
+    axes = build_axes(data, _SCHEMA, MODEL_AXIS_KEYS, source)
     _check_model_semantics(data, axes, source)
     return ModelSweepSpec(data=data, source=source, axes=axes)
 
@@ -326,8 +200,7 @@ def _check_model_semantics(data: dict[str, Any], axes: dict[str, Axis], source: 
     name = model["name"]
     if name not in MODELS:
         raise SpecError(source, "model.name", f"one of {sorted(MODELS)}", name, "unknown model")
-    if data["replicates"] < 1:
-        raise SpecError(source, "replicates", "an integer >= 1", data["replicates"])
+    check_replicates(data["replicates"], source)
     Ns, ks, ds = (axes[f"model.{x}"].values for x in ("N", "k", "d"))
     if min(Ns) < 2:
         raise SpecError(source, "model.N", "sample sizes N >= 2", min(Ns))
@@ -392,12 +265,6 @@ def _check_model_semantics(data: dict[str, Any], axes: dict[str, Axis], source: 
         "component": float(model["tolerances"].get("component", default_tol.component)),
         "weight": float(model["tolerances"].get("weight", default_tol.weight)),
     }
-    methods, _ = _registry_names()
-    for m in axes["solver.method"].values:
-        if m not in methods:
-            raise SpecError(
-                source, "solver.method", f"one of {sorted(methods)}", m, "unknown method"
-            )
     solver = data["solver"]
     for key in ("norm_method", "norm_options"):
         if solver[key]:
@@ -409,18 +276,12 @@ def _check_model_semantics(data: dict[str, Any], axes: dict[str, Axis], source: 
                 "||E|| is certified where the moment relaxation fits (k <= 14), else a "
                 "multi-start lower bound",
             )
-    for sub, val in solver["options"].items():
-        if isinstance(val, Mapping) and sub not in methods:
-            raise SpecError(
-                source,
-                f"solver.options.{sub}",
-                f"a method sub-table (one of {sorted(methods)})",
-                "<unknown method>",
-            )
+    methods, _ = _registry_names()
+    check_methods(solver, axes["solver.method"].values, methods, source, ("options",))
     # The core's own dry bind of option names and values, at every SROA size (k x k x k).
     for m in axes["solver.method"].values:
         for k in sorted(set(ks)):
-            _check_method_options(data, m, int(k), 3, False, source)
+            check_method_options(data, m, int(k), 3, False, source)
     if solver["steps"] is not None and set(ks) != {solver["steps"]}:
         raise SpecError(
             source,
@@ -557,26 +418,18 @@ class ModelInstanceSettings:
 
 def settings_from_coords(spec: ModelSweepSpec, values: Mapping[str, Any]) -> ModelInstanceSettings:
     """Settings of the grid point whose swept coordinates are ``values`` (scalars from spec)."""
-
-    def val(key: str) -> Any:
-        dim = MODEL_AXIS_KEYS[key]
-        if dim in values:
-            return values[dim]
-        ax = spec.axes.get(key)
-        return None if ax is None else ax.scalar
-
-    model = spec.data["model"]
-    L = val("model.L")
+    model = spec.model
+    L = spec.setting("model.L", values)
     return ModelInstanceSettings(
-        model=model["name"],
-        N=int(val("model.N")),
-        k=int(val("model.k")),
-        d=int(val("model.d")),
+        model=model.name,
+        N=int(spec.setting("model.N", values)),
+        k=int(spec.setting("model.k", values)),
+        d=int(spec.setting("model.d", values)),
         L=None if L is None else int(L),
-        weight_ratio=float(val("model.weights")),
-        method=str(val("solver.method")),
-        sigma2=model["sigma2"],
-        prior=tuple(sorted((k, float(v)) for k, v in model["prior"].items())),
+        weight_ratio=float(spec.setting("model.weights", values)),
+        method=str(spec.setting("solver.method", values)),
+        sigma2=model.sigma2,
+        prior=tuple(sorted((k, float(v)) for k, v in model.prior.items())),
     )
 
 
@@ -597,12 +450,9 @@ def model_layout(
 
     ``step`` has length max k (SROA runs k steps); there is no ``component`` dim.
     """
-    dims = [*spec.sweep_dims(), "replicate"]
-    by_dim = {MODEL_AXIS_KEYS[k]: ax for k, ax in spec.axes.items()}
-    coords = [tuple(by_dim[d].values) for d in dims[:-1]]
-    coords.append(tuple(range(spec.replicates)))
+    dims, coords = spec.instance_grid()
     shape = [len(c) for c in coords]
-    n_steps = max(spec.axes["model.k"].values)
+    n_steps = spec.n_steps
     chunks = layout_chunks(
         dims,
         shape,
@@ -617,23 +467,14 @@ def model_layout(
 # Block kernel
 
 
-def allocate_model(task: BlockTask) -> dict[str, np.ndarray]:
-    """Output arrays of a model block filled with the variables' fill values."""
-    out = {}
-    for name, (per_step, dtype, fill, _) in MODEL_VARIABLES.items():
-        shape = task.shape + ((task.n_steps,) if per_step else ())
-        out[name] = np.full(shape, fill, dtype=dtype)
-    return out
-
-
 def compute_model_block(task: BlockTask, spec: ModelSweepSpec) -> BlockResult:
     """Compute every instance of a model-sweep block (pure: depends only on the task)."""
     from sroa_dist.moments import Tolerances, run_study
 
     t_start = time.perf_counter()
-    out = allocate_model(task)
-    tol = Tolerances(**spec.data["model"]["tolerances"])
-    norms = bool(spec.data["model"]["norms"])
+    out = allocate(task, MODEL_VARIABLES)
+    tol = Tolerances(**spec.model.tolerances)
+    norms = bool(spec.model.norms)
     kernel = 0.0
     for idx, s, rep in task.instances(spec):
         model = s.build_model(spec.seed, rep)
@@ -645,7 +486,7 @@ def compute_model_block(task: BlockTask, spec: ModelSweepSpec) -> BlockResult:
             rng=s.study_seed(spec.seed, rep),
             tolerances=tol,
             norms=norms,
-            **solver_options(spec.data, s.method),
+            **spec.options_for(s.method),
         )
         dt = time.perf_counter() - t0
         kernel += dt

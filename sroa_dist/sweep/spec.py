@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import json
 import math
 import re
@@ -29,18 +30,26 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from sroa_dist.instances import BASES, MAX_SCALE, check_lambdas, check_level
-from sroa_dist.solvers import OptionError, check_options
+from sroa_dist.policy import resolve_norm_method
+from sroa_dist.solvers import OptionError, check_options, method_options
+
+from .schema import AXIS_ORDER, NOISE_LEVELS, REPLICATE
 
 __all__ = [
     "AXIS_ORDER",
+    "NoiseSection",
+    "OutputSection",
+    "SolverSection",
     "SpecError",
     "SweepSpec",
+    "TensorSection",
     "apply_overrides",
+    "default_store",
     "expand_range",
     "load_spec",
     "parse_override",
@@ -50,16 +59,12 @@ __all__ = [
     "spec_from_dict",
 ]
 
-#: Canonical order of sweep dimensions in the result cube (docs/architecture.md).
-AXIS_ORDER: tuple[str, ...] = ("noise", "n", "p", "rank", "method", "sigma", "eps", "eps_scaled")
-# Dimensions of model sweeps ([model] table, see model_sweep.py), in the same canonical order:
-# the model's size axes go before the method, the sample size (its "noise level") after it.
-AXIS_ORDER = (*AXIS_ORDER[:4], "k", "d", "L", "weight_ratio", *AXIS_ORDER[4:], "N")
-
 _SIG_DIGITS = 12
 #: Longest axis (values of one swept key, or replicates). Axis values are materialised as
-#: coordinates, so the cap bounds validation time and memory (a 10^6-value axis takes ~1 s).
+#: coordinates, so the cap bounds validation time and memory.
 MAX_AXIS_LEN = 1_000_000
+#: Folder of the default store, ``results/<name>.zarr``.
+RESULTS_DIR = "results"
 
 
 class SpecError(ValueError):
@@ -114,9 +119,7 @@ _SCHEMA: dict[str, Any] = {
     },
     "noise": {
         "model": ("str_axis", "gaussian", False),
-        "sigma": ("float_axis", None, False),
-        "eps": ("float_axis", None, False),
-        "eps_scaled": ("float_axis", None, False),
+        **{level: ("float_axis", None, False) for level in NOISE_LEVELS},
         "scale": ("str", None, False),
         # Perturbation families (sroa_dist.perturbations): parameters, mixture weight.
         "params": ("table", {}, False),
@@ -142,34 +145,16 @@ AXIS_KEYS: dict[str, str] = {
     "tensor.p": "p",
     "tensor.rank": "rank",
     "solver.method": "method",
-    "noise.sigma": "sigma",
-    "noise.eps": "eps",
-    "noise.eps_scaled": "eps_scaled",
+    **{f"noise.{level}": level for level in NOISE_LEVELS},
 }
 
 _SCALES = ("sigma", "opnorm")
 
 
 def solver_options(data: Mapping[str, Any], method: str, *, norm: bool = False) -> dict[str, Any]:
-    """Keyword options for ``method`` from ``[solver.options]`` (or ``[solver.norm_options]``).
-
-    Plain keys apply to every method; a sub-table named after a method (``[solver.options.
-    certified]``) applies to that method only, so a ``method`` axis can tune each method.
-    ``norm_options`` default to ``options`` when the norm uses the solver's own method.
-    """
-    solver = data["solver"]
-    table = solver["norm_options"] if norm else solver["options"]
-    if norm and not table and _norm_method_is(data, method):
-        table = solver["options"]
-    out = {k: v for k, v in table.items() if not isinstance(v, Mapping)}
-    out.update(table.get(method, {}) if isinstance(table.get(method), Mapping) else {})
-    return out
-
-
-def _norm_method_is(data: Mapping[str, Any], method: str) -> bool:
-    methods = data["solver"]["method"]
-    methods = methods if isinstance(methods, list) else [methods]
-    return method in methods
+    """Keyword options for ``method`` from ``[solver.options]`` (or ``[solver.norm_options]``)
+    of a resolved spec dict; see :meth:`SolverSection.options_for`."""
+    return SolverSection(**data["solver"]).options_for(method, norm=norm)
 
 
 def _registry_names() -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -177,6 +162,91 @@ def _registry_names() -> tuple[tuple[str, ...], tuple[str, ...]]:
     from sroa_dist import METHODS, NOISE_MODELS
 
     return tuple(sorted(METHODS)), tuple(sorted(NOISE_MODELS))
+
+
+def default_store(name: str) -> str:
+    """The store a sweep named ``name`` writes to when no ``--store`` is given."""
+    return str(Path(RESULTS_DIR) / f"{name}.zarr")
+
+
+# --------------------------------------------------------------------------------------------
+# Typed sections of a resolved spec. A key that may be swept holds its value as written
+# (a scalar, a list or a range table); its values are in ``SweepSpec.axes``.
+
+
+@dataclass(frozen=True)
+class TensorSection:
+    """``[tensor]``: the planted tensor."""
+
+    n: Any
+    p: Any
+    rank: Any
+    basis: str
+    lambdas: Any
+
+
+@dataclass(frozen=True)
+class NoiseSection:
+    """``[noise]``: the perturbation E and its size."""
+
+    model: Any
+    sigma: Any
+    eps: Any
+    eps_scaled: Any
+    scale: str
+    params: Mapping[str, Any]
+    weight: Any
+
+    @property
+    def level_name(self) -> str:
+        """The noise level in use: ``"sigma"``, ``"eps"`` or ``"eps_scaled"``."""
+        for level in NOISE_LEVELS:
+            if getattr(self, level) is not None:
+                return level
+        raise AssertionError("validated spec without a noise level")  # pragma: no cover
+
+
+@dataclass(frozen=True)
+class SolverSection:
+    """``[solver]``: the rank-one method(s), SROA steps, and the ``||E||`` solver."""
+
+    method: Any
+    steps: int | None
+    options: Mapping[str, Any]
+    norm_method: str | None
+    norm_options: Mapping[str, Any]
+
+    @property
+    def methods(self) -> tuple[str, ...]:
+        """The method(s) as a tuple (one, or the ``method`` axis as written)."""
+        return tuple(self.method) if isinstance(self.method, list) else (self.method,)
+
+    def norm_table_key(self, method: str) -> str:
+        """Which table the norm options of ``method`` come from: ``norm_options``, or
+        ``options`` when that is empty and the norm uses one of the sweep's own methods."""
+        if not self.norm_options and method in self.methods:
+            return "options"
+        return "norm_options"
+
+    def options_for(self, method: str, *, norm: bool = False) -> dict[str, Any]:
+        """Keyword options for ``method`` (SROA steps, or with ``norm`` the ``||E||`` solve).
+
+        Plain keys apply to every method; a sub-table named after a method (``[solver.options.
+        certified]``) applies to that method only, so a ``method`` axis can tune each method.
+        ``norm_options`` default to ``options`` when the norm uses the solver's own method.
+        """
+        table = getattr(self, self.norm_table_key(method) if norm else "options")
+        out = {k: v for k, v in table.items() if not isinstance(v, Mapping)}
+        out.update(table.get(method, {}) if isinstance(table.get(method), Mapping) else {})
+        return out
+
+
+@dataclass(frozen=True)
+class OutputSection:
+    """``[output]``: what is stored beyond the cube's default variables."""
+
+    vectors: bool = False
+    certificates: bool = False
 
 
 @dataclass(frozen=True)
@@ -200,7 +270,9 @@ class SweepSpec:
 
     Use :func:`load_spec` or :func:`spec_from_dict` to build one. ``data`` is the resolved
     spec as a plain dict (defaults filled in, range tables kept as written); ``axes`` maps each
-    possibly swept key to an :class:`Axis`.
+    possibly swept key to an :class:`Axis`. The package reads the spec through the typed
+    sections (:attr:`tensor`, :attr:`noise`, :attr:`solver`, :attr:`output`) and the derived
+    properties, never through ``data``.
     """
 
     data: dict[str, Any]
@@ -208,6 +280,11 @@ class SweepSpec:
     axes: dict[str, Axis] = field(default_factory=dict, compare=False)
     #: The ``--set KEY=VALUE`` items applied on load, so later checks can blame them.
     overrides: tuple[str, ...] = field(default=(), compare=False)
+
+    #: Kind of sweep: ``"tensor"`` (planted tensor + noise) or ``"model"`` (model_sweep.py).
+    kind: ClassVar[str] = "tensor"
+    #: Dotted spec key -> dimension name, for the keys that may be swept.
+    axis_keys: ClassVar[Mapping[str, str]] = AXIS_KEYS
 
     def error(self, key: str, expected: str, received: Any, hint: str = "") -> SpecError:
         """A :class:`SpecError` about ``key``, naming the ``--set`` item that gave it if one
@@ -223,6 +300,11 @@ class SweepSpec:
         return self.data["name"]
 
     @property
+    def description(self) -> str:
+        """Free-text description."""
+        return self.data.get("description", "")
+
+    @property
     def seed(self) -> int:
         """Master seed."""
         return self.data["seed"]
@@ -231,6 +313,31 @@ class SweepSpec:
     def replicates(self) -> int:
         """Instances per grid point."""
         return self.data["replicates"]
+
+    @property
+    def default_store(self) -> str:
+        """The store written when no ``--store`` is given: ``results/<name>.zarr``."""
+        return default_store(self.name)
+
+    @functools.cached_property
+    def tensor(self) -> TensorSection:
+        """The ``[tensor]`` section."""
+        return TensorSection(**self.data["tensor"])
+
+    @functools.cached_property
+    def noise(self) -> NoiseSection:
+        """The ``[noise]`` section."""
+        return NoiseSection(**self.data["noise"])
+
+    @functools.cached_property
+    def solver(self) -> SolverSection:
+        """The ``[solver]`` section."""
+        return SolverSection(**self.data["solver"])
+
+    @functools.cached_property
+    def output(self) -> OutputSection:
+        """The ``[output]`` section."""
+        return OutputSection(**self.data["output"])
 
     def get(self, dotted: str) -> Any:
         """Value of a dotted key in the resolved spec."""
@@ -242,24 +349,60 @@ class SweepSpec:
     @property
     def scale(self) -> str:
         """``"sigma"`` (entries of scale σ) or ``"opnorm"`` (E rescaled to ‖E‖ = eps)."""
-        return self.data["noise"]["scale"]
+        return self.noise.scale
 
     @property
     def noise_level_key(self) -> str:
         """The noise-level key in use: ``noise.sigma``, ``noise.eps`` or ``noise.eps_scaled``."""
-        noise = self.data["noise"]
-        for k in ("sigma", "eps", "eps_scaled"):
-            if noise.get(k) is not None:
-                return f"noise.{k}"
-        raise AssertionError("validated spec without a noise level")  # pragma: no cover
+        return f"noise.{self.noise.level_name}"
+
+    @property
+    def ranks(self) -> tuple[int, ...]:
+        """Ranks on the grid: the ``tensor.rank`` values, or (full rank, the default) the n
+        values."""
+        key = "tensor.rank" if "tensor.rank" in self.axes else "tensor.n"
+        return tuple(int(r) for r in self.axes[key].values)
+
+    def steps_for(self, rank: int) -> int:
+        """SROA steps of an instance of rank ``rank``: ``solver.steps``, else ``rank``."""
+        return int(self.solver.steps or rank)
+
+    @property
+    def n_steps(self) -> int:
+        """Length of the cube's ``step`` dim: the most SROA steps of any instance."""
+        return self.steps_for(max(self.ranks))
+
+    def norm_method_for(self, method: str, n: int, p: int) -> str:
+        """The method bounding ``||E||`` for instances solved by ``method`` at size (n, p)."""
+        return resolve_norm_method(method, n, p, self.solver.norm_method)
+
+    def options_for(self, method: str, *, norm: bool = False) -> dict[str, Any]:
+        """Keyword options for ``method``; see :meth:`SolverSection.options_for`."""
+        return self.solver.options_for(method, norm=norm)
+
+    def setting(self, key: str, coords: Mapping[str, Any]) -> Any:
+        """Value of the possibly swept ``key`` at the grid point whose swept coordinates are
+        ``coords`` (dim -> value): the coordinate if swept, else the scalar, else None."""
+        dim = self.axis_keys[key]
+        if dim in coords:
+            return coords[dim]
+        ax = self.axes.get(key)
+        return None if ax is None else ax.scalar
 
     def sweep_dims(self) -> list[str]:
         """Swept dimensions in canonical cube order (without ``replicate`` and ``step``)."""
-        return [AXIS_KEYS[k] for k in self._axis_keys_in_order() if self.axes[k].swept]
+        return [self.axis_keys[k] for k in self._axis_keys_in_order() if self.axes[k].swept]
 
     def _axis_keys_in_order(self) -> list[str]:
         order = {d: i for i, d in enumerate(AXIS_ORDER)}
-        return sorted(self.axes, key=lambda k: order[AXIS_KEYS[k]])
+        return sorted(self.axes, key=lambda k: order[self.axis_keys[k]])
+
+    def instance_grid(self) -> tuple[tuple[str, ...], tuple[tuple[Any, ...], ...]]:
+        """Dims (swept dims in cube order, then ``replicate``) and their coordinate values."""
+        dims = self.sweep_dims()
+        by_dim = {self.axis_keys[k]: ax for k, ax in self.axes.items()}
+        coords = [tuple(by_dim[d].values) for d in dims]
+        return (*dims, REPLICATE), (*coords, tuple(range(self.replicates)))
 
     def to_dict(self) -> dict[str, Any]:
         """The resolved spec as a JSON-serialisable dict (a deep copy)."""
@@ -396,18 +539,64 @@ def spec_from_dict(raw: Mapping[str, Any], source: str = "<dict>") -> SweepSpec:
         return model_spec_from_dict(raw, source)
     data = _validate_table(raw, _SCHEMA, "", source)
     methods, models = _registry_names()
-    axes = {}
     models = (*models, *_perturbation_models(data, source))
-    for key in AXIS_KEYS:
+    axes = build_axes(data, _SCHEMA, AXIS_KEYS, source)
+    _check_semantics(data, axes, source, methods, models)
+    return SweepSpec(data=data, source=source, axes=axes)
+
+
+def build_axes(
+    data: Mapping[str, Any], schema: Mapping[str, Any], axis_keys: Mapping[str, str], source: str
+) -> dict[str, Axis]:
+    """The :class:`Axis` of every possibly swept key that the validated ``data`` sets."""
+    axes = {}
+    for key in axis_keys:
         sect, leaf = key.split(".")
         given = data[sect][leaf]
         if given is None:
             continue
-        kind = _SCHEMA[sect][leaf][0]
-        values, swept = _axis_values(given, kind, key, source)
+        values, swept = _axis_values(given, schema[sect][leaf][0], key, source)
         axes[key] = Axis(key, values, swept, given)
-    _check_semantics(data, axes, source, methods, models)
-    return SweepSpec(data=data, source=source, axes=axes)
+    return axes
+
+
+def check_replicates(replicates: int, source: str) -> None:
+    """Replicates are a dim of the cube: between 1 and MAX_AXIS_LEN."""
+    if not 1 <= replicates <= MAX_AXIS_LEN:
+        raise SpecError(
+            source,
+            "replicates",
+            f"an integer >= 1 and <= {MAX_AXIS_LEN:,}",
+            replicates,
+            "replicates are a dimension of the cube; for more, run several sweeps with "
+            "different seeds",
+        )
+
+
+def check_methods(
+    solver: Mapping[str, Any],
+    methods_on_axis: Sequence[str],
+    methods: Sequence[str],
+    source: str,
+    table_keys: Sequence[str] = ("options", "norm_options"),
+) -> None:
+    """Method names on the ``solver.method`` axis, ``solver.norm_method`` and the method
+    sub-tables of ``[solver.options]`` (and ``norm_options``) are in the core's registry."""
+    named = [("solver.method", m) for m in methods_on_axis]
+    if solver.get("norm_method") is not None:
+        named.append(("solver.norm_method", solver["norm_method"]))
+    for key, m in named:
+        if m not in methods:
+            raise SpecError(source, key, f"one of {sorted(methods)}", m, "unknown method")
+    for table_key in table_keys:
+        for sub, val in solver[table_key].items():
+            if isinstance(val, Mapping) and sub not in methods:
+                raise SpecError(
+                    source,
+                    f"solver.{table_key}.{sub}",
+                    f"a method sub-table (one of {sorted(methods)})",
+                    "<unknown method>",
+                )
 
 
 def _validate_table(raw: Any, schema: dict[str, Any], prefix: str, source: str) -> dict[str, Any]:
@@ -626,15 +815,7 @@ def _check_semantics(
     models: Sequence[str],
 ) -> None:
     """Cross-key rules: p >= 3, rank <= n, registry names, one noise level, steps <= rank."""
-    if not 1 <= data["replicates"] <= MAX_AXIS_LEN:
-        raise SpecError(
-            source,
-            "replicates",
-            f"an integer >= 1 and <= {MAX_AXIS_LEN:,}",
-            data["replicates"],
-            "replicates are a dimension of the cube; for more, run several sweeps with "
-            "different seeds",
-        )
+    check_replicates(data["replicates"], source)
     ns, ps = axes["tensor.n"].values, axes["tensor.p"].values
     if min(ns) < 2:
         raise SpecError(source, "tensor.n", "dimensions n >= 2", min(ns))
@@ -678,17 +859,9 @@ def _check_semantics(
             raise SpecError(
                 source, "noise.model", f"one of {sorted(models)}", m, "unknown noise model"
             )
-    for m in axes["solver.method"].values:
-        if m not in methods:
-            raise SpecError(
-                source, "solver.method", f"one of {sorted(methods)}", m, "unknown method"
-            )
+    check_methods(data["solver"], axes["solver.method"].values, methods, source)
     nm = data["solver"]["norm_method"]
-    if nm is not None and nm not in methods:
-        raise SpecError(
-            source, "solver.norm_method", f"one of {sorted(methods)}", nm, "unknown method"
-        )
-    levels = [k for k in ("sigma", "eps", "eps_scaled") if f"noise.{k}" in axes]
+    levels = [k for k in NOISE_LEVELS if f"noise.{k}" in axes]
     if len(levels) != 1:
         raise SpecError(
             source,
@@ -720,26 +893,16 @@ def _check_semantics(
             raise SpecError(
                 source, f"noise.{level}", f"values between 0 and {MAX_SCALE:g}", value
             ) from None
-    for table_key in ("options", "norm_options"):
-        table = data["solver"][table_key]
-        for sub, val in table.items():
-            if isinstance(val, Mapping) and sub not in methods:
-                raise SpecError(
-                    source,
-                    f"solver.{table_key}.{sub}",
-                    f"a method sub-table (one of {sorted(methods)})",
-                    "<unknown method>",
-                )
     # Option names, values and types go through the core's own dry bind (check_options), for
     # every (method, n, p) the sweep will solve, and for the norm method each one resolves to.
     checked: set[tuple[str, str, int, int]] = set()
     for m in axes["solver.method"].values:
         for n in ns:
             for p in ps:
-                for norm, method in ((False, m), (True, _resolve_norm(m, n, p, nm))):
+                for norm, method in ((False, m), (True, resolve_norm_method(m, n, p, nm))):
                     if (str(norm), method, n, p) not in checked:
                         checked.add((str(norm), method, n, p))
-                        _check_method_options(data, method, n, p, norm, source)
+                        check_method_options(data, method, n, p, norm, source)
     steps = data["solver"]["steps"]
     if steps is not None:
         min_rank = min(axes["tensor.rank"].values) if "tensor.rank" in axes else min(ns)
@@ -753,7 +916,7 @@ def _check_semantics(
             )
 
 
-def _check_method_options(
+def check_method_options(
     data: dict[str, Any], method: str, n: int, p: int, norm: bool, source: str
 ) -> None:
     """``check_options`` of the core on the options ``method`` will receive, as a SpecError
@@ -763,9 +926,7 @@ def _check_method_options(
         check_options(method, options, n=n, p=p)
     except OptionError as exc:
         solver = data["solver"]
-        table_key = "norm_options" if norm else "options"
-        if norm and not solver["norm_options"] and _norm_method_is(data, method):
-            table_key = "options"  # norm options default to the solver's own options
+        table_key = SolverSection(**solver).norm_table_key(method) if norm else "options"
         if exc.option == "method":
             key = "solver.norm_method" if norm else "solver.method"
             raise SpecError(
@@ -785,8 +946,6 @@ def _check_method_options(
 
 
 def _method_option_names(method: str) -> list[str]:
-    from sroa_dist.solvers import method_options
-
     return [*method_options(method), "gap_tol"]
 
 
@@ -832,9 +991,3 @@ def _perturbation_models(data: dict[str, Any], source: str) -> tuple[str, ...]:
             ) from None
         out.append(name)
     return tuple(out)
-
-
-def _resolve_norm(method: str, n: int, p: int, norm_method: str | None) -> str:
-    from .grid import resolve_norm_method  # grid imports spec; resolve lazily
-
-    return resolve_norm_method(method, n, p, norm_method)

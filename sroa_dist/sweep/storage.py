@@ -36,17 +36,33 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import xarray as xr
 import zarr
 
+from . import schema
 from .grid import Layout, check_region_aligned
 from .lease import LEASE_GROUP
-from .model_sweep import MODEL_AXIS_KEYS, MODEL_DIM_ATTRS, MODEL_VARIABLES, is_model_spec
-from .spec import AXIS_KEYS, SweepSpec, spec_from_dict
-from .worker import V_HAT_ATTRS, VARIABLES, BlockResult
+from .schema import (
+    ATTR_LAYOUT_TOKEN,
+    ATTR_SPEC,
+    ATTR_SWEEP_NAME,
+    BLOCK,
+    BOOKKEEPING,
+    COMPONENT,
+    DIMS,
+    DONE,
+    DONE_TIME,
+    FAILED,
+    FAILED_MESSAGES,
+    STEP,
+)
+from .spec import SweepSpec, spec_from_dict
+
+if TYPE_CHECKING:
+    from .worker import BlockResult
 
 __all__ = [
     "NotAStoreError",
@@ -63,28 +79,6 @@ __all__ = [
     "store_status",
     "write_block",
 ]
-
-_BOOKKEEPING = ("done", "done_time", "failed")
-_DIM_ATTRS = {
-    "noise": {"long_name": "noise model of E's entries (paper Section 2.3)", "units": "1"},
-    "n": {"long_name": "tensor dimension n", "units": "1"},
-    "p": {"long_name": "tensor order p", "units": "1"},
-    "rank": {"long_name": "number of SOD components r", "units": "1"},
-    "method": {"long_name": "rank-one solver method", "units": "1"},
-    "sigma": {"long_name": "entry scale sigma of the noise", "units": "1"},
-    "eps": {"long_name": "operator norm ||E|| the noise was scaled to", "units": "1"},
-    "eps_scaled": {
-        "long_name": "eps * n^(1/(p-1)) / lambda_min (Theorem 3.1 scale); absolute ||E|| in eps",
-        "units": "1",
-    },
-    "replicate": {"long_name": "instance index at a grid point (0-based)", "units": "1"},
-    "step": {"long_name": "SROA iteration j (1-based)", "units": "1"},
-    "component": {"long_name": "coordinate index of v_hat_j", "units": "1"},
-    "block": {"long_name": "block (task) index, C order over the chunk grid", "units": "1"},
-}
-
-
-_DIM_ATTRS.update(MODEL_DIM_ATTRS)  # the dims of model sweeps ([model] specs)
 
 
 class StoreIncompatibleError(ValueError):
@@ -189,7 +183,7 @@ def store_kind(url: str, storage_options: Mapping[str, Any] | None = None) -> st
         attrs = zarr.open_group(url, mode="r", storage_options=_so(url, storage_options)).attrs
     except Exception:  # an array, a v2 store, unreadable metadata: not ours
         return "zarr"
-    return "sroa" if "spec" in attrs and "sweep_name" in attrs else "zarr"
+    return "sroa" if ATTR_SPEC in attrs and ATTR_SWEEP_NAME in attrs else "zarr"
 
 
 def _is_cwd_or_ancestor(url: str) -> bool:
@@ -286,11 +280,10 @@ def _now() -> str:
 
 
 def _coord_array(dim: str, values: Sequence[Any]) -> np.ndarray:
-    if dim in ("noise", "method"):
+    dtype = DIMS[dim].dtype
+    if dtype == "str":
         return np.array(list(values), dtype=object)  # stored as zarr v3 vlen string
-    if dim in ("sigma", "eps", "eps_scaled"):
-        return np.asarray(values, dtype=np.float64)
-    return np.asarray(values, dtype=np.int64)
+    return np.asarray(values, dtype=dtype)
 
 
 # --------------------------------------------------------------------------------------------
@@ -302,76 +295,50 @@ def _template(
 ) -> tuple[xr.Dataset, dict]:
     import dask.array as da
 
-    vectors = bool(spec.data["output"]["vectors"])
+    vectors = spec.output.vectors
     dims = layout.dims
     coords: dict[str, Any] = {
         d: (d, _coord_array(d, c)) for d, c in zip(dims, layout.coords, strict=True)
     }
-    coords["step"] = ("step", np.arange(1, layout.n_steps + 1, dtype=np.int64))
-    coords["block"] = ("block", np.arange(layout.n_blocks, dtype=np.int64))
+    coords[STEP] = (STEP, np.arange(1, layout.n_steps + 1, dtype=np.int64))
+    coords[BLOCK] = (BLOCK, np.arange(layout.n_blocks, dtype=np.int64))
     if vectors:
-        coords["component"] = ("component", np.arange(layout.n_component, dtype=np.int64))
+        coords[COMPONENT] = (COMPONENT, np.arange(layout.n_component, dtype=np.int64))
+    extent = {STEP: layout.n_steps, COMPONENT: layout.n_component}
     data_vars: dict[str, Any] = {}
     encoding: dict[str, dict[str, Any]] = {}
-    specs = dict(MODEL_VARIABLES if is_model_spec(spec) else VARIABLES)
-    if vectors:
-        specs["v_hat"] = (True, "f8", np.nan, V_HAT_ATTRS)
-    eps_is_dim = "eps" in dims
-    for name, (per_step, dtype, fill, attrs) in specs.items():
-        if name == "eps" and eps_is_dim:
-            continue  # the coordinate is ||E|| (E scaled to it); the bracket stays a variable
-        vdims = dims + (("step",) if per_step else ())
-        chunks = layout.chunks + ((layout.n_steps,) if per_step else ())
-        if name == "v_hat":
-            vdims, chunks = vdims + ("component",), chunks + (layout.n_component,)
-        shape = layout.shape + ((layout.n_steps,) if per_step else ())
-        if name == "v_hat":
-            shape += (layout.n_component,)
+    for name, var in schema.variables(spec.kind, vectors).items():
+        if name in dims:
+            continue  # 'eps' as an axis: the coordinate is ||E|| (E scaled to it)
         # One dask chunk per variable: the template is never computed, and a graph of one task
         # per block would take seconds to build for 10^4 blocks. The zarr chunks (= blocks)
         # come from the encoding.
-        arr = da.full(shape, fill, dtype=dtype, chunks=-1)
-        data_vars[name] = (vdims, arr, dict(attrs))
-        encoding[name] = {"chunks": chunks, "fill_value": fill}
+        shape = layout.shape + tuple(extent[d] for d in var.dims)
+        arr = da.full(shape, var.fill, dtype=var.dtype, chunks=-1)
+        data_vars[name] = (dims + var.dims, arr, var.attrs)
+        chunks = layout.chunks + tuple(extent[d] for d in var.dims)
+        encoding[name] = {"chunks": chunks, "fill_value": var.fill}
     # Bookkeeping: one chunk per block, so each task writes only its own element.
-    n_blocks = layout.n_blocks
-    data_vars["done"] = (
-        ("block",),
-        da.zeros(n_blocks, dtype=bool, chunks=-1),
-        {"long_name": "block finished and its data written", "units": "1"},
-    )
-    data_vars["done_time"] = (
-        ("block",),
-        da.full(n_blocks, np.nan, chunks=-1),
-        {"long_name": "when the block's data was written (POSIX time)", "units": "s"},
-    )
-    data_vars["failed"] = (
-        ("block",),
-        da.zeros(n_blocks, dtype=bool, chunks=-1),
-        {
-            "long_name": "last attempt at the block raised (see attrs of this variable)",
-            "units": "1",
-        },
-    )
-    encoding["done"] = {"chunks": (1,), "fill_value": False}
-    encoding["done_time"] = {"chunks": (1,), "fill_value": np.nan}
-    encoding["failed"] = {"chunks": (1,), "fill_value": False}
+    for name, var in BOOKKEEPING.items():
+        arr = da.full(layout.n_blocks, var.fill, dtype=var.dtype, chunks=-1)
+        data_vars[name] = (var.dims, arr, var.attrs)
+        encoding[name] = {"chunks": (1,), "fill_value": var.fill}
     ds = xr.Dataset(data_vars, coords=coords)
     for d in ds.dims:
         if d in ds.coords:
-            ds[d].attrs.update(_DIM_ATTRS.get(d, {}))
+            ds[d].attrs.update(DIMS[d].attrs if d in DIMS else {})
     scalars = {
-        f"setting_{_dim_of(k).replace('noise', 'noise_model')}": ax.scalar
+        f"{schema.SETTING_PREFIX}{spec.axis_keys[k].replace('noise', 'noise_model')}": ax.scalar
         for k, ax in spec.axes.items()
         if not ax.swept
     }
     ds.attrs.update(
         {
             "title": f"sroa-dist sweep '{spec.name}'",
-            "description": spec.data.get("description", ""),
+            "description": spec.description,
             "source": "sroa-dist (certified SROA of nearly SOD tensors), Monte Carlo sweep",
-            "sweep_name": spec.name,
-            "spec": spec.to_json(),
+            ATTR_SWEEP_NAME: spec.name,
+            ATTR_SPEC: spec.to_json(),
             "spec_source": spec.source,
             "block_shape": json.dumps(dict(zip(layout.dims, layout.chunks, strict=True))),
             **{k: (v if not isinstance(v, bool) else int(v)) for k, v in scalars.items()},
@@ -381,31 +348,26 @@ def _template(
             "created": _now(),
             "history": history,
             # Identifies this layout: tasks planned for another one are refused by write_block.
-            "layout_token": layout_token,
+            ATTR_LAYOUT_TOKEN: layout_token,
         }
     )
     return ds, encoding
 
 
-def _dim_of(key: str) -> str:
-    """Dimension name of a possibly swept spec key (tensor or model sweeps)."""
-    return MODEL_AXIS_KEYS[key] if key not in AXIS_KEYS else AXIS_KEYS[key]
-
-
 def _kind_settings(spec: SweepSpec) -> dict[str, Any]:
     """Provenance attrs of the settings that are not axes: the tensor family or the model."""
-    if is_model_spec(spec):
-        model = spec.data["model"]
+    if spec.kind == "model":
+        model = spec.model
         return {
-            "setting_model": model["name"],
-            "setting_model_prior": json.dumps(model["prior"], sort_keys=True),
-            "setting_model_tolerances": json.dumps(model["tolerances"], sort_keys=True),
-            "setting_model_norms": int(model["norms"]),
-            **({"setting_sigma2": model["sigma2"]} if model["sigma2"] is not None else {}),
+            "setting_model": model.name,
+            "setting_model_prior": json.dumps(model.prior, sort_keys=True),
+            "setting_model_tolerances": json.dumps(model.tolerances, sort_keys=True),
+            "setting_model_norms": int(model.norms),
+            **({"setting_sigma2": model.sigma2} if model.sigma2 is not None else {}),
         }
     return {
-        "setting_basis": spec.data["tensor"]["basis"],
-        "setting_lambdas": json.dumps(spec.data["tensor"]["lambdas"]),
+        "setting_basis": spec.tensor.basis,
+        "setting_lambdas": json.dumps(spec.tensor.lambdas),
         "setting_noise_scale": spec.scale,
     }
 
@@ -416,20 +378,20 @@ def _kind_settings(spec: SweepSpec) -> dict[str, Any]:
 
 def _stored_spec_and_layout(url: str, so: Mapping[str, Any] | None) -> tuple[SweepSpec, Layout]:
     ds = xr.open_zarr(url, consolidated=False, storage_options=_so(url, so))
-    if "spec" not in ds.attrs or "lam_hat" not in ds or "done" not in ds:
+    if ATTR_SPEC not in ds.attrs or "lam_hat" not in ds or DONE not in ds:
         raise StoreIncompatibleError(
             f"store {url}: expected a sroa-dist result store (attrs 'spec', variables 'lam_hat', "
             "'done'); received a zarr store without them. Hint: choose another --store, or "
             "--overwrite to replace it"
         )
-    spec = spec_from_dict(json.loads(ds.attrs["spec"]), source=f"{url} (stored spec)")
-    dims = tuple(d for d in ds["lam_hat"].dims if d != "step")
+    spec = spec_from_dict(json.loads(ds.attrs[ATTR_SPEC]), source=f"{url} (stored spec)")
+    dims = tuple(d for d in ds["lam_hat"].dims if d != STEP)
     coords = tuple(tuple(ds[d].values.tolist()) for d in dims)
     chunks = tuple(int(c) for c in ds["lam_hat"].encoding["chunks"][: len(dims)])
     n_component = int(ds.sizes.get("component", 0)) or (
-        int(ds.sizes["step"]) if is_model_spec(spec) else max(spec.axes["tensor.n"].values)
+        int(ds.sizes[STEP]) if spec.kind == "model" else max(spec.axes["tensor.n"].values)
     )
-    layout = Layout(dims, coords, chunks, int(ds.sizes["step"]), n_component)
+    layout = Layout(dims, coords, chunks, int(ds.sizes[STEP]), n_component)
     return spec, layout
 
 
@@ -521,7 +483,7 @@ def prepare_store(
                 stacklevel=2,
             )
         _append_history(url, history, storage_options, spec)
-        token = str(_root_attrs(url, storage_options).get("layout_token", ""))
+        token = str(_root_attrs(url, storage_options).get(ATTR_LAYOUT_TOKEN, ""))
         return PreparedStore(url, old_layout, "resumed", 0, token)
     for dim, old_c, new_c in zip(layout.dims, old_layout.coords, layout.coords, strict=True):
         missing = set(old_c) - set(new_c)
@@ -635,7 +597,7 @@ def _extend(url, spec, old_layout: Layout, new_layout: Layout, history, so, toke
         }
     )
     # Instance-level "finished" mask of the old store.
-    done_old = np.asarray(g_old["done"][:], dtype=bool)
+    done_old = np.asarray(g_old[DONE][:], dtype=bool)
     finished = np.zeros(old_layout.shape, dtype=bool)
     for b in np.flatnonzero(done_old):
         finished[old_layout.block_region(int(b))] = True
@@ -650,7 +612,7 @@ def _extend(url, spec, old_layout: Layout, new_layout: Layout, history, so, toke
     ]
     old_arrays = {k: g_old[k] for k in names}
     new_arrays = {k: g_new[k] for k in names}
-    done_time_old = np.asarray(g_old["done_time"][:], dtype=float)
+    done_time_old = np.asarray(g_old[DONE_TIME][:], dtype=float)
 
     def copy(b: int) -> float | None:
         region = new_layout.block_region(b)
@@ -681,8 +643,8 @@ def _extend(url, spec, old_layout: Layout, new_layout: Layout, history, so, toke
         mask = np.zeros(new_layout.n_blocks, dtype=bool)
         mask[reused_idx] = True
         # Whole-array writes of the bookkeeping by the single client (no concurrent writers).
-        g_new["done_time"][:] = dt
-        g_new["done"][:] = mask
+        g_new[DONE_TIME][:] = dt
+        g_new[DONE][:] = mask
     reused = len(reused_idx)
     # Swap the new layout in (each step recoverable on restart, the lease kept in place).
     nxt = path + ".next"
@@ -737,7 +699,7 @@ async def _write_block(url, index, result, region, so, layout_token=None) -> Non
     import zarr.api.asynchronous as za
 
     g = await za.open_group(store=url, mode="r+", storage_options=so)
-    if layout_token is not None and g.attrs.get("layout_token", "") != layout_token:
+    if layout_token is not None and g.attrs.get(ATTR_LAYOUT_TOKEN, "") != layout_token:
         raise StaleLayoutError(
             f"store {url}: block {index} was planned for layout {layout_token!r}, but the store "
             f"now has layout {g.attrs.get('layout_token', '')!r} (overwritten or extended by "
@@ -767,7 +729,7 @@ async def _write_block(url, index, result, region, so, layout_token=None) -> Non
         )
     )
     # The done flag goes last: a kill before it leaves a block that is simply recomputed.
-    done_time, done = await asyncio.gather(g.getitem("done_time"), g.getitem("done"))
+    done_time, done = await asyncio.gather(g.getitem(DONE_TIME), g.getitem(DONE))
     await done_time.setitem(index, _dt.datetime.now(_dt.UTC).timestamp())
     await done.setitem(index, True)
 
@@ -775,26 +737,26 @@ async def _write_block(url, index, result, region, so, layout_token=None) -> Non
 def mark_failed(url: str, failures: Mapping[int, str], storage_options=None) -> None:
     """Record failed blocks (client only: one writer for the attrs)."""
     g = zarr.open_group(url, mode="r+", storage_options=_so(url, storage_options))
-    arr = g["failed"]
-    msgs = dict(arr.attrs.get("messages", {}))
+    arr = g[FAILED]
+    msgs = dict(arr.attrs.get(FAILED_MESSAGES, {}))
     for i, msg in failures.items():
         arr[int(i)] = True
         msgs[str(int(i))] = str(msg)[:2000]
-    arr.attrs["messages"] = msgs
+    arr.attrs[FAILED_MESSAGES] = msgs
 
 
 def clear_failed(url: str, storage_options=None) -> None:
     """Forget recorded failures before a new attempt."""
     g = zarr.open_group(url, mode="r+", storage_options=_so(url, storage_options))
-    if g["failed"].attrs.get("messages"):
-        g["failed"][:] = False
-        g["failed"].attrs["messages"] = {}
+    if g[FAILED].attrs.get(FAILED_MESSAGES):
+        g[FAILED][:] = False
+        g[FAILED].attrs[FAILED_MESSAGES] = {}
 
 
 def read_done(url: str, storage_options=None) -> np.ndarray:
     """The ``done`` mask (one bool per block)."""
     g = zarr.open_group(url, mode="r", storage_options=_so(url, storage_options))
-    return np.asarray(g["done"][:], dtype=bool)
+    return np.asarray(g[DONE][:], dtype=bool)
 
 
 def require_store(url: str, storage_options: Mapping[str, Any] | None = None) -> None:
@@ -828,9 +790,9 @@ def store_status(url: str, storage_options=None) -> StoreStatus:
     require_store(str(url), storage_options)
     _, layout = _stored_spec_and_layout(str(url), storage_options)
     g = zarr.open_group(url, mode="r", storage_options=_so(url, storage_options))
-    done = np.asarray(g["done"][:], dtype=bool)
-    failed_mask = np.asarray(g["failed"][:], dtype=bool) & ~done
-    msgs = g["failed"].attrs.get("messages", {})
+    done = np.asarray(g[DONE][:], dtype=bool)
+    failed_mask = np.asarray(g[FAILED][:], dtype=bool) & ~done
+    msgs = g[FAILED].attrs.get(FAILED_MESSAGES, {})
     failed = {int(i): msgs.get(str(int(i)), "") for i in np.flatnonzero(failed_mask)}
     n_inst_done = sum(layout.block_size(int(b)) for b in np.flatnonzero(done))
     return StoreStatus(layout.n_blocks, int(done.sum()), layout.n_instances, n_inst_done, failed)
@@ -850,6 +812,8 @@ def open_results(store: str | Path, storage_options: Mapping[str, Any] | None = 
     url = str(store)
     require_store(url, storage_options)
     ds = xr.open_zarr(url, consolidated=False, storage_options=_so(url, storage_options))
-    order = [*VARIABLES, "v_hat", *_BOOKKEEPING]  # documented order, not the store listing's
-    order = list(dict.fromkeys([*order[: len(VARIABLES)], *MODEL_VARIABLES, *order]))
+    # Documented order, not the store listing's.
+    order = dict.fromkeys(
+        [*schema.TENSOR_VARIABLES, *schema.MODEL_VARIABLES, schema.V_HAT.name, *BOOKKEEPING]
+    )
     return ds[[v for v in order if v in ds.data_vars]]

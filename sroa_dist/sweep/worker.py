@@ -12,7 +12,7 @@ import functools
 import math
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,145 +20,13 @@ import numpy as np
 
 from ..perturbations import DEFAULT_WEIGHT, model_params
 from .grid import MAX_BATCH_BYTES, BlockTask, InstanceSettings, instance_seed
-from .spec import SweepSpec, solver_options, spec_from_dict
+from .schema import TENSOR_VARIABLES, Variable, eps_scaled_target, variables
+from .spec import SweepSpec, spec_from_dict
 
-__all__ = ["BlockResult", "VARIABLES", "compute_block"]
+__all__ = ["BlockResult", "VARIABLES", "allocate", "compute_block"]
 
-# name -> (per-step?, dtype, fill, attrs). The cube's variables (docs/architecture.md).
-VARIABLES: dict[str, tuple[bool, str, Any, dict[str, str]]] = {
-    "lam_hat": (
-        True,
-        "f8",
-        np.nan,
-        {
-            "long_name": "estimated weight lambda_hat_j returned by SROA step j",
-            "units": "1",
-            "paper": "Algorithm 1, line 3",
-        },
-    ),
-    "lam_true": (
-        True,
-        "f8",
-        np.nan,
-        {"long_name": "weight of the true component matched to step j", "units": "1"},
-    ),
-    "lam_err": (
-        True,
-        "f8",
-        np.nan,
-        {
-            "long_name": "|lambda_hat_j - lambda_pi(j)| after optimal (Hungarian) matching",
-            "units": "1",
-        },
-    ),
-    "vec_err": (
-        True,
-        "f8",
-        np.nan,
-        {
-            "long_name": "||v_hat_j - v_pi(j)|| after optimal matching (even p: min over sign)",
-            "units": "1",
-        },
-    ),
-    "certified": (
-        True,
-        "bool",
-        False,
-        {
-            "long_name": "global optimality of step j certified by the solver",
-            "units": "1",
-            "note": "False past the instance's last step",
-        },
-    ),
-    "upper_bound": (
-        True,
-        "f8",
-        np.nan,
-        {"long_name": "valid upper bound of step j's objective max T_{j-1} x^p", "units": "1"},
-    ),
-    "thm31_lam_bound": (
-        True,
-        "f8",
-        np.nan,
-        {
-            "long_name": "Theorem 3.1 bound on |lambda_hat_j - lambda_pi(j)|: 2 eps",
-            "units": "1",
-            "paper": "Theorem 3.1",
-        },
-    ),
-    "thm31_vec_bound": (
-        True,
-        "f8",
-        np.nan,
-        {
-            "long_name": "Theorem 3.1 bound on ||v_hat_j - v_pi(j)||: 20 eps / lambda_pi(j)",
-            "units": "1",
-            "paper": "Theorem 3.1",
-        },
-    ),
-    "eps": (
-        False,
-        "f8",
-        np.nan,
-        {
-            "long_name": "operator norm ||E|| of the perturbation (best value found)",
-            "units": "1",
-            "paper": "epsilon = ||E||",
-        },
-    ),
-    "eps_lower": (
-        False,
-        "f8",
-        np.nan,
-        {"long_name": "certified lower bound of ||E||", "units": "1"},
-    ),
-    "eps_upper": (
-        False,
-        "f8",
-        np.nan,
-        {"long_name": "certified upper bound of ||E||", "units": "1"},
-    ),
-    "eps_certified": (
-        False,
-        "bool",
-        False,
-        {"long_name": "||E|| bracket certified tight", "units": "1"},
-    ),
-    "thm22_lam_bound": (
-        False,
-        "f8",
-        np.nan,
-        {
-            "long_name": "Theorem 2.2 bound on |lambda_hat_1 - lambda_pi(1)|: eps",
-            "units": "1",
-            "paper": "Theorem 2.2",
-        },
-    ),
-    "thm22_vec_bound": (
-        False,
-        "f8",
-        np.nan,
-        {
-            "long_name": "Theorem 2.2 bound on ||v_hat_1 - v_pi(1)||: 10 (eps/lam + (eps/lam)^2)",
-            "units": "1",
-            "paper": "Theorem 2.2",
-        },
-    ),
-    "solve_time": (
-        False,
-        "f8",
-        np.nan,
-        {
-            "long_name": "seconds in the solvers for the instance (all SROA steps + ||E||)",
-            "units": "s",
-        },
-    ),
-}
-V_HAT_ATTRS = {
-    "long_name": "estimated component v_hat_j (column of SROA's vectors)",
-    "units": "1",
-    "note": "NaN past the instance's n and last step",
-}
+#: The cube's variables of a tensor sweep by name (descriptions: :mod:`.schema`).
+VARIABLES = TENSOR_VARIABLES
 
 
 @dataclass
@@ -182,34 +50,33 @@ def _spec(spec_json: str) -> SweepSpec:
     return spec_from_dict(json.loads(spec_json), source="<block task>")
 
 
-def allocate(task: BlockTask, vectors: bool) -> dict[str, np.ndarray]:
-    """Output arrays of a block filled with the variables' fill values."""
-    out = {}
-    for name, (per_step, dtype, fill, _) in VARIABLES.items():
-        shape = task.shape + ((task.n_steps,) if per_step else ())
-        out[name] = np.full(shape, fill, dtype=dtype)
-    if vectors:
-        out["v_hat"] = np.full(task.shape + (task.n_steps, task.n_component), np.nan)
-    return out
+def allocate(task: BlockTask, described: Mapping[str, Variable]) -> dict[str, np.ndarray]:
+    """Output arrays of a block for the ``described`` variables, filled with their fill
+    values (the block's shape, then ``step`` and ``component`` where a variable has them)."""
+    extent = {"step": task.n_steps, "component": task.n_component}
+    return {
+        name: np.full(task.shape + tuple(extent[d] for d in v.dims), v.fill, dtype=v.dtype)
+        for name, v in described.items()
+    }
 
 
 def compute_block(task: BlockTask) -> BlockResult:
     """Compute every instance of ``task`` (pure: the result depends only on the task)."""
     t_start = time.perf_counter()
     spec = _spec(task.spec_json)
-    if "model" in spec.data:  # a model sweep (model_sweep builds on this module)
+    if spec.kind == "model":  # a model sweep (model_sweep builds on this module)
         from .model_sweep import compute_model_block
 
         return compute_model_block(task, spec)
-    vectors = bool(spec.data["output"]["vectors"])
-    out = allocate(task, vectors)
+    vectors = spec.output.vectors
+    out = allocate(task, variables("tensor", vectors))
     groups: dict[tuple[Any, ...], list[tuple[tuple[int, ...], InstanceSettings, int]]] = (
         defaultdict(list)
     )
     for idx, settings, rep in task.instances(spec):
         groups[settings.group_key()].append((idx, settings, rep))
     kernel = 0.0
-    certs: dict[str, np.ndarray] | None = {} if spec.data["output"]["certificates"] else None
+    certs: dict[str, np.ndarray] | None = {} if spec.output.certificates else None
     for members in groups.values():
         s = members[0][1]
         per_batch = max(1, MAX_BATCH_BYTES // (8 * s.n**s.p))
@@ -221,10 +88,10 @@ def compute_block(task: BlockTask) -> BlockResult:
 
 
 def _target_eps(s: InstanceSettings, level: float, lambdas: np.ndarray) -> float:
-    """The operator norm E is scaled to: ``eps``, or ``eps_scaled * lambda_min * n^{-1/(p-1)}``
-    (Theorem 3.1's scale) for ``noise.eps_scaled``."""
+    """The operator norm E is scaled to: ``eps``, or for ``noise.eps_scaled`` the norm that
+    value means (:func:`.schema.eps_scaled_target`)."""
     if s.level_name == "eps_scaled":
-        return level * float(np.abs(lambdas).min()) * s.n ** (-1.0 / (s.p - 1))
+        return eps_scaled_target(level, float(np.abs(lambdas).min()), s.n, s.p)
     return level
 
 
@@ -252,22 +119,20 @@ def draw_group(spec: SweepSpec, members: Sequence[tuple[InstanceSettings, int]])
     import sroa_dist as core
 
     s = members[0][0]
-    tensor, data = spec.data["tensor"], spec.data
+    tensor, noise = spec.tensor, spec.noise
     seeds = [instance_seed(spec.seed, st, rep) for st, rep in members]
     # Children 0/1/2: instance draws, SROA starts, norm starts (independent, fixed roles).
     inst_ss, solve_ss, norm_ss = zip(*(ss.spawn(3) for ss in seeds), strict=True)
     opnorm = s.level_name != "sigma"
-    noise = data["noise"]
-    params = model_params(noise.get("params"), s.noise)
-    weight = noise.get("weight")
-    weight = DEFAULT_WEIGHT if weight is None else weight
+    params = model_params(noise.params, s.noise)
+    weight = DEFAULT_WEIGHT if noise.weight is None else noise.weight
     insts = [
         core.make_instance(
             s.n,
             s.p,
             rank=s.rank,
-            basis=tensor["basis"],
-            lambdas=tensor["lambdas"],
+            basis=tensor.basis,
+            lambdas=tensor.lambdas,
             noise=s.noise,
             sigma=1.0 if opnorm else st.level,
             rng=np.random.default_rng(ss),
@@ -293,7 +158,7 @@ def draw_group(spec: SweepSpec, members: Sequence[tuple[InstanceSettings, int]])
         )
     else:
         nr = core.operator_norm_batch(
-            Es, s.norm_method, rng=list(norm_ss), **solver_options(data, s.norm_method, norm=True)
+            Es, s.norm_method, rng=list(norm_ss), **spec.options_for(s.norm_method, norm=True)
         )
     eps, lower, upper = (np.asarray(a, dtype=float) for a in (nr.value, nr.lower, nr.upper))
     lams = np.stack([inst.lambdas for inst in insts])
@@ -326,7 +191,6 @@ def _compute_group(
     import sroa_dist as core
 
     s = members[0][1]
-    data = spec.data
     t0 = time.perf_counter()
     drawn = draw_group(spec, [(st, rep) for _, st, rep in members])
     insts, T_hat, nr, solve_ss = drawn.instances, drawn.T_hat, drawn.norm, drawn.solve_seeds
@@ -337,7 +201,7 @@ def _compute_group(
         method=s.method,
         rng=list(solve_ss),
         **({"certificate": True} if certs is not None else {}),
-        **solver_options(data, s.method),
+        **spec.options_for(s.method),
     )
     Vs = np.stack([inst.V for inst in insts])
     m = core.match(res, lams, Vs)
