@@ -145,13 +145,12 @@ def test_default_block_size_averages_over_axes_like_the_full_grid():
     import itertools
     import math
 
+    from sroa_dist.policy import resolve_norm_method, solve_cost
     from sroa_dist.sweep.grid import (
         MAX_TASKS,
         MIN_TASK_SECONDS,
         TARGET_TASK_SECONDS,
         default_block_size,
-        resolve_norm_method,
-        solve_cost,
     )
 
     spec = load_spec(
@@ -166,7 +165,7 @@ def test_default_block_size_averages_over_axes_like_the_full_grid():
         ax["tensor.p"].values,
         ax["tensor.rank"].values,
     ):
-        norm = resolve_norm_method(m, n, p, spec.data["solver"]["norm_method"])
+        norm = resolve_norm_method(m, n, p, spec.solver.norm_method)
         costs.append(r * solve_cost(m, n, p) + solve_cost(norm, n, p))
     mean = sum(costs) / len(costs)
     total = make_layout(spec, block_size=1).n_instances

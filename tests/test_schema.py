@@ -7,10 +7,23 @@ existed (``tests/cube_format.py``); the format of every kind of cube must stay t
 from __future__ import annotations
 
 import json
+import math
+import subprocess
+import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+import zarr
 from cube_format import SPECS, build
+
+from sroa_dist.analysis import _cube
+from sroa_dist.sweep import schema
+from sroa_dist.sweep.grid import block_task, make_layout
+from sroa_dist.sweep.model_sweep import MODEL_AXIS_KEYS
+from sroa_dist.sweep.spec import AXIS_KEYS, spec_from_dict
+from sroa_dist.sweep.storage import prepare_store
+from sroa_dist.sweep.worker import compute_block, draw_group
 
 FORMAT = json.loads((Path(__file__).parent / "data" / "cube_format.json").read_text())
 
@@ -18,3 +31,107 @@ FORMAT = json.loads((Path(__file__).parent / "data" / "cube_format.json").read_t
 @pytest.mark.parametrize("which", sorted(SPECS))
 def test_cube_format_is_unchanged(tmp_path, which):
     assert build(tmp_path, which) == FORMAT[which]
+
+
+_ZARR_DTYPE = {"f8": "float64", "i8": "int64", "bool": "bool", "str": "string"}
+
+
+@pytest.mark.parametrize("which", sorted(SPECS))
+def test_every_stored_array_is_described_by_the_schema(tmp_path, which):
+    """Each array of a store is a schema variable (dims, dtype, attrs as described) or a
+    coordinate of a schema dim (dtype, attrs); each described variable is stored."""
+    spec = spec_from_dict(SPECS[which])
+    layout = make_layout(spec, block_size=4)
+    url = str(tmp_path / "cube.zarr")
+    prepare_store(url, spec, layout)
+    g = zarr.open_group(url, mode="r")
+    described = {**schema.variables(spec.kind, spec.output.vectors), **schema.BOOKKEEPING}
+    stored = set()
+    for name, arr in g.arrays():
+        dims = tuple(arr.metadata.dimension_names)
+        dtype = json.loads((Path(url) / name / "zarr.json").read_text())["data_type"]
+        # xarray adds its CF encoding of the fill value (_FillValue) to float arrays.
+        attrs = {k: v for k, v in arr.attrs.items() if k != "_FillValue"}
+        if name in schema.DIMS and dims == (name,):  # a coordinate
+            dim = schema.DIMS[name]
+            assert (dtype, attrs) == (_ZARR_DTYPE[dim.dtype], dim.attrs), name
+            continue
+        var = described[name]
+        stored.add(name)
+        lead = layout.dims if var.over_grid else ()
+        assert dims == lead + var.dims, name
+        assert dtype == _ZARR_DTYPE[var.dtype], name
+        assert attrs == var.attrs, name
+    # Only 'eps' is left out, and only where it is an axis (the coordinate is ||E||).
+    assert set(described) - stored == ({"eps"} if "eps" in layout.dims else set())
+    assert g.attrs[schema.ATTR_SPEC] == spec.to_json()
+    assert {k for k in g.attrs if k.startswith(schema.SETTING_PREFIX)}
+
+
+@pytest.mark.parametrize("which", ["tensor_sigma_vectors", "tensor_eps_methods", "model_topics"])
+def test_every_variable_the_kernel_computes_is_described(which):
+    spec = spec_from_dict(SPECS[which])
+    layout = make_layout(spec, block_size=4)
+    task = block_task(spec, layout, layout.n_blocks - 1)
+    result = compute_block(task)
+    described = schema.variables(spec.kind, spec.output.vectors)
+    assert list(result.data) == list(described)
+    extent = {schema.STEP: task.n_steps, schema.COMPONENT: task.n_component}
+    for name, arr in result.data.items():
+        var = described[name]
+        assert arr.dtype == np.dtype(var.dtype), name
+        assert arr.shape == task.shape + tuple(extent[d] for d in var.dims), name
+
+
+def test_dims_and_variables_are_consistent():
+    assert set(schema.AXIS_ORDER) == set(schema.TENSOR_DIMS) | set(schema.MODEL_DIMS)
+    assert len(set(schema.AXIS_ORDER)) == len(schema.AXIS_ORDER)
+    # The spec's axes map onto schema dims, and the analysis orders tensor dims the same way.
+    assert set(AXIS_KEYS.values()) == set(schema.TENSOR_DIMS)
+    assert set(MODEL_AXIS_KEYS.values()) == set(schema.MODEL_DIMS)
+    assert _cube.AXIS_ORDER == schema.TENSOR_DIMS
+    assert _cube.CATEGORICAL_AXES == ("noise", "method")
+    for described in (schema.TENSOR_VARIABLES, schema.MODEL_VARIABLES, schema.BOOKKEEPING):
+        for name, var in described.items():
+            assert var.name == name and var.dtype in ("f8", "bool")
+            assert all(d in schema.DIMS for d in var.dims)
+            assert var.attrs["long_name"] == var.meaning and var.attrs["units"]
+            assert (var.fill is False) if var.dtype == "bool" else math.isnan(var.fill)
+    assert schema.V_HAT.dims == (schema.STEP, schema.COMPONENT)
+    with pytest.raises(ValueError, match="kind: expected 'tensor' or 'model'"):
+        schema.variables("tensors")
+
+
+def test_schema_is_plain_data():
+    """The vocabulary imports nothing heavy: no numpy, Dask, zarr or xarray."""
+    code = (
+        "import sys, importlib.util;"
+        "spec = importlib.util.spec_from_file_location('s', sys.argv[1]);"
+        "mod = importlib.util.module_from_spec(spec); sys.modules['s'] = mod;"
+        "spec.loader.exec_module(mod);"
+        "top = {m.split('.')[0] for m in sys.modules};"
+        "print(','.join(sorted(top & {'numpy', 'dask', 'distributed', 'zarr', 'xarray'})))"
+    )
+    path = Path(schema.__file__)
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == ""
+
+
+def test_eps_scaled_target_is_theorem_3_1s_scale():
+    # ||E|| = eps_scaled * lambda_min * n^(-1/(p-1)): n = 16, p = 3 gives a factor 1/4.
+    assert schema.eps_scaled_target(2.0, 0.5, 16, 3) == 0.25
+    assert schema.eps_scaled_target(1.0, 1.0, 8, 4) == 0.5
+
+
+def test_the_worker_scales_eps_scaled_instances_to_the_schema_target():
+    spec = spec_from_dict(SPECS["tensor_eps_scaled"])
+    layout = make_layout(spec, block_size=4)
+    for b in range(layout.n_blocks):
+        task = block_task(spec, layout, b)
+        members = [(s, rep) for _, s, rep in task.instances(spec)]
+        drawn = draw_group(spec, members)
+        for (s, _), eps, lam in zip(members, drawn.eps, drawn.lambdas, strict=True):
+            want = schema.eps_scaled_target(s.level, float(np.abs(lam).min()), s.n, s.p)
+            assert eps == pytest.approx(want, rel=1e-12)

@@ -9,15 +9,15 @@ import numpy as np
 import xarray as xr
 
 from ..metrics import theorem_2_2_bounds, theorem_3_1_bounds
+from ..sweep.schema import BLOCK, COMPONENT, DIMS, REPLICATE, STEP, TENSOR_DIMS
 
-#: Sweep axes of the contract, in storage order.  Other dims of a per-instance variable are
-#: treated as sweep axes too, so a future axis does not break the analysis.
-AXIS_ORDER = ("noise", "n", "p", "rank", "method", "sigma", "eps", "eps_scaled")
+#: Sweep axes of tensor cubes, in storage order.  Other dims of a per-instance variable are
+#: treated as sweep axes too (after these, in the cube's order), so a future axis does not
+#: break the analysis; model-sweep dims other than ``method`` therefore sort after it.
+AXIS_ORDER = TENSOR_DIMS
 #: Axes whose values are labels, not magnitudes: pooled analyses keep them apart by default.
-CATEGORICAL_AXES = ("noise", "method")
-REPLICATE = "replicate"
-STEP = "step"
-_NON_AXIS_DIMS = (REPLICATE, STEP, "component", "quantile", "block")
+CATEGORICAL_AXES = tuple(d for d in AXIS_ORDER if DIMS[d].dtype == "str")
+_NON_AXIS_DIMS = (REPLICATE, STEP, COMPONENT, "quantile", BLOCK)
 _REFERENCE_VARS = ("vec_err", "lam_err", "lam_hat", "eps", "eps_upper", "solve_time")
 
 

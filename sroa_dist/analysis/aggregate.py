@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ..sweep.schema import BLOCK, DONE, FAILED, FAILED_MESSAGES
 from ._cube import (
     CATEGORICAL_AXES,
     REPLICATE,
@@ -644,10 +645,10 @@ def completeness(ds: xr.Dataset) -> Completeness:
     """
     axes = sweep_axes(ds)
     lazy = {"has": has_results(ds).transpose(*axes, ...)}
-    if "done" in ds.data_vars:
-        lazy["done"] = ds["done"].astype(bool)
-        if "failed" in ds.data_vars:
-            lazy["failed"] = ds["failed"].astype(bool) & ~lazy["done"]
+    if DONE in ds.data_vars:
+        lazy[DONE] = ds[DONE].astype(bool)
+        if FAILED in ds.data_vars:
+            lazy[FAILED] = ds[FAILED].astype(bool) & ~lazy[DONE]
     (values,) = dask.compute(lazy)
     has = values["has"]
     missing: dict[str, tuple] = {}
@@ -663,16 +664,16 @@ def completeness(ds: xr.Dataset) -> Completeness:
         partial[axis] = tuple(v for v, a, b in zip(vals, any_, all_, strict=True) if a and not b)
     blocks = failed = done = None
     failures: dict[int, str] = {}
-    if "done" in values:
-        done_mask = np.asarray(values["done"].values, dtype=bool)
+    if DONE in values:
+        done_mask = np.asarray(values[DONE].values, dtype=bool)
         blocks, done = int(done_mask.size), int(done_mask.sum())
         failed = 0
-        if "failed" in values:
-            fmask = np.asarray(values["failed"].values, dtype=bool)
+        if FAILED in values:
+            fmask = np.asarray(values[FAILED].values, dtype=bool)
             failed = int(fmask.sum())
             # The messages are for people; the boolean mask decides what failed.
-            msgs = dict(ds["failed"].attrs.get("messages", {}) or {})
-            block_ids = np.asarray(ds["block"].values) if "block" in ds.coords else None
+            msgs = dict(ds[FAILED].attrs.get(FAILED_MESSAGES, {}) or {})
+            block_ids = np.asarray(ds[BLOCK].values) if BLOCK in ds.coords else None
             for i in np.flatnonzero(fmask):
                 b = int(block_ids[i]) if block_ids is not None else int(i)
                 failures[b] = str(msgs.get(str(b), ""))

@@ -1,0 +1,69 @@
+"""Solver policy (sroa_dist/policy.py) and the import structure it untangles: the spec module
+no longer needs the grid (the old spec <-> grid cycle), and policy is a core module."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from sroa_dist.decomposition import IMPLICIT_BYTES
+from sroa_dist.policy import certified_tractable, resolve_norm_method, solve_cost
+from sroa_dist.solvers import relaxation_tractable
+
+
+def _modules_after(code: str) -> set[str]:
+    """Module names loaded by a fresh interpreter after running ``code``."""
+    probe = f"import sys\n{code}\nprint(' '.join(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return set(out.stdout.split())
+
+
+def test_spec_validation_does_not_import_the_grid():
+    loaded = _modules_after(
+        "from sroa_dist.sweep.spec import spec_from_dict\n"
+        "spec_from_dict({'name': 'x', 'tensor': {'n': [3, 20]}, 'noise': {'sigma': 0.1},"
+        " 'solver': {'method': ['sshopm', 'power']}})"
+    )
+    assert "sroa_dist.sweep.spec" in loaded and "sroa_dist.policy" in loaded
+    assert "sroa_dist.sweep.grid" not in loaded
+
+
+def test_policy_and_schema_are_free_of_the_sweep_machinery():
+    loaded = _modules_after("import sroa_dist.policy")
+    assert not {m for m in loaded if m.startswith("sroa_dist.sweep")}
+    assert not {m.split(".")[0] for m in loaded} & {"dask", "distributed", "zarr", "xarray"}
+    loaded = _modules_after("import sroa_dist.sweep.schema, sroa_dist.sweep.spec")
+    assert not {m.split(".")[0] for m in loaded} & {"dask", "distributed", "zarr", "xarray"}
+
+
+def test_grid_reexports_the_policy():
+    from sroa_dist.sweep import grid
+
+    assert grid.resolve_norm_method is resolve_norm_method and grid.solve_cost is solve_cost
+
+
+@pytest.mark.parametrize("n, p", [(4, 3), (10, 3), (14, 4), (20, 3), (30, 4)])
+def test_norm_method_defaults(n, p):
+    assert resolve_norm_method("sshopm", n, p, "power") == "power"  # given: used as is
+    for method in ("certified", "sos"):  # global methods bound ||E|| themselves
+        assert resolve_norm_method(method, n, p, None) == method
+    want = "certified" if relaxation_tractable(n, p) else "sshopm"
+    assert resolve_norm_method("sshopm", n, p, None) == want
+    assert resolve_norm_method("power", n, p, None) == want
+    assert certified_tractable(n, p) == bool(relaxation_tractable(n, p))
+
+
+def test_solve_cost_branches():
+    # Local methods: 1e-4 + 2.5e-7 n^p below the implicit-deflation size.
+    assert solve_cost("power", 10, 3) == 1e-4 + 2.5e-7 * 10**3
+    # The moment relaxation adds 0.05 s * (side / 66)^3; side C(10 + 2, 2) = 66 at n = 10, p = 3.
+    assert solve_cost("certified", 10, 3) == pytest.approx(1e-4 + 2.5e-7 * 1e3 + 0.05)
+    # ... and is priced as local where it is intractable.
+    n = next(n for n in range(3, 40) if not relaxation_tractable(n, 3))
+    assert solve_cost("certified", n, 3) == solve_cost("power", n, 3)
+    # Above IMPLICIT_BYTES per tensor: sshopm restarts warm, power iterates cold.
+    big = next(n for n in range(10, 400) if 8.0 * n**3 > IMPLICIT_BYTES)
+    assert solve_cost("sshopm", big, 3) == 0.01 + 1e-8 * big**3
+    assert solve_cost("power", big, 3) == 0.01 + 1e-7 * big**3
