@@ -208,6 +208,40 @@ def test_method_specific_options(tmp_path):
     assert solver_options(spec.data, "power") == {}
 
 
+def test_typed_sections_and_derived_properties(tmp_path):
+    """The package reads a spec through typed, frozen sections; each is the resolved dict."""
+    import dataclasses
+
+    from sroa_dist.policy import resolve_norm_method
+    from sroa_dist.sweep.spec import default_store
+
+    text = BASE.replace('method = "sshopm"', 'method = ["power", "sshopm"]\nsteps = 2')
+    text = text.replace("n = 4", "n = [4, 6]\nrank = [2, 3]").replace("sigma = 0.01", "eps = 0.1")
+    spec = load_spec(write(tmp_path, text), ["solver.options.n_starts=5"])
+    for section in ("tensor", "noise", "solver", "output"):
+        view = getattr(spec, section)
+        assert dataclasses.asdict(view) == spec.data[section]
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(view, section, None)
+    assert spec.kind == "tensor" and spec.noise.level_name == "eps"
+    assert spec.noise_level_key == "noise.eps" and spec.scale == "opnorm"
+    assert spec.solver.methods == ("power", "sshopm") and spec.output.vectors is False
+    assert spec.ranks == (2, 3) and spec.n_steps == 2 and spec.steps_for(3) == 2
+    assert spec.options_for("power") == {"n_starts": 5}
+    assert spec.options_for("sshopm", norm=True) == {"n_starts": 5}  # norm: the solver's own
+    assert spec.options_for("certified", norm=True) == {}
+    assert spec.norm_method_for("power", 6, 3) == resolve_norm_method("power", 6, 3, None)
+    assert spec.setting("tensor.n", {"n": 6}) == 6 and spec.setting("tensor.p", {}) == 3
+    assert spec.setting("noise.sigma", {}) is None
+    dims, coords = spec.instance_grid()
+    assert dims == ("n", "rank", "method", "replicate")
+    assert coords == ((4, 6), (2, 3), ("power", "sshopm"), (0, 1))
+    assert spec.default_store == default_store("t") == str(Path("results") / "t.zarr")
+    # Full rank by default: the ranks are the n values.
+    full = load_spec(write(tmp_path, BASE.replace("n = 4", "n = [4, 5]")))
+    assert full.ranks == (4, 5) and full.n_steps == 5 and full.steps_for(4) == 4
+
+
 def test_json_round_trip_is_identity():
     spec = load_spec(ROOT / "sweeps/smoke/nscaling.toml")
     import json
