@@ -194,3 +194,17 @@ def test_tensor_spec_unaffected_by_model_keys():
     with pytest.raises(SpecError) as info:
         spec_from_dict(raw, source="t.toml")
     assert info.value.key == "tensor"
+
+
+def test_fractional_weight_ratios_are_stored_and_resumed(tmp_path):
+    """The weight_ratio coordinate is a float: 2.5 stays 2.5, and the store resumes."""
+    from sroa_dist.sweep.storage import prepare_store
+
+    raw = _raw()
+    raw["model"]["weights"] = [1, 2.5]
+    spec = spec_from_dict(raw)
+    layout = make_layout(spec)
+    url = str(tmp_path / "w.zarr")
+    assert prepare_store(url, spec, layout).action == "created"
+    assert open_results(url)["weight_ratio"].values.tolist() == [1.0, 2.5]
+    assert prepare_store(url, spec, layout).action == "resumed"

@@ -1,7 +1,9 @@
 """The cube's vocabulary (sweep/schema.py) and the on-disk format it describes.
 
 ``tests/data/cube_format.json`` was written by the code of main before the schema module
-existed (``tests/cube_format.py``); the format of every kind of cube must stay that one.
+existed (``tests/cube_format.py``); the format of every kind of cube must stay that one. One
+deliberate change since: the ``weight_ratio`` coordinate of model sweeps is float64 (main
+stored it as int64, truncating ratios such as 2.5 and refusing to resume such a store).
 """
 
 from __future__ import annotations

@@ -111,7 +111,7 @@ _DIMS = (
     Dim("L", "i8", "words per document L (single-topic model)"),
     Dim(
         "weight_ratio",
-        "i8",
+        "f8",
         "mixing-weight imbalance max(w)/min(w); weights geometric in the class index, 1 = uniform",
     ),
 )
