@@ -239,7 +239,7 @@ def chunks_for_block_size(shape: Sequence[int], block_size: int) -> tuple[int, .
 def default_block_size(spec: SweepSpec, mean_cost: float | None = None) -> int:
     """Instances per task from the cost model: about TARGET_TASK_SECONDS of work, at least
     ~32 tasks so that every worker of a small cluster stays busy, at least MIN_TASK_SECONDS so
-    that per-task overhead (~0.1 s: scheduling, store writes) stays small, and at most MAX_TASKS
+    that per-task overhead (scheduling, store writes) stays small, and at most MAX_TASKS
     tasks in all. Costs O(axes), never O(grid points). Sweep kinds with their own cost model
     (model sweeps) pass their ``mean_cost`` (seconds per instance)."""
     if mean_cost is None:
