@@ -276,6 +276,7 @@ def test_json_round_trip_is_identity():
         ("noise.sigma=1e300", "noise.sigma", "between 0 and 1e+150"),
         ("noise.sigma=-0.1", "noise.sigma", "between 0 and 1e+150"),
         ("tensor.lambdas=1e300", "tensor.lambdas", "at most 1e+150"),
+        ("tensor.lambdas=[1, 0.5]", "tensor.lambdas", "expected a scalar or 4 values"),
     ],
 )
 def test_settings_that_would_fail_every_block_are_refused(tmp_path, setting, key, reason):
@@ -288,6 +289,15 @@ def test_settings_that_would_fail_every_block_are_refused(tmp_path, setting, key
     assert info.value.key == key
     assert msg.startswith(f"--set {setting}: key '{key}'")
     assert reason in msg
+
+
+def test_a_list_of_lambdas_needs_one_rank_of_its_length(tmp_path):
+    text = BASE.replace("n = 4", "n = 4\nlambdas = [1, 0.5]")
+    assert load_spec(write(tmp_path, text), ["tensor.rank=2"]).ranks == (2,)
+    for rank in ("[1, 2]", "[2, 3]", "3"):
+        with pytest.raises(SpecError, match="'tensor.lambdas'.*single rank") as info:
+            load_spec(write(tmp_path, text), [f"tensor.rank={rank}"])
+        assert "expected a scalar or" in str(info.value)  # the core's own message
 
 
 def test_options_are_checked_for_every_method_and_its_norm_method(tmp_path):

@@ -843,17 +843,19 @@ def _check_semantics(
     if basis not in BASES:
         raise SpecError(source, "tensor.basis", f"one of {sorted(BASES)}", basis)
     lambdas = data["tensor"]["lambdas"]
-    if isinstance(lambdas, list):
-        rank_ax = axes.get("tensor.rank")
-        ranks = rank_ax.values if rank_ax else ns
-        if len(ranks) != 1 or ranks[0] != len(lambdas):
+    rank_ax = axes.get("tensor.rank")
+    ranks = rank_ax.values if rank_ax else ns  # full rank by default
+    for r in ranks:  # the core's own check of the weights against each rank
+        try:
+            check_lambdas(lambdas, r)
+        except ValueError as exc:
             raise SpecError(
                 source,
                 "tensor.lambdas",
                 f"a list of rank = {list(ranks)} values",
                 lambdas,
-                "a list of lambdas needs a single rank (or n) of the same length",
-            )
+                f"{exc}; a list of lambdas needs a single rank (or n) of the same length",
+            ) from None
     for m in axes["noise.model"].values:
         if m not in models:
             raise SpecError(
