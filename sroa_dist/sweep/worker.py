@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from ..perturbations import DEFAULT_WEIGHT, model_params
-from .grid import MAX_BATCH_BYTES, BlockTask, InstanceSettings, instance_seed
-from .schema import TENSOR_VARIABLES, Variable, eps_scaled_target, variables
+from .grid import BlockTask, InstanceSettings, batch_instances, instance_seed
+from .schema import COMPONENT, STEP, TENSOR_VARIABLES, Variable, eps_scaled_target, variables
 from .spec import SweepSpec, spec_from_dict
 
 __all__ = ["BlockResult", "VARIABLES", "allocate", "compute_block"]
@@ -53,7 +53,7 @@ def _spec(spec_json: str) -> SweepSpec:
 def allocate(task: BlockTask, described: Mapping[str, Variable]) -> dict[str, np.ndarray]:
     """Output arrays of a block for the ``described`` variables, filled with their fill
     values (the block's shape, then ``step`` and ``component`` where a variable has them)."""
-    extent = {"step": task.n_steps, "component": task.n_component}
+    extent = {STEP: task.n_steps, COMPONENT: task.n_component}
     return {
         name: np.full(task.shape + tuple(extent[d] for d in v.dims), v.fill, dtype=v.dtype)
         for name, v in described.items()
@@ -79,7 +79,7 @@ def compute_block(task: BlockTask) -> BlockResult:
     certs: dict[str, np.ndarray] | None = {} if spec.output.certificates else None
     for members in groups.values():
         s = members[0][1]
-        per_batch = max(1, MAX_BATCH_BYTES // (8 * s.n**s.p))
+        per_batch = batch_instances(s.n, s.p)
         for start in range(0, len(members), per_batch):
             chunk = members[start : start + per_batch]
             kernel += _compute_group(spec, chunk, out, vectors, certs, task.shape)
