@@ -323,7 +323,7 @@ def _import_family(path: str) -> Family:
 
 def _iid_family(model: str) -> Family:
     def draw(n, p, V, lambdas, rng):  # noqa: ARG001  (i.i.d.: the instance is not used)
-        return noise_tensor(model, n, p, 1.0, rng), None
+        return noise_tensor(model, n, p, 1.0, rng=rng), None
 
     return Family(model, draw, {}, "i.i.d. entries (sroa_dist.noise)")
 
@@ -473,7 +473,7 @@ def draw_perturbation(
     full = fam.check_params(params or {})
     if family_name in NOISE_MODELS and background is None:
         # The original path, draw for draw (bit-identical cubes for binary/uniform/gaussian).
-        return Perturbation(noise_tensor(family_name, n, p, float(scale), gen), None, model)
+        return Perturbation(noise_tensor(family_name, n, p, float(scale), rng=gen), None, model)
     if fam.needs_eps:
         if eps is None or not eps > 0:
             raise ValueError(
@@ -487,7 +487,7 @@ def draw_perturbation(
     if background is not None:
         if norm is None:
             norm = operator_norm(E, "sshopm", rng=gen).value
-        B = noise_tensor(background, n, p, 1.0, gen)
+        B = noise_tensor(background, n, p, 1.0, rng=gen)
         b_norm = operator_norm(B, "sshopm", rng=gen).value
         w = float(weight)
         E = (1.0 - w) * (E / norm if norm > 0 else E) + w * (B / b_norm)

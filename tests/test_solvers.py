@@ -78,7 +78,7 @@ def test_power_method_returns_z_eigenpairs_of_nearly_sod_tensors(p):
     rng = np.random.default_rng(6)
     for _ in range(5):
         V = random_orthonormal_basis(5, rng=rng)
-        T = sod_tensor(rng.uniform(1, 2, 5), V, p) + noise_tensor("gaussian", 5, p, 0.01, rng)
+        T = sod_tensor(rng.uniform(1, 2, 5), V, p) + noise_tensor("gaussian", 5, p, 0.01, rng=rng)
         res = rank_one(T, "power", rng=rng)
         assert z_residual(T, res.x) < 1e-8 * np.linalg.norm(T)
         assert res.lam == pytest.approx(contract(T[None], res.x[None, None], p)[0, 0], rel=1e-12)
@@ -149,7 +149,7 @@ def test_diagonal_tensor_closed_form_z_eigenpairs():
 @pytest.mark.parametrize("method", ALL_METHODS)
 def test_batched_equals_one_at_a_time_bit_for_bit(method):
     T0 = sod_tensor(np.ones(5), identity_basis(5), 3)
-    Ts = np.stack([T0 + noise_tensor("gaussian", 5, 3, 0.05, s) for s in range(4)])
+    Ts = np.stack([T0 + noise_tensor("gaussian", 5, 3, 0.05, rng=s) for s in range(4)])
     seeds = [11, 12, 13, 14]
     batch = rank_one_batch(Ts, method, rng=seeds)
     for b in range(4):
@@ -161,7 +161,9 @@ def test_batched_equals_one_at_a_time_bit_for_bit(method):
 
 
 def test_nearly_sod_n10_certified():
-    T = sod_tensor(np.ones(10), identity_basis(10), 3) + noise_tensor("gaussian", 10, 3, 0.01, 3)
+    T = sod_tensor(np.ones(10), identity_basis(10), 3) + noise_tensor(
+        "gaussian", 10, 3, 0.01, rng=3
+    )
     res = rank_one(T, "certified", rng=0)
     assert res.certified
     assert 0 <= res.upper_bound - res.lam <= 1e-6 * np.linalg.norm(T)
@@ -235,7 +237,7 @@ def test_memory_estimate_grows_with_the_problem_and_covers_the_tensor():
 def test_sshopm_with_zero_tolerance_stays_finite():
     """With tol = 0 no start ever counts as converged: rejected steps at machine precision must
     not grow the shift without bound (it is capped at the convexifying (p-1)·‖T‖_F)."""
-    T = sod_tensor(np.ones(6), identity_basis(6), 4) + noise_tensor("gaussian", 6, 4, 0.05, 1)
+    T = sod_tensor(np.ones(6), identity_basis(6), 4) + noise_tensor("gaussian", 6, 4, 0.05, rng=1)
     with np.errstate(over="raise", invalid="raise"):
         res = rank_one(T, "sshopm", rng=0, tol=0.0, max_iter=2000)
     assert np.isfinite(res.lam) and np.all(np.isfinite(res.x))
@@ -246,7 +248,7 @@ def test_a_singular_newton_system_does_not_change_other_instances_bits():
     """At x = e2 for T = e1^{⊗3} the bordered Newton matrix is singular; the batch falls back
     per instance, so its neighbour's result equals its one-at-a-time result bit for bit."""
     T0 = sod_tensor([1.0], np.eye(3, 1), 3)
-    T1 = sod_tensor(np.ones(3), identity_basis(3), 3) + noise_tensor("gaussian", 3, 3, 0.1, 0)
+    T1 = sod_tensor(np.ones(3), identity_basis(3), 3) + noise_tensor("gaussian", 3, 3, 0.1, rng=0)
     Ts = np.stack([T0, T1])
     x = np.stack([np.eye(3)[1], np.ones(3) / np.sqrt(3)])
     K_singular = (
