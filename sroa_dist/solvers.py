@@ -25,6 +25,7 @@ from .tensors import (
     normalized_unfolding_norm,
     normalizing_exponents,
     scale_up_bound,
+    sphere_newton_step,
 )
 
 __all__ = [
@@ -435,7 +436,7 @@ def newton_polish(
         H = contract(Ts, x[:, None, :], p - 2)[:, 0]
         g = np.einsum("bij,bj->bi", H, x)
         lam = np.sum(g * x, axis=-1)
-        d = _newton_step(H, g, lam, x, p)
+        d = sphere_newton_step(H, g, lam, x, p)
         y = x + d[:, :n]
         y /= np.linalg.norm(y, axis=-1, keepdims=True)
         fy = contract(Ts, y[:, None, :], p)[:, 0]
@@ -446,21 +447,6 @@ def newton_polish(
     return x
 
 
-def _newton_step(H: FloatArray, g: FloatArray, lam: FloatArray, x: FloatArray, p: int) -> Any:
-    """Solution ``(dx, dμ)`` of the bordered KKT system at ``x``, shape ``(B, n + 1)``."""
-    B, n = x.shape
-    K = np.zeros((B, n + 1, n + 1))
-    K[:, :n, :n] = (p - 1) * H - lam[:, None, None] * np.eye(n)
-    K[:, :n, n] = -x
-    K[:, n, :n] = -x
-    rhs = np.concatenate([-(g - lam[:, None] * x), np.zeros((B, 1))], axis=1)
-    try:
-        return np.linalg.solve(K, rhs[..., None])[..., 0]
-    except np.linalg.LinAlgError:
-        # One singular system must not change the others' bits: solve each on its own.
-        return np.stack([_solve_or_lstsq(K[b], rhs[b]) for b in range(B)])
-
-
 def _polish_deflated(Ts: FloatArray, x: FloatArray, steps: int, deflation: Deflation) -> Any:
     B, n = x.shape
     p = Ts.ndim - 1
@@ -469,7 +455,7 @@ def _polish_deflated(Ts: FloatArray, x: FloatArray, steps: int, deflation: Defla
     for _ in range(steps):
         g = np.einsum("bij,bj->bi", H, x)
         lam = np.sum(g * x, axis=-1)
-        d = _newton_step(H, g, lam, x, p)[:, :n]
+        d = sphere_newton_step(H, g, lam, x, p)[:, :n]
         size = np.linalg.norm(d, axis=-1)
         y = x + d
         y /= np.linalg.norm(y, axis=-1, keepdims=True)
@@ -484,13 +470,6 @@ def _polish_deflated(Ts: FloatArray, x: FloatArray, steps: int, deflation: Defla
         x = np.where(ok[:, None], y, x)
         H = np.where(ok[:, None, None], Hy, H)
     return x
-
-
-def _solve_or_lstsq(K: FloatArray, rhs: FloatArray) -> FloatArray:
-    try:
-        return np.linalg.solve(K, rhs[:, None])[:, 0]
-    except np.linalg.LinAlgError:
-        return np.linalg.lstsq(K, rhs, rcond=None)[0]
 
 
 def _signed_problems(Ts: FloatArray) -> tuple[FloatArray, int]:
@@ -859,9 +838,9 @@ def _int_at_least(lo: int) -> tuple[Callable[[Any], bool], str]:
 
 
 def _relaxation_keys() -> frozenset[str]:
-    from .relaxation import _SCS_SETTING_NAMES, _SOLVE_OPTIONS
+    from .relaxation import SCS_SETTING_NAMES, SOLVE_OPTIONS
 
-    return frozenset(_SOLVE_OPTIONS) | _SCS_SETTING_NAMES
+    return frozenset(SOLVE_OPTIONS) | SCS_SETTING_NAMES
 
 
 #: Value rules of the options the built-in methods share, by option name (one meaning per

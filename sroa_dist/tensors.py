@@ -18,9 +18,11 @@ __all__ = [
     "contract",
     "rank_one_tensor",
     "check_symmetric_tensor",
+    "check_symmetry",
     "check_tensor_stack",
     "normalizing_exponents",
     "tensor_order",
+    "sphere_newton_step",
     "unfolding_norm",
 ]
 
@@ -83,7 +85,18 @@ def check_symmetric_tensor(T: ArrayLike, name: str = "T", *, batched: bool = Fal
             f"{name}: expected a stack of at least one tensor, received an empty batch of shape "
             f"{arr.shape}"
         )
-    p = len(shape)
+    check_symmetry(arr, name, batched=batched)
+    return arr
+
+
+def check_symmetry(arr: FloatArray, name: str = "T", *, batched: bool = False) -> None:
+    """Raise a ``ValueError`` naming ``name`` unless every tensor of ``arr`` (finite, cubical)
+    is symmetric under index permutations, to ``SYMMETRY_RTOL`` of its largest entry.
+
+    The one symmetry test of the package: the front door, the moment relaxation and the
+    certificates all call it, so a tensor one accepts is never refused by another.
+    """
+    p = arr.ndim - (1 if batched else 0)
     off = 1 if batched else 0
     # Tolerance relative to each tensor's own largest entry, so a tiny tensor batched with a
     # large one is judged on its own scale.
@@ -105,7 +118,6 @@ def check_symmetric_tensor(T: ArrayLike, name: str = "T", *, batched: bool = Fal
                 f"by up to {float(np.max(rel)):.3g} of the largest entry); hint: use "
                 "sroa_dist.symmetrize"
             )
-    return arr
 
 
 def _deviation(a: FloatArray, b: FloatArray, batched: bool, size: int = 2**19) -> Any:
@@ -360,3 +372,35 @@ def as_rng_list(
     if count == 1:
         return [np.random.default_rng(seq)]
     return [np.random.default_rng(s) for s in seq.spawn(count)]
+
+
+def sphere_newton_step(
+    H: FloatArray, g: FloatArray, lam: FloatArray, x: FloatArray, p: int
+) -> FloatArray:
+    """Newton step towards a Z-eigenpair ``T x^{p-1} = λ x, ‖x‖ = 1`` from unit rows ``x``.
+
+    ``H = T x^{p-2}`` ``(B, n, n)``, ``g = T x^{p-1}`` and ``λ = T x^p`` at ``x``. Solves the
+    bordered KKT system ``[(p-1) H − λ I, −x; −xᵀ, 0] (dx, dμ) = (−(g − λ x), 0)``, whose ``dx``
+    is the Riemannian Newton step on the sphere (the tangent component of the Euclidean Newton
+    step of the Lagrangian). Returns ``(dx, dμ)``, shape ``(B, n + 1)``; the package's one
+    Newton polisher (:func:`sroa_dist.solvers.newton_polish`, :func:`sroa_dist.relaxation.polish`)
+    takes its steps from here and decides itself which steps to accept.
+    """
+    B, n = x.shape
+    K = np.zeros((B, n + 1, n + 1))
+    K[:, :n, :n] = (p - 1) * H - lam[:, None, None] * np.eye(n)
+    K[:, :n, n] = -x
+    K[:, n, :n] = -x
+    rhs = np.concatenate([-(g - lam[:, None] * x), np.zeros((B, 1))], axis=1)
+    try:
+        return np.linalg.solve(K, rhs[..., None])[..., 0]
+    except np.linalg.LinAlgError:
+        # One singular system must not change the others' bits: solve each on its own.
+        return np.stack([_solve_or_lstsq(K[b], rhs[b]) for b in range(B)])
+
+
+def _solve_or_lstsq(K: FloatArray, rhs: FloatArray) -> FloatArray:
+    try:
+        return np.linalg.solve(K, rhs[:, None])[:, 0]
+    except np.linalg.LinAlgError:
+        return np.linalg.lstsq(K, rhs, rcond=None)[0]
