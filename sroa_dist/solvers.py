@@ -11,7 +11,9 @@ import dataclasses
 import inspect
 import math
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -31,12 +33,14 @@ from .tensors import (
 __all__ = [
     "DEFAULT_TIME_BUDGET",
     "METHODS",
+    "MethodOutput",
     "OptionError",
     "RankOneResult",
     "check_options",
     "memory_estimate",
     "rank_one",
     "rank_one_batch",
+    "register_method",
     "relaxation_cost",
     "relaxation_tractable",
 ]
@@ -128,6 +132,86 @@ class RankOneResult:
             certificate=None if self.certificate is None else self.certificate[i],
             n_best=None if self.n_best is None else int(self.n_best[i]),
             confirmed=None if self.confirmed is None else bool(self.confirmed[i]),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class MethodOutput:
+    """What a rank-one method returns for a stack of ``B`` tensors: the method contract.
+
+    A method is ``fn(Ts, rngs, **options) -> MethodOutput`` with ``Ts`` the ``(B, n, ..., n)``
+    stack (already scaled to ``‖T‖_F`` in ``[1/2, 1)``), ``rngs`` one Generator per tensor and
+    ``options`` keyword-only parameters (what :func:`method_options` lists). A local method
+    may also take a positional ``deflation`` (:class:`Deflation`) after ``rngs``, which lets
+    SROA deflate implicitly. :func:`rank_one_batch` recomputes ``lam`` from ``x`` and takes
+    the smaller of ``upper_bound`` and the unfolding bound, so a method never has to be
+    trusted for its values.
+
+    Attributes
+    ----------
+    x : (B, n) ndarray
+        Unit-norm maximiser candidates of ``T x^p`` (odd p) or ``|T x^p|`` (even p).
+    n_starts, n_iter : (B,) int ndarrays
+        Starts used and iterations of the local phase (0 where there is none).
+    upper_bound : (B,) ndarray, optional
+        Valid upper bounds of ``max T x^p`` (odd p) / ``max |T x^p|`` (even p) of the tensors
+        as given; ``None``: only the unfolding bound is known.
+    solve_time : (B,) ndarray, optional
+        Seconds per instance; ``None``: the call's wall time is shared equally.
+    certificate : (B,) object ndarray, optional
+        Auditable SOS certificates of ``upper_bound`` (or ``None`` entries).
+    n_best : (B,) int ndarray, optional
+        Starts that reached the best value (see :class:`RankOneResult`).
+    confirmed : (B,) bool ndarray, optional
+        Whether two independent start sets agreed (see :class:`RankOneResult`).
+    notes : str
+        Appended to every instance's ``message`` (e.g. why a relaxation was skipped).
+    final_starts, final_values, final_grads : ndarrays, optional
+        The local phase's final iterates ``(B, S, n)``, their values ``(B, S)`` and (under a
+        deflation) unsigned gradients ``(B, S, n)``: SROA continues from them as warm starts.
+    """
+
+    x: FloatArray
+    n_starts: Any
+    n_iter: Any
+    upper_bound: Any = None
+    solve_time: Any = None
+    certificate: Any = None
+    n_best: Any = None
+    confirmed: Any = None
+    notes: str = ""
+    final_starts: Any = None
+    final_values: Any = None
+    final_grads: Any = None
+
+    @classmethod
+    def coerce(cls, out: Any, method: str) -> MethodOutput:
+        """``out`` itself, or (deprecated, one release) a mapping with the same keys, where the
+        former ``message_extra`` key becomes ``notes``."""
+        if isinstance(out, cls):
+            return out
+        if isinstance(out, Mapping):
+            warnings.warn(
+                f"method {method!r} returned a {type(out).__name__}; return a "
+                "sroa_dist.solvers.MethodOutput instead (mappings are deprecated and will be "
+                "refused in the next release)",
+                DeprecationWarning,
+                stacklevel=3,
+            )
+            d = dict(out)
+            if "message_extra" in d:
+                d["notes"] = d.pop("message_extra") or ""
+            names = {f.name for f in dataclasses.fields(cls)}
+            unknown = sorted(set(d) - names)
+            if unknown:
+                raise ValueError(
+                    f"method {method!r}: returned unknown keys {unknown}; expected the fields "
+                    f"of MethodOutput: {sorted(names)}"
+                )
+            return cls(**d)
+        raise TypeError(
+            f"method {method!r}: expected it to return a MethodOutput, received "
+            f"{type(out).__name__}"
         )
 
 
@@ -490,7 +574,7 @@ def _pick_best(X: FloatArray, F: FloatArray, B: int) -> FloatArray:
 
 
 # ---------------------------------------------------------------------------------------------
-# Methods. Each takes (Ts (B, n..n), rngs) plus keyword options and returns a dict of arrays.
+# Methods. Each takes (Ts (B, n..n), rngs) plus keyword options and returns a MethodOutput.
 # Local methods also take an optional positional Deflation (SROA's implicit deflation); being
 # positional, it is not a user option (method_options lists keyword-only parameters).
 
@@ -502,7 +586,7 @@ def _method_power(
     *,
     n_starts: int = 20,
     n_iter: int = 30,
-) -> dict[str, Any]:
+) -> MethodOutput:
     """Randomized robust tensor power method (Anandkumar et al., JMLR 2014, Algorithm 1).
 
     Options: ``n_starts`` (L) random starts uniform on the sphere, ``n_iter`` (N) unshifted power
@@ -516,7 +600,7 @@ def _method_power(
     score = np.abs(F) if p % 2 == 0 else F
     x = X[np.arange(B), np.argmax(score, axis=1)]
     x = power_iterations(Ts, x[:, None, :], n_iter, deflation)[:, 0]
-    return {"x": x, "n_starts": np.full(B, n_starts), "n_iter": np.full(B, 2 * n_iter)}
+    return MethodOutput(x=x, n_starts=np.full(B, n_starts), n_iter=np.full(B, 2 * n_iter))
 
 
 def _ascend(
@@ -563,7 +647,7 @@ def _method_sshopm(
     n_spectral: int = 0,
     warm: bool = True,
     lazy: bool = True,
-) -> dict[str, Any]:
+) -> MethodOutput:
     """Multi-start shifted symmetric higher-order power method with adaptive shift.
 
     Options: ``n_starts`` random starts (per sign for even p), ``max_iter`` and step tolerance
@@ -638,16 +722,16 @@ def _method_sshopm(
     n_best = np.sum(Fs >= (top - BEST_RTOL * np.abs(top))[:, None], axis=1)
     if polish:
         x = newton_polish(Ts, x, deflation=deflation)
-    return {
-        "x": x,
-        "n_starts": used,
-        "n_iter": n_iter,
-        "n_best": n_best,
-        "confirmed": confirmed,
-        "final_starts": _by_instance(X, B),
-        "final_values": _by_instance(F, B),
-        "final_grads": None if grads is None else _by_instance(grads, B),
-    }
+    return MethodOutput(
+        x=x,
+        n_starts=used,
+        n_iter=n_iter,
+        n_best=n_best,
+        confirmed=confirmed,
+        final_starts=_by_instance(X, B),
+        final_values=_by_instance(F, B),
+        final_grads=None if grads is None else _by_instance(grads, B),
+    )
 
 
 def _gram_side(n: int, p: int) -> int:
@@ -713,7 +797,7 @@ def _method_sos(
     order: int | None = None,
     relaxation: dict[str, Any] | None = None,
     certificate: bool = False,
-) -> dict[str, Any]:
+) -> MethodOutput:
     """Lasserre moment relaxation (order ⌈p/2⌉ by default) solved with SCS.
 
     Maximiser candidates are extracted from the moments and polished; a validated dual bound
@@ -724,15 +808,15 @@ def _method_sos(
     return _sos_result(_relax(Ts, order, _with_certificate(relaxation, certificate)))
 
 
-def _sos_result(rel: list[Any]) -> dict[str, Any]:
-    return {
-        "x": np.stack([r.x for r in rel]),
-        "upper_bound": np.array([r.upper_bound for r in rel]),
-        "n_starts": np.zeros(len(rel), dtype=np.int64),
-        "n_iter": np.array([r.iterations for r in rel]),
-        "solve_time": np.array([r.solve_time for r in rel]),
-        "certificate": _object_array([r.sos_certificate for r in rel]),
-    }
+def _sos_result(rel: list[Any]) -> MethodOutput:
+    return MethodOutput(
+        x=np.stack([r.x for r in rel]),
+        upper_bound=np.array([r.upper_bound for r in rel]),
+        n_starts=np.zeros(len(rel), dtype=np.int64),
+        n_iter=np.array([r.iterations for r in rel]),
+        solve_time=np.array([r.solve_time for r in rel]),
+        certificate=_object_array([r.sos_certificate for r in rel]),
+    )
 
 
 def _object_array(items: list[Any]) -> np.ndarray:
@@ -754,7 +838,7 @@ def _method_certified(
     time_budget: float = DEFAULT_TIME_BUDGET,
     relaxation: dict[str, Any] | None = None,
     certificate: bool = False,
-) -> dict[str, Any]:
+) -> MethodOutput:
     """Fast local candidate plus a certified global upper bound from the moment relaxation.
 
     A multi-start SS-HOPM gives a candidate; the relaxation, seeded with it, adds candidates
@@ -773,29 +857,65 @@ def _method_certified(
     if not time_budget >= 0:
         raise ValueError(f"time_budget: expected seconds >= 0, received {time_budget!r}")
     if not relaxation_tractable(n, p, max_gram_size, time_budget):
-        local["message_extra"] = (
+        notes = (
             f"relaxation skipped (moment matrix larger than {max_gram_size})"
             if max_gram_size is not None
             else f"relaxation skipped (predicted {relaxation_cost(n, p):.3g} s per step > "
             f"time_budget = {time_budget:g} s; raise time_budget to certify)"
         )
-        return local
+        return dataclasses.replace(local, notes=notes)
     local_share = (time.perf_counter() - t0) / len(Ts)
     options = _with_certificate(relaxation, certificate)
-    sos = _sos_result(_relax(Ts, order, options, local["x"]))
-    sos["solve_time"] = sos["solve_time"] + local_share
-    sos["n_starts"], sos["n_iter"] = local["n_starts"], local["n_iter"]
-    return sos
+    sos = _sos_result(_relax(Ts, order, options, local.x))
+    return dataclasses.replace(
+        sos,
+        solve_time=sos.solve_time + local_share,
+        n_starts=local.n_starts,
+        n_iter=local.n_iter,
+    )
 
 
-MethodFn = Callable[..., dict[str, Any]]
-#: Registry of rank-one methods by name; every entry is tested by the same suite.
-METHODS: dict[str, MethodFn] = {
-    "certified": _method_certified,
-    "sos": _method_sos,
-    "sshopm": _method_sshopm,
-    "power": _method_power,
-}
+MethodFn = Callable[..., MethodOutput]
+_REGISTRY: dict[str, MethodFn] = {}
+#: Read-only view of the rank-one methods by name (add one with :func:`register_method`);
+#: every entry is tested by the same suite.
+METHODS: Mapping[str, MethodFn] = MappingProxyType(_REGISTRY)
+
+
+def register_method(name: str, fn: MethodFn, *, overwrite: bool = False) -> None:
+    """Register a rank-one method under ``name``, so ``rank_one(T, method=name)``, SROA and
+    sweep specs can use it.
+
+    ``fn(Ts, rngs, **options) -> MethodOutput`` follows the contract documented on
+    :class:`MethodOutput`; its keyword-only parameters are its options. Registering a name
+    that exists is refused unless ``overwrite=True``.
+    """
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"name: expected a non-empty string, received {name!r}")
+    if not callable(fn):
+        raise ValueError(
+            f"fn: expected a callable (Ts, rngs, **options) -> MethodOutput, received {fn!r}"
+        )
+    if name in _REGISTRY and not overwrite:
+        raise ValueError(
+            f"rank-one method {name!r} is already registered; hint: pass overwrite=True to "
+            "replace it"
+        )
+    _REGISTRY[name] = fn
+
+
+def unregister_method(name: str) -> None:
+    """Remove a method added with :func:`register_method` (the built-in ones stay)."""
+    if name in _BUILTIN:
+        raise ValueError(f"method {name!r} is built in and cannot be removed")
+    _REGISTRY.pop(name, None)
+
+
+_BUILTIN = ("certified", "sos", "sshopm", "power")
+for _name, _fn in zip(
+    _BUILTIN, (_method_certified, _method_sos, _method_sshopm, _method_power), strict=True
+):
+    register_method(_name, _fn)
 
 
 def method_options(method: str) -> list[str]:
@@ -1004,11 +1124,12 @@ def memory_estimate(
     return int(local + relax)
 
 
-def _expand(out: dict[str, Any], keep: NDArray[np.intp], B: int, n: int) -> dict[str, Any]:
+def _expand(out: MethodOutput, keep: NDArray[np.intp], B: int, n: int) -> MethodOutput:
     """Results of the non-zero tensors ``keep`` spread over the whole batch: the zero tensors
     get ``x = e_1``, zero counts and times (their answer is exact without solving)."""
     full: dict[str, Any] = {}
-    for key, val in out.items():
+    for field in dataclasses.fields(out):
+        val = getattr(out, field.name)
         if isinstance(val, np.ndarray) and val.ndim >= 1 and val.shape[0] == len(keep):
             # Object fields (certificates) get None for the zero tensors: nothing was solved.
             arr = (
@@ -1017,21 +1138,21 @@ def _expand(out: dict[str, Any], keep: NDArray[np.intp], B: int, n: int) -> dict
                 else np.zeros((B,) + val.shape[1:], dtype=val.dtype)
             )
             arr[keep] = val
-            full[key] = arr
+            full[field.name] = arr
         else:
-            full[key] = val
+            full[field.name] = val
     x = np.zeros((B, n))
     x[:, 0] = 1.0
-    x[keep] = out["x"]
+    x[keep] = out.x
     full["x"] = x
-    if "upper_bound" in full:
+    if full["upper_bound"] is not None:
         full["upper_bound"] = np.asarray(full["upper_bound"], dtype=float)
-    return full
+    return MethodOutput(**full)
 
 
-def _scaled_certificates(out: Mapping[str, Any], k: NDArray[np.int64], B: int) -> Any:
+def _scaled_certificates(out: MethodOutput, k: NDArray[np.int64], B: int) -> Any:
     """The methods' certificates (of ``T / 2^k``) turned into certificates of ``T``."""
-    certs = out.get("certificate")
+    certs = out.certificate
     if certs is None:
         return _object_array([None] * B)
     return _object_array(
@@ -1081,19 +1202,20 @@ def rank_one_batch(
     keep = np.flatnonzero(~zero)
     t0 = time.perf_counter()
     if len(keep) == B:
-        out = dict(fn(Tn, rngs, **options))
+        out = MethodOutput.coerce(fn(Tn, rngs, **options), method)
     elif len(keep):
-        out = _expand(dict(fn(Tn[keep], [rngs[i] for i in keep], **options)), keep, B, n)
+        part = MethodOutput.coerce(fn(Tn[keep], [rngs[i] for i in keep], **options), method)
+        out = _expand(part, keep, B, n)
     else:
-        out = _expand({"x": np.zeros((0, n))}, keep, B, n)
-        out.update(n_starts=np.zeros(B, dtype=np.int64), n_iter=np.zeros(B, dtype=np.int64))
+        none = np.zeros(0, dtype=np.int64)
+        out = _expand(MethodOutput(x=np.zeros((0, n)), n_starts=none, n_iter=none), keep, B, n)
     elapsed = time.perf_counter() - t0
-    x = out["x"]
+    x = out.x
     _, f = _values(Tn, x[:, None, :])
     lam_n = f[:, 0]
     fro_n = np.linalg.norm(Tn.reshape(B, -1), axis=1)
     cheap = normalized_unfolding_norm(Tn)
-    upper_n = np.minimum(out.get("upper_bound", cheap), cheap)
+    upper_n = cheap if out.upper_bound is None else np.minimum(out.upper_bound, cheap)
     upper_n = upper_n + np.where(inexact, 2.0**-1074 * n ** (p / 2), 0.0)
     certified = upper_n - np.abs(lam_n) <= gap_tol * fro_n
     if p % 2 == 1:
@@ -1115,8 +1237,8 @@ def rank_one_batch(
     sound = (upper_n >= np.abs(lam_n)) & (upper >= np.abs(lam))
     anomaly = certified & ~sound
     certified = (certified & sound) | zero
-    solve_time = out.get("solve_time", np.full(B, elapsed / B))
-    extra = out.get("message_extra")
+    solve_time = np.full(B, elapsed / B) if out.solve_time is None else out.solve_time
+    extra = out.notes
     message = np.array(
         [
             (
@@ -1137,13 +1259,13 @@ def rank_one_batch(
         upper_bound=upper,
         certified=certified,
         method=method,
-        n_starts=np.asarray(out["n_starts"]),
-        n_iter=np.asarray(out["n_iter"]),
+        n_starts=np.asarray(out.n_starts),
+        n_iter=np.asarray(out.n_iter),
         message=message,
         solve_time=np.asarray(solve_time, dtype=float),
         certificate=(_scaled_certificates(out, k, B) if certificate else None),
-        n_best=None if "n_best" not in out else np.asarray(out["n_best"]),
-        confirmed=None if "confirmed" not in out else np.asarray(out["confirmed"]),
+        n_best=None if out.n_best is None else np.asarray(out.n_best),
+        confirmed=None if out.confirmed is None else np.asarray(out.confirmed),
     )
 
 

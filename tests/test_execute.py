@@ -112,12 +112,12 @@ def _failing_method(Ts, rngs):
 
 
 def _register_failing(install: bool) -> None:
-    from sroa_dist import METHODS
+    from sroa_dist.solvers import register_method, unregister_method
 
     if install:
-        METHODS["failing"] = _failing_method
+        register_method("failing", _failing_method, overwrite=True)
     else:
-        METHODS.pop("failing", None)
+        unregister_method("failing")
 
 
 def test_failed_blocks_are_reported_and_retried(tmp_path, client):
