@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .norms import operator_norm
+from .norms import scale_to_opnorm
 from .perturbations import DEFAULT_WEIGHT, draw_perturbation
 from .tensors import identity_basis, random_orthonormal_basis, sod_tensor
 
@@ -226,9 +226,6 @@ def make_instance(
     )
     E, E_norm = pert.E, pert.norm
     if eps is not None:
-        if not (np.isfinite(eps) and eps >= 0):
-            raise ValueError(f"eps: expected a finite target norm >= 0, received {eps}")
-        norm = E_norm if E_norm is not None else operator_norm(E, norm_method, rng=gen).value
-        E = E * (float(eps) / norm)
+        E = scale_to_opnorm(E, float(eps), norm=E_norm, method=norm_method, rng=gen)
         E_norm = float(eps)
     return Instance(T_hat=T + E, T=T, E=E, lambdas=lam, V=V, eps_target=eps, E_norm=E_norm)
