@@ -281,7 +281,7 @@ def _contract(
         return contract(Ts, X, times)
     B, n, p = Ts.shape[0], Ts.shape[1], Ts.ndim - 1
     # By symmetry any axes may be contracted; these orders stream T once in the layout BLAS
-    # reads fastest (measured on one core: 1.5-2x the trailing-axes GEMMs of `contract`).
+    # reads fastest (benchmarks/bench_large_n.py times them against `contract`).
     if times == p - 2:
         K = kron_power(X, times)  # T(I, I, x, …) over the leading axes
         out = np.matmul(K, Ts.reshape(B, n**times, n * n)).reshape(X.shape[:2] + (n, n))

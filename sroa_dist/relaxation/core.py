@@ -280,8 +280,8 @@ class MomentRelaxation:
         fallback_chunk : int
             The full solve runs in chunks of this many iterations (up to ``max_iters`` in all),
             each followed by candidate extraction and a face certificate. Short chunks let the
-            certificate close early: on Figure 2's binary-noise instances, which mostly need
-            the full solve, 30 instead of 250 cut the mean solve from 270 to 147 ms.
+            certificate close early, which matters on instances that mostly need the full
+            solve (Figure 2's binary noise); benchmarks/bench_certified.py times the solves.
         stop_below : float
             Also stop as soon as the validated upper bound is ``<= stop_below`` (used by
             :meth:`solve_abs` for the second sign, which need only be shown not to win).
