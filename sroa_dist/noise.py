@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
@@ -11,6 +10,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .monomials import multiset_index, multiset_rank
+from .tensors import keyword_rng
 
 __all__ = [
     "NOISE_MODELS",
@@ -62,47 +62,18 @@ register_noise("uniform", _uniform)  # entries uniform on [−2σ, 2σ]
 register_noise("gaussian", _gaussian)  # entries N(0, σ²)
 
 
-_REQUIRED: object = object()
-
-
+@keyword_rng(4)
 def noise_tensor(
-    model: str,
-    n: int,
-    p: int,
-    sigma: float,
-    *args: object,
-    rng: np.random.Generator | int | None | object = _REQUIRED,
+    model: str, n: int, p: int, sigma: float, *, rng: np.random.Generator | int | None
 ) -> NDArray[np.float64]:
     """A symmetric perturbation ``E`` of order ``p`` and dimension ``n``.
 
     One value is drawn per index multiset ``i1 ≤ … ≤ ip`` (in lexicographic order) and copied
     to every permutation of it. Each entry therefore has exactly the law stated in the paper
     (binary ±σ, uniform on [−2σ, 2σ], Gaussian N(0, σ²)) while ``E`` is symmetric, as the
-    theory requires; entries are independent up to symmetry.
-
-    ``rng`` (a Generator, a seed or ``None``) is keyword-only and required, as everywhere in
-    the core; passing it positionally still works for one release but warns
-    (``DeprecationWarning``).
+    theory requires; entries are independent up to symmetry. ``rng`` (a Generator, a seed or
+    ``None``) is keyword-only and required.
     """
-    if args:
-        if len(args) > 1 or rng is not _REQUIRED:
-            raise TypeError(
-                "noise_tensor: expected (model, n, p, sigma, *, rng=...), received "
-                f"{4 + len(args)} positional arguments"
-                + (" and rng=" if rng is not _REQUIRED else "")
-            )
-        warnings.warn(
-            "noise_tensor: pass the generator as a keyword, noise_tensor(model, n, p, sigma, "
-            "rng=...); a positional rng is deprecated and will be refused in the next release",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        rng = args[0]
-    if rng is _REQUIRED:
-        raise TypeError(
-            "noise_tensor: missing the keyword argument rng (a numpy Generator, an int seed or "
-            "None); hint: noise_tensor(model, n, p, sigma, rng=0)"
-        )
     if model not in _REGISTRY:
         raise ValueError(
             f"noise: unknown model {model!r}; expected one of {sorted(_REGISTRY)} "

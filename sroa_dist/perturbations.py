@@ -36,7 +36,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .noise import NOISE_MODELS, multiset_rank, noise_tensor, symmetric_from_multisets
 from .norms import operator_norm
-from .tensors import check_symmetric_tensor
+from .tensors import check_symmetric_tensor, keyword_rng
 
 __all__ = [
     "PERTURBATIONS",
@@ -418,14 +418,15 @@ def _checked(model: str, out: Any, n: int, p: int) -> tuple[NDArray[np.float64],
     return E, norm
 
 
+@keyword_rng(5)
 def draw_perturbation(
     model: str,
     n: int,
     p: int,
     V: ArrayLike,
     lambdas: ArrayLike,
-    rng: np.random.Generator | int | None,
     *,
+    rng: np.random.Generator | int | None,
     scale: float = 1.0,
     params: Mapping[str, Any] | None = None,
     weight: float = DEFAULT_WEIGHT,

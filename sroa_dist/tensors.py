@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -30,6 +32,37 @@ FloatArray = NDArray[np.float64]
 
 #: Relative tolerance for "symmetric" and "orthonormal" input checks.
 SYMMETRY_RTOL = 1e-10
+
+
+def keyword_rng(position: int) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Make ``rng`` keyword-only, still accepting it at positional index ``position`` for one
+    release (with a ``DeprecationWarning``), as every core function that draws takes ``rng=``.
+
+    The decorated function declares ``rng`` keyword-only; callers that passed it
+    positionally keep working and are told how to change the call.
+    """
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if len(args) > position:
+                if len(args) > position + 1 or "rng" in kwargs:
+                    raise TypeError(
+                        f"{fn.__name__}: expected at most {position} positional arguments and "
+                        f"rng=... as a keyword, received {len(args)} positional arguments"
+                    )
+                warnings.warn(
+                    f"{fn.__name__}: pass the generator as a keyword (rng=...); a positional "
+                    "rng is deprecated and will be refused in the next release",
+                    DeprecationWarning,
+                    stacklevel=2,
+                )
+                args, kwargs = args[:position], {**kwargs, "rng": args[position]}
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    return decorate
 
 
 def tensor_order(T: NDArray, *, batched: bool = False) -> tuple[int, int]:
@@ -160,8 +193,9 @@ def identity_basis(n: int, r: int | None = None) -> FloatArray:
     return np.eye(n, r)
 
 
+@keyword_rng(2)
 def random_orthonormal_basis(
-    n: int, r: int | None = None, rng: np.random.Generator | int | None = None
+    n: int, r: int | None = None, *, rng: np.random.Generator | int | None = None
 ) -> FloatArray:
     """``r`` orthonormal columns drawn from the Haar measure on O(n) (QR with sign fix)."""
     r = n if r is None else r
