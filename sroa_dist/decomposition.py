@@ -11,14 +11,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .ascent import Deflation, _values
+from .methods import MethodOutput
 from .solvers import (
     GAP_TOL,
-    Deflation,
-    MethodOutput,
     RankOneResult,
     RngLike,
     _lookup,
-    _values,
     check_options,
     rank_one_batch,
 )

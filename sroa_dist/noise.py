@@ -9,6 +9,7 @@ from types import MappingProxyType
 import numpy as np
 from numpy.typing import NDArray
 
+from ._registry import check_entry
 from .monomials import multiset_index, multiset_rank
 from .tensors import keyword_rng
 
@@ -34,14 +35,14 @@ def register_noise(name: str, sampler: Sampler, *, overwrite: bool = False) -> N
 
     ``sampler(rng, size, sigma)`` must return ``size`` i.i.d. draws with scale ``sigma``.
     """
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"name: expected a non-empty string, received {name!r}")
-    if not callable(sampler):
-        raise ValueError(
-            f"sampler: expected a callable (rng, size, sigma) -> array, got {sampler!r}"
-        )
-    if name in _REGISTRY and not overwrite:
-        raise ValueError(f"noise model {name!r} is already registered (pass overwrite=True)")
+    check_entry(
+        _REGISTRY,
+        "noise model",
+        name,
+        sampler,
+        overwrite=overwrite,
+        expected="(rng, size, sigma) -> array",
+    )
     _REGISTRY[name] = sampler
 
 

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ._registry import check_entry
 from .noise import NOISE_MODELS, multiset_rank, noise_tensor, symmetric_from_multisets
 from .norms import operator_norm
 from .tensors import check_symmetric_tensor, keyword_rng
@@ -130,18 +131,19 @@ def register_perturbation(
     ``params`` lists the accepted keyword parameters with their defaults (``None``: read them
     from ``draw``'s signature).
     """
-    if not isinstance(name, str) or not name or "+" in name or ":" in name:
+    check_entry(
+        _REGISTRY,
+        "perturbation family",
+        name,
+        draw,
+        overwrite=overwrite,
+        expected="(n, p, V, lambdas, rng, **params) -> (E, norm)",
+    )
+    if "+" in name or ":" in name:
         raise ValueError(
-            f"name: expected a non-empty string without '+' or ':' (they mark mixtures and "
-            f"import paths), received {name!r}"
+            f"name: expected a name without '+' or ':' (they mark mixtures and import paths), "
+            f"received {name!r}"
         )
-    if not callable(draw):
-        raise ValueError(
-            f"draw: expected a callable (n, p, V, lambdas, rng, **params) -> (E, norm), "
-            f"received {draw!r}"
-        )
-    if name in _REGISTRY and not overwrite:
-        raise ValueError(f"perturbation family {name!r} is already registered (overwrite=True)")
     if name in NOISE_MODELS:
         raise ValueError(f"name: {name!r} is an i.i.d. noise model (sroa_dist.NOISE_MODELS)")
     fam = Family(

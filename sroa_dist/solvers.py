@@ -18,17 +18,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .ascent import (  # noqa: F401  (re-exported: SROA, tests and benchmarks use them)
-    BEST_RTOL,
-    DEFAULT_MAX_STARTS,
+from ._registry import check_entry
+from .ascent import (  # noqa: F401  (Deflation, _contract, newton_polish: re-exported)
     Deflation,
     _contract,
     _values,
     newton_polish,
-    power_iterations,
-    random_starts,
-    shifted_ascent,
-    spectral_starts,
 )
 from .methods import (  # noqa: F401  (re-exported)
     COST_MODEL,
@@ -159,17 +154,14 @@ def register_method(name: str, fn: MethodFn, *, overwrite: bool = False) -> None
     :class:`MethodOutput`; its keyword-only parameters are its options. Registering a name
     that exists is refused unless ``overwrite=True``.
     """
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"name: expected a non-empty string, received {name!r}")
-    if not callable(fn):
-        raise ValueError(
-            f"fn: expected a callable (Ts, rngs, **options) -> MethodOutput, received {fn!r}"
-        )
-    if name in _REGISTRY and not overwrite:
-        raise ValueError(
-            f"rank-one method {name!r} is already registered; hint: pass overwrite=True to "
-            "replace it"
-        )
+    check_entry(
+        _REGISTRY,
+        "rank-one method",
+        name,
+        fn,
+        overwrite=overwrite,
+        expected="(Ts, rngs, **options) -> MethodOutput",
+    )
     _REGISTRY[name] = fn
 
 
