@@ -127,3 +127,33 @@ def test_a_tensor_sshopm_accepts_is_not_refused_by_certified():
     for call in (lambda: sd.rank_one(T, "sshopm", rng=0), lambda: solve(T)):
         with pytest.raises(ValueError, match="symmetric"):
             call()
+
+
+@pytest.mark.parametrize("n", [5, 7])
+def test_sparse_woodbury_face_projector_matches_the_dense_one(n, monkeypatch):
+    """At large n the face projector keeps the Woodbury factors of M^*M sparse and never forms
+    an (N, m) dense array; it must give the same projection as the dense path, onto the face."""
+    from sroa_dist.relaxation import builders
+
+    rng = np.random.default_rng(n)
+    T = np.zeros((n,) * 3)
+    T[(np.arange(n),) * 3] = 1.0
+    T += sym(0.1 * rng.standard_normal((n,) * 3))
+    dense = MomentRelaxation(n, 3)
+    assert dense._gram_U is not None
+    monkeypatch.setattr(builders, "DENSE_WOODBURY_MAX", 0)
+    sparse = MomentRelaxation(n, 3)
+    assert sparse._gram_U is None and sparse._K is not None
+    c = dense.objective(T / np.linalg.norm(T))
+    x = dense.solve(T).x  # a KKT point: there the face is not empty
+    z_zero = np.zeros(dense.n_zero)
+    Z0 = rng.standard_normal((dense.m, dense.m))
+    Z0 = Z0 + Z0.T
+    zf_d, proj_d = bound.face_projector(dense, c, z_zero, x)
+    zf_s, proj_s = bound.face_projector(sparse, c, z_zero, x)
+    Zd, Zs = proj_d(Z0), proj_s(Z0)
+    np.testing.assert_array_equal(zf_d, zf_s)
+    np.testing.assert_allclose(Zs, Zd, rtol=0, atol=1e-10 * np.abs(Zd).max())
+    g = c + sparse._A0_T @ zf_s  # on the face: the dual equalities hold, Z annihilates m(x)
+    np.testing.assert_allclose(sparse._adjoint(Zs), g, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(Zs @ sparse.basis_vector(x), 0.0, atol=1e-8 * np.abs(Zs).max())

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
+import scipy.linalg as sla
 import scipy.sparse as sp
 
 from .result import Best
@@ -97,11 +98,17 @@ def face_projector(rel: MomentRelaxation, c: np.ndarray, z_zero: np.ndarray, x: 
         def gram_F(v: np.ndarray) -> np.ndarray:  # (M^*M)^{-1} F v
             return FD @ v - rel._gram_V @ (UtF @ v)
     elif rel._K is not None:
-        AF = rel._solve_gram(F.toarray())
-        FtAF = F.T @ AF
+        # Woodbury without densifying F (a dense (N, m) product costs ~N m^2 flops and 8 N m
+        # bytes, 14 GB at n = 64): (M^*M)^{-1} F = D^-1 F - D^-1 K^T W C^-1 W K D^-1 F, where
+        # K D^-1 F has only as many rows as K.
+        sw = rel._Kw[:, None]
+        G = (rel._K @ FD).toarray()
+        H = sw * sla.cho_solve(rel._inner, sw * G)
+        FtAF -= G.T @ H
+        KtD = (sp.diags(1.0 / D) @ rel._K.T).tocsr()
 
         def gram_F(v: np.ndarray) -> np.ndarray:
-            return AF @ v
+            return FD @ v - KtD @ (H @ v)
     else:
 
         def gram_F(v: np.ndarray) -> np.ndarray:

@@ -29,6 +29,11 @@ __all__ = ["FORMULATIONS"]
 #: a 65 x 65 moment matrix and 935 variables instead of 66 x 66 and 1001.
 FORMULATIONS = ("homogeneous", "full")
 
+#: Largest ``N * k`` (moment variables times non-direct moment-matrix entries) for which the
+#: Woodbury factors of ``M^* M`` are kept dense; above it they stay sparse (a larger dense
+#: ``(N, k)`` factor would cost more memory than the relaxation itself).
+DENSE_WOODBURY_MAX = 4_000_000
+
 Lookup = Callable[[np.ndarray], np.ndarray]
 
 
@@ -159,7 +164,7 @@ def gram_inverse(mm: MomentMap, N: int) -> GramInverse:
     sw = np.sqrt(mm.mult[nd])
     KD = K.multiply(1.0 / mm.D[None, :]).tocsr()
     C = np.eye(len(nd)) + sw[:, None] * (KD @ K.T).toarray() * sw[None, :]
-    if N * len(nd) <= 4_000_000:  # dense factors (n = 10, p = 3: 935 x 55)
+    if N * len(nd) <= DENSE_WOODBURY_MAX:  # dense factors (n = 10, p = 3: 935 x 55)
         U = (KD.T.toarray()) * sw[None, :]
         return GramInverse(U=U, V=sla.cho_solve(sla.cho_factor(C), U.T).T)
     return GramInverse(K=K, Kw=sw, inner=sla.cho_factor(C))
