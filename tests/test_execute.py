@@ -211,6 +211,40 @@ def test_a_transient_fault_is_retried_and_changes_no_bit(tmp_path, client):
     assert store_status(tmp_path / "r1.zarr").n_done == 0
 
 
+def test_a_block_task_sorts_its_failures(tmp_path):
+    """The task body in this process, on a real store: a kernel error and a write into a
+    store whose layout moved on come back as the block's error (final: nothing written, no
+    retry); a store fault (OSError) propagates, for Dask to retry; a good task writes."""
+    import dataclasses
+    import json
+
+    import pytest
+
+    from sroa_dist.sweep import storage
+    from sroa_dist.sweep.execute import _run_block
+    from sroa_dist.sweep.grid import block_task, make_layout
+    from sroa_dist.sweep.spec import load_spec
+
+    spec = load_spec(SMOKE / "figure2.toml", ["replicates=2"])
+    url = str(tmp_path / "t.zarr")
+    layout = make_layout(spec, block_size=2)
+    token = storage.prepare_store(url, spec, layout).layout_token
+    task = dataclasses.replace(block_task(spec, layout, 1), layout_token=token)
+
+    data = json.loads(task.spec_json)
+    data["tensor"]["p"] = 1
+    out = _run_block(url, dataclasses.replace(task, spec_json=json.dumps(data)), None)
+    assert out["index"] == 1 and out["error"].startswith("SpecError: ")
+    stale = _run_block(url, dataclasses.replace(task, layout_token="another"), None)
+    assert stale["error"].startswith("StaleLayoutError: ")
+    with pytest.raises(FileNotFoundError):
+        _run_block(str(tmp_path / "gone.zarr"), task, None)
+    assert not read_done(url).any()  # nothing written by any of them
+    ok = _run_block(url, task, None)
+    assert "error" not in ok and ok["n"] == 2
+    assert read_done(url).tolist() == [False, True, False]
+
+
 def test_replacement_workers_get_the_worker_setup(tmp_path):
     """The worker set-up is a registered plugin: workers added after the run (scaled up) and
     workers that replace others (restart) run it too, which a one-off client.run would miss."""
