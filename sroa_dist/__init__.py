@@ -24,7 +24,14 @@ from .perturbations import (
     draw_perturbation,
     register_perturbation,
 )
-from .solvers import METHODS, RankOneResult, rank_one, rank_one_batch
+from .solvers import (
+    METHODS,
+    MethodOutput,
+    RankOneResult,
+    rank_one,
+    rank_one_batch,
+    register_method,
+)
 from .tensors import identity_basis, random_orthonormal_basis, sod_tensor, symmetrize
 
 try:  # the version is written once, in pyproject.toml
@@ -35,6 +42,7 @@ except _metadata.PackageNotFoundError:  # a source tree that was never installed
 __all__ = [
     "Certificate",
     "METHODS",
+    "MethodOutput",
     "NOISE_MODELS",
     "PERTURBATIONS",
     "Family",
@@ -59,6 +67,7 @@ __all__ = [
     "random_orthonormal_basis",
     "rank_one",
     "rank_one_batch",
+    "register_method",
     "register_noise",
     "run_sweep",
     "scale_to_opnorm",

@@ -215,7 +215,7 @@ def worst_case(
             candidates.append((s, -sod_tensor(np.ones(r), V, p)))
         elif s == "gaussian":
             for k in range(n_random_starts):
-                candidates.append((f"gaussian-{k}", noise_tensor("gaussian", n, p, 1.0, gen)))
+                candidates.append((f"gaussian-{k}", noise_tensor("gaussian", n, p, 1.0, rng=gen)))
         else:
             raise ValueError(
                 f"starts: expected 'coherent-tilt', 'sod-shrink' or 'gaussian', received {s!r}"
@@ -239,7 +239,7 @@ def worst_case(
     # direction in C(n+p-1, p) dimensions would rarely hit.
     pool = [D for name, D in candidates if not name.startswith("gaussian")]
     while len(trace) < budget:
-        G = noise_tensor("gaussian", n, p, 1.0, gen)
+        G = noise_tensor("gaussian", n, p, 1.0, rng=gen)
         if pool and gen.random() < 1 / 3:
             G = pool[int(gen.integers(len(pool)))]
         D = E / np.linalg.norm(E) + sigma * G / np.linalg.norm(G)

@@ -16,8 +16,9 @@ the number of distinct degrees among the rows of ``m`` (the degree-``k`` rows sa
 sorted index tuples (every term's coefficient is an input number, so only the summation rounds,
 and that error is bounded explicitly), bounds ``lambda_min(Q)`` from below by a floating-point
 Cholesky factorisation with a proven backward-error shift, and returns the resulting rigorous
-upper bound. It uses numpy only and shares no code with the relaxation that produced the
-arrays: a referee can re-implement it from this docstring.
+upper bound. It uses numpy only and shares with the relaxation that produced the arrays
+nothing but :func:`sroa_dist.monomials.exponent_tuples` (exponent row -> sorted index tuple,
+tested on its own): a referee can re-implement it from this docstring.
 
 For even ``p`` the quantity of interest is ``max |T x^p|``; a certificate then holds two pieces
 (``sign = +1`` and ``-1``) and :meth:`Certificate.verify` returns the larger bound.
@@ -32,6 +33,8 @@ from typing import Any
 
 import numpy as np
 
+from .monomials import exponent_tuples
+
 __all__ = ["Certificate"]
 
 _U = float(np.finfo(float).eps) / 2  # unit roundoff
@@ -40,18 +43,6 @@ _U = float(np.finfo(float).eps) / 2  # unit roundoff
 def _gamma(k: np.ndarray | float) -> np.ndarray | float:
     """``gamma_k = k u / (1 - k u)``: relative error bound of a k-term floating-point sum."""
     return k * _U / (1.0 - k * _U)
-
-
-def _index_tuples(E: np.ndarray, width: int, pad: int) -> np.ndarray:
-    """Sorted index tuples of the exponent rows of ``E``, padded with ``pad`` to ``width``."""
-    E = np.asarray(E, dtype=np.int64)
-    deg = E.sum(axis=1)
-    out = np.full((E.shape[0], width), pad, dtype=np.int32)
-    r, c = np.nonzero(E)
-    reps = E[r, c]
-    rows, idx = np.repeat(r, reps), np.repeat(c, reps)
-    out[rows, np.arange(len(rows)) - (np.cumsum(deg) - deg)[rows]] = idx
-    return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -240,11 +231,11 @@ class Certificate:
         width = max(p, 2 * int(deg_m.max(initial=0)), int(Hx.sum(axis=1).max(initial=-2)) + 2)
         # Monomials of every term of R (sorted index tuples; pad n sorts last).
         k = len(E)
-        tm = _index_tuples(E, width, n)
+        tm = exponent_tuples(E, width, n)
         tq = np.sort(np.concatenate([np.repeat(tm, k, 0), np.tile(tm, (k, 1))], 1), 1)[:, :width]
         tf = np.sort(np.indices((n,) * p).reshape(p, -1).T, axis=1).astype(np.int32)
         tf = np.concatenate([tf, np.full((len(tf), width - p), n, np.int32)], axis=1)
-        th = _index_tuples(Hx, width, n)
+        th = exponent_tuples(Hx, width, n)
         sq = np.repeat(np.arange(n, dtype=np.int32), 2).reshape(n, 2)  # x_i^2
         thx = np.concatenate([np.repeat(th, n, 0), np.tile(sq, (len(th), 1))], axis=1)
         thx = np.sort(thx, axis=1)[:, :width]

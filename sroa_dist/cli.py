@@ -23,8 +23,6 @@ from pathlib import Path
 
 __all__ = ["main"]
 
-DEFAULT_LEASE_TIMEOUT = 60.0  # seconds; equals sweep.lease.DEFAULT_LEASE_TIMEOUT (tested)
-
 
 class CLIError(Exception):
     """A user-facing error: ``message`` (what and why) and ``hint``."""
@@ -83,6 +81,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         dashboard_address=args.dashboard_address,
         connect_timeout=args.connect_timeout,
         lease_timeout=args.lease_timeout,
+        retries=args.retries,
         progress=sys.stderr,
         history=history,
     )
@@ -272,6 +271,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0; received {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0; received {text!r}")
+    return value
+
+
 def _positive_float(text: str) -> float:
     try:
         value = float(text)
@@ -284,6 +293,10 @@ def _positive_float(text: str) -> float:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``sroa-dist`` argument parser."""
+    # The run defaults live with the sweep service (light to import: no Dask until a run).
+    from .sweep.execute import DEFAULT_DASHBOARD_ADDRESS, DEFAULT_RETRIES
+    from .sweep.lease import DEFAULT_LEASE_TIMEOUT
+
     p = argparse.ArgumentParser(
         prog="sroa-dist",
         description="Certified SROA of nearly SOD tensors: Monte Carlo sweeps on Dask, "
@@ -328,9 +341,17 @@ def build_parser() -> argparse.ArgumentParser:
         f"writer lease (default {DEFAULT_LEASE_TIMEOUT:g})",
     )
     r.add_argument(
+        "--retries",
+        type=_non_negative_int,
+        default=DEFAULT_RETRIES,
+        help="extra attempts of a block after a fault that may pass (store I/O, memory); "
+        f"errors of the numerics are reported at once (default {DEFAULT_RETRIES})",
+    )
+    r.add_argument(
         "--dashboard-address",
-        default="127.0.0.1:8787",
-        help="dashboard of the embedded cluster (default: loopback only, 127.0.0.1:8787)",
+        default=DEFAULT_DASHBOARD_ADDRESS,
+        help="dashboard of the embedded cluster (default: loopback only, "
+        f"{DEFAULT_DASHBOARD_ADDRESS})",
     )
     r.set_defaults(func=_cmd_run)
 

@@ -11,13 +11,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .ascent import Deflation, _values
+from .methods import MethodOutput
 from .solvers import (
     GAP_TOL,
-    Deflation,
     RankOneResult,
     RngLike,
     _lookup,
-    _values,
     check_options,
     rank_one_batch,
 )
@@ -303,8 +303,8 @@ def _sroa_implicit(
         defl = Deflation(U, lams, fro, 1.0, *(warm or (None, None)))
         slack = gamma * (fro2 + 2 * abs_sum * np.sqrt(np.maximum(fro2, 0)) + abs_sum**2)
         bound = _gram_bound(gram0, W, U, lams, p, slack)
-        out = fn(Ts, rngs, defl, **options)
-        x = out["x"]
+        out = MethodOutput.coerce(fn(Ts, rngs, defl, **options), method)
+        x = out.x
         G, f = _values(Ts, x[:, None, :], defl)
         lam = f[:, 0]
         cert = bound - np.abs(lam) <= gap_tol * fro
@@ -317,10 +317,8 @@ def _sroa_implicit(
         lams = np.concatenate([lams, lam[:, None]], axis=1)
         abs_sum = abs_sum + np.abs(lam)
         fro2 = fro2 - lam**2  # ‖R − λ x^{⊗p}‖² = ‖R‖² − λ² exactly when λ = R x^p, ‖x‖ = 1
-        if out.get("final_grads") is not None and options.get("warm", True):
-            Xw, Gw = _leftovers(
-                out["final_starts"], out["final_values"], out["final_grads"], x, keep
-            )
+        if out.final_grads is not None and options.get("warm", True):
+            Xw, Gw = _leftovers(out.final_starts, out.final_values, out.final_grads, x, keep)
             # Their gradients under the next deflated tensor: subtract λ̂ (x·w)^{p-1} x.
             Gw -= (lam[:, None] * np.einsum("bsi,bi->bs", Xw, x) ** (p - 1))[..., None] * x[
                 :, None, :
@@ -336,8 +334,8 @@ def _sroa_implicit(
                 upper_bound=bound,
                 certified=cert,
                 method=method,
-                n_starts=np.asarray(out["n_starts"]),
-                n_iter=np.asarray(out["n_iter"]),
+                n_starts=np.asarray(out.n_starts),
+                n_iter=np.asarray(out.n_iter),
                 message=np.array(
                     [
                         ("certified global optimum" if c else "not certified (local optimum)")
@@ -347,8 +345,8 @@ def _sroa_implicit(
                     dtype=object,
                 ),
                 solve_time=np.full(B, elapsed),
-                n_best=None if "n_best" not in out else np.asarray(out["n_best"]),
-                confirmed=None if "confirmed" not in out else np.asarray(out["confirmed"]),
+                n_best=None if out.n_best is None else np.asarray(out.n_best),
+                confirmed=None if out.confirmed is None else np.asarray(out.confirmed),
             )
         )
     return SROAResult(

@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .norms import operator_norm
+from .norms import scale_to_opnorm
 from .perturbations import DEFAULT_WEIGHT, draw_perturbation
-from .tensors import identity_basis, random_orthonormal_basis, sod_tensor
+from .tensors import identity_basis, keyword_rng, random_orthonormal_basis, sod_tensor
 
 __all__ = [
     "BASES",
@@ -84,7 +84,7 @@ def _check_uniform(params: Mapping[str, Any]) -> dict[str, Any]:
     return {"low": float(low), "high": float(high)}
 
 
-def _draw_uniform(params: Mapping[str, Any], r: int, rng: np.random.Generator) -> np.ndarray:
+def _draw_uniform(params: Mapping[str, Any], r: int, *, rng: np.random.Generator) -> np.ndarray:
     return rng.uniform(params["low"], params["high"], size=r)
 
 
@@ -148,18 +148,19 @@ def check_lambdas(spec: Any, r: int | None = None) -> float | list[float] | dict
     return float(spec)
 
 
-def draw_lambdas(spec: Any, r: int, rng: np.random.Generator) -> np.ndarray:
+@keyword_rng(2)
+def draw_lambdas(spec: Any, r: int, *, rng: np.random.Generator) -> np.ndarray:
     """Component weights from a scalar, a list of ``r`` values, or a distribution table such as
     ``{"dist": "uniform", "low": a, "high": b}`` (drawn from ``rng``); see :func:`check_lambdas`."""
     spec = check_lambdas(spec, r)
     if isinstance(spec, dict):
-        return np.asarray(LAMBDA_DISTRIBUTIONS[spec["dist"]][2](spec, r, rng), dtype=float)
+        return np.asarray(LAMBDA_DISTRIBUTIONS[spec["dist"]][2](spec, r, rng=rng), dtype=float)
     if isinstance(spec, list):
         return np.array(spec, dtype=float)
     return np.full(r, spec)
 
 
-def _identity(n: int, r: int, rng: np.random.Generator) -> np.ndarray:
+def _identity(n: int, r: int, *, rng: np.random.Generator) -> np.ndarray:
     return identity_basis(n, r)
 
 
@@ -208,8 +209,8 @@ def make_instance(
         check_level(eps, "eps")
     if basis not in BASES:
         raise ValueError(f"basis: expected one of {sorted(BASES)}, received {basis!r}")
-    V = BASES[basis](n, r, gen)
-    lam = draw_lambdas(lambdas, r, gen)
+    V = BASES[basis](n, r, rng=gen)
+    lam = draw_lambdas(lambdas, r, rng=gen)
     T = sod_tensor(lam, V, p)
     target = noise_eps if noise_eps is not None else eps
     pert = draw_perturbation(
@@ -218,7 +219,7 @@ def make_instance(
         p,
         V,
         lam,
-        gen,
+        rng=gen,
         scale=1.0 if eps is not None else sigma,
         params=noise_params,
         weight=noise_weight,
@@ -226,9 +227,6 @@ def make_instance(
     )
     E, E_norm = pert.E, pert.norm
     if eps is not None:
-        if not (np.isfinite(eps) and eps >= 0):
-            raise ValueError(f"eps: expected a finite target norm >= 0, received {eps}")
-        norm = E_norm if E_norm is not None else operator_norm(E, norm_method, rng=gen).value
-        E = E * (float(eps) / norm)
+        E = scale_to_opnorm(E, float(eps), norm=E_norm, method=norm_method, rng=gen)
         E_norm = float(eps)
     return Instance(T_hat=T + E, T=T, E=E, lambdas=lam, V=V, eps_target=eps, E_norm=E_norm)

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-import functools
-import itertools
 import math
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
 import numpy as np
 from numpy.typing import NDArray
+
+from ._registry import check_entry
+from .monomials import multiset_index, multiset_rank
+from .tensors import keyword_rng
 
 __all__ = [
     "NOISE_MODELS",
@@ -33,14 +35,14 @@ def register_noise(name: str, sampler: Sampler, *, overwrite: bool = False) -> N
 
     ``sampler(rng, size, sigma)`` must return ``size`` i.i.d. draws with scale ``sigma``.
     """
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"name: expected a non-empty string, received {name!r}")
-    if not callable(sampler):
-        raise ValueError(
-            f"sampler: expected a callable (rng, size, sigma) -> array, got {sampler!r}"
-        )
-    if name in _REGISTRY and not overwrite:
-        raise ValueError(f"noise model {name!r} is already registered (pass overwrite=True)")
+    check_entry(
+        _REGISTRY,
+        "noise model",
+        name,
+        sampler,
+        overwrite=overwrite,
+        expected="(rng, size, sigma) -> array",
+    )
     _REGISTRY[name] = sampler
 
 
@@ -61,30 +63,17 @@ register_noise("uniform", _uniform)  # entries uniform on [−2σ, 2σ]
 register_noise("gaussian", _gaussian)  # entries N(0, σ²)
 
 
-@functools.lru_cache(maxsize=32)
-def multiset_index(n: int, p: int) -> tuple[NDArray[np.intp], int]:
-    """Map every index tuple of an ``(n,)*p`` tensor to the id of its sorted multiset.
-
-    Returns ``(ids, count)`` with ``ids`` of shape ``(n,)*p`` and ``count = C(n+p-1, p)``.
-    """
-    combos = np.array(list(itertools.combinations_with_replacement(range(n), p)), dtype=np.intp)
-    lookup = np.zeros((n,) * p, dtype=np.intp)
-    lookup[tuple(combos.T)] = np.arange(len(combos))
-    grids = np.sort(np.indices((n,) * p).reshape(p, -1), axis=0)
-    ids = lookup[tuple(grids)].reshape((n,) * p)
-    ids.setflags(write=False)
-    return ids, len(combos)
-
-
+@keyword_rng(4)
 def noise_tensor(
-    model: str, n: int, p: int, sigma: float, rng: np.random.Generator | int | None
+    model: str, n: int, p: int, sigma: float, *, rng: np.random.Generator | int | None
 ) -> NDArray[np.float64]:
     """A symmetric perturbation ``E`` of order ``p`` and dimension ``n``.
 
     One value is drawn per index multiset ``i1 ≤ … ≤ ip`` (in lexicographic order) and copied
     to every permutation of it. Each entry therefore has exactly the law stated in the paper
     (binary ±σ, uniform on [−2σ, 2σ], Gaussian N(0, σ²)) while ``E`` is symmetric, as the
-    theory requires; entries are independent up to symmetry.
+    theory requires; entries are independent up to symmetry. ``rng`` (a Generator, a seed or
+    ``None``) is keyword-only and required.
     """
     if model not in _REGISTRY:
         raise ValueError(
@@ -111,36 +100,6 @@ def noise_tensor(
 #: Entries of ``E`` filled per block; bounds the index arrays to about this many elements
 #: (times p) instead of n^p, so n = 256, p = 3 needs no 134 MB int array per tensor.
 _BLOCK_ELEMENTS = 2**20
-
-
-@functools.lru_cache(maxsize=64)
-def _rank_table(n: int, p: int) -> NDArray[np.intp]:
-    """``table[m, c]``: multisets of size ``m + 1`` over ``{0..n-1}`` whose first element is
-    ``< c`` (lexicographic order), so ranks are sums of table differences."""
-    table = np.zeros((p, n + 1), dtype=np.intp)
-    for m in range(p):
-        # Non-decreasing sequences of length m + 1 starting with c': C(n - c' + m - 1, m).
-        counts = [math.comb(n - c + m - 1, m) for c in range(n)]
-        table[m, 1:] = np.cumsum(counts)
-    return table
-
-
-def multiset_rank(sorted_idx: NDArray[np.integer], n: int) -> NDArray[np.intp]:
-    """Lexicographic rank of sorted index tuples among all multisets ``i1 ≤ … ≤ ip`` of
-    ``{0..n-1}`` (the order of ``itertools.combinations_with_replacement``).
-
-    ``sorted_idx`` has shape ``(p, ...)``, sorted along axis 0.
-    """
-    p = sorted_idx.shape[0]
-    table = _rank_table(int(n), int(p))
-    rank = np.zeros(sorted_idx.shape[1:], dtype=np.intp)
-    prev = np.zeros(sorted_idx.shape[1:], dtype=np.intp)
-    for k in range(p):
-        row = table[p - 1 - k]  # the remaining sequence (this element on) has p - k elements
-        cur = sorted_idx[k]
-        rank += row[cur] - row[prev]
-        prev = cur
-    return rank
 
 
 def symmetric_from_multisets(values: NDArray[np.float64], n: int, p: int) -> NDArray[np.float64]:

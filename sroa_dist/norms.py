@@ -13,7 +13,13 @@ from numpy.typing import ArrayLike
 from .solvers import GAP_TOL, RngLike, rank_one_batch
 from .tensors import check_symmetric_tensor
 
-__all__ = ["OperatorNormResult", "operator_norm", "operator_norm_batch", "scale_to_opnorm"]
+__all__ = [
+    "OperatorNormResult",
+    "operator_norm",
+    "operator_norm_batch",
+    "scale_factors",
+    "scale_to_opnorm",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,19 +96,50 @@ def operator_norm(
     return operator_norm_batch(E[None], method, rng=[rng], gap_tol=gap_tol, **options)[0]
 
 
+def scale_factors(norms: ArrayLike, targets: ArrayLike) -> np.ndarray:
+    """Factors ``targets / norms`` that rescale perturbations of operator norm ``norms`` to
+    operator norm ``targets`` (the norm is homogeneous, so a bracket scales with it too).
+
+    The one rule of the package for rescaling ``E`` to a target ``‖E‖``
+    (:func:`scale_to_opnorm`, :func:`sroa_dist.make_instance`, the sweep worker): a zero
+    perturbation gets the factor 0 for a zero target and is an error for a positive one.
+    Broadcasts; returns an ndarray (0-d for scalars).
+    """
+    norms = np.asarray(norms, dtype=float)
+    targets = np.asarray(targets, dtype=float)
+    if not np.all(np.isfinite(targets) & (targets >= 0)):
+        raise ValueError(f"eps: expected finite target norms >= 0, received {targets}")
+    if np.any((norms == 0) & (targets > 0)):
+        raise ValueError(
+            "E: cannot scale a zero perturbation to a positive operator norm; hint: draw a "
+            "nonzero perturbation or use a target norm of 0"
+        )
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return np.where(norms > 0, targets / np.where(norms > 0, norms, 1.0), 0.0)
+
+
 def scale_to_opnorm(
-    E: ArrayLike, eps: float, *, method: str = "certified", rng: RngLike = None, **options: Any
+    E: ArrayLike,
+    eps: float,
+    *,
+    norm: float | None = None,
+    method: str = "certified",
+    rng: RngLike = None,
+    **options: Any,
 ) -> np.ndarray:
-    """Rescale a symmetric perturbation so that ``‖E‖ = eps`` (within the norm's bracket)."""
+    """Rescale a symmetric perturbation so that ``‖E‖ = eps`` (within the norm's bracket).
+
+    ``norm`` is ``‖E‖`` when already known (e.g. stated exactly by a perturbation family);
+    otherwise it is computed with :func:`operator_norm` (``method``, ``rng``, ``options``).
+    """
     if not (np.isfinite(eps) and eps >= 0):
         raise ValueError(f"eps: expected a finite target norm >= 0, received {eps}")
     E = check_symmetric_tensor(E, "E")
-    norm = operator_norm(E, method, rng=rng, **options).value
+    if norm is None:
+        norm = operator_norm(E, method, rng=rng, **options).value
+    factor = float(scale_factors(norm, eps))
     if norm == 0:
-        if eps == 0:
-            return E.copy()
-        raise ValueError("E: cannot scale a zero perturbation to a positive operator norm")
-    factor = eps / norm
+        return E.copy()
     if np.isfinite(factor) and (factor > 0 or eps == 0):
         return E * factor
     # eps / norm over- or underflows (a subnormal or huge norm): divide first.

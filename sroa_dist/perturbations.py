@@ -34,9 +34,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ._registry import check_entry
 from .noise import NOISE_MODELS, multiset_rank, noise_tensor, symmetric_from_multisets
 from .norms import operator_norm
-from .tensors import check_symmetric_tensor
+from .tensors import check_symmetric_tensor, keyword_rng
 
 __all__ = [
     "PERTURBATIONS",
@@ -130,18 +131,19 @@ def register_perturbation(
     ``params`` lists the accepted keyword parameters with their defaults (``None``: read them
     from ``draw``'s signature).
     """
-    if not isinstance(name, str) or not name or "+" in name or ":" in name:
+    check_entry(
+        _REGISTRY,
+        "perturbation family",
+        name,
+        draw,
+        overwrite=overwrite,
+        expected="(n, p, V, lambdas, rng, **params) -> (E, norm)",
+    )
+    if "+" in name or ":" in name:
         raise ValueError(
-            f"name: expected a non-empty string without '+' or ':' (they mark mixtures and "
-            f"import paths), received {name!r}"
+            f"name: expected a name without '+' or ':' (they mark mixtures and import paths), "
+            f"received {name!r}"
         )
-    if not callable(draw):
-        raise ValueError(
-            f"draw: expected a callable (n, p, V, lambdas, rng, **params) -> (E, norm), "
-            f"received {draw!r}"
-        )
-    if name in _REGISTRY and not overwrite:
-        raise ValueError(f"perturbation family {name!r} is already registered (overwrite=True)")
     if name in NOISE_MODELS:
         raise ValueError(f"name: {name!r} is an i.i.d. noise model (sroa_dist.NOISE_MODELS)")
     fam = Family(
@@ -323,7 +325,7 @@ def _import_family(path: str) -> Family:
 
 def _iid_family(model: str) -> Family:
     def draw(n, p, V, lambdas, rng):  # noqa: ARG001  (i.i.d.: the instance is not used)
-        return noise_tensor(model, n, p, 1.0, rng), None
+        return noise_tensor(model, n, p, 1.0, rng=rng), None
 
     return Family(model, draw, {}, "i.i.d. entries (sroa_dist.noise)")
 
@@ -418,14 +420,15 @@ def _checked(model: str, out: Any, n: int, p: int) -> tuple[NDArray[np.float64],
     return E, norm
 
 
+@keyword_rng(5)
 def draw_perturbation(
     model: str,
     n: int,
     p: int,
     V: ArrayLike,
     lambdas: ArrayLike,
-    rng: np.random.Generator | int | None,
     *,
+    rng: np.random.Generator | int | None,
     scale: float = 1.0,
     params: Mapping[str, Any] | None = None,
     weight: float = DEFAULT_WEIGHT,
@@ -473,7 +476,7 @@ def draw_perturbation(
     full = fam.check_params(params or {})
     if family_name in NOISE_MODELS and background is None:
         # The original path, draw for draw (bit-identical cubes for binary/uniform/gaussian).
-        return Perturbation(noise_tensor(family_name, n, p, float(scale), gen), None, model)
+        return Perturbation(noise_tensor(family_name, n, p, float(scale), rng=gen), None, model)
     if fam.needs_eps:
         if eps is None or not eps > 0:
             raise ValueError(
@@ -487,7 +490,7 @@ def draw_perturbation(
     if background is not None:
         if norm is None:
             norm = operator_norm(E, "sshopm", rng=gen).value
-        B = noise_tensor(background, n, p, 1.0, gen)
+        B = noise_tensor(background, n, p, 1.0, rng=gen)
         b_norm = operator_norm(B, "sshopm", rng=gen).value
         w = float(weight)
         E = (1.0 - w) * (E / norm if norm > 0 else E) + w * (B / b_norm)

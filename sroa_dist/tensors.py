@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -18,9 +20,11 @@ __all__ = [
     "contract",
     "rank_one_tensor",
     "check_symmetric_tensor",
+    "check_symmetry",
     "check_tensor_stack",
     "normalizing_exponents",
     "tensor_order",
+    "sphere_newton_step",
     "unfolding_norm",
 ]
 
@@ -28,6 +32,37 @@ FloatArray = NDArray[np.float64]
 
 #: Relative tolerance for "symmetric" and "orthonormal" input checks.
 SYMMETRY_RTOL = 1e-10
+
+
+def keyword_rng(position: int) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Make ``rng`` keyword-only, still accepting it at positional index ``position`` for one
+    release (with a ``DeprecationWarning``), as every core function that draws takes ``rng=``.
+
+    The decorated function declares ``rng`` keyword-only; callers that passed it
+    positionally keep working and are told how to change the call.
+    """
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if len(args) > position:
+                if len(args) > position + 1 or "rng" in kwargs:
+                    raise TypeError(
+                        f"{fn.__name__}: expected at most {position} positional arguments and "
+                        f"rng=... as a keyword, received {len(args)} positional arguments"
+                    )
+                warnings.warn(
+                    f"{fn.__name__}: pass the generator as a keyword (rng=...); a positional "
+                    "rng is deprecated and will be refused in the next release",
+                    DeprecationWarning,
+                    stacklevel=2,
+                )
+                args, kwargs = args[:position], {**kwargs, "rng": args[position]}
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    return decorate
 
 
 def tensor_order(T: NDArray, *, batched: bool = False) -> tuple[int, int]:
@@ -83,7 +118,18 @@ def check_symmetric_tensor(T: ArrayLike, name: str = "T", *, batched: bool = Fal
             f"{name}: expected a stack of at least one tensor, received an empty batch of shape "
             f"{arr.shape}"
         )
-    p = len(shape)
+    check_symmetry(arr, name, batched=batched)
+    return arr
+
+
+def check_symmetry(arr: FloatArray, name: str = "T", *, batched: bool = False) -> None:
+    """Raise a ``ValueError`` naming ``name`` unless every tensor of ``arr`` (finite, cubical)
+    is symmetric under index permutations, to ``SYMMETRY_RTOL`` of its largest entry.
+
+    The one symmetry test of the package: the front door, the moment relaxation and the
+    certificates all call it, so a tensor one accepts is never refused by another.
+    """
+    p = arr.ndim - (1 if batched else 0)
     off = 1 if batched else 0
     # Tolerance relative to each tensor's own largest entry, so a tiny tensor batched with a
     # large one is judged on its own scale.
@@ -105,7 +151,6 @@ def check_symmetric_tensor(T: ArrayLike, name: str = "T", *, batched: bool = Fal
                 f"by up to {float(np.max(rel)):.3g} of the largest entry); hint: use "
                 "sroa_dist.symmetrize"
             )
-    return arr
 
 
 def _deviation(a: FloatArray, b: FloatArray, batched: bool, size: int = 2**19) -> Any:
@@ -148,8 +193,9 @@ def identity_basis(n: int, r: int | None = None) -> FloatArray:
     return np.eye(n, r)
 
 
+@keyword_rng(2)
 def random_orthonormal_basis(
-    n: int, r: int | None = None, rng: np.random.Generator | int | None = None
+    n: int, r: int | None = None, *, rng: np.random.Generator | int | None = None
 ) -> FloatArray:
     """``r`` orthonormal columns drawn from the Haar measure on O(n) (QR with sign fix)."""
     r = n if r is None else r
@@ -360,3 +406,35 @@ def as_rng_list(
     if count == 1:
         return [np.random.default_rng(seq)]
     return [np.random.default_rng(s) for s in seq.spawn(count)]
+
+
+def sphere_newton_step(
+    H: FloatArray, g: FloatArray, lam: FloatArray, x: FloatArray, p: int
+) -> FloatArray:
+    """Newton step towards a Z-eigenpair ``T x^{p-1} = λ x, ‖x‖ = 1`` from unit rows ``x``.
+
+    ``H = T x^{p-2}`` ``(B, n, n)``, ``g = T x^{p-1}`` and ``λ = T x^p`` at ``x``. Solves the
+    bordered KKT system ``[(p-1) H − λ I, −x; −xᵀ, 0] (dx, dμ) = (−(g − λ x), 0)``, whose ``dx``
+    is the Riemannian Newton step on the sphere (the tangent component of the Euclidean Newton
+    step of the Lagrangian). Returns ``(dx, dμ)``, shape ``(B, n + 1)``; the package's one
+    Newton polisher (:func:`sroa_dist.solvers.newton_polish`, :func:`sroa_dist.relaxation.polish`)
+    takes its steps from here and decides itself which steps to accept.
+    """
+    B, n = x.shape
+    K = np.zeros((B, n + 1, n + 1))
+    K[:, :n, :n] = (p - 1) * H - lam[:, None, None] * np.eye(n)
+    K[:, :n, n] = -x
+    K[:, n, :n] = -x
+    rhs = np.concatenate([-(g - lam[:, None] * x), np.zeros((B, 1))], axis=1)
+    try:
+        return np.linalg.solve(K, rhs[..., None])[..., 0]
+    except np.linalg.LinAlgError:
+        # One singular system must not change the others' bits: solve each on its own.
+        return np.stack([_solve_or_lstsq(K[b], rhs[b]) for b in range(B)])
+
+
+def _solve_or_lstsq(K: FloatArray, rhs: FloatArray) -> FloatArray:
+    try:
+        return np.linalg.solve(K, rhs[:, None])[:, 0]
+    except np.linalg.LinAlgError:
+        return np.linalg.lstsq(K, rhs, rcond=None)[0]

@@ -70,7 +70,7 @@ def test_bad_arguments():
         core.worst_case(4, 3, 0.1, starts=("tilt",))
     V, lam = core.identity_basis(3), np.ones(3)
     with pytest.raises(ValueError, match="needs the target operator norm"):
-        core.draw_perturbation("adversarial", 3, 3, V, lam, 0)
+        core.draw_perturbation("adversarial", 3, 3, V, lam, rng=0)
 
 
 def test_adversarial_family_in_a_real_sweep(tmp_path, client):

@@ -331,6 +331,7 @@ BAD = [
     ("block-0", ["run", SPEC2, "--block-size", "0"], ["--block-size: expected an integer >= 1"]),
     ("block-neg", ["run", SPEC2, "--block-size=-5"], ["--block-size: expected an integer >= 1"]),
     ("validate-block-0", ["validate", SPEC2, "--block-size", "0"], ["expected an integer >= 1"]),
+    ("retries-neg", ["run", SPEC2, "--retries=-1"], ["--retries: expected an integer >= 0"]),
     (
         "protocol-run",
         ["run", SPEC2, "--store", "bogus://x"],
@@ -632,9 +633,7 @@ def test_log_noise_is_kept_off_the_progress_line(capsys):
     from tornado.websocket import WebSocketClosedError
 
     from sroa_dist import cli
-    from sroa_dist.sweep.lease import DEFAULT_LEASE_TIMEOUT
 
-    assert cli.DEFAULT_LEASE_TIMEOUT == DEFAULT_LEASE_TIMEOUT
     root = logging.getLogger()
     before = list(root.handlers)
     try:
@@ -658,3 +657,15 @@ def test_log_noise_is_kept_off_the_progress_line(capsys):
     assert "Receive client connection" not in err
     assert "WebSocketClosedError" not in err and "Traceback" not in err
     assert "a real warning" in err
+
+
+def test_run_defaults_come_from_the_sweep_service():
+    """The CLI's run defaults are the sweep service's own (no second copy to drift)."""
+    from sroa_dist import cli
+    from sroa_dist.sweep import execute, lease
+
+    args = cli.build_parser().parse_args(["run", SPEC2])
+    assert args.retries == execute.DEFAULT_RETRIES == 2
+    assert args.lease_timeout == lease.DEFAULT_LEASE_TIMEOUT
+    assert args.dashboard_address == execute.DEFAULT_DASHBOARD_ADDRESS
+    assert cli.build_parser().parse_args(["run", SPEC2, "--retries", "0"]).retries == 0

@@ -107,40 +107,175 @@ def test_eps_axis_is_the_coordinate(tmp_path, client):
     assert np.allclose(ratio, 1.0, rtol=1e-12)
 
 
-def _failing_method(Ts, rngs):
-    raise ValueError("deliberate failure of a registered test method")
+# ---- faults: kernel errors reported at once, transient faults retried ---------------------
+#
+# Faults are injected on the workers by patching the two calls a block task makes (the kernel
+# `worker.compute_block` and the store write `storage.write_block`); each attempt leaves a
+# marker file, so the test counts attempts across worker processes. Validation refuses every
+# spec that would fail, so a kernel error cannot be provoked through the spec itself.
+
+_PATCHED: dict = {}
 
 
-def _register_failing(install: bool) -> None:
-    from sroa_dist import METHODS
+def _inject(target: str, kind: str, markers: str) -> None:
+    """On a worker: make ``target`` ("compute_block" or "write_block") fail as ``kind``."""
+    import uuid
 
-    if install:
-        METHODS["failing"] = _failing_method
-    else:
-        METHODS.pop("failing", None)
+    from sroa_dist.sweep import storage, worker
+
+    module = worker if target == "compute_block" else storage
+    original = _PATCHED.setdefault(target, getattr(module, target))
+
+    def faulty(*args, **kwargs):
+        index = args[0].index if target == "compute_block" else args[1]
+        first = not any(Path(markers).glob(f"{index}-*"))
+        (Path(markers) / f"{index}-{uuid.uuid4().hex}").touch()  # one file per attempt
+        if kind == "numerical":
+            raise ValueError(f"deliberate numerical error in block {index}")
+        if kind == "transient-always" or first:
+            raise OSError(f"deliberate transient fault in block {index}")
+        return original(*args, **kwargs)
+
+    setattr(module, target, faulty)
 
 
-def test_failed_blocks_are_reported_and_retried(tmp_path, client):
-    """Every block fails: a registered method that raises (validation refuses bad options, so
-    a failure has to come from the computation itself), in this process and on the workers."""
-    store = tmp_path / "fail.zarr"
-    _register_failing(True)
-    client.run(_register_failing, True)
+def _restore() -> None:
+    from sroa_dist.sweep import storage, worker
+
+    for target, original in _PATCHED.items():
+        setattr(worker if target == "compute_block" else storage, target, original)
+    _PATCHED.clear()
+
+
+def _attempts(markers: Path) -> dict[int, int]:
+    counts: dict[int, int] = {}
+    for f in markers.iterdir():
+        b = int(f.name.split("-")[0])
+        counts[b] = counts.get(b, 0) + 1
+    return counts
+
+
+def _run_with_fault(client, tmp_path, target, kind, store, **kw):
+    markers = tmp_path / f"markers-{store.name}"
+    markers.mkdir()
+    client.run(_inject, target, kind, str(markers))
     try:
-        res = run_sweep(
-            SMOKE / "figure2.toml",
-            store,
-            client=client,
-            replicates=2,
-            **{"solver.method": "failing", "solver.options": {}},
-        )
-        st = store_status(store)  # reads the stored spec, which names the method
+        res = run_sweep(SMOKE / "figure2.toml", store, client=client, replicates=2, **kw)
     finally:
-        client.run(_register_failing, False)
-        _register_failing(False)
-    assert not res.complete and len(res.failed) == res.n_blocks
+        client.run(_restore)
+    return res, _attempts(markers)
+
+
+def test_kernel_errors_are_reported_at_once_and_rerun_by_the_next_run(tmp_path, client):
+    """A deterministic error of the kernel is not retried (one attempt per block, although
+    retries are allowed), every block is reported failed in the result and the store; the next
+    run runs them again and completes."""
+    store = tmp_path / "fail.zarr"
+    res, attempts = _run_with_fault(
+        client, tmp_path, "compute_block", "numerical", store, block_size=2, retries=2
+    )
+    assert not res.complete and len(res.failed) == res.n_blocks == 3
+    assert attempts == {b: 1 for b in range(res.n_blocks)}
+    st = store_status(store)
     assert st.n_done == 0 and len(st.failed) == st.n_blocks
-    assert "ValueError" in next(iter(st.failed.values()))
+    assert next(iter(st.failed.values())).startswith("ValueError: deliberate numerical error")
+    again = run_sweep(SMOKE / "figure2.toml", store, client=client, replicates=2, block_size=2)
+    assert again.action == "resumed" and again.complete and again.blocks_computed == 3
+    assert not store_status(store).failed
+
+
+def test_a_transient_fault_is_retried_and_changes_no_bit(tmp_path, client):
+    """Every block's first write fails (an OSError, as a store hiccup would): with retries the
+    run completes, each block took two attempts, and the cube equals a clean run bit for bit.
+    Without retries the same fault fails every block; a fault that never passes is given up
+    after 1 + retries attempts and reported."""
+    res, attempts = _run_with_fault(
+        client, tmp_path, "write_block", "transient-once", tmp_path / "r.zarr", block_size=2
+    )
+    assert res.complete and not res.failed, res.failed
+    assert attempts == {b: 2 for b in range(res.n_blocks)}  # DEFAULT_RETRIES allows them
+    clean = run_sweep(SMOKE / "figure2.toml", tmp_path / "c.zarr", client=client, replicates=2)
+    assert clean.complete
+    assert_same_bits(cube_values(tmp_path / "r.zarr"), cube_values(tmp_path / "c.zarr"))
+
+    res0, attempts0 = _run_with_fault(
+        client, tmp_path, "write_block", "transient-once", tmp_path / "r0.zarr", retries=0
+    )
+    assert len(res0.failed) == res0.n_blocks and set(attempts0.values()) == {1}
+    assert next(iter(res0.failed.values())).startswith("OSError: deliberate transient fault")
+
+    res1, attempts1 = _run_with_fault(
+        client, tmp_path, "write_block", "transient-always", tmp_path / "r1.zarr", retries=1
+    )
+    assert len(res1.failed) == res1.n_blocks and set(attempts1.values()) == {2}
+    assert store_status(tmp_path / "r1.zarr").n_done == 0
+
+
+def test_a_block_task_sorts_its_failures(tmp_path):
+    """The task body in this process, on a real store: a kernel error and a write into a
+    store whose layout moved on come back as the block's error (final: nothing written, no
+    retry); a store fault (OSError) propagates, for Dask to retry; a good task writes."""
+    import dataclasses
+    import json
+
+    import pytest
+
+    from sroa_dist.sweep import storage
+    from sroa_dist.sweep.execute import _run_block
+    from sroa_dist.sweep.grid import block_task, make_layout
+    from sroa_dist.sweep.spec import load_spec
+
+    spec = load_spec(SMOKE / "figure2.toml", ["replicates=2"])
+    url = str(tmp_path / "t.zarr")
+    layout = make_layout(spec, block_size=2)
+    token = storage.prepare_store(url, spec, layout).layout_token
+    task = dataclasses.replace(block_task(spec, layout, 1), layout_token=token)
+
+    data = json.loads(task.spec_json)
+    data["tensor"]["p"] = 1
+    out = _run_block(url, dataclasses.replace(task, spec_json=json.dumps(data)), None)
+    assert out["index"] == 1 and out["error"].startswith("SpecError: ")
+    stale = _run_block(url, dataclasses.replace(task, layout_token="another"), None)
+    assert stale["error"].startswith("StaleLayoutError: ")
+    with pytest.raises(FileNotFoundError):
+        _run_block(str(tmp_path / "gone.zarr"), task, None)
+    assert not read_done(url).any()  # nothing written by any of them
+    ok = _run_block(url, task, None)
+    assert "error" not in ok and ok["n"] == 2
+    assert read_done(url).tolist() == [False, True, False]
+
+
+def test_replacement_workers_get_the_worker_setup(tmp_path):
+    """The worker set-up is a registered plugin: workers added after the run (scaled up) and
+    workers that replace others (restart) run it too, which a one-off client.run would miss."""
+    from distributed import Client, LocalCluster
+
+    from sroa_dist.sweep.plugin import worker_setup_state
+
+    with (
+        LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0"
+        ) as cluster,
+        Client(cluster) as c,
+    ):
+        assert list(c.run(worker_setup_state).values()) == [None]  # nothing before a run
+        res = run_sweep(SMOKE / "figure2.toml", tmp_path / "p.zarr", client=c, replicates=2)
+        assert res.complete
+        first = c.run(worker_setup_state)
+        assert [s["pid"] for s in first.values()] == list(c.run(os.getpid).values())
+        cluster.scale(2)
+        c.wait_for_workers(2, timeout=60)
+        states = c.run(worker_setup_state)
+        assert len(states) == 2 and all(s is not None for s in states.values()), states
+        c.restart()
+        c.wait_for_workers(2, timeout=60)
+        pids = c.run(os.getpid)
+        states = c.run(worker_setup_state)
+        assert not set(pids.values()) & {s["pid"] for s in first.values()}  # new processes
+        for addr, state in states.items():
+            assert state is not None and state["pid"] == pids[addr]
+            assert state["malloc_tuned"] and state["log_filter"]
+            assert state["blas_threads"]["OMP_NUM_THREADS"] == "1"  # the nanny's setting
 
 
 def test_certified_smoke(tmp_path, client):

@@ -76,7 +76,7 @@ def test_valid_lambdas_are_normalised_and_drawn_reproducibly():
         "low": 1.0,
         "high": 2.0,
     }
-    a = draw_lambdas({"dist": "uniform", "low": 1, "high": 2}, 4, np.random.default_rng(0))
+    a = draw_lambdas({"dist": "uniform", "low": 1, "high": 2}, 4, rng=np.random.default_rng(0))
     assert np.array_equal(a, np.random.default_rng(0).uniform(1, 2, size=4))
 
 

@@ -92,3 +92,25 @@ def test_scale_to_opnorm_reaches_the_target_from_any_scale(s):
 def test_scale_to_opnorm_refuses_bad_targets(eps):
     with pytest.raises(ValueError, match="eps: expected a finite target norm"):
         scale_to_opnorm(np.ones((2, 2, 2)), eps)
+
+
+def test_scale_factors_are_the_one_rescaling_rule():
+    """scale_factors is what scale_to_opnorm and make_instance multiply by (same bits)."""
+    from sroa_dist.norms import scale_factors
+
+    np.testing.assert_array_equal(scale_factors([2.0, 0.0, 4.0], [1.0, 0.0, 3.0]), [0.5, 0, 0.75])
+    with pytest.raises(ValueError, match="zero perturbation"):
+        scale_factors([0.0], [1.0])
+    with pytest.raises(ValueError, match="finite target"):
+        scale_factors([1.0], [-1.0])
+    E = make_instance(4, 3, noise="gaussian", sigma=1.0, rng=2).E
+    norm = operator_norm(E, rng=0).value
+    want = E * float(scale_factors(norm, 0.3))
+    np.testing.assert_array_equal(scale_to_opnorm(E, 0.3, norm=norm), want)
+    np.testing.assert_array_equal(scale_to_opnorm(E, 0.3, rng=0), want)
+    # make_instance rescales with the same rule and the same norm draws.
+    inst = make_instance(4, 3, noise="gaussian", eps=0.3, rng=5)
+    raw = make_instance(4, 3, noise="gaussian", sigma=1.0, rng=5)
+    np.testing.assert_array_equal(inst.T, raw.T)
+    assert operator_norm(inst.E, rng=0).value == pytest.approx(0.3, rel=1e-9)
+    np.testing.assert_array_equal(scale_to_opnorm(np.zeros((2, 2, 2)), 0.0), np.zeros((2, 2, 2)))

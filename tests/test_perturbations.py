@@ -18,7 +18,7 @@ FAMILIES = ["binary", "uniform", "gaussian", "coherent-tilt", "coherent-tilt+gau
 
 
 def _instance(n, p, seed=0):
-    V = core.random_orthonormal_basis(n, n, seed)
+    V = core.random_orthonormal_basis(n, n, rng=seed)
     lam = np.linspace(1.0, 0.9, n)
     return V, lam
 
@@ -122,10 +122,10 @@ def test_registry_by_name_and_params(monkeypatch):
     )
     assert fam.params == {"c": 2.0}
     V, lam = _instance(4, 3)
-    P = core.draw_perturbation("scaled-identity-test", 4, 3, V, lam, 0, params={"c": -3.0})
+    P = core.draw_perturbation("scaled-identity-test", 4, 3, V, lam, rng=0, params={"c": -3.0})
     assert P.norm == 3.0
     with pytest.raises(ValueError, match="has no parameter 'k'.*'c'"):
-        core.draw_perturbation("scaled-identity-test", 4, 3, V, lam, 0, params={"k": 1})
+        core.draw_perturbation("scaled-identity-test", 4, 3, V, lam, rng=0, params={"k": 1})
     with pytest.raises(ValueError, match="already registered"):
         pt.register_perturbation("coherent-tilt", pt.coherent_tilt)
     with pytest.raises(ValueError, match="without '\\+' or ':'"):
@@ -137,7 +137,7 @@ def test_registry_by_name_and_params(monkeypatch):
 def test_user_family_by_import_path_and_its_errors():
     n, p = 4, 3
     V, lam = _instance(n, p)
-    a = core.draw_perturbation("perturb_user_family:rank_one", n, p, V, lam, 5, scale=0.5)
+    a = core.draw_perturbation("perturb_user_family:rank_one", n, p, V, lam, rng=5, scale=0.5)
     assert a.norm == 0.5
     assert core.operator_norm(a.E, "certified", rng=0).value == pytest.approx(0.5, rel=1e-7)
     cases = {
@@ -150,7 +150,7 @@ def test_user_family_by_import_path_and_its_errors():
     }
     for model, msg in cases.items():
         with pytest.raises(ValueError, match=msg):
-            core.draw_perturbation(model, n, p, V, lam, 0)
+            core.draw_perturbation(model, n, p, V, lam, rng=0)
 
 
 def _spec(models, **extra):

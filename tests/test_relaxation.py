@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from sroa_dist import relaxation as R
+from sroa_dist.monomials import MonomialKeys
 from sroa_dist.relaxation import (
     MomentRelaxation,
     get_relaxation,
@@ -17,6 +18,7 @@ from sroa_dist.relaxation import (
     solve,
     solve_abs,
 )
+from sroa_dist.tensors import kron_power
 
 
 def sym(A):
@@ -47,7 +49,7 @@ def circle_max(T, sign=1, m=200_001):
     """Exhaustive maximum of sign * T x^p over a fine grid of the unit circle (n = 2)."""
     th = np.linspace(0.0, 2.0 * np.pi, m)
     X = np.stack([np.cos(th), np.sin(th)], axis=1)
-    vals = R._kron_powers(X, T.ndim) @ T.reshape(-1)
+    vals = kron_power(X, T.ndim) @ T.reshape(-1)
     return float((sign * vals).max())
 
 
@@ -110,7 +112,7 @@ def test_validated_bound_holds_for_arbitrary_duals(n, p):
     X /= np.linalg.norm(X, axis=1, keepdims=True)
     for sign in (1, -1):
         c = rel.objective(T, sign)
-        fmax = float((sign * (R._kron_powers(X, p) @ T.reshape(-1))).max())
+        fmax = float((sign * (kron_power(X, p) @ T.reshape(-1))).max())
         for scale in (1e-3, 1.0, 10.0):
             z0 = rng.standard_normal(rel.n_zero) * scale
             G = rng.standard_normal((rel.m, rel.m)) * scale
@@ -269,7 +271,7 @@ def test_even_order_abs_bounds_both_signs():
     assert r.upper_bound >= max(rp.fx, rm.fx) and r.gap < 1e-9
     X = rng.standard_normal((20000, 6))
     X /= np.linalg.norm(X, axis=1, keepdims=True)
-    assert np.abs(R._kron_powers(X, 4) @ T.reshape(-1)).max() <= r.upper_bound
+    assert np.abs(kron_power(X, 4) @ T.reshape(-1)).max() <= r.upper_bound
 
 
 @pytest.mark.parametrize("p", [5, 6])
@@ -281,7 +283,7 @@ def test_higher_orders_are_certified(p):
     assert r.gap < 1e-9
     X = rng.standard_normal((20000, n))
     X /= np.linalg.norm(X, axis=1, keepdims=True)
-    assert np.abs(R._kron_powers(X, p) @ T.reshape(-1)).max() <= r.upper_bound
+    assert np.abs(kron_power(X, p) @ T.reshape(-1)).max() <= r.upper_bound
 
 
 def test_odd_order_abs_is_plain_max():
@@ -357,7 +359,7 @@ def test_moment_index_works_past_n_26(formulation):
     """n = 30 at order 2: 30 log2(5) > 62 was refused by the old positional keys."""
     n, p = 30, 3
     rel = MomentRelaxation(n, p, formulation=formulation)
-    keys = R._MonomialKeys(n, 4).of(rel.exponents)
+    keys = MonomialKeys(n, 4).of(rel.exponents)
     assert len(np.unique(keys)) == rel.n_vars  # one key per moment variable
     x = np.random.default_rng(3).standard_normal(n)
     x /= np.linalg.norm(x)
@@ -372,7 +374,7 @@ def test_moment_index_works_past_n_26(formulation):
 def test_monomial_keys_are_a_bijection():
     """Colex ranks of all monomials of degree <= D are exactly 0 .. C(n + D, D) - 1."""
     n, D = 5, 3
-    kx = R._MonomialKeys(n, D)
+    kx = MonomialKeys(n, D)
     E = np.vstack([monomial_exponents(n, k) for k in range(D + 1)])
     assert sorted(kx.of(E).tolist()) == list(range(math.comb(n + D, D)))
     # products: key of merged tuples equals key of the summed exponents

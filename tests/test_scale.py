@@ -6,9 +6,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sroa_dist import METHODS, make_instance, operator_norm, rank_one, rank_one_batch
+from sroa_dist import (
+    METHODS,
+    MethodOutput,
+    make_instance,
+    operator_norm,
+    rank_one,
+    rank_one_batch,
+    register_method,
+)
 from sroa_dist.relaxation import solve as relaxation_solve
-from sroa_dist.solvers import GAP_TOL
+from sroa_dist.solvers import GAP_TOL, unregister_method
 from sroa_dist.tensors import unfolding_norm
 
 ALL_METHODS = sorted(METHODS)
@@ -127,7 +135,7 @@ def test_relaxation_called_directly_is_scale_safe():
     assert r.upper_bound >= r.fx
 
 
-def test_certificate_is_refused_when_the_bound_is_below_the_value(monkeypatch):
+def test_certificate_is_refused_when_the_bound_is_below_the_value(request):
     """The invariant in the certifying code path: a method that returns a bound below its own
     value (here, a broken one) never yields ``certified=True``."""
 
@@ -135,9 +143,10 @@ def test_certificate_is_refused_when_the_bound_is_below_the_value(monkeypatch):
         B, n = Ts.shape[0], Ts.shape[1]
         x = np.zeros((B, n))
         x[:, 0] = 1.0
-        return {"x": x, "upper_bound": np.zeros(B), "n_starts": np.ones(B), "n_iter": np.ones(B)}
+        return MethodOutput(x=x, upper_bound=np.zeros(B), n_starts=np.ones(B), n_iter=np.ones(B))
 
-    monkeypatch.setitem(METHODS, "bogus", bogus)
+    register_method("bogus", bogus)
+    request.addfinalizer(lambda: unregister_method("bogus"))
     r = rank_one(T0, "bogus", rng=0)
     assert r.lam > 0
     assert not r.certified

@@ -9,11 +9,13 @@ import scipy.optimize
 
 from sroa_dist import (
     METHODS,
+    MethodOutput,
     identity_basis,
     noise_tensor,
     random_orthonormal_basis,
     rank_one,
     rank_one_batch,
+    register_method,
     sod_tensor,
     symmetrize,
 )
@@ -78,7 +80,7 @@ def test_power_method_returns_z_eigenpairs_of_nearly_sod_tensors(p):
     rng = np.random.default_rng(6)
     for _ in range(5):
         V = random_orthonormal_basis(5, rng=rng)
-        T = sod_tensor(rng.uniform(1, 2, 5), V, p) + noise_tensor("gaussian", 5, p, 0.01, rng)
+        T = sod_tensor(rng.uniform(1, 2, 5), V, p) + noise_tensor("gaussian", 5, p, 0.01, rng=rng)
         res = rank_one(T, "power", rng=rng)
         assert z_residual(T, res.x) < 1e-8 * np.linalg.norm(T)
         assert res.lam == pytest.approx(contract(T[None], res.x[None, None], p)[0, 0], rel=1e-12)
@@ -149,7 +151,7 @@ def test_diagonal_tensor_closed_form_z_eigenpairs():
 @pytest.mark.parametrize("method", ALL_METHODS)
 def test_batched_equals_one_at_a_time_bit_for_bit(method):
     T0 = sod_tensor(np.ones(5), identity_basis(5), 3)
-    Ts = np.stack([T0 + noise_tensor("gaussian", 5, 3, 0.05, s) for s in range(4)])
+    Ts = np.stack([T0 + noise_tensor("gaussian", 5, 3, 0.05, rng=s) for s in range(4)])
     seeds = [11, 12, 13, 14]
     batch = rank_one_batch(Ts, method, rng=seeds)
     for b in range(4):
@@ -161,7 +163,9 @@ def test_batched_equals_one_at_a_time_bit_for_bit(method):
 
 
 def test_nearly_sod_n10_certified():
-    T = sod_tensor(np.ones(10), identity_basis(10), 3) + noise_tensor("gaussian", 10, 3, 0.01, 3)
+    T = sod_tensor(np.ones(10), identity_basis(10), 3) + noise_tensor(
+        "gaussian", 10, 3, 0.01, rng=3
+    )
     res = rank_one(T, "certified", rng=0)
     assert res.certified
     assert 0 <= res.upper_bound - res.lam <= 1e-6 * np.linalg.norm(T)
@@ -235,7 +239,7 @@ def test_memory_estimate_grows_with_the_problem_and_covers_the_tensor():
 def test_sshopm_with_zero_tolerance_stays_finite():
     """With tol = 0 no start ever counts as converged: rejected steps at machine precision must
     not grow the shift without bound (it is capped at the convexifying (p-1)·‖T‖_F)."""
-    T = sod_tensor(np.ones(6), identity_basis(6), 4) + noise_tensor("gaussian", 6, 4, 0.05, 1)
+    T = sod_tensor(np.ones(6), identity_basis(6), 4) + noise_tensor("gaussian", 6, 4, 0.05, rng=1)
     with np.errstate(over="raise", invalid="raise"):
         res = rank_one(T, "sshopm", rng=0, tol=0.0, max_iter=2000)
     assert np.isfinite(res.lam) and np.all(np.isfinite(res.x))
@@ -246,7 +250,7 @@ def test_a_singular_newton_system_does_not_change_other_instances_bits():
     """At x = e2 for T = e1^{⊗3} the bordered Newton matrix is singular; the batch falls back
     per instance, so its neighbour's result equals its one-at-a-time result bit for bit."""
     T0 = sod_tensor([1.0], np.eye(3, 1), 3)
-    T1 = sod_tensor(np.ones(3), identity_basis(3), 3) + noise_tensor("gaussian", 3, 3, 0.1, 0)
+    T1 = sod_tensor(np.ones(3), identity_basis(3), 3) + noise_tensor("gaussian", 3, 3, 0.1, rng=0)
     Ts = np.stack([T0, T1])
     x = np.stack([np.eye(3)[1], np.ones(3) / np.sqrt(3)])
     K_singular = (
@@ -259,3 +263,76 @@ def test_a_singular_newton_system_does_not_change_other_instances_bits():
     batch = newton_polish(Ts, x)
     for b in range(2):
         np.testing.assert_array_equal(batch[b], newton_polish(Ts[b : b + 1], x[b : b + 1])[0])
+
+
+# ---- the method registry and its result contract ---------------------------------------------
+
+
+@pytest.fixture
+def scratch_methods():
+    """The method registry restored after the test (no method leaks into other tests)."""
+    from sroa_dist import solvers
+
+    saved = dict(solvers._REGISTRY)
+    yield
+    solvers._REGISTRY.clear()
+    solvers._REGISTRY.update(saved)
+
+
+def _first_axis(Ts, rngs, *, scale: float = 1.0):
+    """A trivial method: x = e_1 for every tensor (its option ``scale`` is ignored)."""
+    B, n = Ts.shape[0], Ts.shape[1]
+    x = np.zeros((B, n))
+    x[:, 0] = 1.0
+    none = np.zeros(B, dtype=np.int64)
+    return MethodOutput(x=x, n_starts=none, n_iter=none, notes="trivial test method")
+
+
+def test_a_registered_method_is_callable_by_name(scratch_methods):
+    register_method("first-axis", _first_axis)
+    assert "first-axis" in METHODS
+    assert method_options("first-axis") == ["scale"]
+    T = sod_tensor(np.array([2.0, 1.0, 0.5]), identity_basis(3), 3)
+    r = rank_one(T, "first-axis", rng=0, scale=2.0)
+    assert r.lam == 2.0  # T e_1^3, recomputed by the front door from x
+    assert r.certified  # the unfolding bound of this SOD tensor is 2 as well
+    assert r.message.endswith("; trivial test method")  # notes reach the message
+    with pytest.raises(OptionError, match="does not accept"):
+        rank_one(T, "first-axis", rng=0, n_starts=3)
+
+
+def test_registering_twice_needs_overwrite(scratch_methods):
+    register_method("first-axis", _first_axis)
+    with pytest.raises(ValueError, match="already registered.*overwrite=True"):
+        register_method("first-axis", _first_axis)
+    with pytest.raises(ValueError, match="already registered"):
+        register_method("sshopm", _first_axis)
+    register_method("first-axis", _first_axis, overwrite=True)
+    with pytest.raises(TypeError):
+        METHODS["x"] = _first_axis  # a read-only view
+    with pytest.raises(ValueError, match="callable"):
+        register_method("nope", 3)
+
+
+def test_registry_is_left_clean():
+    # Runs after the tests above (file order): their methods are gone again.
+    assert "first-axis" not in METHODS
+    assert {"certified", "sos", "sshopm", "power"} <= set(METHODS)
+
+
+def test_a_mapping_result_still_works_with_a_deprecation_warning(scratch_methods):
+    def legacy(Ts, rngs):
+        out = _first_axis(Ts, rngs)
+        return {"x": out.x, "n_starts": out.n_starts, "n_iter": out.n_iter, "message_extra": "old"}
+
+    register_method("legacy", legacy)
+    T = sod_tensor(np.ones(3), identity_basis(3), 3)
+    with pytest.warns(DeprecationWarning, match="MethodOutput"):
+        r = rank_one(T, "legacy", rng=0)
+    assert r.message.endswith("; old")
+
+
+def test_certified_reports_a_skipped_relaxation_in_the_message():
+    T = sod_tensor(np.ones(4), identity_basis(4), 3)
+    r = rank_one(T, "certified", rng=0, max_gram_size=2)
+    assert "relaxation skipped (moment matrix larger than 2)" in r.message

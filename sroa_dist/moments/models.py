@@ -139,8 +139,8 @@ class _MomentModel:
         """Population whitening ``W`` (``(d, k)``, ``Wᵀ M2 W = I``) from the top-k eigenpairs.
 
         M2 has rank k, so its eigenpairs come from a k × k problem: with ``M = QR``,
-        ``M2 = Q (R diag(w) Rᵀ) Qᵀ`` (``O(d k²)``; a dense ``d × d`` eigensolve took seconds
-        at d = 2000 and dominated a whole study).
+        ``M2 = Q (R diag(w) Rᵀ) Qᵀ`` (``O(d k²)`` instead of the ``O(d³)`` of a dense ``d × d``
+        eigensolve, which dominated whole studies at large d).
         """
         Q, R = np.linalg.qr(self.components)
         s, U = np.linalg.eigh((R * self.weights) @ R.T)

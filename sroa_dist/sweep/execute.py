@@ -10,6 +10,17 @@ Order of a run (each step fails before the next can do harm): check that the sto
 written (:func:`.storage.check_store_target`), connect to the cluster (or start the embedded
 one), take the store's writer lease (:mod:`.lease`; this also creates the store folder), then
 create / resume / extend the store and submit the blocks, each carrying the layout token.
+
+Faults are sorted by what a second attempt could change. The block kernel is a pure function of
+its task, so its errors (a ``ValueError`` from the numerics, say) would repeat: the block is
+reported failed at once and never retried. Faults around it -- store I/O (``OSError``), memory,
+a worker lost mid-task -- may pass: Dask retries such a task up to ``retries`` times (and
+reschedules the tasks of a lost worker on its own), then the block is reported failed. Failed
+blocks stay not-done and are run again by the next run.
+
+Worker set-up (imports, malloc settings, log filters) is the :class:`.plugin.WorkerSetup`
+plugin, registered with the cluster, so that workers which join or replace others later get it
+too.
 """
 
 from __future__ import annotations
@@ -18,7 +29,6 @@ import contextlib
 import dataclasses
 import datetime as _dt
 import json
-import logging
 import os
 import signal
 import sys
@@ -35,7 +45,20 @@ from .grid import BlockTask, Layout, block_task, make_layout
 from .lease import DEFAULT_LEASE_TIMEOUT, StoreLease
 from .spec import SweepSpec, apply_overrides, load_spec, spec_from_dict
 
-__all__ = ["ClusterConnectError", "SweepResult", "connect", "run_sweep"]
+__all__ = [
+    "DEFAULT_DASHBOARD_ADDRESS",
+    "DEFAULT_RETRIES",
+    "ClusterConnectError",
+    "SweepResult",
+    "connect",
+    "run_sweep",
+]
+
+#: Extra attempts of a block task after a transient fault (``run_sweep(retries=)``,
+#: ``sroa-dist run --retries``); errors of the block kernel itself are never retried.
+DEFAULT_RETRIES = 2
+#: Dashboard of the embedded cluster: loopback only.
+DEFAULT_DASHBOARD_ADDRESS = "127.0.0.1:8787"
 
 
 class ClusterConnectError(OSError):
@@ -49,9 +72,11 @@ class ClusterConnectError(OSError):
         self.hint = hint
 
 
-def _positive(name: str, value: int | None) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ValueError(f"{name}: expected an integer >= 1; received {value!r}")
+def _positive(name: str, value: int | None, least: int = 1) -> None:
+    if value is not None and (
+        isinstance(value, bool) or not isinstance(value, int) or value < least
+    ):
+        raise ValueError(f"{name}: expected an integer >= {least}; received {value!r}")
 
 
 def _check_dashboard_address(address: str) -> None:
@@ -115,7 +140,7 @@ def connect(
     scheduler: str | None = None,
     scheduler_file: str | None = None,
     workers: int | None = None,
-    dashboard_address: str = "127.0.0.1:8787",
+    dashboard_address: str = DEFAULT_DASHBOARD_ADDRESS,
     timeout: float | None = None,
 ) -> Iterator[Any]:
     """A Dask client: the one given, a running cluster, or an embedded LocalCluster.
@@ -240,73 +265,39 @@ def _client(address: str, timeout: float | None) -> Iterator[Any]:
         yield client
 
 
-_MALLOC_TUNED = False
-
-
-def tune_malloc() -> bool:
-    """Let glibc keep freed memory for reuse in this process (once; no-op elsewhere).
-
-    Dask's nanny starts workers with ``MALLOC_TRIM_THRESHOLD_=65536``, which also pins glibc's
-    mmap threshold at 128 KiB: every batched temporary array is then mmap-ed and unmapped
-    again, and the batched solves ran 2x slower in workers than in a plain process (measured:
-    3.1 s vs 1.4 s CPU for one 500-instance figure1 block). Raising both thresholds at run
-    time fixes workers however they were started (LocalCluster, ``dask worker``, containers).
-    """
-    global _MALLOC_TUNED
-    if _MALLOC_TUNED:
-        return True
-    _MALLOC_TUNED = True
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL("libc.so.6")
-    except OSError:  # not glibc
-        return False
-    m_trim_threshold, m_mmap_threshold = -1, -3  # from <malloc.h>
-    ok = libc.mallopt(m_mmap_threshold, 32 * 2**20) == 1
-    return bool(ok and libc.mallopt(m_trim_threshold, 64 * 2**20) == 1)
-
-
-class _CancelledTaskNoise(logging.Filter):
-    """Cancelled block tasks (a run interrupted or stopped) are expected, not warnings."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "ended with CancelledError" not in record.getMessage()
-
-
-def _warm_up() -> bool:
-    """Import the numerics and storage stack and tune malloc on a worker (before timing)."""
-    from . import storage, worker  # noqa: F401
-
-    logger = logging.getLogger("distributed.worker.state_machine")
-    if not any(isinstance(f, _CancelledTaskNoise) for f in logger.filters):
-        logger.addFilter(_CancelledTaskNoise())
-    return tune_malloc()
-
-
 def _run_block(url: str, task: BlockTask, storage_options: Mapping[str, Any] | None) -> dict:
     """Task body: compute a block and write it into the store (idempotent).
 
-    The write is refused (nothing written) when the store's layout is no longer the one the
-    task was planned for (``task.layout_token``).
+    Returns the block's counts and timings, or ``{"index", "error"}`` for a failure a retry
+    cannot cure: an error of the kernel (a pure function of the task, except for ``OSError``
+    and ``MemoryError``, which may be transient) or a write refused because the store's
+    layout is no longer the one the task was planned for (``task.layout_token``; nothing is
+    written). Any other fault propagates, and Dask retries the task.
     """
-    from .storage import write_block
+    from .storage import StaleLayoutError, write_block
     from .worker import compute_block
 
-    tune_malloc()
     t0, c0 = time.perf_counter(), time.process_time()
-    result = compute_block(task)
-    if result.certificates is not None:  # before the block's data and done flag
-        from .certificates import write_certificates
+    try:
+        result = compute_block(task)
+    except (OSError, MemoryError):
+        raise
+    except Exception as exc:  # deterministic: would fail again on any worker
+        return {"index": task.index, "error": f"{type(exc).__name__}: {exc}"}
+    try:
+        if result.certificates is not None:  # before the block's data and done flag
+            from .certificates import write_certificates
 
-        write_certificates(url, task, result.certificates, storage_options)
-    write_block(
-        url,
-        task.index,
-        result,
-        storage_options=storage_options,
-        layout_token=task.layout_token or None,
-    )
+            write_certificates(url, task, result.certificates, storage_options)
+        write_block(
+            url,
+            task.index,
+            result,
+            storage_options=storage_options,
+            layout_token=task.layout_token or None,
+        )
+    except StaleLayoutError as exc:  # the store moved on to another layout: final
+        return {"index": task.index, "error": f"{type(exc).__name__}: {exc}"}
     return {
         "index": task.index,
         "n": result.n_instances,
@@ -388,9 +379,10 @@ def run_sweep(
     progress: TextIO | None | bool = False,
     history: str | None = None,
     storage_options: Mapping[str, Any] | None = None,
-    dashboard_address: str = "127.0.0.1:8787",
+    dashboard_address: str = DEFAULT_DASHBOARD_ADDRESS,
     connect_timeout: float | None = None,
     lease_timeout: float = DEFAULT_LEASE_TIMEOUT,
+    retries: int = DEFAULT_RETRIES,
     **overrides: Any,
 ) -> SweepResult:
     """Run (or resume, or extend) a sweep and write its result cube.
@@ -422,6 +414,11 @@ def run_sweep(
     lease_timeout
         Seconds without a heartbeat after which another run may take over the store's writer
         lease (:class:`.lease.StoreLease`); this run renews it every ``lease_timeout / 6``.
+    retries
+        Extra attempts of a block task after a fault that may pass (store I/O, memory; a
+        worker lost mid-task is rescheduled by Dask on its own); default
+        :data:`DEFAULT_RETRIES`. Errors of the block kernel itself (deterministic) are never
+        retried: the block is reported failed at once.
     **overrides
         Spec overrides by dotted key (``noise__sigma`` may stand for ``noise.sigma``), e.g.
         ``run_sweep("sweeps/figure2.toml", replicates=20)``.
@@ -429,8 +426,8 @@ def run_sweep(
     Returns
     -------
     SweepResult
-        Counts and timings; ``failed`` maps block index to the error of blocks that raised
-        (they are retried by the next run).
+        Counts and timings; ``failed`` maps block index to the error of blocks that failed
+        (after their retries, if any; they are run again by the next run).
 
     Raises
     ------
@@ -451,6 +448,7 @@ def run_sweep(
     t_start = time.perf_counter()
     _positive("workers", workers)
     _positive("block_size", block_size)
+    _positive("retries", retries, least=0)
     spec = _resolve_spec(spec_or_path, overrides)
     url = str(store) if store is not None else str(Path("results") / f"{spec.name}.zarr")
     stream = sys.stderr if progress is True else (progress or None)
@@ -499,7 +497,9 @@ def run_sweep(
             clear_failed(url, storage_options)
             result.dashboard = getattr(c, "dashboard_link", None)
             result.n_workers = len(c.scheduler_info(n_workers=-1).get("workers", {}))
-            c.run(_warm_up)  # one-time imports out of the first tasks (and of compute timings)
+            from .plugin import WorkerSetup
+
+            c.register_plugin(WorkerSetup())  # also reaches workers that join later
             if stream is not None:
                 stream.write(
                     f"sroa-dist: sweep '{spec.name}' -> {url} ({prepared.action}); "
@@ -518,6 +518,7 @@ def run_sweep(
                 storage_options,
                 lease,
                 prepared.layout_token,
+                retries,
             )
             if result.failed:
                 lease.renew()  # compare-and-swap: never record failures in a store we lost
@@ -537,6 +538,7 @@ def _submit_all(
     storage_options: Mapping[str, Any] | None,
     lease: StoreLease | None = None,
     layout_token: str = "",
+    retries: int = 0,
 ) -> None:
     """Submit blocks with a bounded window (scheduler memory stays small for 10^4+ tasks).
 
@@ -559,7 +561,13 @@ def _submit_all(
             return False
         task = dataclasses.replace(block_task(spec, layout, b), layout_token=layout_token)
         fut = client.submit(
-            _run_block, url, task, storage_options, key=f"sroa_block-{run_id}-{b}", pure=False
+            _run_block,
+            url,
+            task,
+            storage_options,
+            key=f"sroa_block-{run_id}-{b}",
+            pure=False,
+            retries=retries,
         )
         futures[fut.key] = b
         ac.add(fut)
@@ -576,7 +584,9 @@ def _submit_all(
         try:
             info = fut.result()
         except Exception as exc:  # a failing block must not stop the others
-            result.failed[b] = f"{type(exc).__name__}: {exc}"
+            info = {"error": f"{type(exc).__name__}: {exc}"}
+        if "error" in info:
+            result.failed[b] = info["error"]
             bar.update(0)
         else:
             result.blocks_computed += 1

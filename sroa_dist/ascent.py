@@ -1,0 +1,371 @@
+"""Local ascent on the unit sphere, batched over instances and starts: random and spectral
+starts, the shifted symmetric higher-order power method, Newton polish, and SROA's implicit
+deflation (the deflated tensors are never formed)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .tensors import contract, kron_power, sphere_newton_step
+
+FloatArray = NDArray[np.float64]
+
+
+#: Relative distance below which a start counts as having reached the best value (``n_best``).
+BEST_RTOL = 1e-6
+#: ``sshopm``'s default cap on start doubling (``max_starts``) on formed tensors.
+DEFAULT_MAX_STARTS = 64
+
+
+@dataclasses.dataclass(frozen=True)
+class Deflation:
+    """The deflated tensors ``sign·(T̂ − Σ_j λ̂_j v̂_j^{⊗p})`` of SROA (Algorithm 1, line 4),
+    represented by their terms and never formed, so a large-n SROA holds one tensor, not two.
+
+    Attributes
+    ----------
+    U : (B, n, k) ndarray
+        Deflated vectors ``v̂_j`` as columns (``k = 0`` before the first deflation).
+    lam : (B, k) ndarray
+        Their weights ``λ̂_j`` (already multiplied by ``sign``).
+    fro : (B,) ndarray
+        Frobenius norm of each deflated tensor (scales the shift cap and the tolerances).
+    sign : float
+        ``+1`` or ``−1``: the second sign lets even orders maximise ``−T x^p`` without a
+        negated copy of the tensor.
+    warm : (B, W, n) ndarray, optional
+        Extra starts (previous steps' leftovers), appended after the others.
+    warm_grad : (B, W, n) ndarray, optional
+        ``(T̂ − Σ_j λ̂_j v̂_j^{⊗p}) w^{p-1}`` at the warm starts (sign not applied), carried over
+        from the previous step, which saves the first pass over the tensor.
+    """
+
+    U: FloatArray
+    lam: FloatArray
+    fro: FloatArray
+    sign: float = 1.0
+    warm: FloatArray | None = None
+    warm_grad: FloatArray | None = None
+
+    def take(self, rows: Any) -> Deflation:
+        """The same deflation for the instances ``rows`` only."""
+        warm = None if self.warm is None else self.warm[rows]
+        grad = None if self.warm_grad is None else self.warm_grad[rows]
+        return Deflation(self.U[rows], self.lam[rows], self.fro[rows], self.sign, warm, grad)
+
+    def negated(self) -> Deflation:
+        """``−(T̂ − Σ λ̂_j v̂_j^{⊗p})``."""
+        return dataclasses.replace(self, lam=-self.lam, sign=-self.sign)
+
+    def cold(self) -> Deflation:
+        """The same tensors without warm starts."""
+        return dataclasses.replace(self, warm=None, warm_grad=None)
+
+
+def _contract(
+    Ts: FloatArray, X: FloatArray, times: int, deflation: Deflation | None = None
+) -> FloatArray:
+    """:func:`~sroa_dist.tensors.contract` of the (implicitly deflated) tensors.
+
+    The deflation terms cost ``O(S n k)`` (vectors) or ``O(S n² k)`` (matrices) on top of the
+    one GEMM against ``T̂``; without a deflation this is exactly ``contract``.
+    """
+    if deflation is None:
+        return contract(Ts, X, times)
+    B, n, p = Ts.shape[0], Ts.shape[1], Ts.ndim - 1
+    # By symmetry any axes may be contracted; these orders stream T once in the layout BLAS
+    # reads fastest (benchmarks/bench_large_n.py times them against `contract`).
+    if times == p - 2:
+        K = kron_power(X, times)  # T(I, I, x, …) over the leading axes
+        out = np.matmul(K, Ts.reshape(B, n**times, n * n)).reshape(X.shape[:2] + (n, n))
+    elif times == p - 1 and p == 3:
+        out = np.matmul(kron_power(X, 2), Ts.reshape(B, n * n, n))
+    elif times == p - 1:
+        # Stacked GEMMs T[i] (n × n^{p-2}) @ x^{⊗(p-2)}, then Σ_i x_i: no (S, n^{p-1}) Kronecker
+        # power (as large as T itself when S = n at p = 4).
+        K = kron_power(X, p - 2).transpose(0, 2, 1)[:, None]  # (B, 1, n^{p-2}, S)
+        Y = np.matmul(Ts.reshape(B, n, n, n ** (p - 2)), K)  # (B, i, a, S)
+        out = np.einsum("bias,bsi->bsa", Y, X)
+    else:
+        out = contract(Ts, X, times)
+    if deflation.sign < 0:
+        out = -out
+    if deflation.lam.shape[-1] == 0:
+        return out
+    U, lam = deflation.U, deflation.lam
+    C = np.matmul(X, U)  # (B, S, k): v̂_j · x
+    W = C**times * lam[:, None, :]
+    if times == p:
+        return out - W.sum(axis=-1)
+    if times == p - 1:
+        return out - np.matmul(W, U.transpose(0, 2, 1))
+    if times == p - 2:
+        return out - np.einsum("bsk,bik,bjk->bsij", W, U, U)
+    raise ValueError(f"times: implicit deflation supports times >= p - 2, received {times}")
+
+
+def random_starts(rngs: Sequence[np.random.Generator], n_starts: int, n: int) -> FloatArray:
+    """Starts uniform on the sphere, drawn from each instance's own stream: ``(B, S, n)``."""
+    X = np.stack([g.standard_normal((n_starts, n)) for g in rngs])
+    return X / np.linalg.norm(X, axis=-1, keepdims=True)
+
+
+def spectral_starts(
+    Ts: FloatArray,
+    rngs: Sequence[np.random.Generator],
+    n_starts: int,
+    deflation: Deflation | None = None,
+) -> FloatArray:
+    """Top eigenvectors (both signs of the extreme eigenvalues) of random contractions
+    ``T(I, I, θ, …, θ)``: each matrix is dominated by the components ``v_i`` with large
+    ``λ_i (v_i·θ)^{p-2}``, so its extreme eigenvectors start next to large components, which
+    uniform starts rarely do when n is large. ``(B, n_starts, n)``."""
+    n, p = Ts.shape[1], Ts.ndim - 1
+    theta = random_starts(rngs, -(-n_starts // 2), n)
+    # T(I, I, θ, ...) = Σ_i λ_i (v_i·θ)^{p-2} v_i v_iᵀ + noise: both extreme eigenvalues.
+    _, V = np.linalg.eigh(_contract(Ts, theta, p - 2, deflation))
+    X = np.concatenate([V[..., -1], V[..., 0]], axis=1)[:, :n_starts]
+    return X / np.linalg.norm(X, axis=-1, keepdims=True)
+
+
+def _values(
+    Ts: FloatArray, X: FloatArray, deflation: Deflation | None = None
+) -> tuple[FloatArray, FloatArray]:
+    G = _contract(Ts, X, Ts.ndim - 2, deflation)
+    return G, np.sum(G * X, axis=-1)
+
+
+def shifted_ascent(
+    Ts: FloatArray,
+    X0: FloatArray,
+    *,
+    max_iter: int,
+    tol: float,
+    shift: str | float = "adaptive",
+    deflation: Deflation | None = None,
+    lazy: bool = False,
+) -> tuple[FloatArray, FloatArray, NDArray[np.int64]]:
+    """Shifted symmetric higher-order power method, batched: maximise ``T x^p`` from each start.
+
+    Iterates ``x ← normalize(T x^{p-1} + α x)``. With ``shift="adaptive"`` (Kolda & Mayo,
+    SIAM J. Matrix Anal. Appl. 2014) the shift is ``α = max(0, τ − (p−1) λ_min(T x^{p−2}))``,
+    which makes ``T x^p + α‖x‖^p`` locally convex so ``T x^p`` increases monotonically. With
+    ``shift="monotone"`` no eigenvalues are computed: each start keeps its own shift, halves it
+    after an ascent step and doubles it after a rejected (descending) step, which gives the same
+    monotonicity guarantee at the cost of one contraction per step. A float is a fixed shift
+    (SS-HOPM). Each instance stops once all its starts moved less than ``tol``.
+
+    With a :class:`Deflation` the tensors are ``sign·(T̂ − Σ λ̂_j v̂_j^{⊗p})`` (never formed)
+    and converged starts drop out of the GEMM, so a step costs what its live starts cost.
+    ``lazy`` (deflated only) stops an instance as soon as its best converged start is at least
+    as high as every unconverged one: the unconverged starts are returned where they are, to be
+    continued as the next SROA step's warm starts, instead of being finished now.
+
+    Returns ``X (B, S, n)``, ``f (B, S)`` and iterations per instance ``(B,)``.
+    """
+    if deflation is not None:
+        return _ascent_deflated(Ts, X0, max_iter, tol, shift, deflation, lazy)[:3]
+    B, S, n = X0.shape
+    p = Ts.ndim - 1
+    X = X0.copy()
+    G, F = _values(Ts, X)
+    scale = np.max(np.abs(F), axis=1, keepdims=True) + np.finfo(float).tiny
+    # (p-1)·‖T‖_F ≥ (p-1)·‖T‖ makes T x^p + α‖x‖^p convex, so a larger shift is never needed.
+    cap = (p - 1) * np.linalg.norm(Ts.reshape(B, -1), axis=1)[:, None] + np.finfo(float).tiny
+    if shift == "monotone":
+        alpha = np.zeros((B, S))
+    elif shift == "adaptive":
+        alpha = None
+    else:
+        alpha = np.full((B, S), float(shift))
+    n_iter = np.zeros(B, dtype=np.int64)
+    active = np.arange(B)
+    done = np.zeros((B, S), dtype=bool)
+    slack = 64 * np.finfo(float).eps
+    for _ in range(max_iter):
+        if active.size == 0:
+            break
+        # Indexing with all instances would copy every tensor once per iteration.
+        Ta = Ts if active.size == B else Ts[active]
+        Xa, Ga, Fa = X[active], G[active], F[active]
+        if shift == "adaptive":
+            H = contract(Ta, Xa, p - 2)
+            lmin = np.linalg.eigvalsh(H)[..., 0]
+            a = np.maximum(0.0, 1e-6 * scale[active] - (p - 1) * lmin)
+        else:
+            a = alpha[active]
+        Y = Ga + a[..., None] * Xa
+        Y /= np.linalg.norm(Y, axis=-1, keepdims=True)
+        Gy, Fy = _values(Ta, Y)
+        accept = (Fy >= Fa - slack * scale[active]) & ~done[active]
+        step = np.linalg.norm(Y - Xa, axis=-1)
+        X[active] = np.where(accept[..., None], Y, Xa)
+        G[active] = np.where(accept[..., None], Gy, Ga)
+        F[active] = np.where(accept, Fy, Fa)
+        if shift == "monotone":
+            grown = np.minimum(np.maximum(2.0 * a, 0.5 * scale[active]), cap[active])
+            alpha[active] = np.where(accept, 0.5 * a, grown)
+        done[active] |= accept & (step <= tol)
+        n_iter[active] += 1
+        active = active[~np.all(done[active], axis=1)]
+    return X, F, n_iter
+
+
+def _ascent_deflated(
+    Ts: FloatArray,
+    X0: FloatArray,
+    max_iter: int,
+    tol: float,
+    shift: str | float,
+    deflation: Deflation,
+    lazy: bool,
+    floor: FloatArray | None = None,
+) -> tuple[FloatArray, FloatArray, NDArray[np.int64], FloatArray]:
+    """:func:`shifted_ascent` on implicitly deflated tensors, one instance at a time (large n:
+    the GEMM dominates and a per-instance loop costs nothing) so that converged starts stop
+    costing contractions. Also returns the final gradients ``(B, S, n)`` (sign not applied);
+    when ``deflation.warm_grad`` is given, the last ``W`` starts are the warm ones. ``floor``
+    (B,): a value already attained elsewhere (the other sign), which a lazy stop counts as a
+    converged start."""
+    B, S, n = X0.shape
+    p = Ts.ndim - 1
+    X = X0.copy()
+    F = np.empty((B, S))
+    G = np.empty((B, S, n))
+    n_iter = np.zeros(B, dtype=np.int64)
+    slack = 64 * np.finfo(float).eps
+    W = 0 if deflation.warm_grad is None else deflation.warm_grad.shape[1]
+    for b in range(B):
+        T1, d1 = Ts[b : b + 1], deflation.take([b])
+        G1 = np.empty((S, n))
+        if S > W:
+            G1[: S - W] = _values(T1, X[b : b + 1, : S - W], d1)[0][0]
+        if W:
+            G1[S - W :] = deflation.sign * deflation.warm_grad[b]
+        F1 = np.sum(G1 * X[b], axis=-1)
+        scale = np.max(np.abs(F1)) + np.finfo(float).tiny
+        cap = (p - 1) * d1.fro[0] + np.finfo(float).tiny
+        alpha = np.zeros(S) if shift in ("monotone", "adaptive") else np.full(S, float(shift))
+        live = np.arange(S)
+        for _ in range(max_iter):
+            if live.size == 0:
+                break
+            if lazy:
+                conv = np.ones(S, dtype=bool)
+                conv[live] = False
+                best = F1[conv].max(initial=-np.inf)
+                if floor is not None:
+                    best = max(best, floor[b])
+                if best >= F1[live].max():
+                    break
+            Xa, Ga, Fa = X[b, live], G1[live], F1[live]
+            if shift == "adaptive":
+                H = _contract(T1, Xa[None], p - 2, d1)[0]
+                lmin = np.linalg.eigvalsh(H)[..., 0]
+                a = np.maximum(0.0, 1e-6 * scale - (p - 1) * lmin)
+            else:
+                a = alpha[live]
+            Y = Ga + a[:, None] * Xa
+            Y /= np.linalg.norm(Y, axis=-1, keepdims=True)
+            Gy, Fy = _values(T1, Y[None], d1)
+            Gy, Fy = Gy[0], Fy[0]
+            accept = Fy >= Fa - slack * scale
+            step = np.linalg.norm(Y - Xa, axis=-1)
+            X[b, live] = np.where(accept[:, None], Y, Xa)
+            G1[live] = np.where(accept[:, None], Gy, Ga)
+            F1[live] = np.where(accept, Fy, Fa)
+            if shift == "monotone":
+                grown = np.minimum(np.maximum(2.0 * a, 0.5 * scale), cap)
+                alpha[live] = np.where(accept, 0.5 * a, grown)
+            n_iter[b] += 1
+            live = live[~(accept & (step <= tol))]
+        F[b], G[b] = F1, deflation.sign * G1
+    return X, F, n_iter, G
+
+
+def power_iterations(
+    Ts: FloatArray, X: FloatArray, n_iter: int, deflation: Deflation | None = None
+) -> FloatArray:
+    """``n_iter`` unshifted power iterations ``x ← normalize(T x^{p-1})`` from every start."""
+    for _ in range(n_iter):
+        G = _contract(Ts, X, Ts.ndim - 2, deflation)
+        norm = np.linalg.norm(G, axis=-1, keepdims=True)
+        X = np.where(norm > 0, G / np.where(norm > 0, norm, 1.0), X)
+    return X
+
+
+def newton_polish(
+    Ts: FloatArray, x: FloatArray, *, steps: int = 4, deflation: Deflation | None = None
+) -> FloatArray:
+    """Refine one candidate per instance to a Z-eigenvector by Newton steps on the sphere.
+
+    Solves the bordered KKT system of ``T x^{p-1} = λ x, ‖x‖ = 1`` and keeps a step only when it
+    does not move ``|T x^p|`` downhill (so a maximiser stays a maximiser). Shape ``(B, n)``.
+    With a :class:`Deflation` (large n) each step costs one contraction ``T x^{p-2}`` instead
+    of three, and a step below ``1e-8`` (already in the quadratic regime) ends the polish.
+    """
+    if deflation is not None:
+        return _polish_deflated(Ts, x, steps, deflation)
+    B, n = x.shape
+    p = Ts.ndim - 1
+    x = x.copy()
+    for _ in range(steps):
+        H = contract(Ts, x[:, None, :], p - 2)[:, 0]
+        g = np.einsum("bij,bj->bi", H, x)
+        lam = np.sum(g * x, axis=-1)
+        d = sphere_newton_step(H, g, lam, x, p)
+        y = x + d[:, :n]
+        y /= np.linalg.norm(y, axis=-1, keepdims=True)
+        fy = contract(Ts, y[:, None, :], p)[:, 0]
+        fx = contract(Ts, x[:, None, :], p)[:, 0]
+        ok = np.isfinite(fy) & (np.abs(fy) >= np.abs(fx) - 1e-13 * (np.abs(fx) + 1e-300))
+        ok &= np.sign(fy) * np.sign(fx) >= 0
+        x = np.where(ok[:, None], y, x)
+    return x
+
+
+def _polish_deflated(Ts: FloatArray, x: FloatArray, steps: int, deflation: Deflation) -> Any:
+    B, n = x.shape
+    p = Ts.ndim - 1
+    x = x.copy()
+    H = _contract(Ts, x[:, None, :], p - 2, deflation)[:, 0]
+    for _ in range(steps):
+        g = np.einsum("bij,bj->bi", H, x)
+        lam = np.sum(g * x, axis=-1)
+        d = sphere_newton_step(H, g, lam, x, p)[:, :n]
+        size = np.linalg.norm(d, axis=-1)
+        y = x + d
+        y /= np.linalg.norm(y, axis=-1, keepdims=True)
+        if np.all(size <= 1e-8):
+            # Quadratic convergence: a step this small lands at rounding level and cannot
+            # leave the maximiser's basin, so it is taken without paying for its check.
+            return y
+        Hy = _contract(Ts, y[:, None, :], p - 2, deflation)[:, 0]
+        fy = np.einsum("bi,bij,bj->b", y, Hy, y)
+        ok = np.isfinite(fy) & (np.abs(fy) >= np.abs(lam) - 1e-13 * (np.abs(lam) + 1e-300))
+        ok &= np.sign(fy) * np.sign(lam) >= 0
+        x = np.where(ok[:, None], y, x)
+        H = np.where(ok[:, None, None], Hy, H)
+    return x
+
+
+def _signed_problems(Ts: FloatArray) -> tuple[FloatArray, int]:
+    """For even p, maximise both ``T x^p`` and ``−T x^p`` (stacked as ``2B`` problems)."""
+    p = Ts.ndim - 1
+    if p % 2 == 1:
+        return Ts, 1
+    return np.concatenate([Ts, -Ts]), 2
+
+
+def _pick_best(X: FloatArray, F: FloatArray, B: int) -> FloatArray:
+    """Best start per instance over all signs: ``X (k·B, S, n)``, ``F (k·B, S)`` → ``(B, n)``."""
+    k = X.shape[0] // B
+    S = X.shape[1]
+    Xr = X.reshape(k, B, S, -1).transpose(1, 0, 2, 3).reshape(B, k * S, -1)
+    Fr = F.reshape(k, B, S).transpose(1, 0, 2).reshape(B, k * S)
+    return Xr[np.arange(B), np.argmax(Fr, axis=1)]

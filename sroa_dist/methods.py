@@ -1,0 +1,424 @@
+"""The built-in rank-one methods (power, sshopm, sos, certified) and their result contract,
+:class:`MethodOutput`. :mod:`sroa_dist.solvers` registers them and is their front door."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .ascent import (
+    BEST_RTOL,
+    DEFAULT_MAX_STARTS,
+    Deflation,
+    _ascent_deflated,
+    _signed_problems,
+    _values,
+    newton_polish,
+    power_iterations,
+    random_starts,
+    shifted_ascent,
+    spectral_starts,
+)
+
+FloatArray = NDArray[np.float64]
+
+#: Default seconds per step ``certified`` may spend on the moment relaxation (``time_budget``):
+#: the relaxation runs where :func:`relaxation_cost` predicts at most this.
+DEFAULT_TIME_BUDGET = 1.0
+#: Cost model ``seconds ~ a * (m / 100) ** b`` of one certified step (SS-HOPM candidate plus
+#: relaxation; both signs for even p) with moment-matrix side ``m``, one BLAS thread, by ``p``
+#: (larger p use the largest calibrated p of the same parity). Least-squares fits in log-log
+#: to the per-step medians of benchmarks/bench_certified_scaling.py (2026-11-26, shared 2-core
+#: machine): p = 3 between the fresh nearly SOD and the deflated coherent-tilt families, p = 4
+#: and 5 on fresh nearly SOD tensors and their deflations. SCS's full eigendecomposition of the
+#: m x m dual matrix per iteration dominates, hence the steep exponent.
+COST_MODEL: dict[int, tuple[float, float]] = {3: (0.35, 2.5), 4: (1.2, 2.2), 5: (0.54, 2.5)}
+
+
+@dataclasses.dataclass(frozen=True)
+class MethodOutput:
+    """What a rank-one method returns for a stack of ``B`` tensors: the method contract.
+
+    A method is ``fn(Ts, rngs, **options) -> MethodOutput`` with ``Ts`` the ``(B, n, ..., n)``
+    stack (already scaled to ``‖T‖_F`` in ``[1/2, 1)``), ``rngs`` one Generator per tensor and
+    ``options`` keyword-only parameters (what :func:`method_options` lists). A local method
+    may also take a positional ``deflation`` (:class:`Deflation`) after ``rngs``, which lets
+    SROA deflate implicitly. :func:`rank_one_batch` recomputes ``lam`` from ``x`` and takes
+    the smaller of ``upper_bound`` and the unfolding bound, so a method never has to be
+    trusted for its values.
+
+    Attributes
+    ----------
+    x : (B, n) ndarray
+        Unit-norm maximiser candidates of ``T x^p`` (odd p) or ``|T x^p|`` (even p).
+    n_starts, n_iter : (B,) int ndarrays
+        Starts used and iterations of the local phase (0 where there is none).
+    upper_bound : (B,) ndarray, optional
+        Valid upper bounds of ``max T x^p`` (odd p) / ``max |T x^p|`` (even p) of the tensors
+        as given; ``None``: only the unfolding bound is known.
+    solve_time : (B,) ndarray, optional
+        Seconds per instance; ``None``: the call's wall time is shared equally.
+    certificate : (B,) object ndarray, optional
+        Auditable SOS certificates of ``upper_bound`` (or ``None`` entries).
+    n_best : (B,) int ndarray, optional
+        Starts that reached the best value (see :class:`RankOneResult`).
+    confirmed : (B,) bool ndarray, optional
+        Whether two independent start sets agreed (see :class:`RankOneResult`).
+    notes : str
+        Appended to every instance's ``message`` (e.g. why a relaxation was skipped).
+    final_starts, final_values, final_grads : ndarrays, optional
+        The local phase's final iterates ``(B, S, n)``, their values ``(B, S)`` and (under a
+        deflation) unsigned gradients ``(B, S, n)``: SROA continues from them as warm starts.
+    """
+
+    x: FloatArray
+    n_starts: Any
+    n_iter: Any
+    upper_bound: Any = None
+    solve_time: Any = None
+    certificate: Any = None
+    n_best: Any = None
+    confirmed: Any = None
+    notes: str = ""
+    final_starts: Any = None
+    final_values: Any = None
+    final_grads: Any = None
+
+    @classmethod
+    def coerce(cls, out: Any, method: str) -> MethodOutput:
+        """``out`` itself, or (deprecated, one release) a mapping with the same keys, where the
+        former ``message_extra`` key becomes ``notes``."""
+        if isinstance(out, cls):
+            return out
+        if isinstance(out, Mapping):
+            warnings.warn(
+                f"method {method!r} returned a {type(out).__name__}; return a "
+                "sroa_dist.solvers.MethodOutput instead (mappings are deprecated and will be "
+                "refused in the next release)",
+                DeprecationWarning,
+                stacklevel=3,
+            )
+            d = dict(out)
+            if "message_extra" in d:
+                d["notes"] = d.pop("message_extra") or ""
+            names = {f.name for f in dataclasses.fields(cls)}
+            unknown = sorted(set(d) - names)
+            if unknown:
+                raise ValueError(
+                    f"method {method!r}: returned unknown keys {unknown}; expected the fields "
+                    f"of MethodOutput: {sorted(names)}"
+                )
+            return cls(**d)
+        raise TypeError(
+            f"method {method!r}: expected it to return a MethodOutput, received "
+            f"{type(out).__name__}"
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# Methods. Each takes (Ts (B, n..n), rngs) plus keyword options and returns a MethodOutput.
+# Local methods also take an optional positional Deflation (SROA's implicit deflation); being
+# positional, it is not a user option (method_options lists keyword-only parameters).
+
+
+def _method_power(
+    Ts: FloatArray,
+    rngs: Sequence[np.random.Generator],
+    deflation: Deflation | None = None,
+    *,
+    n_starts: int = 20,
+    n_iter: int = 30,
+) -> MethodOutput:
+    """Randomized robust tensor power method (Anandkumar et al., JMLR 2014, Algorithm 1).
+
+    Options: ``n_starts`` (L) random starts uniform on the sphere, ``n_iter`` (N) unshifted power
+    iterations each; the start with the largest ``T x^p`` (``|T x^p|`` for even p) is iterated
+    ``N`` more times. No convergence test and no shift: the paper's local baseline.
+    """
+    B, n = Ts.shape[0], Ts.shape[1]
+    p = Ts.ndim - 1
+    X = power_iterations(Ts, random_starts(rngs, n_starts, n), n_iter, deflation)
+    _, F = _values(Ts, X, deflation)
+    score = np.abs(F) if p % 2 == 0 else F
+    x = X[np.arange(B), np.argmax(score, axis=1)]
+    x = power_iterations(Ts, x[:, None, :], n_iter, deflation)[:, 0]
+    return MethodOutput(x=x, n_starts=np.full(B, n_starts), n_iter=np.full(B, 2 * n_iter))
+
+
+def _ascend(
+    Ts: FloatArray, X0: FloatArray, deflation: Deflation | None, **kw: Any
+) -> tuple[FloatArray, FloatArray, NDArray[np.int64], FloatArray | None]:
+    """:func:`shifted_ascent` over both signs for even p: ``(k·B, S, n)``, ``(k·B, S)``,
+    ``(k·B,)`` with ``k = 2`` for even p (sign-major), 1 for odd p; with a deflation also the
+    unsigned gradients at the final iterates ``(k·B, S, n)``."""
+    p = Ts.ndim - 1
+    if deflation is None:
+        signed, k = _signed_problems(Ts)
+        X0 = np.concatenate([X0] * k) if k > 1 else X0
+        return (*shifted_ascent(signed, X0, **kw), None)
+    lazy = kw.pop("lazy", False)
+    args = (kw["max_iter"], kw["tol"], kw["shift"])
+    parts = [_ascent_deflated(Ts, X0, *args, deflation, lazy)]
+    if p % 2 == 0:
+        # The larger |T x^p| wins: once the + sign has a value, a lazy − sign stops as soon as
+        # its climbing starts are below it.
+        floor = parts[0][1].max(axis=1) if lazy else None
+        parts.append(_ascent_deflated(Ts, X0, *args, deflation.negated(), lazy, floor))
+    return tuple(np.concatenate(a) for a in zip(*parts, strict=True))  # type: ignore[return-value]
+
+
+def _by_instance(A: FloatArray, B: int) -> FloatArray:
+    """``(k·B, S, ...)`` sign-major → ``(B, k·S, ...)`` (the layout :func:`_pick_best` reads)."""
+    k, S = A.shape[0] // B, A.shape[1]
+    rest = A.shape[2:]
+    A = A.reshape((k, B, S) + rest)
+    return np.moveaxis(A, 0, 1).reshape((B, k * S) + rest)
+
+
+def _method_sshopm(
+    Ts: FloatArray,
+    rngs: Sequence[np.random.Generator],
+    deflation: Deflation | None = None,
+    *,
+    n_starts: int = 16,
+    max_iter: int = 100,
+    tol: float = 1e-5,
+    shift: str | float = "monotone",
+    polish: bool = True,
+    max_starts: int | None = None,
+    n_spectral: int = 0,
+    warm: bool = True,
+    lazy: bool = True,
+) -> MethodOutput:
+    """Multi-start shifted symmetric higher-order power method with adaptive shift.
+
+    Options: ``n_starts`` random starts (per sign for even p), ``max_iter`` and step tolerance
+    ``tol`` of the ascent (the Newton polish, not the ascent, delivers the final accuracy, so
+    the ascent only has to reach the right basin), ``shift`` (``"monotone"``: eigenvalue-free
+    adaptive shift; ``"adaptive"``: Kolda–Mayo's Hessian-based shift; a float: fixed shift),
+    ``polish``: Newton steps on the sphere from the best start to machine precision;
+    ``n_spectral``: extra starts at the extreme eigenvectors of random contractions
+    ``T(I, I, θ, …)`` (see :func:`spectral_starts`); ``warm``: in an implicitly deflated
+    SROA, also start from the previous step's other local maxima; ``lazy``: there,
+    stop a step once its best converged start beats every unconverged one and carry those
+    on as warm starts (see :func:`shifted_ascent`); ``max_starts``: when at least
+    ``2·n_starts``, a second, independent start set (from a stream spawned off the instance's,
+    so the first set and later SROA steps keep their draws) is run, and the starts are doubled
+    until the best values of the old and the new set agree (``confirmed``) or ``max_starts``
+    would be exceeded; the first set's pick stands unless a later set beats it. Default
+    (``None``): ``DEFAULT_MAX_STARTS`` (64) on a formed tensor, which cut the rate of missed
+    global steps on Gaussian nearly-SOD tensors at n = 16–24 from about one in six to about
+    one in thirty (benchmarks/bench_miss_rate.py), and 0 under implicit deflation (large n),
+    where a cold second set would cost several times the warm-started step; pass it there to
+    confirm.
+    Converges to local maxima: fast, not certified. Besides ``x`` it reports how many starts
+    reached the best value (``n_best``) and whether two independent start sets agreed
+    (``confirmed``; false when no second set ran).
+    """
+    B, n = Ts.shape[0], Ts.shape[1]
+    if max_starts is None:
+        max_starts = DEFAULT_MAX_STARTS if deflation is None else 0
+    kw: dict[str, Any] = {"max_iter": max_iter, "tol": tol, "shift": shift}
+    if deflation is not None:
+        kw["lazy"] = warm and lazy
+    X0 = random_starts(rngs, n_starts, n)
+    if n_spectral:
+        X0 = np.concatenate([X0, spectral_starts(Ts, rngs, n_spectral, deflation)], axis=1)
+    if warm and deflation is not None and deflation.warm is not None:
+        X0 = np.concatenate([X0, deflation.warm], axis=1)
+    elif deflation is not None:
+        deflation = deflation.cold()
+    X, F, it, grads = _ascend(Ts, X0, deflation, **kw)
+    Xs, Fs = _by_instance(X, B), _by_instance(F, B)
+    first = np.argmax(Fs, axis=1)
+    used = np.full(B, Xs.shape[1])
+    n_iter = it.reshape(-1, B).max(axis=0)
+    confirmed = np.zeros(B, dtype=bool)
+    size = n_starts
+    while 2 * size <= max_starts:
+        rows = np.flatnonzero(~confirmed)
+        if rows.size == 0:
+            break
+        sub = Ts if rows.size == B else Ts[rows]
+        d = None if deflation is None else deflation.take(rows).cold()
+        fresh = random_starts([rngs[b].spawn(1)[0] for b in rows], size, n)
+        Xn, Fn, itn, _ = _ascend(sub, fresh, d, **{**kw, "lazy": False})
+        Xn, Fn = _by_instance(Xn, rows.size), _by_instance(Fn, rows.size)
+        old, new = Fs[rows].max(axis=1), Fn.max(axis=1)
+        scale = np.maximum(np.abs(old), np.abs(new)) + np.finfo(float).tiny
+        confirmed[rows] = np.abs(new - old) <= BEST_RTOL * scale
+        n_iter[rows] = np.maximum(n_iter[rows], itn.reshape(-1, rows.size).max(axis=0))
+        used[rows] += Xn.shape[1]
+        # Merge; instances not in `rows` get padding at -inf, which no statistic counts.
+        pad_X = np.zeros((B,) + Xn.shape[1:])
+        pad_F = np.full((B, Xn.shape[1]), -np.inf)
+        pad_X[rows], pad_F[rows] = Xn, Fn
+        Xs, Fs = np.concatenate([Xs, pad_X], axis=1), np.concatenate([Fs, pad_F], axis=1)
+        size *= 2
+    rows_b = np.arange(B)
+    top1, best = Fs[rows_b, first], np.argmax(Fs, axis=1)
+    # Keep the first set's pick (and its bits) unless a later set found a clearly higher value.
+    best = np.where(Fs[rows_b, best] > top1 + BEST_RTOL * np.abs(top1), best, first)
+    x = Xs[rows_b, best]
+    top = Fs[rows_b, best]
+    n_best = np.sum(Fs >= (top - BEST_RTOL * np.abs(top))[:, None], axis=1)
+    if polish:
+        x = newton_polish(Ts, x, deflation=deflation)
+    return MethodOutput(
+        x=x,
+        n_starts=used,
+        n_iter=n_iter,
+        n_best=n_best,
+        confirmed=confirmed,
+        final_starts=_by_instance(X, B),
+        final_values=_by_instance(F, B),
+        final_grads=None if grads is None else _by_instance(grads, B),
+    )
+
+
+def _gram_side(n: int, p: int) -> int:
+    """Side of the order-⌈p/2⌉ moment matrix of the (homogeneous) relaxation: the monomials of
+    degree ``d`` (and ``d - 1`` for odd p), ``d = ⌈p/2⌉``."""
+    d = (p + 1) // 2
+    return math.comb(n + d - 1, d) + (math.comb(n + d - 2, d - 1) if p % 2 else 0)
+
+
+def relaxation_cost(n: int, p: int) -> float:
+    """Predicted seconds of one certified step at ``(n, p)`` (:data:`COST_MODEL`)."""
+    known = [q for q in COST_MODEL if q <= p and q % 2 == p % 2]
+    a, b = COST_MODEL[max(known)] if known else COST_MODEL[min(COST_MODEL)]
+    return a * (_gram_side(n, p) / 100.0) ** b
+
+
+def relaxation_tractable(
+    n: int,
+    p: int,
+    max_gram_size: int | None = None,
+    time_budget: float = DEFAULT_TIME_BUDGET,
+) -> bool:
+    """Whether ``certified`` runs the relaxation at ``(n, p)``.
+
+    With ``max_gram_size`` the full order-⌈p/2⌉ basis ``C(n + ⌈p/2⌉, ⌈p/2⌉)`` must not exceed
+    it (the former fixed cap, 120, meant n <= 14 for p = 3, 4); otherwise the predicted step time
+    (:func:`relaxation_cost`) must fit ``time_budget`` seconds.
+    """
+    if max_gram_size is not None:
+        d = (p + 1) // 2
+        return math.comb(n + d, d) <= max_gram_size
+    return relaxation_cost(n, p) <= time_budget
+
+
+def _relax(
+    Ts: FloatArray,
+    order: int | None,
+    options: dict[str, Any],
+    candidates: FloatArray | None = None,
+) -> list[Any]:
+    """Solve the moment relaxation of ``max |T x^p|`` (odd p: ``max T x^p``) per instance,
+    optionally seeding each with a candidate maximiser ``candidates[b]``."""
+    from .relaxation import get_relaxation
+
+    n, p = Ts.shape[1], Ts.ndim - 1
+    relax = get_relaxation(n, p, order=order)
+    solve = relax.solve if p % 2 else relax.solve_abs
+    out = []
+    for b, T in enumerate(Ts):
+        extra = {} if candidates is None else {"candidates": candidates[b][None, :]}
+        out.append(solve(T, **extra, **options))
+    return out
+
+
+def _with_certificate(options: dict[str, Any] | None, certificate: bool) -> dict[str, Any]:
+    return {**(options or {}), "with_certificate": True} if certificate else (options or {})
+
+
+def _method_sos(
+    Ts: FloatArray,
+    rngs: Sequence[np.random.Generator],
+    *,
+    order: int | None = None,
+    relaxation: dict[str, Any] | None = None,
+    certificate: bool = False,
+) -> MethodOutput:
+    """Lasserre moment relaxation (order ⌈p/2⌉ by default) solved with SCS.
+
+    Maximiser candidates are extracted from the moments and polished; a validated dual bound
+    is the certificate (see :mod:`sroa_dist.relaxation`). Options: ``order`` (relaxation
+    order), ``relaxation`` (keyword options of ``MomentRelaxation.solve``, e.g. SCS settings),
+    ``certificate`` (export the SOS certificate; also set by ``rank_one(certificate=True)``).
+    """
+    return _sos_result(_relax(Ts, order, _with_certificate(relaxation, certificate)))
+
+
+def _sos_result(rel: list[Any]) -> MethodOutput:
+    return MethodOutput(
+        x=np.stack([r.x for r in rel]),
+        upper_bound=np.array([r.upper_bound for r in rel]),
+        n_starts=np.zeros(len(rel), dtype=np.int64),
+        n_iter=np.array([r.iterations for r in rel]),
+        solve_time=np.array([r.solve_time for r in rel]),
+        certificate=_object_array([r.sos_certificate for r in rel]),
+    )
+
+
+def _object_array(items: list[Any]) -> np.ndarray:
+    out = np.empty(len(items), dtype=object)
+    out[:] = items
+    return out
+
+
+def _method_certified(
+    Ts: FloatArray,
+    rngs: Sequence[np.random.Generator],
+    *,
+    n_starts: int = 8,
+    max_iter: int = 100,
+    tol: float = 1e-5,
+    shift: str | float = "monotone",
+    order: int | None = None,
+    max_gram_size: int | None = None,
+    time_budget: float = DEFAULT_TIME_BUDGET,
+    relaxation: dict[str, Any] | None = None,
+    certificate: bool = False,
+) -> MethodOutput:
+    """Fast local candidate plus a certified global upper bound from the moment relaxation.
+
+    A multi-start SS-HOPM gives a candidate; the relaxation, seeded with it, adds candidates
+    extracted from its moments and returns the best one with a validated upper bound (certified
+    when they meet). Where the moment matrix would exceed ``max_gram_size`` the relaxation is
+    skipped and the unfolding bound is used (so ``certified`` is then rare). By default the cap
+    follows from ``time_budget`` (seconds per step, :func:`relaxation_cost`); an explicit
+    ``max_gram_size`` overrides it. Options: those of ``sshopm`` and ``sos`` (``certificate``
+    included), ``time_budget`` and ``max_gram_size``.
+    """
+    n, p = Ts.shape[1], Ts.ndim - 1
+    t0 = time.perf_counter()
+    local = _method_sshopm(
+        Ts, rngs, n_starts=n_starts, max_iter=max_iter, tol=tol, shift=shift, max_starts=0
+    )
+    if not time_budget >= 0:
+        raise ValueError(f"time_budget: expected seconds >= 0, received {time_budget!r}")
+    if not relaxation_tractable(n, p, max_gram_size, time_budget):
+        notes = (
+            f"relaxation skipped (moment matrix larger than {max_gram_size})"
+            if max_gram_size is not None
+            else f"relaxation skipped (predicted {relaxation_cost(n, p):.3g} s per step > "
+            f"time_budget = {time_budget:g} s; raise time_budget to certify)"
+        )
+        return dataclasses.replace(local, notes=notes)
+    local_share = (time.perf_counter() - t0) / len(Ts)
+    options = _with_certificate(relaxation, certificate)
+    sos = _sos_result(_relax(Ts, order, options, local.x))
+    return dataclasses.replace(
+        sos,
+        solve_time=sos.solve_time + local_share,
+        n_starts=local.n_starts,
+        n_iter=local.n_iter,
+    )

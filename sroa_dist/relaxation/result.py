@@ -1,0 +1,104 @@
+"""The result of a relaxation solve, and the bookkeeping of one solve in progress."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..certificate import Certificate
+
+__all__ = ["RelaxationResult"]
+
+
+@dataclass(frozen=True)
+class RelaxationResult:
+    """Outcome of a moment-relaxation solve of ``max_{||x|| = 1} sign * T x^p``.
+
+    Attributes
+    ----------
+    value : float
+        The relaxation's estimate of ``max sign * f``: when the certificate closes the gap
+        (``gap <= gap_tol * ||T||_F``) the rank-one moment vector of ``x`` is optimal for the
+        relaxation and ``value = fx``; otherwise SCS's primal objective, raised to ``fx`` if
+        below (the moment vector of ``x`` is feasible, so the relaxation's optimum is ``>= fx``).
+    upper_bound : float
+        Validated upper bound of ``max_{||x||=1} sign * f(x)``. It holds whatever SCS returned
+        (early stops included); rounding is covered by an explicit margin.
+    x : ndarray, shape ``(n,)``
+        Unit-norm maximiser candidate (from the moments, polished).
+    fx : float
+        ``sign * f(x)``, a lower bound of the maximum.
+    sign : int
+        ``+1`` or ``-1``.
+    rank_ratio : float
+        Second over first eigenvalue of SCS's (last) moment matrix.
+    flat : bool
+        The relaxation is numerically tight with a rank-one optimal moment matrix: either
+        ``rank_ratio < flat_tol``, or the certificate closed the gap with a dual matrix whose
+        kernel is one-dimensional (``dual_margin > 0``), which makes every optimal moment
+        matrix rank one.
+    status : str
+        SCS status of the last SCS run.
+    iterations : int
+        Total SCS iterations.
+    solve_time : float
+        Wall-clock seconds for the whole solve (SCS, extraction, polish, certificate).
+    certificate : str
+        Which dual produced ``upper_bound``: ``"face"`` (projected on the optimal face at ``x``),
+        ``"repaired"`` (SCS dual with its equality residual moved into ``Z``) or ``"scs"``.
+    dual_margin : float
+        Second-smallest eigenvalue of the certificate's dual matrix (``> 0``: the rank-one
+        optimum is unique); ``nan`` when the certificate is not a face certificate.
+    scs_value : float
+        SCS's primal objective of the last SCS run (``-pobj``).
+    sos_certificate : Certificate or None
+        With ``with_certificate=True``: the dual that gave ``upper_bound`` as an auditable SOS
+        identity (:class:`sroa_dist.certificate.Certificate`; ``verify(T)`` re-derives the bound
+        without SCS); ``None`` otherwise or when SCS returned no finite dual.
+    """
+
+    value: float
+    upper_bound: float
+    x: np.ndarray
+    fx: float
+    sign: int
+    rank_ratio: float
+    flat: bool
+    status: str
+    iterations: int
+    solve_time: float
+    certificate: str = "scs"
+    dual_margin: float = float("nan")
+    scs_value: float = float("nan")
+    sos_certificate: Certificate | None = None
+
+    @property
+    def gap(self) -> float:
+        """``upper_bound - fx`` (``>= 0`` up to rounding): the certified optimality gap."""
+        return self.upper_bound - self.fx
+
+
+class Best:
+    """Mutable bookkeeping of one solve: best candidate and best validated bound."""
+
+    def __init__(self) -> None:
+        self.x: np.ndarray | None = None
+        self.fx = -np.inf
+        self.bound = np.inf
+        self.which = "none"
+        self.margin = float("nan")
+        self.dual: tuple[np.ndarray, np.ndarray] | None = None
+
+    def offer_bound(
+        self,
+        bound: float,
+        which: str,
+        margin: float = float("nan"),
+        dual: tuple[np.ndarray, np.ndarray] | None = None,
+    ) -> None:
+        if bound < self.bound:
+            self.bound, self.which, self.margin, self.dual = bound, which, margin, dual
+
+    def done(self, target: float, stop_below: float) -> bool:
+        return self.bound - self.fx <= target or self.bound <= stop_below

@@ -1,0 +1,105 @@
+"""Per-worker set-up of a sweep as a Dask worker plugin, so that late workers get it too.
+
+A one-off ``client.run`` reaches only the workers present at that moment; a worker that joins
+later (the cluster scaled up, a crashed worker restarted by its nanny) would run without the
+set-up. A registered :class:`WorkerSetup` runs on every worker when it joins.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+from distributed.diagnostics.plugin import WorkerPlugin
+
+__all__ = ["WorkerSetup", "tune_malloc", "worker_setup_state"]
+
+_MALLOC_TUNED = False
+
+
+def tune_malloc() -> bool:
+    """Let glibc keep freed memory for reuse in this process (once; no-op elsewhere).
+
+    Dask's nanny starts workers with ``MALLOC_TRIM_THRESHOLD_=65536``, which also pins glibc's
+    mmap threshold at 128 KiB: every batched temporary array is then mmap-ed and unmapped
+    again, and the batched solves run much slower in workers than in a plain process (numbers
+    in docs/sweeps.md). Raising both thresholds at run time fixes workers however they were
+    started (LocalCluster, ``dask worker``, containers).
+
+    Returns
+    -------
+    bool
+        Whether glibc accepted both settings (``False`` on other C libraries).
+    """
+    global _MALLOC_TUNED
+    if _MALLOC_TUNED:
+        return True
+    _MALLOC_TUNED = True
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:  # not glibc
+        return False
+    m_trim_threshold, m_mmap_threshold = -1, -3  # from <malloc.h>
+    ok = libc.mallopt(m_mmap_threshold, 32 * 2**20) == 1
+    return bool(ok and libc.mallopt(m_trim_threshold, 64 * 2**20) == 1)
+
+
+class _CancelledTaskNoise(logging.Filter):
+    """Cancelled block tasks (a run interrupted or stopped) are expected, not warnings."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "ended with CancelledError" not in record.getMessage()
+
+
+#: The thread settings of BLAS and OpenMP that :class:`WorkerSetup` records.
+BLAS_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+_SETUP_STATE: dict[str, Any] | None = None
+
+
+def worker_setup_state() -> dict[str, Any] | None:
+    """What :class:`WorkerSetup` did in this process, or ``None`` if it never ran here.
+
+    Keys: ``pid``; ``malloc_tuned`` (see :func:`tune_malloc`); ``log_filter`` (warnings of
+    cancelled block tasks filtered); ``blas_threads`` (the values of
+    :data:`BLAS_THREAD_VARIABLES` the process was started with). Ask every worker with
+    ``client.run(worker_setup_state)``.
+    """
+    return None if _SETUP_STATE is None else dict(_SETUP_STATE)
+
+
+class WorkerSetup(WorkerPlugin):
+    """Set up a worker process for sweep tasks; registered by ``run_sweep``.
+
+    Imports the numerics and storage stack (out of the first tasks and their timings), tunes
+    malloc (:func:`tune_malloc`) and filters the warnings of cancelled block tasks.
+    Registration is idempotent: a cluster keeps one copy under :attr:`name`, whichever run
+    registered it first, and each worker runs it once when it joins.
+
+    BLAS thread limits cannot be set here: a worker has loaded its BLAS before any plugin
+    runs. Dask's nanny starts workers with ``OMP_NUM_THREADS=1`` and the like
+    (``distributed.nanny.pre-spawn-environ``); deployments without a nanny must set them in the
+    environment. The plugin records what the worker got (:func:`worker_setup_state`).
+    """
+
+    name = "sroa-dist-worker-setup"
+    idempotent = True
+
+    def setup(self, worker: Any) -> None:
+        """Set up this worker's process (see the class)."""
+        global _SETUP_STATE
+        from . import storage  # noqa: F401
+        from . import worker as kernel  # noqa: F401
+
+        logger = logging.getLogger("distributed.worker.state_machine")
+        if not any(isinstance(f, _CancelledTaskNoise) for f in logger.filters):
+            logger.addFilter(_CancelledTaskNoise())
+        _SETUP_STATE = {
+            "pid": os.getpid(),
+            "malloc_tuned": tune_malloc(),
+            "log_filter": True,
+            "blas_threads": {v: os.environ.get(v) for v in BLAS_THREAD_VARIABLES},
+        }
