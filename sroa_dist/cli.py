@@ -67,7 +67,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from .sweep.execute import run_sweep
 
     spec = _load_spec(args)
-    store = args.store or str(Path("results") / f"{spec.name}.zarr")
+    store = args.store or spec.default_store
     args.store_url = store
     history = "sroa-dist " + " ".join(shlex.quote(a) for a in args.argv)
     res = run_sweep(

@@ -452,3 +452,29 @@ def test_every_spec_that_validates_runs_one_instance(raw):
     out = compute_block(block_task(spec, layout, 0))
     assert out.n_instances == 1
     assert np.all(np.isfinite(out.data["lam_hat"][..., : spec.data["solver"]["steps"] or 1]))
+
+
+def test_a_run_without_store_writes_the_specs_default_store(tmp_path):
+    """``sroa-dist run`` without ``--store`` writes ``spec.default_store`` (relative to the
+    current folder; its embedded cluster's workers share that folder)."""
+    import subprocess
+    import sys
+
+    from conftest import cli_env
+
+    from sroa_dist.sweep import open_results
+
+    spec_path = write(tmp_path, BASE)
+    spec = load_spec(spec_path, ["replicates=1"])
+    args = ["run", str(spec_path), "--set", "replicates=1", "--workers", "1"]
+    subprocess.run(
+        [sys.executable, "-m", "sroa_dist.cli", *args],
+        cwd=tmp_path,
+        env=cli_env(),
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    assert spec.default_store == str(Path("results") / "t.zarr")
+    ds = open_results(tmp_path / spec.default_store)
+    assert bool(ds["done"].all()) and ds.sizes["replicate"] == 1

@@ -450,7 +450,7 @@ def run_sweep(
     _positive("block_size", block_size)
     _positive("retries", retries, least=0)
     spec = _resolve_spec(spec_or_path, overrides)
-    url = str(store) if store is not None else str(Path("results") / f"{spec.name}.zarr")
+    url = str(store) if store is not None else spec.default_store
     stream = sys.stderr if progress is True else (progress or None)
     layout = make_layout(spec, block_size=block_size)
     if history is None:
