@@ -43,6 +43,18 @@ def test_smoke_sweep_end_to_end(tmp_path, client):
     assert again.action == "resumed" and again.blocks_computed == 0 and again.complete
 
 
+def test_a_relative_store_is_where_the_caller_means(tmp_path, client, monkeypatch):
+    """The shared cluster's workers run in another folder than the caller: a relative store
+    path (the default results/<name>.zarr is one) must reach them as the caller's path."""
+    workers_cwd = set(client.run(os.getcwd).values())
+    monkeypatch.chdir(tmp_path)
+    assert str(tmp_path) not in workers_cwd
+    res = run_sweep(SMOKE / "figure2.toml", "relative.zarr", client=client)
+    assert res.complete and res.blocks_computed == res.n_blocks
+    assert (tmp_path / "relative.zarr").is_dir()
+    assert not any((Path(w) / "relative.zarr").exists() for w in workers_cwd)
+
+
 def test_bits_identical_for_worker_counts_and_block_sizes(tmp_path, client):
     spec = SMOKE / "nscaling.toml"
     a = run_sweep(spec, tmp_path / "a.zarr", client=client, block_size=2)

@@ -451,6 +451,10 @@ def run_sweep(
     _positive("retries", retries, least=0)
     spec = _resolve_spec(spec_or_path, overrides)
     url = str(store) if store is not None else spec.default_store
+    if "://" not in url:
+        # Workers may run in another folder (a cluster started elsewhere): they get the path
+        # this process means, not one relative to their own working directory.
+        url = os.path.abspath(url)
     stream = sys.stderr if progress is True else (progress or None)
     layout = make_layout(spec, block_size=block_size)
     if history is None:
