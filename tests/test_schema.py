@@ -3,7 +3,9 @@
 ``tests/data/cube_format.json`` was written by the code of main before the schema module
 existed (``tests/cube_format.py``); the format of every kind of cube must stay that one. One
 deliberate change since: the ``weight_ratio`` coordinate of model sweeps is float64 (main
-stored it as int64, truncating ratios such as 2.5 and refusing to resume such a store).
+stored it as int64, truncating ratios such as 2.5 and refusing to resume such a store); and
+tensor cubes gained the per-step ``n_best`` and ``confirmed`` (how a local step's best value
+was found), which a store made before them does without when it is resumed.
 """
 
 from __future__ import annotations
@@ -137,3 +139,40 @@ def test_the_worker_scales_eps_scaled_instances_to_the_schema_target():
         for (s, _), eps, lam in zip(members, drawn.eps, drawn.lambdas, strict=True):
             want = schema.eps_scaled_target(s.level, float(np.abs(lam).min()), s.n, s.p)
             assert eps == pytest.approx(want, rel=1e-12)
+
+
+def test_steps_record_how_their_best_value_was_found(tmp_path):
+    """n_best (starts that reached the best value) and confirmed (an independent start set
+    agreed) are stored per step; NaN / False past an instance's last step."""
+    spec = spec_from_dict(SPECS["tensor_eps_methods"])
+    layout = make_layout(spec, block_size=4)
+    task = block_task(spec, layout, 0)
+    data = compute_block(task).data
+    steps = np.isfinite(data["lam_hat"])
+    assert steps.any() and not steps.all()  # rank 1 and 2 share the step dim
+    assert (data["n_best"][steps] >= 1).all() and np.isnan(data["n_best"][~steps]).all()
+    assert not data["confirmed"][~steps].any()
+    # sshopm confirms with a second start set on these tiny problems; power never does.
+    where = layout.dims.index("method")
+    methods = np.array(layout.coord("method"))[layout.block_region(0)[where]]
+    for m, want in (("sshopm", True), ("power", False)):
+        sel = np.take(data["confirmed"], np.flatnonzero(methods == m), axis=where)
+        ok = np.take(steps, np.flatnonzero(methods == m), axis=where)
+        assert sel[ok].all() if want else not sel[ok].any(), m
+
+
+def test_a_store_made_before_n_best_is_resumed_in_its_own_format(tmp_path):
+    from sroa_dist.sweep.storage import write_block
+
+    spec = spec_from_dict(SPECS["tensor_sigma_vectors"])
+    layout = make_layout(spec, block_size=4)
+    url = str(tmp_path / "old.zarr")
+    prepare_store(url, spec, layout)
+    g = zarr.open_group(url, mode="r+")
+    for name in ("n_best", "confirmed"):  # the format of a store from before they existed
+        del g[name]
+    task = block_task(spec, layout, 0)
+    write_block(url, 0, compute_block(task))
+    g = zarr.open_group(url, mode="r")
+    assert "n_best" not in g and "confirmed" not in g
+    assert np.isfinite(g["lam_hat"][layout.block_region(0)]).any()

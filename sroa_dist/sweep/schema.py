@@ -210,6 +210,20 @@ TENSOR_VARIABLES: Mapping[str, Variable] = _by_name(
     ),
     Variable("upper_bound", _S, "f8", "valid upper bound of step j's objective max T_{j-1} x^p"),
     Variable(
+        "n_best",
+        _S,
+        "f8",
+        "number of starts of a local method that reached step j's best value",
+        extra=(("note", "NaN for methods without starts, and past the instance's last step"),),
+    ),
+    Variable(
+        "confirmed",
+        _S,
+        "bool",
+        "step j's best value found again by an independent start set (local methods)",
+        extra=(("note", "evidence against a missed global step, not a certificate"),),
+    ),
+    Variable(
         "thm31_lam_bound",
         _S,
         "f8",

@@ -715,7 +715,9 @@ async def _write_block(url, index, result, region, so, layout_token=None) -> Non
             for m, c, s in zip(multi, ref.chunks[:-1], ref.shape[:-1], strict=True)
         )
     region = tuple(region)
-    names = [n for n in result.data if n not in dims]  # 'eps' is the coordinate when an axis
+    # 'eps' is the coordinate when an axis; a store made by an earlier version lacks the
+    # variables added since (n_best, confirmed): it keeps its own format when resumed.
+    names = [n for n in result.data if n not in dims and await g.contains(n)]
     arrays = await asyncio.gather(*(g.getitem(n) for n in names))
     # Check every target first so that a refused write leaves the store untouched.
     for name, arr in zip(names, arrays, strict=True):

@@ -179,6 +179,14 @@ def draw_group(spec: SweepSpec, members: Sequence[tuple[InstanceSettings, int]])
     return DrawnGroup(insts, T_hat, nr, eps, lower, upper, lams, tuple(solve_ss))
 
 
+def _start_counts(n_best: np.ndarray | None, shape: tuple[int, ...]) -> np.ndarray:
+    """Starts that reached each step's best value as floats, NaN where unknown (``-1``)."""
+    if n_best is None:
+        return np.full(shape, np.nan)
+    counts = np.asarray(n_best, dtype=float)
+    return np.where(counts < 0, np.nan, counts)
+
+
 def _compute_group(
     spec: SweepSpec,
     members: list[tuple[tuple[int, ...], InstanceSettings, int]],
@@ -221,6 +229,8 @@ def _compute_group(
         "vec_err": m.vec_err,
         "certified": res.certified,
         "upper_bound": res.upper_bounds,
+        "n_best": _start_counts(res.n_best, res.lambdas.shape),
+        "confirmed": np.zeros(res.lambdas.shape, bool) if res.confirmed is None else res.confirmed,
         "thm31_lam_bound": t31_lam,
         "thm31_vec_bound": t31_vec,
     }
