@@ -35,11 +35,11 @@ DEFAULT_TIME_BUDGET = 1.0
 #: Cost model ``seconds ~ a * (m / 100) ** b`` of one certified step (SS-HOPM candidate plus
 #: relaxation; both signs for even p) with moment-matrix side ``m``, one BLAS thread, by ``p``
 #: (larger p use the largest calibrated p of the same parity). Least-squares fits in log-log
-#: to the per-step medians of benchmarks/bench_certified_scaling.py (2026-11-26, shared 2-core
-#: machine): p = 3 between the fresh nearly SOD and the deflated coherent-tilt families, p = 4
-#: and 5 on fresh nearly SOD tensors and their deflations. SCS's full eigendecomposition of the
-#: m x m dual matrix per iteration dominates, hence the steep exponent.
-COST_MODEL: dict[int, tuple[float, float]] = {3: (0.35, 2.5), 4: (1.2, 2.2), 5: (0.54, 2.5)}
+#: to the per-step medians of benchmarks/bench_certified_scaling.py (re-measured 2026-11-26
+#: after the sparse face projector, shared 2-core machine): p = 3 over the fresh nearly SOD and
+#: the deflated coherent-tilt families together, p = 4 and 5 on fresh nearly SOD tensors and
+#: their deflations. SCS's full eigendecomposition of the m x m matrix per iteration dominates.
+COST_MODEL: dict[int, tuple[float, float]] = {3: (0.12, 2.16), 4: (0.46, 2.5), 5: (0.12, 2.8)}
 
 
 @dataclasses.dataclass(frozen=True)

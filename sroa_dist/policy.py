@@ -21,8 +21,8 @@ GLOBAL_METHODS = ("certified", "sos")
 def certified_tractable(n: int, p: int) -> bool:
     """Whether the certified (moment relaxation) solver is affordable per instance.
 
-    Delegates to :func:`sroa_dist.solvers.relaxation_tractable` (moment matrix side <= 120:
-    n <= 14 for p = 3, 4); used to choose the default norm method and the cost model.
+    Delegates to :func:`sroa_dist.solvers.relaxation_tractable` (predicted step time within
+    the default time budget); used to choose the default norm method and the cost model.
     """
     return bool(relaxation_tractable(n, p))
 
