@@ -18,8 +18,13 @@ FloatArray = NDArray[np.float64]
 
 #: Relative distance below which a start counts as having reached the best value (``n_best``).
 BEST_RTOL = 1e-6
-#: ``sshopm``'s default cap on start doubling (``max_starts``) on formed tensors.
+#: ``sshopm``'s default cap on start doubling (``max_starts``) on formed tensors (at least
+#: four times the first start set).
 DEFAULT_MAX_STARTS = 64
+#: ``sshopm``'s first start set under implicit deflation, and its floor on formed tensors, where
+#: it grows with n up to 64: local misses of the global step grow with n (measured against
+#: certified steps by benchmarks/bench_miss_rate.py).
+DEFAULT_N_STARTS = 16
 
 
 @dataclasses.dataclass(frozen=True)

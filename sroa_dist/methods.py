@@ -16,6 +16,7 @@ from numpy.typing import NDArray
 from .ascent import (
     BEST_RTOL,
     DEFAULT_MAX_STARTS,
+    DEFAULT_N_STARTS,
     Deflation,
     _ascent_deflated,
     _signed_problems,
@@ -187,7 +188,7 @@ def _method_sshopm(
     rngs: Sequence[np.random.Generator],
     deflation: Deflation | None = None,
     *,
-    n_starts: int = 16,
+    n_starts: int | None = None,
     max_iter: int = 100,
     tol: float = 1e-5,
     shift: str | float = "monotone",
@@ -199,7 +200,8 @@ def _method_sshopm(
 ) -> MethodOutput:
     """Multi-start shifted symmetric higher-order power method with adaptive shift.
 
-    Options: ``n_starts`` random starts (per sign for even p), ``max_iter`` and step tolerance
+    Options: ``n_starts`` random starts (per sign for even p; default: ``n`` clipped to
+    [16, 64] on a formed tensor, 16 under implicit deflation), ``max_iter`` and step tolerance
     ``tol`` of the ascent (the Newton polish, not the ascent, delivers the final accuracy, so
     the ascent only has to reach the right basin), ``shift`` (``"monotone"``: eigenvalue-free
     adaptive shift; ``"adaptive"``: Kolda–Mayo's Hessian-based shift; a float: fixed shift),
@@ -213,9 +215,8 @@ def _method_sshopm(
     so the first set and later SROA steps keep their draws) is run, and the starts are doubled
     until the best values of the old and the new set agree (``confirmed``) or ``max_starts``
     would be exceeded; the first set's pick stands unless a later set beats it. Default
-    (``None``): ``DEFAULT_MAX_STARTS`` (64) on a formed tensor, which cut the rate of missed
-    global steps on Gaussian nearly-SOD tensors at n = 16–24 from about one in six to about
-    one in thirty (benchmarks/bench_miss_rate.py), and 0 under implicit deflation (large n),
+    (``None``): ``max(DEFAULT_MAX_STARTS, 4 n_starts)`` on a formed tensor, and 0 under
+    implicit deflation (large n),
     where a cold second set would cost several times the warm-started step; pass it there to
     confirm.
     Converges to local maxima: fast, not certified. Besides ``x`` it reports how many starts
@@ -223,8 +224,10 @@ def _method_sshopm(
     (``confirmed``; false when no second set ran).
     """
     B, n = Ts.shape[0], Ts.shape[1]
+    if n_starts is None:
+        n_starts = DEFAULT_N_STARTS if deflation is not None else min(max(16, n), 64)
     if max_starts is None:
-        max_starts = DEFAULT_MAX_STARTS if deflation is None else 0
+        max_starts = max(DEFAULT_MAX_STARTS, 4 * n_starts) if deflation is None else 0
     kw: dict[str, Any] = {"max_iter": max_iter, "tol": tol, "shift": shift}
     if deflation is not None:
         kw["lazy"] = warm and lazy
