@@ -428,3 +428,18 @@ def test_certified_respects_the_time_budget():
     assert capped.certified  # the explicit cap overrides the budget
     with pytest.raises(ValueError, match="time_budget"):
         rank_one(T, "certified", rng=0, time_budget=-1.0)
+
+
+def test_large_relaxations_warm_up_longer_before_the_fallback(monkeypatch):
+    """Above LARGE_GRAM the warm-up gets more chunks by default (the fallback's second SCS
+    workspace is what raises peak memory at n = 64); an explicit warmup_chunks still rules."""
+    from sroa_dist.relaxation import core
+
+    rel = MomentRelaxation(4, 3)
+    T = diag_tensor(4, 3)
+    # gap_tol = 0 cannot be met: every allowed warm-up chunk runs
+    small = rel.solve(T, fallback=False, gap_tol=0.0).iterations
+    monkeypatch.setattr(core, "LARGE_GRAM", 0)
+    large = rel.solve(T, fallback=False, gap_tol=0.0).iterations
+    asked = rel.solve(T, fallback=False, gap_tol=0.0, warmup_chunks=2).iterations
+    assert small == asked == 2 * 14 and large > small

@@ -24,6 +24,13 @@ __all__ = ["MomentRelaxation"]
 
 _U = float(np.finfo(float).eps)
 
+#: Moment-matrix side above which the warm-up gets :data:`LARGE_WARMUP_CHUNKS` chunks by
+#: default instead of 2 (n >= 44 for p = 3, n >= 45 for p = 4). At n = 64, p = 3 the third
+#: warm-up chunk certifies a step that otherwise went to the fallback solve, whose second SCS
+#: workspace raised the peak memory by half (benchmarks/bench_certified_scaling.py).
+LARGE_GRAM = 1000
+LARGE_WARMUP_CHUNKS = 5
+
 
 class MomentRelaxation:
     """Order-``d`` Lasserre relaxation of ``max_{||x||=1} T x^p`` in SCS form, built per (n, p, d).
@@ -251,7 +258,7 @@ class MomentRelaxation:
         sign: int = 1,
         *,
         warmup_iters: int | None = None,
-        warmup_chunks: int = 2,
+        warmup_chunks: int | None = None,
         refine_iters: int = 12,
         fallback_chunk: int = 30,
         gap_tol: float = 1e-10,
@@ -275,9 +282,12 @@ class MomentRelaxation:
             SCS iterations per chunk of the deterministic warm-up; default from
             :data:`WARMUP_SCS_SETTINGS` (14 for odd ``p``, 40 for even ``p``). 0 skips the
             warm-up and goes straight to the full SCS solve.
-        warmup_chunks : int
+        warmup_chunks : int, optional
             Maximum number of warm-up chunks; each continues from the previous one and is
-            followed by candidate extraction and a face certificate.
+            followed by candidate extraction and a face certificate. Default 2, or
+            :data:`LARGE_WARMUP_CHUNKS` when the moment matrix is larger than
+            :data:`LARGE_GRAM`: there the fallback's second SCS workspace would cost more
+            memory and time than a few more warm-up chunks.
         refine_iters : int
             Maximum alternating-projection steps of each face certificate.
         gap_tol : float
@@ -334,6 +344,8 @@ class MomentRelaxation:
         best = Best()
         iters, status = 0, "not run"
         rank_ratio, scs_value = float("nan"), float("nan")
+        if warmup_chunks is None:
+            warmup_chunks = LARGE_WARMUP_CHUNKS if self.m > LARGE_GRAM else 2
         chunks = self._scs.runs(
             c,
             settings,
