@@ -26,6 +26,20 @@ def test_summary_numbers_match_direct_computation():
     assert s["provenance"] == PROVENANCE | {"sigma": 0.01}
 
 
+def test_uncertified_steps_report_how_often_a_second_start_set_agreed(tmp_path):
+    ds = figure2_cube(n_rep=20)
+    assert summarize(ds, n_boot=0)["confirmed_fraction"] is None  # a cube from before
+    rng = np.random.default_rng(5)
+    ds["confirmed"] = ds["certified"].dims, rng.random(ds["certified"].shape) < 0.7
+    s = summarize(ds, n_boot=0)
+    cert, ran = ds["certified"].values, np.isfinite(ds["vec_err"].values)
+    uncertified = ran & ~cert
+    want = (ds["confirmed"].values & uncertified).sum() / uncertified.sum()
+    assert 0 < want < 1 and s["confirmed_fraction"] == want
+    md = write_report(ds, tmp_path / "r.md", formats=("md",), n_boot=0)[0].read_text("utf-8")
+    assert f"(`confirmed`; evidence, not a certificate): {100 * want:.1f} %" in md
+
+
 def test_markdown_and_html_report_with_figures(tmp_path):
     ds = figure1_cube(n_sigma=10)
     ds["lam_err"].loc[{"noise": "gaussian", "sigma": ds.sigma.values[2]}] = 1.0

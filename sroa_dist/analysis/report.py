@@ -80,6 +80,8 @@ def summarize(
         sweep axes, replicate and step), ``n_instances`` (instances with data) and
         ``n_planned``, ``certified_fraction`` (certified steps / steps run),
         ``all_certified_fraction`` (instances whose every step is certified),
+        ``confirmed_fraction`` (uncertified steps whose best value a second, independent
+        start set found again: evidence against a local miss, not a certificate),
         ``eps_certified_fraction``, ``violations`` ({theorem: {lam, vec, any, n_checked}}),
         ``violation_rows`` ({theorem: DataFrame}), ``criteria`` ({name: label}),
         ``success_fraction`` ({criterion: fraction}), ``growth`` (:func:`error_growth`
@@ -102,6 +104,10 @@ def summarize(
             lazy["n_certified"] = cert.sum()
             all_cert = (cert | ~ran).all(STEP) if STEP in ran.dims else cert
             lazy["n_all_certified"] = (all_cert & has_data).sum()
+            if "confirmed" in ds.data_vars:  # local evidence for the uncertified steps
+                uncertified = ran & ~cert
+                lazy["n_uncertified"] = uncertified.sum()
+                lazy["n_confirmed"] = (ds["confirmed"].astype(bool) & uncertified).sum()
         if "eps_certified" in ds.data_vars:
             lazy["n_eps_certified"] = (ds["eps_certified"].astype(bool) & has_data).sum()
     usable: dict[str, dict[str, Any]] = {}
@@ -158,6 +164,7 @@ def summarize(
         "n_planned": n_planned,
         "certified_fraction": frac("n_certified", "n_steps"),
         "all_certified_fraction": frac("n_all_certified", "n_instances"),
+        "confirmed_fraction": frac("n_confirmed", "n_uncertified"),
         "eps_certified_fraction": frac("n_eps_certified", "n_instances"),
         "violations": violations,
         "violation_rows": {t: list_violations(ds, t, rtol=rtol) for t in violations},
@@ -473,6 +480,15 @@ def write_report(
             f"Replicates with results per grid point: {status.replicates_text()}",
             f"Certified steps (variable `certified`): {_pct(summary['certified_fraction'])}",
             f"Instances with every step certified: {_pct(summary['all_certified_fraction'])}",
+            *(
+                [
+                    "Uncertified steps whose best value a second start set found again "
+                    f"(`confirmed`; evidence, not a certificate): "
+                    f"{_pct(summary['confirmed_fraction'])}"
+                ]
+                if summary.get("confirmed_fraction") is not None
+                else []
+            ),
             f"Instances with certified ‖E‖ (`eps_certified`): "
             f"{_pct(summary['eps_certified_fraction'])}",
         ]
