@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .ascent import Deflation, _values
+from .ascent import DEFAULT_N_STARTS, Deflation, _values
 from .methods import MethodOutput
 from .solvers import (
     GAP_TOL,
@@ -292,7 +292,7 @@ def _sroa_implicit(
     W = np.zeros((B, n, 0))
     lams = np.zeros((B, 0))
     abs_sum = np.zeros(B)
-    keep = int(options.get("n_starts", 16))
+    keep = int(options.get("n_starts", DEFAULT_N_STARTS))
     warm = None
     lambdas, certified, upper, times = (np.empty((B, r)) for _ in range(4))
     vectors = np.empty((B, n, r))

@@ -225,7 +225,7 @@ def _method_sshopm(
     """
     B, n = Ts.shape[0], Ts.shape[1]
     if n_starts is None:
-        n_starts = DEFAULT_N_STARTS if deflation is not None else min(max(16, n), 64)
+        n_starts = DEFAULT_N_STARTS if deflation is not None else min(max(DEFAULT_N_STARTS, n), 64)
     if max_starts is None:
         max_starts = max(DEFAULT_MAX_STARTS, 4 * n_starts) if deflation is None else 0
     kw: dict[str, Any] = {"max_iter": max_iter, "tol": tol, "shift": shift}

@@ -717,8 +717,13 @@ async def _write_block(url, index, result, region, so, layout_token=None) -> Non
     region = tuple(region)
     # 'eps' is the coordinate when an axis; a store made by an earlier version lacks the
     # variables added since (n_best, confirmed): it keeps its own format when resumed.
-    names = [n for n in result.data if n not in dims and await g.contains(n)]
-    arrays = await asyncio.gather(*(g.getitem(n) for n in names))
+    wanted = [n for n in result.data if n not in dims]
+    found = await asyncio.gather(*(g.getitem(n) for n in wanted), return_exceptions=True)
+    for got in found:
+        if isinstance(got, BaseException) and not isinstance(got, KeyError):
+            raise got
+    names = [n for n, got in zip(wanted, found, strict=True) if not isinstance(got, KeyError)]
+    arrays = [got for got in found if not isinstance(got, KeyError)]
     # Check every target first so that a refused write leaves the store untouched.
     for name, arr in zip(names, arrays, strict=True):
         _check_aligned(name, arr, region)
