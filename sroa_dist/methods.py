@@ -33,6 +33,12 @@ FloatArray = NDArray[np.float64]
 #: Default seconds per step ``certified`` may spend on the moment relaxation (``time_budget``):
 #: the relaxation runs where :func:`relaxation_cost` predicts at most this.
 DEFAULT_TIME_BUDGET = 1.0
+#: Default gap ``upper_bound − |lam|`` (relative to ‖T‖_F) under which a solution is certified.
+GAP_TOL = 1e-6
+#: Fraction of the certification tolerance at which the relaxation stops: the rest (1e-7 of
+#: ‖T‖_F at the default) covers the rounding margins added to its bound (about 1e-14 of ‖T‖_F),
+#: so a step it stops on is certified.
+RELAXATION_STOP_FRACTION = 0.9
 #: Cost model ``seconds ~ a * (m / 100) ** b`` of one certified step (SS-HOPM candidate plus
 #: relaxation; both signs for even p) with moment-matrix side ``m``, one BLAS thread, by ``p``
 #: (larger p use the largest calibrated p of the same parity). Least-squares fits in log-log
@@ -338,8 +344,18 @@ def _relax(
     return out
 
 
-def _with_certificate(options: dict[str, Any] | None, certificate: bool) -> dict[str, Any]:
-    return {**(options or {}), "with_certificate": True} if certificate else (options or {})
+def _relaxation_options(
+    options: dict[str, Any] | None, certificate: bool, gap_tol: float
+) -> dict[str, Any]:
+    """Keyword options of ``MomentRelaxation.solve``: the user's ``relaxation`` table, the
+    certificate export, and (unless the table sets it) a stopping gap that certification
+    accepts, :data:`RELAXATION_STOP_FRACTION` of ``gap_tol``."""
+    if not (isinstance(gap_tol, (int, float)) and gap_tol >= 0):
+        raise ValueError(f"gap_tol: expected a number >= 0, received {gap_tol!r}")
+    out = {"gap_tol": RELAXATION_STOP_FRACTION * float(gap_tol), **(options or {})}
+    if certificate:
+        out["with_certificate"] = True
+    return out
 
 
 def _method_sos(
@@ -349,15 +365,19 @@ def _method_sos(
     order: int | None = None,
     relaxation: dict[str, Any] | None = None,
     certificate: bool = False,
+    gap_tol: float = GAP_TOL,
 ) -> MethodOutput:
     """Lasserre moment relaxation (order ⌈p/2⌉ by default) solved with SCS.
 
     Maximiser candidates are extracted from the moments and polished; a validated dual bound
     is the certificate (see :mod:`sroa_dist.relaxation`). Options: ``order`` (relaxation
     order), ``relaxation`` (keyword options of ``MomentRelaxation.solve``, e.g. SCS settings),
-    ``certificate`` (export the SOS certificate; also set by ``rank_one(certificate=True)``).
+    ``certificate`` (export the SOS certificate; also set by ``rank_one(certificate=True)``),
+    ``gap_tol`` (the certification tolerance, passed by ``rank_one``: the solve stops once its
+    validated bound is within 0.9 of it).
     """
-    return _sos_result(_relax(Ts, order, _with_certificate(relaxation, certificate)))
+    options = _relaxation_options(relaxation, certificate, gap_tol)
+    return _sos_result(_relax(Ts, order, options))
 
 
 def _sos_result(rel: list[Any]) -> MethodOutput:
@@ -390,6 +410,7 @@ def _method_certified(
     time_budget: float = DEFAULT_TIME_BUDGET,
     relaxation: dict[str, Any] | None = None,
     certificate: bool = False,
+    gap_tol: float = GAP_TOL,
 ) -> MethodOutput:
     """Fast local candidate plus a certified global upper bound from the moment relaxation.
 
@@ -399,7 +420,9 @@ def _method_certified(
     skipped and the unfolding bound is used (so ``certified`` is then rare). By default the cap
     follows from ``time_budget`` (seconds per step, :func:`relaxation_cost`); an explicit
     ``max_gram_size`` overrides it. Options: those of ``sshopm`` and ``sos`` (``certificate``
-    included), ``time_budget`` and ``max_gram_size``.
+    included), ``time_budget``, ``max_gram_size`` and ``gap_tol`` (the certification
+    tolerance, passed by ``rank_one``: the relaxation stops once its validated bound is within
+    0.9 of it).
     """
     n, p = Ts.shape[1], Ts.ndim - 1
     t0 = time.perf_counter()
@@ -417,7 +440,7 @@ def _method_certified(
         )
         return dataclasses.replace(local, notes=notes)
     local_share = (time.perf_counter() - t0) / len(Ts)
-    options = _with_certificate(relaxation, certificate)
+    options = _relaxation_options(relaxation, certificate, gap_tol)
     sos = _sos_result(_relax(Ts, order, options, local.x))
     return dataclasses.replace(
         sos,

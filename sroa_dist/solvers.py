@@ -28,6 +28,7 @@ from .ascent import (  # noqa: F401  (Deflation, _contract, newton_polish: re-ex
 from .methods import (  # noqa: F401  (re-exported)
     COST_MODEL,
     DEFAULT_TIME_BUDGET,
+    GAP_TOL,
     MethodOutput,
     _method_certified,
     _method_power,
@@ -63,8 +64,6 @@ __all__ = [
 FloatArray = NDArray[np.float64]
 RngLike = np.random.Generator | int | np.random.SeedSequence | None
 
-#: Default gap ``upper_bound − |lam|`` (relative to ‖T‖_F) under which a solution is certified.
-GAP_TOL = 1e-6
 #: Tensors with ``2^-64 <= ‖T‖_F < 2^64`` are solved as given (see :func:`rank_one_batch`).
 _UNSCALED_EXPONENT = 64
 
@@ -444,8 +443,13 @@ def rank_one_batch(
     tensors get the exact answer ``lam = upper_bound = 0`` (certified) without a solve.
     """
     fn = _lookup(method)
-    if certificate and "certificate" in method_options(method):
+    accepted = method_options(method)
+    if certificate and "certificate" in accepted:
         options = {**options, "certificate": True}
+    if "gap_tol" in accepted:
+        # Methods that can stop once a step is certified (the relaxation) are told the
+        # tolerance, so they do not keep iterating past what certification asks for.
+        options = {**options, "gap_tol": gap_tol}
     Ts = check_symmetric_tensor(Ts, "Ts", batched=True)
     B, n, p = Ts.shape[0], Ts.shape[1], Ts.ndim - 1
     check_options(method, {**options, "gap_tol": gap_tol}, n=n, p=p)

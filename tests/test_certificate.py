@@ -108,10 +108,14 @@ def test_planted_maxima_in_closed_form():
     cert = rank_one(T, method="sos", certificate=True).certificate
     assert max(lams) <= cert.verify(T) <= max(lams) + 1e-9
     # every support S has a Z-eigenpair lam = 1/sqrt|S| (unit weights): the bound beats none
-    # of them unless it is the maximum 1
+    # of them unless it is the maximum 1. The default stops at the certification tolerance
+    # (gap <= 1e-6 ||T||_F); a tighter gap_tol is passed on to the relaxation.
     T1 = planted(4, 3, [1.0] * 4)
+    fro1 = float(np.linalg.norm(T1))
     c1 = rank_one(T1, method="sos", certificate=True).certificate
-    assert 1.0 <= c1.verify(T1) <= 1.0 + 1e-9
+    assert 1.0 <= c1.verify(T1) <= 1.0 + 1e-6 * fro1
+    tight = rank_one(T1, method="sos", certificate=True, gap_tol=1e-10).certificate
+    assert 1.0 <= tight.verify(T1) <= 1.0 + 1e-9
 
 
 @pytest.mark.parametrize("p", [3, 4])

@@ -157,3 +157,52 @@ def test_sparse_woodbury_face_projector_matches_the_dense_one(n, monkeypatch):
     g = c + sparse._A0_T @ zf_s  # on the face: the dual equalities hold, Z annihilates m(x)
     np.testing.assert_allclose(sparse._adjoint(Zs), g, rtol=0, atol=1e-10)
     np.testing.assert_allclose(Zs @ sparse.basis_vector(x), 0.0, atol=1e-8 * np.abs(Zs).max())
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+def test_flattening_dual_is_the_unfolding_norm_and_a_valid_bound(sign):
+    """For even p the symmetric-unfolding dual satisfies the dual equalities exactly, its bound
+    is lambda_max of the square unfolding (which bounds max sign * T x^4 by Cauchy-Schwarz)
+    and it lies above the exhaustive maximum on the circle; its exported certificate verifies."""
+    rng = np.random.default_rng(5)
+    T = sym(rng.standard_normal((2,) * 4))
+    rel = get_relaxation(2, 4)
+    z_zero, Z = bound.flattening_dual(rel, T, sign)
+    c = rel.objective(T, sign)
+    residual = c + rel._A0_T @ z_zero - rel._adjoint(Z)
+    assert np.abs(residual).max() <= 1e-13
+    unfolding = float(np.linalg.eigvalsh(sign * T.reshape(4, 4))[-1])
+    assert z_zero[0] == pytest.approx(unfolding, rel=1e-12)
+    ub = bound.validated_bound(rel, c, z_zero, Z)
+    assert circle_max(T, sign) <= ub <= unfolding + 1e-12
+    cert = rel.export_certificate(T, sign, z_zero, Z)
+    assert circle_max(T, sign) <= cert.verify(T) <= unfolding + 1e-10
+
+
+def test_flattening_dual_applies_to_even_orders_only():
+    assert bound.flattening_dual(get_relaxation(3, 3), np.zeros((3,) * 3), 1) is None
+    assert bound.flattening_dual(get_relaxation(3, 4, order=3), np.zeros((3,) * 4), 1) is None
+
+
+def test_losing_sign_of_an_even_form_is_settled_without_scs():
+    """Nearly SOD with positive weights, p = 4: max (-T x^4) is far below max T x^4, and the
+    unfolding dual shows it with no SCS iteration; the combined certificate still covers both
+    signs, and a tensor whose two signs are close still gets the SCS solve of both."""
+    n = 5
+    rng = np.random.default_rng(2)
+    T = np.zeros((n,) * 4)
+    T[(np.arange(n),) * 4] = 1.0
+    T = T + 0.01 * sym(rng.standard_normal((n,) * 4))
+    rel = get_relaxation(n, 4)
+    first = rel.solve(T, 1)
+    res = rel.solve_abs(T, with_certificate=True)
+    assert res.sign == 1 and res.iterations == first.iterations  # no SCS for sign -1
+    assert sorted(res.sos_certificate.signs.tolist()) == [-1, 1]
+    assert res.fx <= res.sos_certificate.verify(T) <= res.upper_bound + 1e-12
+    assert res.upper_bound - res.fx <= 1e-6 * np.linalg.norm(T)
+    # T = 0.5 (e_1^4 - e_2^4): both signs reach 0.5, so the unfolding bound cannot settle one
+    B = np.zeros((n,) * 4)
+    B[(0,) * 4], B[(1,) * 4] = 0.5, -0.5
+    both = rel.solve_abs(B)
+    assert both.iterations > rel.solve(B, 1).iterations
+    assert both.fx == pytest.approx(0.5, abs=1e-8)

@@ -336,3 +336,21 @@ def test_certified_reports_a_skipped_relaxation_in_the_message():
     T = sod_tensor(np.ones(4), identity_basis(4), 3)
     r = rank_one(T, "certified", rng=0, max_gram_size=2)
     assert "relaxation skipped (moment matrix larger than 2)" in r.message
+
+
+def test_the_relaxation_stops_at_the_certification_tolerance():
+    """rank_one's gap_tol reaches the relaxation: a looser tolerance stops SCS sooner, a tighter
+    one runs it longer, and every answer is certified within its own tolerance."""
+    n = 4
+    T = np.zeros((n,) * 3)
+    T[(np.arange(n),) * 3] = 1.0  # max T x^3 = 1 at every e_i: a degenerate, slow relaxation
+    fro = float(np.linalg.norm(T))
+    runs = {g: rank_one(T, method="sos", gap_tol=g) for g in (1e-2, 1e-6, 1e-10)}
+    iters = [int(runs[g].n_iter) for g in (1e-2, 1e-6, 1e-10)]
+    assert iters[0] < iters[1] < iters[2]
+    for g, r in runs.items():
+        assert r.certified and r.lam == pytest.approx(1.0, abs=1e-9)
+        assert 1.0 - 1e-12 <= r.upper_bound <= abs(r.lam) + g * fro
+    # the relaxation's own option still wins over the passed tolerance
+    own = rank_one(T, method="sos", gap_tol=1e-2, relaxation={"gap_tol": 1e-10})
+    assert int(own.n_iter) == iters[2]

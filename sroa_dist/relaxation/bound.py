@@ -15,12 +15,13 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 
+from ..monomials import exponent_tuples, multinomial
 from .result import Best
 
 if TYPE_CHECKING:
     from .core import MomentRelaxation
 
-__all__ = ["face_projector", "refine_face", "repair", "validated_bound"]
+__all__ = ["face_projector", "flattening_dual", "refine_face", "repair", "validated_bound"]
 
 _U = float(np.finfo(float).eps)
 
@@ -160,3 +161,35 @@ def refine_face(
             break
         prev_gap = gap
         Z = project((V * np.maximum(ev, 0.0)) @ V.T)
+
+
+def flattening_dual(
+    rel: MomentRelaxation, T: np.ndarray, sign: int
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """A dual ``(z_zero, Z)`` of ``max sign * T x^p`` from the symmetric square unfolding, for
+    even ``p`` in the homogeneous formulation at order ``p/2`` (``None`` otherwise).
+
+    With the degree-``p/2`` monomials ``m_a``, ``c_a`` their multinomial coefficients and
+    ``G_ab = c_a c_b T_{a+b}``, ``T x^p = m^T G m`` and ``||x||^p = m^T diag(c) m``; so
+    ``Z = U diag(c) - sign G`` satisfies the dual equalities for every ``U`` and is PSD for
+    ``U = lambda_max(sign diag(c)^-1/2 G diag(c)^-1/2)``, the spectral norm of the unfolding
+    restricted to symmetric matrices. One eigenvalue problem of the moment matrix's size,
+    no SCS: cheap evidence that one sign of an even-order form cannot beat the other.
+    :func:`validated_bound` of the result is a bound like any other dual's.
+    """
+    n, p, d = rel.n, rel.p, rel.order
+    if p % 2 or rel.formulation != "homogeneous" or 2 * d != p:
+        return None
+    B = rel.basis
+    idx = exponent_tuples(B, d, n).astype(np.int64)  # each row's sorted index tuple
+    rows = np.ravel_multi_index(tuple(idx.T), (n,) * d)
+    c = multinomial(B)
+    G = float(sign) * np.asarray(T, dtype=float).reshape(n**d, n**d)[np.ix_(rows, rows)]
+    G = c[:, None] * G * c[None, :]
+    G = 0.5 * (G + G.T)
+    r = 1.0 / np.sqrt(c)
+    top = sla.eigh(
+        r[:, None] * G * r[None, :], eigvals_only=True, subset_by_index=[B.shape[0] - 1] * 2
+    )
+    U = float(top[0])
+    return np.array([U]), U * np.diag(c) - G

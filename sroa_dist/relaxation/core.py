@@ -214,8 +214,9 @@ class MomentRelaxation:
         on the first call also the eigenvectors of
         ``T w^{p-2}`` for a fixed pseudo-random unit ``w`` (Jennrich's simultaneous
         diagonalisation: for a nearly SOD tensor they are close to the components even when all
-        weights are equal), on later calls (the first certificate failed) ``n`` fixed
-        pseudo-random starts and the current best instead. ``extra`` starts are added as given.
+        weights are equal), on later calls (the first certificate failed) the current best
+        instead, and on the first of them ``n`` fixed pseudo-random starts. ``extra`` starts
+        are added as given.
         """
         n, p = self.n, self.p
         starts = [] if extra is None else [np.atleast_2d(np.asarray(extra, dtype=float))]
@@ -231,7 +232,9 @@ class MomentRelaxation:
         if first:
             starts.append(self._jennrich_starts(T))
         else:
-            starts.append(self._random_starts)
+            if not best.random_starts_done:  # fixed starts: their polish never changes
+                starts.append(self._random_starts)
+                best.random_starts_done = True
             if best.x is not None:
                 starts.append(best.x[None, :])
         S = np.vstack(starts)
@@ -424,12 +427,57 @@ class MomentRelaxation:
             Zr = self.repair(c, z_zero, Z)
             best.offer_bound(self.validated_bound(c, z_zero, Zr), "repaired", dual=(z_zero, Zr))
 
+    def _flattening_result(
+        self, T: np.ndarray, sign: int, below: float, with_certificate: bool
+    ) -> RelaxationResult | None:
+        """The losing sign of an even-order form settled without SCS: a result whose
+        validated bound (:func:`~sroa_dist.relaxation.bound.flattening_dual`) is ``<= below``,
+        or ``None`` when that bound is not small enough (or does not apply)."""
+        t0 = time.perf_counter()
+        scale = fro(T)
+        if scale == 0.0:
+            return None
+        Tn = T / scale
+        dual = bound.flattening_dual(self, Tn, sign)
+        if dual is None:
+            return None
+        c = self.objective(Tn, sign)
+        ub = self.validated_bound(c, *dual)
+        n_terms = float(self._objmap.getnnz(axis=1).max())
+        margin = 4 * (n_terms + 2) * _U * float(np.abs(c) @ self._ymax) + 4 * _U
+        upper = scale * (ub + margin) * (1 + 4 * _U)
+        if not upper <= below:
+            return None
+        x = self._jennrich_starts(T)
+        f = sign * (kron_power(x, self.p) @ T.reshape(-1))
+        i = int(np.argmax(f))
+        return RelaxationResult(
+            value=float("nan"),
+            upper_bound=float(upper),
+            x=x[i],
+            fx=float(f[i]),
+            sign=sign,
+            rank_ratio=float("nan"),
+            flat=False,
+            status="not run",
+            iterations=0,
+            solve_time=time.perf_counter() - t0,
+            certificate="flattening",
+            dual_margin=float("nan"),
+            scs_value=float("nan"),
+            sos_certificate=(
+                self.export_certificate(T, sign, *dual, scale=scale) if with_certificate else None
+            ),
+        )
+
     def solve_abs(self, T: np.ndarray, **options: Any) -> RelaxationResult:
         """Relaxation of ``max |T x^p|``.
 
         Odd ``p``: one solve (``f(-x) = -f(x)``, so ``max |f| = max f``). Even ``p``: solves both
         signs, the one that looks dominant first (``f`` at the eigenvectors of ``T w^{p-2}``),
-        then the other only until its validated bound falls below the first's ``fx``. Returns
+        then the other only until its validated bound falls below the first's ``fx`` (without SCS
+        when the symmetric-unfolding dual, :func:`~sroa_dist.relaxation.bound.flattening_dual`,
+        already shows it). Returns
         the sign with the larger ``fx`` (``x`` keeps its ``sign``); ``upper_bound`` is the larger
         of the two bounds (a bound of ``max |f|``); ``iterations`` and ``solve_time`` are totals.
         """
@@ -442,7 +490,9 @@ class MomentRelaxation:
         first = 1 if fv.max() >= -fv.min() else -1
         options.pop("stop_below", None)
         r1 = self.solve(T, first, **options)
-        r2 = self.solve(T, -first, stop_below=r1.fx, **options)
+        r2 = self._flattening_result(T, -first, r1.fx, bool(options.get("with_certificate")))
+        if r2 is None:
+            r2 = self.solve(T, -first, stop_below=r1.fx, **options)
         best = r1 if r1.fx >= r2.fx else r2
         both = r1.sos_certificate is not None and r2.sos_certificate is not None
         return dataclasses.replace(

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ..tensors import check_symmetry, contract, kron_power, normalizing_exponents
+from ..tensors import check_symmetry, contract, normalizing_exponents
 from ..tensors import sphere_newton_step as _newton_step
 
 __all__ = ["polish"]
@@ -59,12 +59,22 @@ def polish_many(
     """Batched :func:`polish` of the unit rows of ``X``; returns ``(X, sign * T x^p per row)``."""
     n, p = T.shape[0], T.ndim
     B = X.shape[0]
-    Tm1 = s * T.reshape(n, n ** (p - 1))  # rows of sign * T x^{p-1}
-    Tm2 = s * T.reshape(n * n, n ** (p - 2))
+    Tlast = s * T.reshape(n ** (p - 1), n)  # contracts the last axis in one GEMM
     tol = 8 * _U * float(np.linalg.norm(T))
 
+    def partial(X: np.ndarray, k: int) -> np.ndarray:
+        """``sign * T x^k`` per row of ``X``, as ``(n^{p-k}, rows)``: one GEMM, then
+        contractions that shrink by ``n`` each (no ``n^{p-1}``-wide Kronecker powers)."""
+        Xt = X.T
+        if k == 0:
+            return np.repeat(Tlast.reshape(-1, 1), X.shape[0], axis=1)
+        Y = Tlast @ Xt
+        for _ in range(k - 1):
+            Y = np.einsum("aib,ib->ab", Y.reshape(-1, n, X.shape[0]), Xt)
+        return Y
+
     def grad_and_value(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        G = kron_power(X, p - 1) @ Tm1.T  # (B, n): sign * T x^{p-1}
+        G = np.ascontiguousarray(partial(X, p - 1).T)  # (B, n): sign * T x^{p-1}
         return G, np.einsum("bi,bi->b", G, X)
 
     def power(X: np.ndarray) -> np.ndarray:
@@ -83,7 +93,7 @@ def polish_many(
             break
         a = np.nonzero(active)[0]
         x, fa = X[a], f[a]
-        H = (kron_power(x, p - 2) @ Tm2.T).reshape(len(a), n, n)  # sign * T x^{p-2}
+        H = partial(x, p - 2).T.reshape(len(a), n, n)  # sign * T x^{p-2}
         xn = x + _newton_step(H, G[a], fa, x, p)[:, :n]
         xn /= np.linalg.norm(xn, axis=1, keepdims=True)
         Gn, fn = grad_and_value(xn)

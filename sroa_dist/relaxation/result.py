@@ -46,7 +46,9 @@ class RelaxationResult:
         Wall-clock seconds for the whole solve (SCS, extraction, polish, certificate).
     certificate : str
         Which dual produced ``upper_bound``: ``"face"`` (projected on the optimal face at ``x``),
-        ``"repaired"`` (SCS dual with its equality residual moved into ``Z``) or ``"scs"``.
+        ``"repaired"`` (SCS dual with its equality residual moved into ``Z``), ``"scs"``, or
+        ``"flattening"`` (even ``p``, the losing sign settled by the symmetric-unfolding dual
+        without SCS; ``x`` and ``fx`` are then only a point and its value).
     dual_margin : float
         Second-smallest eigenvalue of the certificate's dual matrix (``> 0``: the rank-one
         optimum is unique); ``nan`` when the certificate is not a face certificate.
@@ -89,6 +91,9 @@ class Best:
         self.which = "none"
         self.margin = float("nan")
         self.dual: tuple[np.ndarray, np.ndarray] | None = None
+        #: The fixed pseudo-random starts were polished already (they are the same on every
+        #: call, so once is enough).
+        self.random_starts_done = False
 
     def offer_bound(
         self,

@@ -948,7 +948,8 @@ def check_method_options(
 
 
 def _method_option_names(method: str) -> list[str]:
-    return [*method_options(method), "gap_tol"]
+    names = method_options(method)
+    return names if "gap_tol" in names else [*names, "gap_tol"]
 
 
 def _perturbation_models(data: dict[str, Any], source: str) -> tuple[str, ...]:
