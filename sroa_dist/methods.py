@@ -42,11 +42,12 @@ RELAXATION_STOP_FRACTION = 0.9
 #: Cost model ``seconds ~ a * (m / 100) ** b`` of one certified step (SS-HOPM candidate plus
 #: relaxation; both signs for even p) with moment-matrix side ``m``, one BLAS thread, by ``p``
 #: (larger p use the largest calibrated p of the same parity). Least-squares fits in log-log
-#: to the per-step medians of benchmarks/bench_certified_scaling.py (re-measured 2026-11-26
-#: after the sparse face projector, shared 2-core machine): p = 3 over the fresh nearly SOD and
-#: the deflated coherent-tilt families together, p = 4 and 5 on fresh nearly SOD tensors and
-#: their deflations. SCS's full eigendecomposition of the m x m matrix per iteration dominates.
-COST_MODEL: dict[int, tuple[float, float]] = {3: (0.12, 2.16), 4: (0.46, 2.5), 5: (0.12, 2.8)}
+#: to the per-step medians (m >= 100) of benchmarks/bench_certified_scaling.py (re-measured
+#: 2026-11-26 after the relaxation learned to stop at the certification tolerance, shared
+#: 2-core machine): p = 3 over the fresh nearly SOD and the deflated coherent-tilt families
+#: together, p = 4 and 5 on fresh nearly SOD tensors and their deflations. SCS's full
+#: eigendecomposition of the m x m matrix per iteration dominates.
+COST_MODEL: dict[int, tuple[float, float]] = {3: (0.14, 1.88), 4: (0.093, 2.37), 5: (0.039, 3.11)}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -206,3 +206,32 @@ def test_losing_sign_of_an_even_form_is_settled_without_scs():
     both = rel.solve_abs(B)
     assert both.iterations > rel.solve(B, 1).iterations
     assert both.fx == pytest.approx(0.5, abs=1e-8)
+
+
+@pytest.mark.parametrize("p", [3, 4])
+def test_an_indefinite_dual_is_exported_with_its_negative_part_in_the_bound(p):
+    """An early-stopped or repaired dual has lambda_min(Z) < 0 and its bound is z_0 plus a
+    penalty; the export moves that penalty into U, so Q is PSD, U is the validated bound (up
+    to rounding) and verify(T) does not exceed U: a checker comparing them sees an honest
+    claim."""
+    rng = np.random.default_rng(p)
+    n = 3
+    T = sym(rng.standard_normal((n,) * p))
+    rel = get_relaxation(n, p)
+    c = rel.objective(T, 1)
+    z_zero, Z = random_dual(rel, rng, scale=0.1)
+    Zr = rel.repair(c, z_zero, Z)  # exact dual equalities, indefinite Z
+    assert np.linalg.eigvalsh(Zr)[0] < -1e-3
+    ub = rel.validated_bound(c, z_zero, Zr)
+    cert = rel.export_certificate(T, 1, z_zero, Zr)
+    U = float(cert.bounds[0])
+    assert np.linalg.eigvalsh(cert.gram[0])[0] >= 0.0
+    assert U == pytest.approx(ub, rel=1e-9)
+    assert U <= cert.verify(T) <= U + 1e-9 * max(1.0, abs(U))
+    assert cert.verify(T) >= sphere_max_sampled(T)
+
+
+def sphere_max_sampled(T, k=20_000):
+    X = np.random.default_rng(0).standard_normal((k, T.shape[0]))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    return float((kron_power(X, T.ndim) @ T.reshape(-1)).max())

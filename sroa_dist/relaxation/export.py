@@ -10,6 +10,8 @@ from ..certificate import Certificate
 from ..monomials import monomial_exponents, multinomial, polynomial_coefficients
 from .polish import check_sign
 
+_U = float(np.finfo(float).eps)
+
 if TYPE_CHECKING:
     from .core import MomentRelaxation
 
@@ -38,10 +40,19 @@ def export_certificate(
     * full formulation: ``h = -scale sum_l z_zero[l] x^{a_l}`` over the localising rows.
 
     The residual is not exported: :meth:`Certificate.verify` recomputes it from ``T``.
+
+    Homogeneous formulation: a dual with ``lambda_min(Z) = -mu < 0`` (an early-stopped or
+    repaired SCS dual) is exported as the equivalent dual ``(z_0 + K mu', Z + mu' D)``, with
+    ``D = diag(multinomial coefficients of the basis)`` (``m^T D m = sum_k ||x||^{2k}``, which
+    is ``K``, the number of degree blocks, on the sphere) and ``mu'`` = ``mu`` plus a rounding
+    margin. It satisfies the same dual equalities, its ``Q`` is positive semidefinite and its
+    ``U`` is the bound itself, so :meth:`Certificate.verify` returns ``U`` up to rounding and a
+    checker that compares the two sees an honest claim.
     """
     s = check_sign(sign)
     n, p, d = rel.n, rel.p, rel.order
     T = np.asarray(T, dtype=float)
+    z_zero, Z = _fold_negative_part(rel, z_zero, Z)
     z = scale * np.asarray(z_zero, dtype=float)
     Q = scale * np.asarray(Z, dtype=float)
     Q = 0.5 * (Q + Q.T)
@@ -81,3 +92,22 @@ def export_certificate(
         h_exponents=hx.astype(np.int64),
         h_coefs=hc[None],
     )
+
+
+def _fold_negative_part(
+    rel: MomentRelaxation, z_zero: np.ndarray, Z: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(z_zero, Z)`` with ``Z``'s negative part moved into the bound (homogeneous
+    formulation; see :func:`export_certificate`); unchanged when ``Z`` is PSD or the
+    formulation is ``"full"``."""
+    z_zero = np.array(z_zero, dtype=float)
+    Z = 0.5 * (np.asarray(Z, dtype=float) + np.asarray(Z, dtype=float).T)
+    if rel.formulation != "homogeneous" or not np.all(np.isfinite(Z)):
+        return z_zero, Z
+    lam_min = float(np.linalg.eigvalsh(Z)[0])
+    fro = float(np.linalg.norm(Z))
+    mu = max(0.0, -lam_min) + 4 * rel.m * _U * fro  # covers the rounding of lambda_min
+    if lam_min - 4 * rel.m * _U * fro >= 0.0:
+        return z_zero, Z
+    z_zero[0] += mu * rel.trace_bound
+    return z_zero, Z + mu * np.diag(multinomial(rel.basis))
