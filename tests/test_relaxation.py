@@ -443,3 +443,21 @@ def test_large_relaxations_warm_up_longer_before_the_fallback(monkeypatch):
     large = rel.solve(T, fallback=False, gap_tol=0.0).iterations
     asked = rel.solve(T, fallback=False, gap_tol=0.0, warmup_chunks=2).iterations
     assert small == asked == 2 * 14 and large > small
+
+
+def test_large_relaxations_run_the_full_solve_in_shorter_chunks(monkeypatch):
+    """Above SHORT_CHUNK_GRAM the full solve's chunks are LARGE_FALLBACK_CHUNK long by default
+    (the certificate is tried more often where eigendecompositions dominate); an explicit
+    fallback_chunk still rules. Observed through the chunk rounding of a 20-iteration budget."""
+    from sroa_dist.relaxation import core
+
+    rel = MomentRelaxation(4, 3)
+    T = diag_tensor(4, 3)
+    opts = dict(warmup_iters=0, gap_tol=0.0, max_iters=20)
+    assert core.FALLBACK_CHUNK >= 20 > core.LARGE_FALLBACK_CHUNK
+    small = rel.solve(T, **opts).iterations  # one chunk of 20
+    monkeypatch.setattr(core, "SHORT_CHUNK_GRAM", 0)
+    large = rel.solve(T, **opts).iterations  # ceil(20 / 15) chunks of 15
+    asked = rel.solve(T, fallback_chunk=20, **opts).iterations
+    assert small == asked == 20
+    assert large == 2 * core.LARGE_FALLBACK_CHUNK

@@ -16,7 +16,7 @@ from ..monomials import MonomialKeys, monomial_exponents, polynomial_coefficient
 from ..tensors import kron_power
 from . import bound, builders
 from .export import export_certificate
-from .polish import check_sign, check_tensor, fro, polish, polish_many, value
+from .polish import check_sign, check_tensor, fro, polish, polish_many, value, values
 from .result import Best, RelaxationResult
 from .scs_driver import WARMUP_SCS_SETTINGS, ScsProblem, full_settings, parity
 
@@ -30,6 +30,15 @@ _U = float(np.finfo(float).eps)
 #: workspace raised the peak memory by half (benchmarks/bench_certified_scaling.py).
 LARGE_GRAM = 1000
 LARGE_WARMUP_CHUNKS = 5
+#: Iterations per chunk of the full SCS solve. Each chunk ends with candidate extraction and a
+#: certificate attempt, worth about five SCS iterations once the eigendecompositions dominate
+#: (moment matrix side above :data:`SHORT_CHUNK_GRAM`: n >= 27 for p = 3, n >= 28 for p = 4);
+#: there shorter chunks stop closer to the first certifying iterate (p = 4, n = 32 deflated
+#: steps: 5.2 s instead of 5.8 s; p = 3 deflated tilt, n = 32: 9.2 s instead of 9.7 s), while
+#: at n = 10 (Figure 2) the per-chunk Python work makes 30 the better length (7 % faster).
+FALLBACK_CHUNK = 30
+LARGE_FALLBACK_CHUNK = 15
+SHORT_CHUNK_GRAM = 400
 
 
 class MomentRelaxation:
@@ -244,7 +253,7 @@ class MomentRelaxation:
             return
         S = S / np.linalg.norm(S, axis=1, keepdims=True)
         if p % 2:  # orient so that sign * f >= 0 (f is odd)
-            f0 = s * (kron_power(S, p) @ T.reshape(-1))
+            f0 = s * values(T, S)
             S = np.where((f0 < 0)[:, None], -S, S)
         alpha = (p - 1) * float(np.linalg.norm(T))
         Xp, f = polish_many(T, S, s, 3 if first else 10, steps if first else 2 * steps, alpha)
@@ -263,7 +272,7 @@ class MomentRelaxation:
         warmup_iters: int | None = None,
         warmup_chunks: int | None = None,
         refine_iters: int = 12,
-        fallback_chunk: int = 30,
+        fallback_chunk: int | None = None,
         gap_tol: float = 1e-10,
         fallback: bool = True,
         stop_below: float = -np.inf,
@@ -298,11 +307,13 @@ class MomentRelaxation:
             warm-up's certificate does not reach it, the full SCS solve runs.
         fallback : bool
             Whether to run the full SCS solve when the warm-up does not reach ``gap_tol``.
-        fallback_chunk : int
+        fallback_chunk : int, optional
             The full solve runs in chunks of this many iterations (up to ``max_iters`` in all),
             each followed by candidate extraction and a face certificate. Short chunks let the
             certificate close early, which matters on instances that mostly need the full
             solve (Figure 2's binary noise); benchmarks/bench_certified.py times the solves.
+            Default :data:`FALLBACK_CHUNK`, or :data:`LARGE_FALLBACK_CHUNK` when the moment
+            matrix is larger than :data:`SHORT_CHUNK_GRAM`.
         stop_below : float
             Also stop as soon as the validated upper bound is ``<= stop_below`` (used by
             :meth:`solve_abs` for the second sign, which need only be shown not to win).
@@ -355,7 +366,13 @@ class MomentRelaxation:
             warmup_iters=int(warmup_iters),
             warmup_chunks=warmup_chunks,
             fallback=fallback,
-            fallback_chunk=fallback_chunk,
+            fallback_chunk=(
+                fallback_chunk
+                if fallback_chunk is not None
+                else LARGE_FALLBACK_CHUNK
+                if self.m > SHORT_CHUNK_GRAM
+                else FALLBACK_CHUNK
+            ),
         )
         for _run, sol in chunks:
             info = sol["info"]
@@ -449,7 +466,7 @@ class MomentRelaxation:
         if not upper <= below:
             return None
         x = self._jennrich_starts(T)
-        f = sign * (kron_power(x, self.p) @ T.reshape(-1))
+        f = sign * values(T, x)
         i = int(np.argmax(f))
         return RelaxationResult(
             value=float("nan"),
@@ -486,7 +503,7 @@ class MomentRelaxation:
         t0 = time.perf_counter()
         T = check_tensor(T, self.n, self.p)
         V = self._jennrich_starts(T)
-        fv = kron_power(V, self.p) @ T.reshape(-1)
+        fv = values(T, V)
         first = 1 if fv.max() >= -fv.min() else -1
         options.pop("stop_below", None)
         r1 = self.solve(T, first, **options)

@@ -53,6 +53,17 @@ def check_tensor(T: Any, n: int | None = None, p: int | None = None) -> np.ndarr
     return T
 
 
+def values(T: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """``T x^p`` for every row ``x`` of ``X``, contracting one axis at a time (never forming
+    the ``n^p``-wide Kronecker powers of the rows)."""
+    n, p = T.shape[0], T.ndim
+    Xt = np.asarray(X, dtype=float).T
+    Y = T.reshape(n ** (p - 1), n) @ Xt
+    for _ in range(p - 1):
+        Y = np.einsum("aib,ib->ab", Y.reshape(-1, n, Xt.shape[1]), Xt)
+    return Y[0]
+
+
 def polish_many(
     T: np.ndarray, X: np.ndarray, s: int, power_steps: int, newton_steps: int, alpha: float
 ) -> tuple[np.ndarray, np.ndarray]:
