@@ -47,7 +47,7 @@ RELAXATION_STOP_FRACTION = 0.9
 #: 2-core machine): p = 3 over the fresh nearly SOD and the deflated coherent-tilt families
 #: together, p = 4 and 5 on fresh nearly SOD tensors and their deflations. SCS's full
 #: eigendecomposition of the m x m matrix per iteration dominates.
-COST_MODEL: dict[int, tuple[float, float]] = {3: (0.14, 1.88), 4: (0.093, 2.37), 5: (0.039, 3.11)}
+COST_MODEL: dict[int, tuple[float, float]] = {3: (0.14, 1.86), 4: (0.099, 2.26), 5: (0.039, 3.11)}
 
 
 @dataclasses.dataclass(frozen=True)
