@@ -461,3 +461,19 @@ def test_large_relaxations_run_the_full_solve_in_shorter_chunks(monkeypatch):
     asked = rel.solve(T, fallback_chunk=20, **opts).iterations
     assert small == asked == 20
     assert large == 2 * core.LARGE_FALLBACK_CHUNK
+
+
+@pytest.mark.parametrize("p", [2, 3, 4, 5])
+def test_row_values_match_the_kronecker_form(p):
+    """T x^p of many rows, contracted one axis at a time, equals the Kronecker-power form
+    (the one the polish and the start orientation used to build, n^p wide per row)."""
+    from sroa_dist.relaxation.polish import values
+    from sroa_dist.tensors import kron_power
+
+    n = 4
+    rng = np.random.default_rng(p)
+    G = rng.standard_normal((n,) * p)
+    T = sum(np.transpose(G, q) for q in itertools.permutations(range(p))) / math.factorial(p)
+    X = rng.standard_normal((7, n))
+    want = kron_power(X, p) @ T.reshape(-1)
+    np.testing.assert_allclose(values(T, X), want, rtol=1e-12, atol=1e-12)

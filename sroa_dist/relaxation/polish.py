@@ -53,15 +53,24 @@ def check_tensor(T: Any, n: int | None = None, p: int | None = None) -> np.ndarr
     return T
 
 
-def values(T: np.ndarray, X: np.ndarray) -> np.ndarray:
-    """``T x^p`` for every row ``x`` of ``X``, contracting one axis at a time (never forming
-    the ``n^p``-wide Kronecker powers of the rows)."""
-    n, p = T.shape[0], T.ndim
+def _contract_rows(T_last: np.ndarray, X: np.ndarray, k: int) -> np.ndarray:
+    """``T x^k`` for every row ``x`` of ``X`` as an ``(n^{p-k}, rows)`` array, from ``T``
+    unfolded as ``(n^{p-1}, n)``: one GEMM, then contractions that shrink by ``n`` each (no
+    ``n^k``-wide Kronecker powers of the rows)."""
+    n = T_last.shape[1]
     Xt = np.asarray(X, dtype=float).T
-    Y = T.reshape(n ** (p - 1), n) @ Xt
-    for _ in range(p - 1):
+    if k == 0:
+        return np.repeat(T_last.reshape(-1, 1), Xt.shape[1], axis=1)
+    Y = T_last @ Xt
+    for _ in range(k - 1):
         Y = np.einsum("aib,ib->ab", Y.reshape(-1, n, Xt.shape[1]), Xt)
-    return Y[0]
+    return Y
+
+
+def values(T: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """``T x^p`` for every row ``x`` of ``X``."""
+    n, p = T.shape[0], T.ndim
+    return _contract_rows(T.reshape(n ** (p - 1), n), X, p)[0]
 
 
 def polish_many(
@@ -74,15 +83,7 @@ def polish_many(
     tol = 8 * _U * float(np.linalg.norm(T))
 
     def partial(X: np.ndarray, k: int) -> np.ndarray:
-        """``sign * T x^k`` per row of ``X``, as ``(n^{p-k}, rows)``: one GEMM, then
-        contractions that shrink by ``n`` each (no ``n^{p-1}``-wide Kronecker powers)."""
-        Xt = X.T
-        if k == 0:
-            return np.repeat(Tlast.reshape(-1, 1), X.shape[0], axis=1)
-        Y = Tlast @ Xt
-        for _ in range(k - 1):
-            Y = np.einsum("aib,ib->ab", Y.reshape(-1, n, X.shape[0]), Xt)
-        return Y
+        return _contract_rows(Tlast, X, k)
 
     def grad_and_value(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         G = np.ascontiguousarray(partial(X, p - 1).T)  # (B, n): sign * T x^{p-1}
