@@ -360,19 +360,15 @@ class MomentRelaxation:
         rank_ratio, scs_value = float("nan"), float("nan")
         if warmup_chunks is None:
             warmup_chunks = LARGE_WARMUP_CHUNKS if self.m > LARGE_GRAM else 2
+        if fallback_chunk is None:
+            fallback_chunk = LARGE_FALLBACK_CHUNK if self.m > SHORT_CHUNK_GRAM else FALLBACK_CHUNK
         chunks = self._scs.runs(
             c,
             settings,
             warmup_iters=int(warmup_iters),
             warmup_chunks=warmup_chunks,
             fallback=fallback,
-            fallback_chunk=(
-                fallback_chunk
-                if fallback_chunk is not None
-                else LARGE_FALLBACK_CHUNK
-                if self.m > SHORT_CHUNK_GRAM
-                else FALLBACK_CHUNK
-            ),
+            fallback_chunk=fallback_chunk,
         )
         for _run, sol in chunks:
             info = sol["info"]
@@ -395,11 +391,7 @@ class MomentRelaxation:
             best.fx = s * value(T, best.x)
         tight = best.bound - best.fx <= gap_tol
         face = best.which == "face"
-        # Back to T's scale. The bound is for the polynomial with the (rounded) coefficients c
-        # of T / ||T||_F; rounding in c and in T / ||T||_F changes f by at most the margin.
-        n_terms = float(self._objmap.getnnz(axis=1).max())
-        margin = 4 * (n_terms + 2) * _U * float(np.abs(c) @ self._ymax) + 4 * _U
-        upper = scale * (best.bound + margin) * (1 + 4 * _U)
+        upper = self._bound_at_scale(c, best.bound, scale)
         fx = float(s * value(T_in, best.x))
         return RelaxationResult(
             value=fx if tight else scale * max(scs_value, float(best.fx)),
@@ -444,6 +436,14 @@ class MomentRelaxation:
             Zr = self.repair(c, z_zero, Z)
             best.offer_bound(self.validated_bound(c, z_zero, Zr), "repaired", dual=(z_zero, Zr))
 
+    def _bound_at_scale(self, c: np.ndarray, ub: float, scale: float) -> float:
+        """A validated bound ``ub`` of the polynomial with coefficients ``c`` (those of
+        ``T / scale``, rounded) as a bound at ``T``'s scale: rounding in ``c`` and in
+        ``T / scale`` changes ``f`` by at most the margin added here."""
+        n_terms = float(self._objmap.getnnz(axis=1).max())
+        margin = 4 * (n_terms + 2) * _U * float(np.abs(c) @ self._ymax) + 4 * _U
+        return scale * (ub + margin) * (1 + 4 * _U)
+
     def _flattening_result(
         self, T: np.ndarray, sign: int, below: float, with_certificate: bool
     ) -> RelaxationResult | None:
@@ -459,10 +459,7 @@ class MomentRelaxation:
         if dual is None:
             return None
         c = self.objective(Tn, sign)
-        ub = self.validated_bound(c, *dual)
-        n_terms = float(self._objmap.getnnz(axis=1).max())
-        margin = 4 * (n_terms + 2) * _U * float(np.abs(c) @ self._ymax) + 4 * _U
-        upper = scale * (ub + margin) * (1 + 4 * _U)
+        upper = self._bound_at_scale(c, self.validated_bound(c, *dual), scale)
         if not upper <= below:
             return None
         x = self._jennrich_starts(T)
