@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import xarray as xr
 from analysis_cubes import figure1_cube, figure2_cube, scaling_cube
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from sroa_dist.analysis import (
@@ -14,6 +15,7 @@ from sroa_dist.analysis import (
     estimate_thresholds,
     figure1,
     figure2,
+    figure_step_accumulation,
     figure_success_heatmap,
     figure_threshold_scaling,
     fit_exponent,
@@ -32,6 +34,7 @@ def test_supported_figures_follow_the_axes():
     assert supported_figures(scaling_cube(ns=(4, 8), n_eps=3, n_rep=3)) == [
         "figure1",
         "figure2",
+        "step_accumulation",
         "success_heatmap",
         "threshold_scaling",
     ]
@@ -71,20 +74,64 @@ def test_figure1_without_noise_axis_has_one_row():
     assert len(fig.axes) == 2 and _titles(fig)[0].startswith("λ error")
 
 
-def test_figure2_mean_and_two_std_per_step():
+def test_figure2_median_and_quantile_band_per_step():
     ds = figure2_cube()
     fig = figure2(ds)
     assert len(fig.axes) == 6
     ax = fig.axes[3]  # uniform, vector error
-    assert ax.get_title().startswith("uniform: vector error (mean ± 2 std, 50 replicates")
+    assert ax.get_title().startswith("uniform: vector error (50 replicates)")
+    assert "median, 5%–95% band" in ax.get_title()
     assert ax.get_xlabel() == "SROA iteration i" and "v" in ax.get_ylabel()
     container = ax.containers[0]
     x, y = container.lines[0].get_data()
     v = ds["vec_err"].sel(noise="uniform").transpose("replicate", "step").values
     np.testing.assert_allclose(x, np.arange(1, 11))
-    np.testing.assert_allclose(y, v.mean(0))
+    np.testing.assert_allclose(y, np.median(v, axis=0))
     segs = container.lines[2][0].get_segments()
-    np.testing.assert_allclose([s[1, 1] - s[0, 1] for s in segs], 4 * v.std(0, ddof=1))
+    lo, hi = np.quantile(v, [0.05, 0.95], axis=0)
+    np.testing.assert_allclose([s[0, 1] for s in segs], lo)
+    np.testing.assert_allclose([s[1, 1] for s in segs], hi)
+    # Errors are non-negative, so no bar may reach below zero (a mean ± 2 std bar did).
+    for a in fig.axes:
+        for c in a.containers:
+            assert min(s[0, 1] for s in c.lines[2][0].get_segments()) >= 0
+    mean_x, mean_y = ax.lines[-1].get_data()
+    np.testing.assert_allclose(mean_y, v.mean(0))
+
+
+def test_figure2_titles_do_not_overlap(tmp_path):
+    ds = scaling_cube(ns=(4, 8), n_eps=2, n_rep=4)
+    fig = figure2(ds, max_series=1)  # pooled: the longest titles
+    canvas = FigureCanvasAgg(fig)
+    fig.savefig(tmp_path / "f.png")
+    renderer = canvas.get_renderer()
+    boxes = [ax.title.get_window_extent(renderer) for ax in fig.axes]
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1 :]:
+            assert not a.overlaps(b), "panel titles overlap"
+
+
+def test_step_accumulation_lines_per_n_at_fixed_eps():
+    ds = scaling_cube(ns=(4, 8, 16), n_eps=5, n_rep=6)
+    eps_axis = ds["eps"].values
+    fig = figure_step_accumulation(ds, eps=[float(eps_axis[2])])
+    n_rows = ds.sizes["noise"] if "noise" in ds.dims else 1
+    assert len(fig.axes) == n_rows
+    ax = fig.axes[0]
+    assert [ln.get_label() for ln in ax.lines] == ["n = 4", "n = 8", "n = 16"]
+    sel = {"noise": ds["noise"].values[0]} if "noise" in ds.dims else {}
+    for line, n in zip(ax.lines, (4, 8, 16), strict=True):
+        v = ds["lam_err"].sel(sel).sel(n=n, eps=eps_axis[2]).transpose("replicate", "step")
+        # Steps past n have no values: their median is NaN and they are not drawn.
+        cols = [c[np.isfinite(c)] for c in v.values.T]
+        want = np.array([np.median(c) if c.size else np.nan for c in cols])
+        x, y = line.get_data()
+        np.testing.assert_allclose(y, want[np.isfinite(want)])
+        assert x.max() <= n
+    with pytest.raises(ValueError, match="not on the cube's eps axis"):
+        figure_step_accumulation(ds, eps=[123.0])
+    with pytest.raises(ValueError, match="needs an `n` axis"):
+        figure_step_accumulation(figure2_cube(n_rep=3))
 
 
 def test_figure2_series_for_extra_axes_and_pooling():
@@ -131,7 +178,7 @@ def test_heatmap_panels_per_noise_model():
         (lambda: figure2_cube(n_rep=5), ["figure2"], ("png", "svg")),
         (
             lambda: scaling_cube(ns=(4, 8, 16), n_eps=6, n_rep=8),
-            ["figure1", "figure2", "success_heatmap", "threshold_scaling"],
+            ["figure1", "figure2", "step_accumulation", "success_heatmap", "threshold_scaling"],
             ("png",),
         ),
     ],
@@ -152,7 +199,13 @@ def test_figures_from_a_lazy_zarr_cube(tmp_path):
     ds = xr.open_zarr(tmp_path / "c.zarr", consolidated=False)
     assert ds["vec_err"].chunks is not None
     figures = build_figures(ds, n_boot=10)
-    assert list(figures) == ["figure1", "figure2", "success_heatmap", "threshold_scaling"]
+    assert list(figures) == [
+        "figure1",
+        "figure2",
+        "step_accumulation",
+        "success_heatmap",
+        "threshold_scaling",
+    ]
     assert all(isinstance(f, Figure) and f.axes for f in figures.values())
 
 

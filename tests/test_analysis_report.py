@@ -72,6 +72,7 @@ def test_scaling_report_has_thresholds_and_exponents(tmp_path):
         "scaling.md",
         "figure1.png",
         "figure2.png",
+        "step_accumulation.png",
         "success_heatmap.png",
         "threshold_scaling.png",
     ]

@@ -6,7 +6,6 @@ rendering on save), so they can be inspected in tests and saved from any thread.
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, LogFormatter, NullLocator
+from matplotlib.ticker import NullLocator
 
 from ..metrics import theorem_2_2_bounds
 from ._cube import (
@@ -30,6 +29,7 @@ from ._cube import (
     step_one,
     sweep_axes,
 )
+from ._plotting import noise_rows, plain_log_labels, set_scale, status_title
 from .aggregate import (
     DEFAULT_RADIUS,
     DEFAULT_VALUE_C,
@@ -38,83 +38,20 @@ from .aggregate import (
     completeness,
     criterion_options,
     get_criterion,
-    has_results,
-    replicate_span,
-    replicates_text,
-    step_stats,
     success_probability,
     violation_mask,
     warn_incomplete,
 )
+from .step_figures import figure2, figure_step_accumulation
 from .threshold import estimate_thresholds, fit_exponent
 
 #: Figure names :func:`plot_cube` can produce, in order.
-FIGURES = ("figure1", "figure2", "success_heatmap", "threshold_scaling")
+FIGURES = ("figure1", "figure2", "step_accumulation", "success_heatmap", "threshold_scaling")
 #: Perturbation axes over which the n-scaling figures are drawn.
 _SCALING_AXES = ("eps", "eps_scaled")
 _POINT = {"color": "tab:red", "s": 9, "alpha": 0.7, "linewidths": 0}
 _BOUND = {"color": "tab:blue", "lw": 1.5}
 _VIOLATION = {"marker": "x", "color": "black", "s": 40, "linewidths": 1.5, "zorder": 3}
-
-
-def _set_scale(ax, axis: str, values: np.ndarray) -> None:
-    """Log scale when the positive values span a decade or more (readable at a glance)."""
-    v = np.asarray(values, dtype=float)
-    v = v[np.isfinite(v) & (v > 0)]
-    if v.size and v.max() / v.min() >= 10:
-        (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
-
-
-def _plain_log_labels(fig: Figure) -> None:
-    """On log axes spanning under two decades, label ticks 0.05, 0.1, 0.2 … instead of 5×10⁻².
-
-    Matplotlib then labels minor ticks in scientific notation, which overlap; plain numbers at
-    the 1-2-5 ticks stay readable.
-    """
-
-    def plain(v: float, _pos: int | None = None) -> str:
-        return f"{v:g}"
-
-    def one_two_five(v: float, _pos: int | None = None) -> str:
-        mantissa = round(v / 10 ** np.floor(np.log10(v)), 6) if v > 0 else 0
-        return f"{v:g}" if mantissa in (2, 5) else ""
-
-    for ax in fig.axes:
-        for axis, lim in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
-            if axis.get_scale() != "log" or not isinstance(
-                axis.get_major_formatter(), LogFormatter
-            ):
-                continue
-            lo, hi = sorted(lim)
-            if lo > 0 and np.log10(hi / lo) < 2:
-                axis.set_major_formatter(FuncFormatter(plain))
-                axis.set_minor_formatter(FuncFormatter(one_two_five))
-
-
-def _noise_rows(ds: xr.Dataset) -> list[dict[str, object]]:
-    return combinations(ds, ["noise"]) if "noise" in sweep_axes(ds) else [{}]
-
-
-def _status_title(fig: Figure, status: Completeness | None) -> None:
-    """State the cube's completeness above every figure (loud when incomplete)."""
-    if status is None:
-        return
-    text = "\n".join(textwrap.wrap(status.describe(), 120))
-    if status.complete:
-        fig.suptitle(text, fontsize="small", color="dimgray")
-    else:
-        fig.suptitle(text.upper()[:1] + text[1:], fontsize="medium", color="tab:red")
-
-
-def _present_text(has: xr.DataArray, dims: Sequence[str]) -> str:
-    """``"sigma (7 of 10 values have results)"`` for each pooled dim, from the data."""
-    parts = []
-    for d in dims:
-        others = [o for o in has.dims if o != d]
-        n_with = int(has.any(others).sum()) if others else int(has.sum())
-        total = has.sizes[d]
-        parts.append(d if n_with == total else f"{d} ({n_with} of {total} values have results)")
-    return ", ".join(parts)
 
 
 def supported_figures(ds: xr.Dataset) -> list[str]:
@@ -127,6 +64,8 @@ def supported_figures(ds: xr.Dataset) -> list[str]:
         names.append("figure1")
     if errs and has_step and steps.size > 1:
         names.append("figure2")
+        if ds.sizes.get("n", 0) >= 2 and "eps" in ds.dims:
+            names.append("step_accumulation")
     if (
         "vec_err" in ds.data_vars
         and ds.sizes.get("n", 0) >= 2
@@ -168,7 +107,7 @@ def figure1(ds: xr.Dataset, *, rtol: float = 1e-9, status: Completeness | None =
             )
         )
     ).compute()
-    rows = _noise_rows(ds)
+    rows = noise_rows(ds)
     fig = Figure(figsize=(10, 3.4 * len(rows)), layout="constrained")
     axes = fig.subplots(len(rows), 2, squeeze=False)
     for row, sel in zip(axes, rows, strict=True):
@@ -203,68 +142,11 @@ def figure1(ds: xr.Dataset, *, rtol: float = 1e-9, status: Completeness | None =
             ax.set_title(f"{prefix}{what} at step 1, {counted}", fontsize="medium")
             ax.set_xlabel(r"$\|E\|$  (operator norm of the perturbation)")
             ax.set_ylabel(ylabel)
-            _set_scale(ax, "x", eps[valid])
-            _set_scale(ax, "y", err)
+            set_scale(ax, "x", eps[valid])
+            set_scale(ax, "y", err)
             ax.legend(loc="upper left", fontsize="small")
-    _plain_log_labels(fig)
-    _status_title(fig, status)
-    return fig
-
-
-def figure2(ds: xr.Dataset, *, max_series: int = 6, status: Completeness | None = None) -> Figure:
-    """Figure 2: per-iteration mean ± 2 std of the λ and vector errors over replicates.
-
-    One row per noise model.  Other sweep axes with several values give one series each (up to
-    ``max_series``, beyond which they are pooled and the title says so).  Replicate counts and
-    the pooled values in the titles are those with results, not those planned; ``status``
-    (default: :func:`~sroa_dist.analysis.completeness`) is stated above the panels.
-    """
-    require(ds, ["lam_err", "vec_err"], "figure 2")
-    status = completeness(ds) if status is None else status
-    has = has_results(ds).compute()
-    other = [a for a in sweep_axes(ds) if a != "noise" and ds.sizes[a] > 1]
-    n_series = int(np.prod([ds.sizes[a] for a in other])) if other else 1
-    pooled = other if n_series > max_series else []
-    series_dims = [] if pooled else other
-    stats = step_stats(ds, dim=[REPLICATE, *pooled], quantiles=()).compute()
-    rows = _noise_rows(ds)
-    fig = Figure(figsize=(10, 3.2 * len(rows)), layout="constrained")
-    axes = fig.subplots(len(rows), 2, squeeze=False)
-    steps = ds[STEP].values
-    for row, sel in zip(axes, rows, strict=True):
-        prefix = f"{sel['noise']}: " if sel else ""
-        row_has = has.sel(sel)
-        n_rep = replicates_text(*replicate_span(row_has), ds.sizes.get(REPLICATE, 1))
-        pool_note = f", pooled over {_present_text(row_has, pooled)}" if pooled else ""
-        for ax, kind, ylabel in (
-            (row[0], "lam_err", r"$|\hat\lambda_i - \lambda_{\pi(i)}|$  (units of λ)"),
-            (row[1], "vec_err", r"$\|\hat v_i - v_{\pi(i)}\|$  (unit-vector distance)"),
-        ):
-            series = combinations(stats, series_dims)
-            for k, ser in enumerate(series):
-                sub = stats.sel({**sel, **ser})
-                mean = sub[f"{kind}_mean"].values
-                std = np.nan_to_num(sub[f"{kind}_std"].values)
-                shift = (k - (len(series) - 1) / 2) * 0.08  # side by side, not on top
-                ax.errorbar(
-                    steps + shift,
-                    mean,
-                    yerr=2 * std,
-                    fmt="o",
-                    ms=4,
-                    capsize=3,
-                    label=group_label(ser) or "mean ± 2 std",
-                )
-            what = "λ error" if kind == "lam_err" else "vector error"
-            ax.set_title(
-                f"{prefix}{what} (mean ± 2 std, {n_rep}{pool_note})",
-                fontsize="medium",
-            )
-            ax.set_xlabel("SROA iteration i")
-            ax.set_ylabel(ylabel)
-            ax.set_xticks(steps if steps.size <= 12 else steps[:: int(np.ceil(steps.size / 12))])
-            ax.legend(loc="upper left", fontsize="small")
-    _status_title(fig, status)
+    plain_log_labels(fig)
+    status_title(fig, status)
     return fig
 
 
@@ -347,8 +229,8 @@ def figure_success_heatmap(
         ax.set_visible(False)
     if mesh is not None:
         fig.colorbar(mesh, ax=list(axes[: len(panels)]), label="P(success)")
-    _plain_log_labels(fig)
-    _status_title(fig, status)
+    plain_log_labels(fig)
+    status_title(fig, status)
     return fig
 
 
@@ -440,8 +322,8 @@ def figure_threshold_scaling(
         fontsize="medium",
     )
     ax.legend(fontsize="small")
-    _plain_log_labels(fig)
-    _status_title(fig, status)
+    plain_log_labels(fig)
+    status_title(fig, status)
     return fig
 
 
@@ -564,6 +446,8 @@ def build_figures(
             out[name] = figure1(ds, status=status)
         elif name == "figure2":
             out[name] = figure2(ds, status=status)
+        elif name == "step_accumulation":
+            out[name] = figure_step_accumulation(ds, status=status)
         elif name == "success_heatmap":
             out[name] = figure_success_heatmap(
                 ds, criterion, thresholds=thresholds, status=status, **options

@@ -576,7 +576,8 @@ def _completeness(doc: _Doc, status: Completeness) -> None:
 
 _CAPTIONS = {
     "figure1": "Figure 1: first-step errors vs ‖E‖ with the Theorem 2.2 bounds",
-    "figure2": "Figure 2: per-iteration mean ± 2 std of the errors",
+    "figure2": "Figure 2: per-iteration errors (median, 5–95 % band over replicates; × mean)",
+    "step_accumulation": "Per-step λ error at fixed ε for each n: where the error accumulates",
     "success_heatmap": "Success probability over (n, ε) (criterion of the figures)",
     "threshold_scaling": "Threshold vs n with fitted and reference exponents",
     "sample_error": "Median ‖E‖ (population whitening) vs N with fitted lines and N^(−1/2)",

@@ -1,0 +1,74 @@
+"""Plot helpers shared by the figure modules: axis scaling, titles, completeness banners."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Sequence
+
+import numpy as np
+import xarray as xr
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, LogFormatter
+
+from ._cube import combinations, sweep_axes
+from .aggregate import Completeness
+
+
+def set_scale(ax, axis: str, values: np.ndarray) -> None:
+    """Log scale when the positive values span a decade or more (readable at a glance)."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v) & (v > 0)]
+    if v.size and v.max() / v.min() >= 10:
+        (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
+
+
+def plain_log_labels(fig: Figure) -> None:
+    """On log axes spanning under two decades, label ticks 0.05, 0.1, 0.2 … instead of 5×10⁻².
+
+    Matplotlib then labels minor ticks in scientific notation, which overlap; plain numbers at
+    the 1-2-5 ticks stay readable.
+    """
+
+    def plain(v: float, _pos: int | None = None) -> str:
+        return f"{v:g}"
+
+    def one_two_five(v: float, _pos: int | None = None) -> str:
+        mantissa = round(v / 10 ** np.floor(np.log10(v)), 6) if v > 0 else 0
+        return f"{v:g}" if mantissa in (2, 5) else ""
+
+    for ax in fig.axes:
+        for axis, lim in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
+            if axis.get_scale() != "log" or not isinstance(
+                axis.get_major_formatter(), LogFormatter
+            ):
+                continue
+            lo, hi = sorted(lim)
+            if lo > 0 and np.log10(hi / lo) < 2:
+                axis.set_major_formatter(FuncFormatter(plain))
+                axis.set_minor_formatter(FuncFormatter(one_two_five))
+
+
+def noise_rows(ds: xr.Dataset) -> list[dict[str, object]]:
+    return combinations(ds, ["noise"]) if "noise" in sweep_axes(ds) else [{}]
+
+
+def status_title(fig: Figure, status: Completeness | None) -> None:
+    """State the cube's completeness above every figure (loud when incomplete)."""
+    if status is None:
+        return
+    text = "\n".join(textwrap.wrap(status.describe(), 120))
+    if status.complete:
+        fig.suptitle(text, fontsize="small", color="dimgray")
+    else:
+        fig.suptitle(text.upper()[:1] + text[1:], fontsize="medium", color="tab:red")
+
+
+def present_text(has: xr.DataArray, dims: Sequence[str]) -> str:
+    """``"sigma (7 of 10 values have results)"`` for each pooled dim, from the data."""
+    parts = []
+    for d in dims:
+        others = [o for o in has.dims if o != d]
+        n_with = int(has.any(others).sum()) if others else int(has.sum())
+        total = has.sizes[d]
+        parts.append(d if n_with == total else f"{d} ({n_with} of {total} values have results)")
+    return ", ".join(parts)
