@@ -24,7 +24,7 @@ there), :mod:`.clarabel_driver` (a second, interior-point driver for small ``n``
 :mod:`.bound` (validated bound, repair, face certificate: the paper-critical part),
 :mod:`.export` (SOS certificate export), :mod:`.polish` (candidate polish and input checks),
 :mod:`.core` (:class:`MomentRelaxation`: the solve). Imports go one way: builders, driver <-
-structure <- bound, export <- core. Monomials and index multisets come from
+structure, scs_driver <- bound, export <- core. Monomials and index multisets come from
 :mod:`sroa_dist.monomials`, shared with the noise draws and the certificate checker.
 """
 
