@@ -1,23 +1,30 @@
-"""Lasserre moment relaxation of ``max T x^p`` on the unit sphere: SCS, cached, validated bounds.
+"""Lasserre moment relaxation of ``max T x^p`` on the unit sphere: cached, driver-solved
+(SCS by default), validated bounds.
 
 The relaxation (order ``d = ceil(p/2)`` by default, as solved with GloptiPoly 3 in the paper) is
-built once per ``(n, p, d)`` and cached; only the cost vector changes between tensors. Each solve
+built once per ``(n, p, d)`` and cached; only the cost vector changes between tensors. An SDP
+driver (:class:`~.driver.SdpDriver`; SCS, :data:`~.scs_driver.SCS`, unless ``driver=`` says
+otherwise) yields dual iterates, and after each the solve
 
-1. runs a short, deterministic SCS warm-up (a few tens of iterations),
-2. extracts maximiser candidates from the moments and polishes them (:func:`polish`),
-3. builds a dual certificate on the optimal face at the best candidate ``x``: an orthogonal
-   projection of SCS's dual onto ``{Z : dual equalities hold exactly, Z m(x) = 0}``, refined by
-   alternating projections with the PSD cone,
-4. falls back to a full SCS solve (warm-started from step 1) when that does not close the gap.
+1. extracts maximiser candidates from the moments and polishes them (:func:`polish`),
+2. builds a dual certificate on the optimal face at the best candidate ``x``: an orthogonal
+   projection of the driver's dual onto ``{Z : dual equalities hold exactly, Z m(x) = 0}``,
+   refined by alternating projections with the PSD cone,
+3. stops the driver as soon as that closes the gap. SCS first runs a short deterministic
+   warm-up (a few tens of iterations), then its full solve in chunks, warm-started.
 
 Every reported ``upper_bound`` is *validated*: it is computed from the dual vector by a bound
 that holds for any dual guess (:func:`sroa_dist.relaxation.bound.validated_bound`), so it does
 not rely on the solver's tolerance or on the relaxation being tight.
 
-Modules: :mod:`.builders` (problem construction), :mod:`.scs_driver` (SCS settings, warm-up,
-chunked solve), :mod:`.bound` (validated bound, repair, face certificate: the paper-critical
-part), :mod:`.export` (SOS certificate export), :mod:`.polish` (candidate polish and input
-checks), :mod:`.core` (:class:`MomentRelaxation`); monomials and index multisets come from
+Modules: :mod:`.builders` (problem construction), :mod:`.structure` (the fixed maps and the
+conic problem of one ``(n, p, d)``), :mod:`.driver` (the driver protocol: problem, iterate,
+schedule), :mod:`.scs_driver` (SCS: settings, warm-up, chunked solve; every SCS name lives
+there), :mod:`.clarabel_driver` (a second, interior-point driver for small ``n``; optional),
+:mod:`.bound` (validated bound, repair, face certificate: the paper-critical part),
+:mod:`.export` (SOS certificate export), :mod:`.polish` (candidate polish and input checks),
+:mod:`.core` (:class:`MomentRelaxation`: the solve). Imports go one way: builders, driver <-
+structure, scs_driver <- bound, export <- core. Monomials and index multisets come from
 :mod:`sroa_dist.monomials`, shared with the noise draws and the certificate checker.
 """
 
@@ -30,29 +37,41 @@ import numpy as np
 
 from ..monomials import monomial_exponents, polynomial_coefficients
 from .builders import FORMULATIONS
-from .core import MomentRelaxation
+from .core import SOLVE_OPTION_RULES, SOLVE_OPTIONS, MomentRelaxation, option_rules
+from .driver import Schedule, SdpDriver, SdpIterate, SdpProblem
 from .export import export_certificate
 from .polish import polish
 from .result import RelaxationResult
 from .scs_driver import (
     DEFAULT_SCS_SETTINGS,
+    SCS,
     SCS_SETTING_NAMES,
-    SOLVE_OPTIONS,
     WARMUP_SCS_SETTINGS,
+    ScsDriver,
 )
+from .structure import MomentStructure
 
 __all__ = [
     "DEFAULT_SCS_SETTINGS",
     "FORMULATIONS",
-    "MomentRelaxation",
-    "RelaxationResult",
+    "SCS",
     "SCS_SETTING_NAMES",
     "SOLVE_OPTIONS",
+    "SOLVE_OPTION_RULES",
     "WARMUP_SCS_SETTINGS",
+    "MomentRelaxation",
+    "MomentStructure",
+    "RelaxationResult",
+    "Schedule",
+    "ScsDriver",
+    "SdpDriver",
+    "SdpIterate",
+    "SdpProblem",
     "clear_cache",
     "export_certificate",
     "get_relaxation",
     "monomial_exponents",
+    "option_rules",
     "polish",
     "polynomial_coefficients",
     "solve",
@@ -81,7 +100,7 @@ def get_relaxation(
 
 
 def clear_cache() -> None:
-    """Drop all cached relaxations (and their SCS workspaces)."""
+    """Drop all cached relaxations (and with them the drivers' per-problem workspaces)."""
     with _CACHE_LOCK:
         _CACHE.clear()
 

@@ -9,17 +9,13 @@ try to make that bound small.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 
 from ..monomials import exponent_tuples, multinomial
 from .result import Best
-
-if TYPE_CHECKING:
-    from .core import MomentRelaxation
+from .structure import MomentStructure
 
 __all__ = ["face_projector", "flattening_dual", "refine_face", "repair", "validated_bound"]
 
@@ -27,7 +23,7 @@ _U = float(np.finfo(float).eps)
 
 
 def validated_bound(
-    rel: MomentRelaxation,
+    rel: MomentStructure,
     c: np.ndarray,
     z_zero: np.ndarray,
     Z: np.ndarray,
@@ -36,7 +32,7 @@ def validated_bound(
     """Upper bound of ``max_{||x||=1} -c^T y(x)`` from ANY dual guess ``(z_zero, Z)``.
 
     For unit ``x`` the moment vector ``y(x)`` is feasible (``A_0 y(x) = b_0`` and
-    ``M(y(x)) = m(x) m(x)^T``), so with ``r = c + A_0^T z_zero - M^*(Z)`` (the SCS dual
+    ``M(y(x)) = m(x) m(x)^T``), so with ``r = c + A_0^T z_zero - M^*(Z)`` (the dual
     residual ``c + A^T z``)::
 
         c^T y(x) = r^T y(x) - b^T z + <Z, M(y(x))>
@@ -62,14 +58,14 @@ def validated_bound(
     return ub + 8 * _U * (abs(float(z_zero[0])) + rel.trace_bound * mu + res)
 
 
-def repair(rel: MomentRelaxation, c: np.ndarray, z_zero: np.ndarray, Z: np.ndarray) -> np.ndarray:
+def repair(rel: MomentStructure, c: np.ndarray, z_zero: np.ndarray, Z: np.ndarray) -> np.ndarray:
     """``Z`` plus the least change on direct entries that makes ``r = 0`` (same ``z_zero``)."""
     lam = (c + rel._A0_T @ z_zero - rel._adjoint(Z)) / rel._D
     e = np.where(rel._direct, lam[np.maximum(rel._direct_var, 0)], 0.0)
     return Z + rel._sym(e)
 
 
-def face_projector(rel: MomentRelaxation, c: np.ndarray, z_zero: np.ndarray, x: np.ndarray):
+def face_projector(rel: MomentStructure, c: np.ndarray, z_zero: np.ndarray, x: np.ndarray):
     """Orthogonal projector onto the optimal face at a candidate ``x``.
 
     If the relaxation is tight with maximiser ``x``, some optimal dual has
@@ -134,7 +130,7 @@ def face_projector(rel: MomentRelaxation, c: np.ndarray, z_zero: np.ndarray, x: 
 
 
 def refine_face(
-    rel: MomentRelaxation,
+    rel: MomentStructure,
     c: np.ndarray,
     z_zero: np.ndarray,
     Z0: np.ndarray,
@@ -164,7 +160,7 @@ def refine_face(
 
 
 def flattening_dual(
-    rel: MomentRelaxation, T: np.ndarray, sign: int
+    rel: MomentStructure, T: np.ndarray, sign: int
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """A dual ``(z_zero, Z)`` of ``max sign * T x^p`` from the symmetric square unfolding, for
     even ``p`` in the homogeneous formulation at order ``p/2`` (``None`` otherwise).
@@ -174,7 +170,7 @@ def flattening_dual(
     ``Z = U diag(c) - sign G`` satisfies the dual equalities for every ``U`` and is PSD for
     ``U = lambda_max(sign diag(c)^-1/2 G diag(c)^-1/2)``, the spectral norm of the unfolding
     restricted to symmetric matrices. One eigenvalue problem of the moment matrix's size,
-    no SCS: cheap evidence that one sign of an even-order form cannot beat the other.
+    no SDP solver: cheap evidence that one sign of an even-order form cannot beat the other.
     :func:`validated_bound` of the result is a bound like any other dual's.
     """
     n, p, d = rel.n, rel.p, rel.order

@@ -1,4 +1,4 @@
-"""Construction of the order-``d`` moment relaxation in SCS form, one small builder per part:
+"""Construction of the order-``d`` moment relaxation in conic form, one small builder per part:
 the degrees in play, the moment variables, the moment matrix as a map of them, the zero-cone
 rows, the maps from lower-degree moments to variables, and the constants of the validated
 bound. :class:`~sroa_dist.relaxation.core.MomentRelaxation` calls them once per ``(n, p, d)``.
@@ -79,11 +79,11 @@ def moment_variables(n: int, var_degrees: list[int], kx: MonomialKeys) -> tuple[
 class MomentMap:
     """The moment matrix ``M(y)`` as a sparse map of the variables.
 
-    Entries are the lower triangle in SCS order (column-major): ``(I, J)`` with ``I >= J``.
-    ``mmap`` maps variables to entries; an entry is *direct* when it is a single variable
-    (``direct_var``), otherwise (homogeneous odd ``p``, degree ``2d-2``) it is
-    ``sum_k y_{a+2e_k}``. ``D[a]`` counts the ordered direct entries holding variable ``a``;
-    ``ord_*`` list all ordered entries as ``(row, col, var, coefficient)``.
+    Entries are the lower triangle, column-major (SCS's order, so its driver need not
+    permute): ``(I, J)`` with ``I >= J``. ``mmap`` maps variables to entries; an entry is
+    *direct* when it is a single variable (``direct_var``), otherwise (homogeneous odd ``p``,
+    degree ``2d-2``) it is ``sum_k y_{a+2e_k}``. ``D[a]`` counts the ordered direct entries
+    holding variable ``a``; ``ord_*`` list all ordered entries as ``(row, col, var, coefficient)``.
     """
 
     I: np.ndarray  # noqa: E741

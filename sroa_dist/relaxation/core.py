@@ -8,19 +8,28 @@ import time
 from typing import Any
 
 import numpy as np
-import scipy.linalg as sla
-import scipy.sparse as sp
 
 from ..certificate import Certificate
-from ..monomials import MonomialKeys, monomial_exponents, polynomial_coefficients
 from ..tensors import kron_power
-from . import bound, builders
+from . import bound
+from .driver import (
+    FLAG,
+    NONNEG,
+    Rule,
+    Schedule,
+    SdpDriver,
+    SdpIterate,
+    check_setting_names,
+    int_at_least,
+    is_int,
+)
 from .export import export_certificate
 from .polish import check_sign, check_tensor, fro, polish, polish_many, value, values
 from .result import Best, RelaxationResult
-from .scs_driver import WARMUP_SCS_SETTINGS, ScsProblem, full_settings, parity
+from .scs_driver import SCS
+from .structure import MomentStructure
 
-__all__ = ["MomentRelaxation"]
+__all__ = ["SOLVE_OPTIONS", "SOLVE_OPTION_RULES", "MomentRelaxation", "option_rules"]
 
 _U = float(np.finfo(float).eps)
 
@@ -40,139 +49,47 @@ FALLBACK_CHUNK = 30
 LARGE_FALLBACK_CHUNK = 15
 SHORT_CHUNK_GRAM = 400
 
+#: Keyword options of :meth:`MomentRelaxation.solve` that a caller may pass through a table
+#: (the ``relaxation`` option of the rank-one methods), with their value rules (``None``:
+#: checked by name only). The driver's settings come on top (:func:`option_rules`).
+SOLVE_OPTION_RULES: dict[str, Rule | None] = {
+    "warmup_iters": (lambda v: v is None or (is_int(v) and v >= 0), "an integer >= 0"),
+    "warmup_chunks": int_at_least(1),
+    "refine_iters": int_at_least(0),
+    "fallback_chunk": int_at_least(1),
+    "gap_tol": NONNEG,
+    "fallback": FLAG,
+    "stop_below": None,
+    "polish_steps": int_at_least(0),
+    "flat_tol": NONNEG,
+}
+SOLVE_OPTIONS = tuple(SOLVE_OPTION_RULES)
 
-class MomentRelaxation:
-    """Order-``d`` Lasserre relaxation of ``max_{||x||=1} T x^p`` in SCS form, built per (n, p, d).
 
-    SCS form: ``min c^T y`` s.t. ``A y + s = b``, ``s`` in (zero cone) x (PSD cone of the moment
-    matrix ``M(y)`` in SCS's ``svec``: lower triangle, column-major, off-diagonals times sqrt 2).
-    Only ``c`` depends on the tensor: ``c = -sign * coef`` (:func:`polynomial_coefficients`,
-    mapped to the variables). Dual vector ``z = (z_zero, svec(Z))``.
+def option_rules(driver: SdpDriver = SCS) -> dict[str, Rule | None]:
+    """Every option a ``relaxation`` table may set for ``driver``: the solve options
+    (:data:`SOLVE_OPTION_RULES`) and the driver's settings, with their value rules (``None``:
+    checked by name only). The one place callers (option checks, sweep specs) read them."""
+    return {**SOLVE_OPTION_RULES, **driver.setting_rules}
 
-    Parameters
-    ----------
-    n, p : int
-        Dimension and tensor order (``p >= 2``).
-    order : int, optional
-        Relaxation order ``d >= ceil(p / 2)``; default ``ceil(p / 2)``.
-    formulation : {"homogeneous", "full"}
-        See :data:`FORMULATIONS`.
+
+def _finite(it: SdpIterate) -> bool:
+    return bool(np.all(np.isfinite(it.z_zero)) and np.all(np.isfinite(it.Z)))
+
+
+class MomentRelaxation(MomentStructure):
+    """Order-``d`` Lasserre relaxation of ``max_{||x||=1} T x^p``, built per ``(n, p, d)``, and
+    its solve: dual iterates from an SDP driver (:class:`~.driver.SdpDriver`, SCS by default)
+    turned into validated bounds and a certified maximiser.
+
+    The fixed maps and the conic form (:attr:`problem`) are those of :class:`MomentStructure`;
+    see there for the parameters.
 
     Notes
     -----
-    Not safe to share one SCS workspace between threads, so each thread gets its own (built on
+    Safe to share between threads: the SCS driver gives each thread its own workspace (built on
     first use, about as expensive as one solve).
     """
-
-    def __init__(self, n: int, p: int, order: int | None = None, formulation: str = "homogeneous"):
-        n, p, d = builders.check_arguments(n, p, order, formulation)
-        self.n, self.p, self.order, self.formulation = n, p, d, formulation
-        kx = MonomialKeys(n, 2 * d)  # every moment used has degree <= 2d
-        var_degrees, basis_degrees = builders.degree_layout(p, d, formulation)
-
-        # Moment variables, looked up by their exact monomial keys.
-        E, look = builders.moment_variables(n, var_degrees, kx)
-        N = E.shape[0]
-        self.exponents, self.degrees = E, E.sum(axis=1)
-
-        # Moment-matrix basis and the matrix as a map of the variables.
-        self.basis = np.vstack([monomial_exponents(n, k) for k in basis_degrees])
-        self.m = self.basis.shape[0]
-        mm = builders.moment_map(n, self.basis, var_degrees, kx, look, N)
-        self._I, self._J, self._mmap, self._mult = mm.I, mm.J, mm.mmap, mm.mult
-        self._mmap_T = mm.mmap.T.tocsr()
-        self._svec_scale = np.sqrt(mm.mult)
-        self._direct, self._direct_var, self._D = mm.direct, mm.direct_var, mm.D
-        self._ord_row, self._ord_col = mm.ord_row, mm.ord_col
-        self._ord_var, self._ord_val = mm.ord_var, mm.ord_val
-        gi = builders.gram_inverse(mm, N)
-        self._gram_U, self._gram_V = gi.U, gi.V
-        self._K, self._Kw, self._inner = gi.K, gi.Kw, gi.inner
-
-        # SCS data: zero-cone rows, then the PSD cone of svec(M(y)).
-        A0 = builders.zero_rows(n, d, formulation, E, self.degrees, kx, look, N)
-        self.n_zero = A0.shape[0]
-        self._A0_T = A0.T.tocsr()
-        self._A0_T_abs = abs(self._A0_T)
-        self.A = sp.vstack([A0, -sp.diags(self._svec_scale) @ self._mmap]).tocsc()
-        self.A.sort_indices()
-        self.b = np.zeros(self.A.shape[0])
-        self.b[0] = 1.0
-        self.cone = {"z": self.n_zero, "s": [self.m]}
-        self._scs = ScsProblem(self.A, self.b, self.cone, p)
-
-        # Objective map: degree-p coefficients -> variables (times (sum x_k^2)^k to reach the
-        # variables' degree of the same parity); maps to first- and second-order moments.
-        def homogenizer(Elow: np.ndarray) -> sp.csr_matrix:
-            return builders.homogenizer(n, kx, look, Elow, var_degrees, N)
-
-        self._objmap = homogenizer(monomial_exponents(n, p)).T.tocsr()
-        self._first = None
-        if p % 2 or formulation == "full":
-            self._first = homogenizer(monomial_exponents(n, 1))
-        E2, self._second_idx = builders.second_moment_exponents(n)
-        self._second = homogenizer(E2)
-
-        # Validated-bound constants: max over the sphere of |x^a|, the bound of trace M(y(x))
-        # on the sphere (each degree block: sum_{|b|=k} x^{2b} <= 1), and the number of terms
-        # in each residual entry (for the rounding margin).
-        self._ymax = builders.sphere_maxima(E, self.degrees)
-        self.trace_bound = float(len(basis_degrees))
-        self._n_terms = (np.diff(self._mmap_T.indptr) + np.diff(self._A0_T.indptr) + 1).astype(
-            float
-        )
-        # Fixed pseudo-random directions for the candidate search (a pure function of n).
-        self._w, self._random_starts = builders.fixed_directions(n)
-
-    # ---- maps and small helpers -------------------------------------------------------------
-
-    @property
-    def n_vars(self) -> int:
-        """Number of moment variables."""
-        return self.exponents.shape[0]
-
-    def objective(self, T: np.ndarray, sign: int = 1) -> np.ndarray:
-        """SCS cost vector ``c`` for ``max sign * T x^p`` (``min c^T y``), length :attr:`n_vars`."""
-        return -float(sign) * (self._objmap @ polynomial_coefficients(T, self.p))
-
-    def moments_of(self, x: np.ndarray) -> np.ndarray:
-        """Moment vector ``y(x) = (x^a)_a`` of a point; feasible when ``||x|| = 1``."""
-        x = np.asarray(x, dtype=float)
-        return np.prod(x[None, :] ** self.exponents, axis=1)
-
-    def basis_vector(self, x: np.ndarray) -> np.ndarray:
-        """Monomial vector ``m(x)`` of the moment matrix: ``M(y(x)) = m m^T`` on the sphere."""
-        x = np.asarray(x, dtype=float)
-        return np.prod(x[None, :] ** self.basis, axis=1)
-
-    def moment_matrix(self, y: np.ndarray) -> np.ndarray:
-        """Symmetric moment matrix ``M(y)``, shape ``(m, m)``."""
-        return self._sym(self._mmap @ y)
-
-    def dual_matrix(self, z: np.ndarray) -> np.ndarray:
-        """Symmetric ``Z`` from the PSD part of an SCS dual vector (undoes ``svec``)."""
-        return self._sym(z[self.n_zero :] / self._svec_scale)
-
-    def _sym(self, e: np.ndarray) -> np.ndarray:
-        M = np.empty((self.m, self.m))
-        M[self._I, self._J] = e
-        M[self._J, self._I] = e
-        return M
-
-    def _adjoint(self, Z: np.ndarray) -> np.ndarray:
-        """``M^*(Z)_a = <E_a, Z>``: sum of ``Z`` over the ordered entries holding variable ``a``."""
-        return self._mmap_T @ (Z[self._I, self._J] * self._mult)
-
-    def _solve_gram(self, R: np.ndarray) -> np.ndarray:
-        """``(M^* M)^{-1} R`` with ``M^* M = D + K^T W K`` (Woodbury on the small fixed ``K``)."""
-        RD = R / (self._D if R.ndim == 1 else self._D[:, None])
-        if self._gram_U is not None:
-            return RD - self._gram_V @ (self._gram_U.T @ R)
-        if self._K is None:
-            return RD
-        sw = self._Kw if R.ndim == 1 else self._Kw[:, None]
-        t = self._K.T @ (sla.cho_solve(self._inner, sw * (self._K @ RD)) * sw)
-        return RD - t / (self._D if R.ndim == 1 else self._D[:, None])
 
     # ---- certificates (see :mod:`.bound` and :mod:`.export`) -------------------------------
 
@@ -210,7 +127,7 @@ class MomentRelaxation:
         self,
         T: np.ndarray,
         s: int,
-        y: np.ndarray,
+        y: np.ndarray | None,
         steps: int,
         best: Best,
         first: bool,
@@ -225,15 +142,17 @@ class MomentRelaxation:
         diagonalisation: for a nearly SOD tensor they are close to the components even when all
         weights are equal), on later calls (the first certificate failed) the current best
         instead, and on the first of them ``n`` fixed pseudo-random starts. ``extra`` starts
-        are added as given.
+        are added as given. Without moments (``y is None``: a dual-only driver) the starts
+        come from ``T`` alone.
         """
         n, p = self.n, self.p
         starts = [] if extra is None else [np.atleast_2d(np.asarray(extra, dtype=float))]
-        if self._first is not None:
+        if self._first is not None and y is not None:
             starts.append((self._first @ y)[None, :])
-        X = np.zeros((n, n))
-        iu, ju = self._second_idx
-        X[iu, ju] = X[ju, iu] = self._second @ y
+        X = np.full((n, n), np.nan)
+        if y is not None:
+            iu, ju = self._second_idx
+            X[iu, ju] = X[ju, iu] = self._second @ y
         if np.all(np.isfinite(X)):
             V = np.linalg.eigh(X)[1]
             # After a short warm-up the other eigenvectors are mixtures; later, all may matter.
@@ -280,7 +199,8 @@ class MomentRelaxation:
         flat_tol: float = 1e-3,
         candidates: np.ndarray | None = None,
         with_certificate: bool = False,
-        **scs_settings: Any,
+        driver: SdpDriver = SCS,
+        **settings: Any,
     ) -> RelaxationResult:
         """Solve the relaxation of ``max_{||x||=1} sign * T x^p`` and certify a maximiser.
 
@@ -291,9 +211,9 @@ class MomentRelaxation:
         sign : {+1, -1}
             Maximise ``sign * T x^p``.
         warmup_iters : int, optional
-            SCS iterations per chunk of the deterministic warm-up; default from
-            :data:`WARMUP_SCS_SETTINGS` (14 for odd ``p``, 40 for even ``p``). 0 skips the
-            warm-up and goes straight to the full SCS solve.
+            Driver iterations per chunk of the deterministic warm-up; default the driver's
+            (SCS: :data:`~.scs_driver.WARMUP_SCS_SETTINGS`, 14 for odd ``p``, 40 for even
+            ``p``). 0 skips the warm-up and goes straight to the full solve.
         warmup_chunks : int, optional
             Maximum number of warm-up chunks; each continues from the previous one and is
             followed by candidate extraction and a face certificate. Default 2, or
@@ -304,9 +224,9 @@ class MomentRelaxation:
             Maximum alternating-projection steps of each face certificate.
         gap_tol : float
             Target ``upper_bound - fx``, relative to ``||T||_F``. Refinement stops there; if the
-            warm-up's certificate does not reach it, the full SCS solve runs.
+            warm-up's certificate does not reach it, the full solve runs.
         fallback : bool
-            Whether to run the full SCS solve when the warm-up does not reach ``gap_tol``.
+            Whether to run the full solve when the warm-up does not reach ``gap_tol``.
         fallback_chunk : int, optional
             The full solve runs in chunks of this many iterations (up to ``max_iters`` in all),
             each followed by candidate extraction and a face certificate. Short chunks let the
@@ -328,8 +248,12 @@ class MomentRelaxation:
         with_certificate : bool
             Attach the dual behind ``upper_bound`` as an auditable SOS certificate
             (``sos_certificate``; see :meth:`export_certificate`).
-        **scs_settings
-            SCS settings of the full solve, overriding :data:`DEFAULT_SCS_SETTINGS`.
+        driver : SdpDriver
+            The SDP solver that produces the dual iterates (:mod:`.driver`); default
+            :data:`~.scs_driver.SCS`. Bounds never depend on trusting it.
+        **settings
+            The driver's settings of the full solve (SCS: overriding
+            :data:`~.scs_driver.DEFAULT_SCS_SETTINGS`).
 
         Returns
         -------
@@ -339,9 +263,8 @@ class MomentRelaxation:
         t0 = time.perf_counter()
         s = check_sign(sign)
         T = check_tensor(T, self.n, self.p)
-        settings = full_settings(scs_settings)
-        if warmup_iters is None:
-            warmup_iters = WARMUP_SCS_SETTINGS[parity(self.p)]["max_iters"]
+        check_setting_names(driver, settings, f"solve options: {', '.join(SOLVE_OPTIONS)}")
+        config = driver.configure(settings)
         scale = fro(T)
         if scale == 0.0:  # f = 0: every unit vector is optimal
             zc = None
@@ -351,42 +274,53 @@ class MomentRelaxation:
             return RelaxationResult(
                 0.0, 0.0, x0, 0.0, s, 0.0, True, "not run", 0, 0.0, "zero", sos_certificate=zc
             )
-        # Work with ||T||_F = 1 so that SCS's scale setting means the same for every tensor.
+        # Work with ||T||_F = 1 so that a solver's scale setting means the same for every
+        # tensor (SCS's does).
         T_in, T = T, T / scale
         stop_below = stop_below / scale
         c = self.objective(T, s)
         best = Best()
         iters, status = 0, "not run"
-        rank_ratio, scs_value = float("nan"), float("nan")
+        rank_ratio, sdp_value = float("nan"), float("nan")
         if warmup_chunks is None:
             warmup_chunks = LARGE_WARMUP_CHUNKS if self.m > LARGE_GRAM else 2
         if fallback_chunk is None:
             fallback_chunk = LARGE_FALLBACK_CHUNK if self.m > SHORT_CHUNK_GRAM else FALLBACK_CHUNK
-        chunks = self._scs.runs(
-            c,
-            settings,
-            warmup_iters=int(warmup_iters),
+        schedule = Schedule(
+            warmup_iters=None if warmup_iters is None else int(warmup_iters),
             warmup_chunks=warmup_chunks,
             fallback=fallback,
             fallback_chunk=fallback_chunk,
         )
-        for _run, sol in chunks:
-            info = sol["info"]
-            iters += int(info["iter"])
-            status = str(info["status"])
-            scs_value = float(-info["pobj"])
-            y, z = sol["x"], sol["y"]
-            if np.all(np.isfinite(y)):
-                ev = np.linalg.eigvalsh(self.moment_matrix(y))
-                rank_ratio = float(abs(ev[-2]) / ev[-1]) if ev[-1] > 0 else float("nan")
+        last = None
+        for last in driver.runs(self.problem, c, config, schedule):
+            iters += last.iterations
+            status = last.status
+            sdp_value = -last.primal_objective
+            y = last.y  # None from a dual-only driver: candidates then come from T alone
+            if y is None or np.all(np.isfinite(y)):
+                if y is not None:
+                    ev = np.linalg.eigvalsh(self.moment_matrix(y))
+                    rank_ratio = float(abs(ev[-2]) / ev[-1]) if ev[-1] > 0 else float("nan")
                 first = best.x is None
                 extra = candidates if first else None
                 self._candidates(T, s, y, polish_steps, best, first=first, extra=extra)
-            if np.all(np.isfinite(z)):
-                self._offer_duals(c, z, best, gap_tol, stop_below, refine_iters)
+            if _finite(last):
+                self._offer_duals(c, last.z_zero, last.Z, best, gap_tol, stop_below, refine_iters)
             if best.done(gap_tol, stop_below):
                 break
-        if best.x is None:  # SCS returned nothing usable: a unit vector still gives fx
+        else:
+            if last is not None and best.x is not None and not best.random_starts_done:
+                # The driver yielded once (an interior-point solve does) and that did not
+                # close the gap: give the candidate search its later round (every
+                # second-moment eigenvector, the fixed random starts) before giving up. An
+                # optimum with many maximisers has a central, high-rank moment matrix there.
+                self._candidates(T, s, last.y, polish_steps, best, first=False)
+                if _finite(last):
+                    self._offer_duals(
+                        c, last.z_zero, last.Z, best, gap_tol, stop_below, refine_iters
+                    )
+        if best.x is None:  # the driver returned nothing usable: a unit vector still gives fx
             best.x = polish(T, np.eye(self.n)[0], s, newton_steps=polish_steps)
             best.fx = s * value(T, best.x)
         tight = best.bound - best.fx <= gap_tol
@@ -394,7 +328,7 @@ class MomentRelaxation:
         upper = self._bound_at_scale(c, best.bound, scale)
         fx = float(s * value(T_in, best.x))
         return RelaxationResult(
-            value=fx if tight else scale * max(scs_value, float(best.fx)),
+            value=fx if tight else scale * max(sdp_value, float(best.fx)),
             upper_bound=float(upper),
             x=best.x,
             fx=fx,
@@ -406,7 +340,7 @@ class MomentRelaxation:
             solve_time=time.perf_counter() - t0,
             certificate=best.which,
             dual_margin=scale * best.margin if face else float("nan"),
-            scs_value=scale * scs_value,
+            sdp_value=scale * sdp_value,
             sos_certificate=(
                 self.export_certificate(T_in, s, *best.dual, scale=scale)
                 if with_certificate and best.dual is not None
@@ -417,22 +351,22 @@ class MomentRelaxation:
     def _offer_duals(
         self,
         c: np.ndarray,
-        z: np.ndarray,
+        z_zero: np.ndarray,
+        Z: np.ndarray,
         best: Best,
         target: float,
         stop_below: float,
         refine_iters: int,
     ) -> None:
-        """Offer ``best`` the validated bounds of an SCS dual ``z``: the face certificate at the
-        best candidate first, then (if that does not close the gap) the dual as is and
-        repaired."""
-        z_zero, Z = z[: self.n_zero], self.dual_matrix(z)
+        """Offer ``best`` the validated bounds of a driver's dual ``(z_zero, Z)``: the face
+        certificate at the best candidate first, then (if that does not close the gap) the
+        dual as is and repaired."""
         if best.x is not None:
             bound.refine_face(
                 self, c, z_zero, Z, best.x, best.fx, target, stop_below, refine_iters, best
             )
         if not best.done(target, stop_below):
-            best.offer_bound(self.validated_bound(c, z_zero, Z), "scs", dual=(z_zero, Z))
+            best.offer_bound(self.validated_bound(c, z_zero, Z), "driver", dual=(z_zero, Z))
             Zr = self.repair(c, z_zero, Z)
             best.offer_bound(self.validated_bound(c, z_zero, Zr), "repaired", dual=(z_zero, Zr))
 
@@ -447,7 +381,7 @@ class MomentRelaxation:
     def _flattening_result(
         self, T: np.ndarray, sign: int, below: float, with_certificate: bool
     ) -> RelaxationResult | None:
-        """The losing sign of an even-order form settled without SCS: a result whose
+        """The losing sign of an even-order form settled without an SDP solve: a result whose
         validated bound (:func:`~sroa_dist.relaxation.bound.flattening_dual`) is ``<= below``,
         or ``None`` when that bound is not small enough (or does not apply)."""
         t0 = time.perf_counter()
@@ -478,7 +412,7 @@ class MomentRelaxation:
             solve_time=time.perf_counter() - t0,
             certificate="flattening",
             dual_margin=float("nan"),
-            scs_value=float("nan"),
+            sdp_value=float("nan"),
             sos_certificate=(
                 self.export_certificate(T, sign, *dual, scale=scale) if with_certificate else None
             ),
@@ -489,11 +423,11 @@ class MomentRelaxation:
 
         Odd ``p``: one solve (``f(-x) = -f(x)``, so ``max |f| = max f``). Even ``p``: solves both
         signs, the one that looks dominant first (``f`` at the eigenvectors of ``T w^{p-2}``),
-        then the other only until its validated bound falls below the first's ``fx`` (without SCS
-        when the symmetric-unfolding dual, :func:`~sroa_dist.relaxation.bound.flattening_dual`,
-        already shows it). Returns
-        the sign with the larger ``fx`` (``x`` keeps its ``sign``); ``upper_bound`` is the larger
-        of the two bounds (a bound of ``max |f|``); ``iterations`` and ``solve_time`` are totals.
+        then the other only until its validated bound falls below the first's ``fx`` (without
+        an SDP solve when the symmetric-unfolding dual,
+        :func:`~sroa_dist.relaxation.bound.flattening_dual`, already shows it). Returns the sign
+        with the larger ``fx`` (``x`` keeps its ``sign``); ``upper_bound`` is the larger of the
+        two bounds (a bound of ``max |f|``); ``iterations`` and ``solve_time`` are totals.
         """
         if self.p % 2:
             return self.solve(T, 1, **options)

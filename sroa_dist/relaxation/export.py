@@ -2,24 +2,21 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from ..certificate import Certificate
 from ..monomials import monomial_exponents, multinomial, polynomial_coefficients
 from .polish import check_sign
+from .structure import MomentStructure
 
 _U = float(np.finfo(float).eps)
 
-if TYPE_CHECKING:
-    from .core import MomentRelaxation
 
 __all__ = ["export_certificate"]
 
 
 def export_certificate(
-    rel: MomentRelaxation,
+    rel: MomentStructure,
     T: np.ndarray,
     sign: int,
     z_zero: np.ndarray,
@@ -42,7 +39,7 @@ def export_certificate(
     The residual is not exported: :meth:`Certificate.verify` recomputes it from ``T``.
 
     Homogeneous formulation: a dual with ``lambda_min(Z) = -mu < 0`` (an early-stopped or
-    repaired SCS dual) is exported as the equivalent dual ``(z_0 + K mu', Z + mu' D)``, with
+    repaired driver dual) is exported as the equivalent dual ``(z_0 + K mu', Z + mu' D)``, with
     ``D = diag(multinomial coefficients of the basis)`` (``m^T D m = sum_k ||x||^{2k}``, which
     is ``K``, the number of degree blocks, on the sphere) and ``mu'`` = ``mu`` plus a rounding
     margin. It satisfies the same dual equalities, its ``Q`` is positive semidefinite and its
@@ -95,7 +92,7 @@ def export_certificate(
 
 
 def _fold_negative_part(
-    rel: MomentRelaxation, z_zero: np.ndarray, Z: np.ndarray
+    rel: MomentStructure, z_zero: np.ndarray, Z: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(z_zero, Z)`` with ``Z``'s negative part moved into the bound (homogeneous
     formulation; see :func:`export_certificate`); unchanged when ``Z`` is PSD or the

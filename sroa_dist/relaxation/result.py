@@ -20,11 +20,12 @@ class RelaxationResult:
     value : float
         The relaxation's estimate of ``max sign * f``: when the certificate closes the gap
         (``gap <= gap_tol * ||T||_F``) the rank-one moment vector of ``x`` is optimal for the
-        relaxation and ``value = fx``; otherwise SCS's primal objective, raised to ``fx`` if
-        below (the moment vector of ``x`` is feasible, so the relaxation's optimum is ``>= fx``).
+        relaxation and ``value = fx``; otherwise the driver's primal objective, raised to
+        ``fx`` if below (the moment vector of ``x`` is feasible, so the relaxation's optimum
+        is ``>= fx``).
     upper_bound : float
-        Validated upper bound of ``max_{||x||=1} sign * f(x)``. It holds whatever SCS returned
-        (early stops included); rounding is covered by an explicit margin.
+        Validated upper bound of ``max_{||x||=1} sign * f(x)``. It holds whatever the driver
+        returned (early stops included); rounding is covered by an explicit margin.
     x : ndarray, shape ``(n,)``
         Unit-norm maximiser candidate (from the moments, polished).
     fx : float
@@ -32,32 +33,34 @@ class RelaxationResult:
     sign : int
         ``+1`` or ``-1``.
     rank_ratio : float
-        Second over first eigenvalue of SCS's (last) moment matrix.
+        Second over first eigenvalue of the driver's (last) moment matrix.
     flat : bool
         The relaxation is numerically tight with a rank-one optimal moment matrix: either
         ``rank_ratio < flat_tol``, or the certificate closed the gap with a dual matrix whose
         kernel is one-dimensional (``dual_margin > 0``), which makes every optimal moment
         matrix rank one.
     status : str
-        SCS status of the last SCS run.
+        The driver's status word for its last iterate.
     iterations : int
-        Total SCS iterations.
+        Total driver (SDP solver) iterations.
     solve_time : float
-        Wall-clock seconds for the whole solve (SCS, extraction, polish, certificate).
+        Wall-clock seconds for the whole solve (driver, extraction, polish, certificate).
     certificate : str
         Which dual produced ``upper_bound``: ``"face"`` (projected on the optimal face at ``x``),
-        ``"repaired"`` (SCS dual with its equality residual moved into ``Z``), ``"scs"``, or
+        ``"repaired"`` (the driver's dual with its equality residual moved into ``Z``),
+        ``"driver"`` (the driver's dual as returned; called ``"scs"`` before the driver seam), or
         ``"flattening"`` (even ``p``, the losing sign settled by the symmetric-unfolding dual
-        without SCS; ``x`` and ``fx`` are then only a point and its value).
+        without an SDP solve; ``x`` and ``fx`` are then only a point and its value).
     dual_margin : float
         Second-smallest eigenvalue of the certificate's dual matrix (``> 0``: the rank-one
         optimum is unique); ``nan`` when the certificate is not a face certificate.
-    scs_value : float
-        SCS's primal objective of the last SCS run (``-pobj``).
+    sdp_value : float
+        The driver's primal objective of its last iterate, as ``max sign * f`` (SCS: ``-pobj``);
+        also readable as ``scs_value``, its name before the driver seam.
     sos_certificate : Certificate or None
         With ``with_certificate=True``: the dual that gave ``upper_bound`` as an auditable SOS
         identity (:class:`sroa_dist.certificate.Certificate`; ``verify(T)`` re-derives the bound
-        without SCS); ``None`` otherwise or when SCS returned no finite dual.
+        without the solver); ``None`` otherwise or when the driver returned no finite dual.
     """
 
     value: float
@@ -70,10 +73,15 @@ class RelaxationResult:
     status: str
     iterations: int
     solve_time: float
-    certificate: str = "scs"
+    certificate: str = "driver"
     dual_margin: float = float("nan")
-    scs_value: float = float("nan")
+    sdp_value: float = float("nan")
     sos_certificate: Certificate | None = None
+
+    @property
+    def scs_value(self) -> float:
+        """:attr:`sdp_value` under its name from before the driver seam."""
+        return self.sdp_value
 
     @property
     def gap(self) -> float:

@@ -1,16 +1,40 @@
-"""SCS settings and runs of the moment relaxation: the deterministic warm-up, then chunks of
-the full solve, each handed back to the caller to extract candidates and try a certificate."""
+"""SCS behind the driver seam (:class:`~.driver.SdpDriver`): its settings with their value rules,
+its form of the problem, the deterministic warm-up, then chunks of the full solve, each handed
+back as a dual iterate. Every SCS name (settings, data dict, result dict) lives here only."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+import weakref
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 import scs
 
-__all__ = ["DEFAULT_SCS_SETTINGS", "WARMUP_SCS_SETTINGS"]
+from .driver import (
+    FLAG,
+    NONNEG,
+    POSITIVE,
+    Rule,
+    Schedule,
+    SdpIterate,
+    SdpProblem,
+    int_at_least,
+    is_real,
+)
+
+__all__ = [
+    "DEFAULT_SCS_SETTINGS",
+    "SCS",
+    "SCS_SETTING_NAMES",
+    "SCS_SETTING_RULES",
+    "WARMUP_SCS_SETTINGS",
+    "ScsDriver",
+    "scs_data",
+]
 
 #: SCS settings of the warm-up, by parity of ``p``. No adaptive scale and no Anderson
 #: acceleration, so the cached solver object keeps no state between solves and results depend on
@@ -32,7 +56,7 @@ WARMUP_SCS_SETTINGS: dict[str, dict[str, Any]] = {
     for parity, scale, iters in (("odd", 1.5, 14), ("even", 0.5, 40))
 }
 
-#: SCS settings of the fallback full solve, overridden by ``**scs_settings`` of ``solve``.
+#: SCS settings of the fallback full solve, overridden by ``**settings`` of ``solve``.
 #: Anderson acceleration and adaptive scale are on (SCS defaults); the solver object is built per
 #: call, so no state leaks between calls.
 DEFAULT_SCS_SETTINGS: dict[str, Any] = {
@@ -44,123 +68,192 @@ DEFAULT_SCS_SETTINGS: dict[str, Any] = {
     "verbose": False,
 }
 
-#: Keyword options of :meth:`MomentRelaxation.solve` that a caller may pass through a table
-#: (the ``relaxation`` option of the rank-one methods).
-SOLVE_OPTIONS = (
-    "warmup_iters",
-    "warmup_chunks",
-    "refine_iters",
-    "fallback_chunk",
-    "gap_tol",
-    "fallback",
-    "stop_below",
-    "polish_steps",
-    "flat_tol",
-)
+#: The SCS settings a caller may pass, with their value rules (``None``: checked by name only).
+SCS_SETTING_RULES: dict[str, Rule | None] = {
+    "normalize": FLAG,
+    "scale": POSITIVE,
+    "adaptive_scale": FLAG,
+    "rho_x": POSITIVE,
+    "max_iters": int_at_least(1),
+    "eps_abs": NONNEG,
+    "eps_rel": NONNEG,
+    "eps_infeas": NONNEG,
+    "alpha": (lambda v: is_real(v) and 0 < v < 2, "a number in (0, 2)"),
+    "time_limit_secs": NONNEG,
+    "verbose": FLAG,
+    "acceleration_lookback": None,
+    "acceleration_interval": int_at_least(1),
+    "write_data_filename": None,
+    "log_csv_filename": None,
+    "linear_solver": None,
+}
 
-#: SCS settings accepted as ``**scs_settings``.
-SCS_SETTING_NAMES = frozenset(
-    {
-        "normalize",
-        "scale",
-        "adaptive_scale",
-        "rho_x",
-        "max_iters",
-        "eps_abs",
-        "eps_rel",
-        "eps_infeas",
-        "alpha",
-        "time_limit_secs",
-        "verbose",
-        "acceleration_lookback",
-        "acceleration_interval",
-        "write_data_filename",
-        "log_csv_filename",
-        "linear_solver",
-    }
-)
+#: Names of :data:`SCS_SETTING_RULES`.
+SCS_SETTING_NAMES = frozenset(SCS_SETTING_RULES)
 
 
 def parity(p: int) -> str:
     return "odd" if p % 2 else "even"
 
 
-def full_settings(options: dict[str, Any]) -> dict[str, Any]:
-    """:data:`DEFAULT_SCS_SETTINGS` updated by ``options``; unknown names are an error."""
-    unknown = set(options) - SCS_SETTING_NAMES
-    if unknown:
+def scs_data(problem: SdpProblem) -> tuple[sp.csc_matrix, np.ndarray, dict[str, Any]]:
+    """``(A, b, cone)`` of ``problem`` in SCS form: ``A y + s = b``, ``s`` in (zero cone) x
+    (PSD cone of ``M(y)`` in SCS's ``svec``: lower triangle, column-major, off-diagonals
+    times sqrt 2). Dual vector ``z = (z_zero, svec(Z))``."""
+    return _workspace(problem).data
+
+
+def _svec_order(problem: SdpProblem) -> np.ndarray | None:
+    """Positions of the problem's entries in SCS's ``svec`` order, or ``None`` when they are
+    in that order already (the relaxation's builder lists them so)."""
+    m, I, J = problem.m, np.asarray(problem.rows), np.asarray(problem.cols)  # noqa: E741
+    if len(I) != m * (m + 1) // 2 or np.any(I < J):
         raise ValueError(
-            f"unknown option(s) {sorted(unknown)}; valid SCS settings: "
-            f"{sorted(SCS_SETTING_NAMES)}; solve options: {', '.join(SOLVE_OPTIONS)}"
+            f"expected the {m * (m + 1) // 2} lower-triangle entries of the {m} x {m} moment "
+            f"matrix (rows >= cols), received {len(I)} entries"
         )
-    st = dict(DEFAULT_SCS_SETTINGS)
-    st.update(options)
-    return st
+    pos = J * m - J * (J - 1) // 2 + (I - J)  # column-major lower triangle
+    if np.array_equal(pos, np.arange(len(pos))):
+        return None
+    order = np.argsort(pos)
+    if not np.array_equal(pos[order], np.arange(len(pos))):
+        raise ValueError("expected each lower-triangle entry of the moment matrix exactly once")
+    return order
 
 
-class ScsProblem:
-    """The fixed SCS data ``(A, b, cone)`` of one relaxation and its per-thread warm-up solvers.
+@dataclass
+class _Workspace:
+    """SCS data of one problem and its per-thread warm-up solvers (one SCS workspace must not
+    be shared between threads, so each thread builds its own on first use, about as expensive
+    as one solve)."""
 
-    One SCS workspace must not be shared between threads, so each thread builds its own on
-    first use (about as expensive as one solve).
-    """
+    data: tuple[sp.csc_matrix, np.ndarray, dict[str, Any]]
+    svec_scale: np.ndarray
+    order: np.ndarray | None
+    local: threading.local
 
-    def __init__(self, A: Any, b: np.ndarray, cone: dict[str, Any], p: int) -> None:
-        self.A, self.b, self.cone, self.p = A, b, cone, p
-        self._local = threading.local()
 
-    def warmup_solver(self, iters: int) -> scs.SCS:
-        cache = getattr(self._local, "solvers", None)
-        if cache is None:
-            cache = self._local.solvers = {}
-        solver = cache.get(iters)
-        if solver is None:
-            data = {"A": self.A, "b": self.b, "c": np.zeros(self.A.shape[1])}
-            st = dict(WARMUP_SCS_SETTINGS[parity(self.p)], max_iters=iters)
-            solver = scs.SCS(data, self.cone, **st)
-            cache[iters] = solver
-        return solver
+_WORKSPACES: weakref.WeakKeyDictionary[SdpProblem, _Workspace] = weakref.WeakKeyDictionary()
+_WORKSPACES_LOCK = threading.Lock()
+
+
+def _workspace(problem: SdpProblem) -> _Workspace:
+    with _WORKSPACES_LOCK:
+        ws = _WORKSPACES.get(problem)
+        if ws is None:
+            order = _svec_order(problem)
+            entries = problem.entries if order is None else problem.entries[order]
+            I = problem.rows if order is None else problem.rows[order]  # noqa: E741
+            J = problem.cols if order is None else problem.cols[order]
+            scale = np.sqrt(np.where(I == J, 1.0, 2.0))
+            A = sp.vstack([problem.A0, -sp.diags(scale) @ entries]).tocsc()
+            A.sort_indices()
+            b = np.concatenate([problem.b0, np.zeros(entries.shape[0])])
+            cone = {"z": problem.n_zero, "s": [problem.m]}
+            ws = _WORKSPACES[problem] = _Workspace((A, b, cone), scale, order, threading.local())
+        return ws
+
+
+class ScsDriver:
+    """SCS as an :class:`~.driver.SdpDriver`: a short deterministic warm-up (cached solver,
+    per thread), then the full solve (Anderson acceleration, adaptive scale) in chunks, each
+    continuing from the previous iterate."""
+
+    name = "SCS"
+    setting_rules: Mapping[str, Rule | None] = SCS_SETTING_RULES
+
+    def configure(self, settings: Mapping[str, Any]) -> dict[str, Any]:
+        """:data:`DEFAULT_SCS_SETTINGS` updated by ``settings``; unknown names are an error."""
+        unknown = set(settings) - SCS_SETTING_NAMES
+        if unknown:
+            raise ValueError(
+                f"unknown option(s) {sorted(unknown)}; valid SCS settings: "
+                f"{sorted(SCS_SETTING_NAMES)}"
+            )
+        st = dict(DEFAULT_SCS_SETTINGS)
+        st.update(settings)
+        return st
+
+    def warmup_iters(self, p: int) -> int:
+        """Default iterations per warm-up chunk (:data:`WARMUP_SCS_SETTINGS`)."""
+        return int(WARMUP_SCS_SETTINGS[parity(p)]["max_iters"])
 
     def runs(
         self,
+        problem: SdpProblem,
         c: np.ndarray,
-        settings: dict[str, Any],
-        *,
-        warmup_iters: int,
-        warmup_chunks: int,
-        fallback: bool,
-        fallback_chunk: int,
-    ) -> Iterator[tuple[str, dict[str, Any]]]:
-        """Yield ``(run, sol)`` after each SCS chunk: ``"warmup"`` chunks first, then
-        ``"full"`` chunks of at most ``fallback_chunk`` iterations (``max_iters`` in all).
+        config: dict[str, Any],
+        schedule: Schedule,
+    ) -> Iterator[SdpIterate]:
+        """An iterate after each SCS chunk: warm-up chunks first, then chunks of the full
+        solve of at most ``fallback_chunk`` iterations (``max_iters`` in all).
 
         Each chunk continues from the previous one's iterate (explicit state, so the result is
         still a pure function of ``c``). The caller stops early by leaving the loop; the full
         solve stops by itself once SCS reports it solved (more chunks would not move).
         """
-        settings = dict(settings)
-        runs = ["warmup"] * (max(int(warmup_chunks), 1) if warmup_iters > 0 else 0)
-        if fallback or not runs:
+        ws = _workspace(problem)
+        A, b, cone = ws.data
+        settings = dict(config)
+        iters = schedule.warmup_iters
+        iters = self.warmup_iters(problem.p) if iters is None else int(iters)
+        runs = ["warmup"] * (max(int(schedule.warmup_chunks), 1) if iters > 0 else 0)
+        if schedule.fallback or not runs:
             # The full solve, in chunks so the certificate is tried along the way. Its SCS
             # object is built per call (it carries Anderson and scale state between chunks).
             budget = int(settings["max_iters"])
-            chunk = max(1, min(int(fallback_chunk), budget))
+            chunk = max(1, min(int(schedule.fallback_chunk), budget))
             settings["max_iters"] = chunk
             runs += ["full"] * -(-budget // chunk)
         full = None
         sol = None
         for run in runs:
             if run == "warmup":
-                solver = self.warmup_solver(int(warmup_iters))
+                solver = self._warmup_solver(ws, problem.p, iters)
                 solver.update(c=c)
             else:
                 if full is None:
-                    full = scs.SCS({"A": self.A, "b": self.b, "c": c}, self.cone, **settings)
+                    full = scs.SCS({"A": A, "b": b, "c": c}, cone, **settings)
                 solver = full
             if sol is None:
                 sol = solver.solve(warm_start=False)
             else:
                 sol = solver.solve(warm_start=True, x=sol["x"], y=sol["y"], s=sol["s"])
-            yield run, sol
+            yield self._iterate(problem, ws, sol)
             if run == "full" and sol["info"]["status_val"] == scs.SOLVED:
                 return
+
+    @staticmethod
+    def _warmup_solver(ws: _Workspace, p: int, iters: int) -> scs.SCS:
+        cache = getattr(ws.local, "solvers", None)
+        if cache is None:
+            cache = ws.local.solvers = {}
+        solver = cache.get(iters)
+        if solver is None:
+            A, b, cone = ws.data
+            st = dict(WARMUP_SCS_SETTINGS[parity(p)], max_iters=iters)
+            solver = scs.SCS({"A": A, "b": b, "c": np.zeros(A.shape[1])}, cone, **st)
+            cache[iters] = solver
+        return solver
+
+    @staticmethod
+    def _iterate(problem: SdpProblem, ws: _Workspace, sol: dict[str, Any]) -> SdpIterate:
+        """SCS's result dict as an :class:`SdpIterate` (``svec`` undone)."""
+        info, z = sol["info"], sol["y"]
+        e = z[problem.n_zero :] / ws.svec_scale
+        if ws.order is not None:  # back to the problem's entry order
+            back = np.empty_like(e)
+            back[ws.order] = e
+            e = back
+        return SdpIterate(
+            z_zero=z[: problem.n_zero],
+            Z=problem.matrix(e),
+            iterations=int(info["iter"]),
+            status=str(info["status"]),
+            y=sol["x"],
+            primal_objective=float(info["pobj"]),
+        )
+
+
+#: The production driver.
+SCS = ScsDriver()
