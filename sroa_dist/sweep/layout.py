@@ -120,6 +120,14 @@ class Layout:
         """Number of instances in block ``index``."""
         return math.prod(s.stop - s.start for s in self.block_region(index))
 
+    def block_of(self, position: Sequence[int]) -> tuple[int, tuple[int, ...]]:
+        """The block holding the instance at ``position`` (one index per dim), and the
+        instance's position inside that block's region."""
+        multi = [int(i) // c for i, c in zip(position, self.chunks, strict=True)]
+        block = int(np.ravel_multi_index(multi, self.block_grid))
+        inner = tuple(int(i) - m * c for i, m, c in zip(position, multi, self.chunks, strict=True))
+        return block, inner
+
     def check_aligned(self, region: Sequence[slice]) -> None:
         """Raise ``ValueError`` unless ``region`` covers whole blocks only (see
         :func:`check_region_aligned`)."""

@@ -390,8 +390,8 @@ def _extend(url, spec, old_layout: Layout, new_layout: Layout, history, so, toke
             new_arrays[k][region + extra] = data
         # Keep when the data was computed (evidence that it was reused, not recomputed): the
         # time of the old block holding the new block's first instance.
-        first = tuple(int(i[0]) // c for i, c in zip(idx, old_layout.chunks, strict=True))
-        return float(done_time_old[np.ravel_multi_index(first, old_layout.block_grid)])
+        first, _ = old_layout.block_of([int(i[0]) for i in idx])
+        return float(done_time_old[first])
 
     with ThreadPoolExecutor(8) as pool:  # I/O bound: zarr releases the GIL
         times = list(pool.map(copy, range(new_layout.n_blocks)))

@@ -199,10 +199,7 @@ class ResultStore:
                     f"coords[{d!r}]: expected one of the store's values {list(values)[:8]}; "
                     f"received {coords[d]!r}"
                 ) from None
-        block_multi = [i // c for i, c in zip(pos, layout.chunks, strict=True)]
-        block = int(np.ravel_multi_index(block_multi, layout.block_grid))
-        region = layout.block_region(block)
-        return block, tuple(i - s.start for i, s in zip(pos, region, strict=True))
+        return layout.block_of(pos)
 
     def instance(self, coords: Mapping[str, Any]) -> StoredInstance:
         """Rebuild the stored instance at ``coords`` bit for bit, with the stored spec and the
