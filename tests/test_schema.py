@@ -24,6 +24,7 @@ from cube_format import SPECS, build
 from sroa_dist.analysis import _cube
 from sroa_dist.sweep import schema
 from sroa_dist.sweep.grid import block_task, make_layout
+from sroa_dist.sweep.kinds import KINDS, kind_of
 from sroa_dist.sweep.model_sweep import MODEL_AXIS_KEYS
 from sroa_dist.sweep.spec import AXIS_KEYS, spec_from_dict
 from sroa_dist.sweep.storage import prepare_store
@@ -49,7 +50,7 @@ def test_every_stored_array_is_described_by_the_schema(tmp_path, which):
     url = str(tmp_path / "cube.zarr")
     prepare_store(url, spec, layout)
     g = zarr.open_group(url, mode="r")
-    described = {**schema.variables(spec.kind, spec.output.vectors), **schema.BOOKKEEPING}
+    described = {**kind_of(spec).variables(spec), **schema.BOOKKEEPING}
     stored = set()
     for name, arr in g.arrays():
         dims = tuple(arr.metadata.dimension_names)
@@ -78,7 +79,7 @@ def test_every_variable_the_kernel_computes_is_described(which):
     layout = make_layout(spec, block_size=4)
     task = block_task(spec, layout, layout.n_blocks - 1)
     result = compute_block(task)
-    described = schema.variables(spec.kind, spec.output.vectors)
+    described = kind_of(spec).variables(spec)
     assert list(result.data) == list(described)
     extent = {schema.STEP: task.n_steps, schema.COMPONENT: task.n_component}
     for name, arr in result.data.items():
@@ -102,8 +103,14 @@ def test_dims_and_variables_are_consistent():
             assert var.attrs["long_name"] == var.meaning and var.attrs["units"]
             assert (var.fill is False) if var.dtype == "bool" else math.isnan(var.fill)
     assert schema.V_HAT.dims == (schema.STEP, schema.COMPONENT)
-    with pytest.raises(ValueError, match="kind: expected 'tensor' or 'model'"):
-        schema.variables("tensors")
+    # Which variables a sweep writes is its kind's answer (tests/test_kinds.py): every kind's
+    # variables are described here.
+    for kind in KINDS.values():
+        assert all(
+            v is schema.V_HAT
+            or v in (*schema.TENSOR_VARIABLES.values(), *schema.MODEL_VARIABLES.values())
+            for v in kind.all_variables.values()
+        )
 
 
 def test_schema_is_plain_data():

@@ -1,8 +1,8 @@
 """Monte Carlo sweeps of SROA: TOML specs, a block grid with per-instance seeding, Dask
 execution and xarray/zarr result cubes (see docs/sweeps.md).
 
-``load_spec`` and the grid are pure; ``run_sweep`` imports Dask and ``open_results`` zarr only
-when called.
+``load_spec`` and the grid are pure; ``run_sweep`` imports Dask and ``open_results``,
+``ResultStore`` and ``instance_of`` zarr only when called. Sweep kinds: :mod:`.kinds`.
 """
 
 from __future__ import annotations
@@ -16,8 +16,18 @@ if TYPE_CHECKING:
     import xarray
 
     from .execute import SweepResult
+    from .store import ResultStore, instance_of
 
-__all__ = ["SpecError", "SweepResult", "SweepSpec", "load_spec", "open_results", "run_sweep"]
+__all__ = [
+    "ResultStore",
+    "SpecError",
+    "SweepResult",
+    "SweepSpec",
+    "instance_of",
+    "load_spec",
+    "open_results",
+    "run_sweep",
+]
 
 
 def run_sweep(spec_or_path: Any, store: str | Path | None = None, client: Any = None, **kw: Any):
@@ -39,4 +49,8 @@ def __getattr__(name: str) -> Any:
         from .execute import SweepResult
 
         return SweepResult
+    if name in ("ResultStore", "instance_of"):  # zarr on first use
+        from . import store
+
+        return getattr(store, name)
     raise AttributeError(f"module 'sroa_dist.sweep' has no attribute {name!r}")

@@ -10,7 +10,7 @@ spec at the same path are recognised as stale), and per instance the SROA steps 
 x_j)``, the recorded ``upper_bound``/``certified`` and each step's certificate arrays.
 
 :func:`verify_store` rebuilds every instance's tensor from the stored spec and its seed (the
-same construction as :mod:`sroa_dist.sweep.worker`), deflates it with the stored steps exactly
+same construction as :mod:`sroa_dist.sweep.tensor_block`), deflates it with the stored steps exactly
 as :func:`sroa_dist.sroa` does, and checks each certificate with
 :meth:`sroa_dist.certificate.Certificate.verify`.
 """
@@ -24,10 +24,19 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import fsspec.core
 import numpy as np
 
-from .grid import BlockTask, InstanceSettings, block_task
-from .spec import SweepSpec
+from sroa_dist.certificate import Certificate
+from sroa_dist.solvers import GAP_TOL
+from sroa_dist.tensors import rank_one_tensor
+
+from .common import SweepSpec
+from .kinds import parse_spec
+from .layout import BlockTask, block_task
+from .storage import read_done, store_layout
+from .tensor_block import collect, draw_group
+from .tensor_spec import InstanceSettings
 
 __all__ = ["CertificateCheck", "VerifyReport", "collect", "verify_store", "write_certificates"]
 
@@ -35,8 +44,6 @@ SUFFIX = ".certificates"
 
 
 def _fs(url: str, storage_options: Mapping[str, Any] | None):
-    import fsspec
-
     fs, path = fsspec.core.url_to_fs(str(url), **dict(storage_options or {}))
     return fs, path.rstrip("/") + SUFFIX
 
@@ -61,26 +68,6 @@ def _block_name(task: BlockTask) -> str:
     return "block-" + hashlib.sha256(text.encode()).hexdigest()[:20] + ".npz"
 
 
-def collect(
-    records: dict[str, np.ndarray],
-    indices: Sequence[tuple[int, ...]],
-    block_shape: tuple[int, ...],
-    res: Any,
-) -> None:
-    """Add the certificates of a batched SROA result (instances at ``indices`` of the block)."""
-    for b, idx in enumerate(indices):
-        key = f"i{int(np.ravel_multi_index(idx, block_shape))}_"
-        records[key + "lam"] = np.asarray(res.lambdas[b], dtype=float)
-        records[key + "x"] = np.asarray(res.vectors[b], dtype=float).T
-        records[key + "upper"] = np.asarray(res.upper_bounds[b], dtype=float)
-        records[key + "certified"] = np.asarray(res.certified[b], dtype=bool)
-        for j, step in enumerate(res.steps):
-            cert = None if step.certificate is None else step.certificate[b]
-            if cert is not None:
-                for name, arr in cert.to_arrays().items():
-                    records[f"{key}s{j}_{name}"] = arr
-
-
 def write_certificates(
     url: str,
     task: BlockTask,
@@ -88,9 +75,7 @@ def write_certificates(
     storage_options: Mapping[str, Any] | None = None,
 ) -> str:
     """Write one block's certificate file (write to a temporary name, then rename)."""
-    from .spec import spec_from_dict
-
-    spec = spec_from_dict(json.loads(task.spec_json), source="<block task>")
+    spec = parse_spec(json.loads(task.spec_json), source="<block task>")
     meta = {"dims": list(task.dims), "coords": [list(c) for c in task.coords]}
     buf = io.BytesIO()
     np.savez_compressed(
@@ -145,9 +130,7 @@ def _instance_tensors(
     spec: SweepSpec, members: Sequence[tuple[InstanceSettings, int]]
 ) -> list[np.ndarray]:
     """``T_hat`` of instances sharing a group key, drawn by the worker's own
-    :func:`~sroa_dist.sweep.worker.draw_group` (so they cannot drift apart)."""
-    from .worker import draw_group
-
+    :func:`~sroa_dist.sweep.tensor_block.draw_group` (so they cannot drift apart)."""
     return list(draw_group(spec, members).T_hat)
 
 
@@ -164,12 +147,6 @@ def verify_store(
     Instances of finished blocks with no certificate file are listed in ``missing`` when the
     spec asked for certificates.
     """
-    from sroa_dist.certificate import Certificate
-    from sroa_dist.solvers import GAP_TOL
-    from sroa_dist.tensors import rank_one_tensor
-
-    from .storage import read_done, store_layout
-
     spec, layout = store_layout(url, storage_options)
     fs, base = _fs(url, storage_options)
     want = _settings_hash(spec)

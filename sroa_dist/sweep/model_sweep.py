@@ -5,8 +5,8 @@ latent variable model of :mod:`sroa_dist.moments`: every instance draws the mode
 from its seeded prior, samples ``N`` observations, estimates the whitened third moment
 ``T̂ = T + E`` and runs SROA on it (:func:`sroa_dist.moments.run_study`). This module holds
 everything specific to that kind of sweep -- schema and checks, grid-point settings and seeds,
-cost model, block kernel and cube variables -- so that spec, grid, worker and storage only
-dispatch to it.
+cost model, block kernel, cube variables, provenance -- and the kind object :data:`MODEL`
+registered in :mod:`.kinds`, through which spec, grid, worker and storage reach it.
 
 Grammar (see ``docs/sweeps.md``)::
 
@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import json
 import math
 import time
 from collections.abc import Mapping, Sequence
@@ -39,32 +40,34 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .grid import (
+from sroa_dist.moments import (
+    DEFAULT_TOLERANCES,
+    MODELS,
+    MomentStudy,
+    Tolerances,
+    make_model,
+    run_study,
+)
+
+from .common import COMMON_SCHEMA, SweepSpec, check_method_options, check_methods
+from .fields import Axis, SpecError, build_axes, check_replicates, validate_table
+from .layout import (
+    BlockResult,
     BlockTask,
     Layout,
+    allocate,
     default_block_size,
     layout_chunks,
     stable_hash32,
 )
-from .schema import MODEL_VARIABLES
-from .spec import _SCHEMA as TENSOR_SCHEMA
-from .spec import (
-    Axis,
-    SpecError,
-    SweepSpec,
-    _registry_names,
-    _validate_table,
-    build_axes,
-    check_method_options,
-    check_methods,
-    check_replicates,
-)
-from .worker import BlockResult, allocate
+from .schema import MODEL_VARIABLES, Variable
 
 __all__ = [
+    "MODEL",
     "MODEL_AXIS_KEYS",
     "MODEL_VARIABLES",
     "ModelInstanceSettings",
+    "ModelKind",
     "ModelSection",
     "ModelSweepSpec",
     "compute_model_block",
@@ -89,10 +92,10 @@ MAX_INSTANCE_BYTES = 4 * 2**30
 #: Largest estimated time of one instance: beyond it a block cannot be retried cheaply.
 MAX_INSTANCE_SECONDS = 3600.0
 
-# The keys shared with tensor sweeps (name, seed, replicates, [solver], [output] vectors) come
-# from the tensor spec's schema, so the two kinds cannot disagree on them.
+# The keys shared with other kinds (name, seed, replicates, [solver], [output] vectors) come
+# from the common schema, so the kinds cannot disagree on them.
 _SCHEMA: dict[str, Any] = {
-    **{k: TENSOR_SCHEMA[k] for k in ("name", "description", "seed", "replicates")},
+    **{k: COMMON_SCHEMA[k] for k in ("name", "description", "seed", "replicates")},
     "model": {
         "name": ("str", None, True),
         "N": ("int_axis", None, True),
@@ -105,8 +108,8 @@ _SCHEMA: dict[str, Any] = {
         "prior": ("table", {}, False),
         "tolerances": ("table", {}, False),
     },
-    "solver": TENSOR_SCHEMA["solver"],
-    "output": {"vectors": TENSOR_SCHEMA["output"]["vectors"]},
+    "solver": COMMON_SCHEMA["solver"],
+    "output": {"vectors": COMMON_SCHEMA["output"]["vectors"]},
 }
 
 #: Prior parameters of each registered model (keywords of its ``from_prior``).
@@ -159,6 +162,10 @@ class ModelSweepSpec(SweepSpec):
         """SROA recovers every latent class: the rank is k."""
         return tuple(int(k) for k in self.axes["model.k"].values)
 
+    def settings_at(self, coords: Mapping[str, Any]) -> ModelInstanceSettings:
+        """The :class:`ModelInstanceSettings` of a grid point."""
+        return settings_from_coords(self, coords)
+
 
 # --------------------------------------------------------------------------------------------
 # Validation
@@ -186,7 +193,7 @@ def model_spec_from_dict(raw: Mapping[str, Any], source: str = "<dict>") -> Mode
                 [1.0 if x == "uniform" else x for x in w] if isinstance(w, list) else 1.0
             )
         raw["model"] = model_raw
-    data = _validate_table(raw, _SCHEMA, "", source)
+    data = validate_table(raw, _SCHEMA, "", source)
     axes = build_axes(data, _SCHEMA, MODEL_AXIS_KEYS, source)
     _check_model_semantics(data, axes, source)
     return ModelSweepSpec(data=data, source=source, axes=axes)
@@ -194,8 +201,6 @@ def model_spec_from_dict(raw: Mapping[str, Any], source: str = "<dict>") -> Mode
 
 def _check_model_semantics(data: dict[str, Any], axes: dict[str, Axis], source: str) -> None:
     """Cross-key rules: registry names, 2 <= k <= d, L >= 3, steps = k, memory and time."""
-    from sroa_dist.moments import DEFAULT_TOLERANCES, MODELS
-
     model = data["model"]
     name = model["name"]
     if name not in MODELS:
@@ -276,8 +281,7 @@ def _check_model_semantics(data: dict[str, Any], axes: dict[str, Axis], source: 
                 "||E|| is certified where the moment relaxation fits (k <= 14), else a "
                 "multi-start lower bound",
             )
-    methods, _ = _registry_names()
-    check_methods(solver, axes["solver.method"].values, methods, source, ("options",))
+    check_methods(solver, axes["solver.method"].values, source, ("options",))
     # The core's own dry bind of option names and values, at every SROA size (k x k x k).
     for m in axes["solver.method"].values:
         for k in sorted(set(ks)):
@@ -378,8 +382,6 @@ class ModelInstanceSettings:
 
     def build_model(self, master_seed: int, replicate: int):
         """The instance's model, parameters drawn from the seeded prior."""
-        from sroa_dist.moments import make_model
-
         params: dict[str, Any] = dict(self.prior)
         if self.model == "topics":
             params["doc_length"] = int(self.L)
@@ -433,9 +435,11 @@ def settings_from_coords(spec: ModelSweepSpec, values: Mapping[str, Any]) -> Mod
     )
 
 
-def _mean_cost(spec: ModelSweepSpec, dims: Sequence[str], coords: Sequence[tuple]) -> float:
+def model_mean_cost(spec: ModelSweepSpec) -> float:
     """Mean cost of one instance over the grid points (model grids are a few hundred points:
     the sample-size and model axes, not the replicates)."""
+    dims, coords = spec.instance_grid()
+    dims, coords = dims[:-1], coords[:-1]
     costs = [
         settings_from_coords(spec, dict(zip(dims, point, strict=True))).cost()
         for point in itertools.product(*coords)
@@ -454,11 +458,7 @@ def model_layout(
     shape = [len(c) for c in coords]
     n_steps = spec.n_steps
     chunks = layout_chunks(
-        dims,
-        shape,
-        block_size,
-        chunks,
-        lambda: default_block_size(spec, _mean_cost(spec, dims[:-1], coords[:-1])),
+        dims, shape, block_size, chunks, lambda: default_block_size(spec, model_mean_cost(spec))
     )
     return Layout(tuple(dims), tuple(coords), chunks, int(n_steps), int(n_steps))
 
@@ -469,8 +469,6 @@ def model_layout(
 
 def compute_model_block(task: BlockTask, spec: ModelSweepSpec) -> BlockResult:
     """Compute every instance of a model-sweep block (pure: depends only on the task)."""
-    from sroa_dist.moments import Tolerances, run_study
-
     t_start = time.perf_counter()
     out = allocate(task, MODEL_VARIABLES)
     tol = Tolerances(**spec.model.tolerances)
@@ -495,7 +493,9 @@ def compute_model_block(task: BlockTask, spec: ModelSweepSpec) -> BlockResult:
     return BlockResult(task.index, out, kernel, time.perf_counter() - t_start, n)
 
 
-def write_study(out: dict[str, np.ndarray], idx: tuple[int, ...], st: Any, seconds: float) -> None:
+def write_study(
+    out: dict[str, np.ndarray], idx: tuple[int, ...], st: MomentStudy, seconds: float
+) -> None:
     """Store one :class:`~sroa_dist.moments.MomentStudy` at ``idx`` of a block's arrays."""
     fit, err = st.fit, st.errors
     k = fit.k
@@ -514,3 +514,62 @@ def write_study(out: dict[str, np.ndarray], idx: tuple[int, ...], st: Any, secon
     out["success"][idx] = st.success
     out["sigma2_hat"][idx] = fit.sigma2
     out["solve_time"][idx] = seconds
+
+
+class ModelKind:
+    """The ``model`` kind (marker table ``[model]``): method-of-moments studies."""
+
+    name = "model"
+    marker = "model"
+    all_variables: Mapping[str, Variable] = MODEL_VARIABLES
+
+    def parse(self, raw: Mapping[str, Any], source: str) -> ModelSweepSpec:
+        """Validate a raw spec (:func:`model_spec_from_dict`)."""
+        return model_spec_from_dict(raw, source)
+
+    def settings(self, spec: ModelSweepSpec, coords: Mapping[str, Any]) -> ModelInstanceSettings:
+        """The grid point's :class:`ModelInstanceSettings`."""
+        return settings_from_coords(spec, coords)
+
+    def mean_cost(self, spec: ModelSweepSpec) -> float:
+        """Seconds per instance, averaged over the grid (:func:`model_mean_cost`)."""
+        return model_mean_cost(spec)
+
+    def layout(
+        self,
+        spec: ModelSweepSpec,
+        block_size: int | None = None,
+        chunks: Sequence[int] | None = None,
+        *,
+        memory_limit: int | None = None,
+    ) -> Layout:
+        """See :func:`model_layout` (instance memory is bounded by validation instead)."""
+        return model_layout(spec, block_size, chunks)
+
+    def compute_block(self, task: BlockTask, spec: ModelSweepSpec) -> BlockResult:
+        """See :func:`compute_model_block`."""
+        return compute_model_block(task, spec)
+
+    def variables(self, spec: ModelSweepSpec) -> Mapping[str, Variable]:
+        """The cube's variables (:data:`~.schema.MODEL_VARIABLES`)."""
+        return MODEL_VARIABLES
+
+    def provenance(self, spec: ModelSweepSpec) -> dict[str, Any]:
+        """Root attrs of the settings that are not axes: the model, prior, tolerances."""
+        model = spec.model
+        return {
+            "setting_model": model.name,
+            "setting_model_prior": json.dumps(model.prior, sort_keys=True),
+            "setting_model_tolerances": json.dumps(model.tolerances, sort_keys=True),
+            "setting_model_norms": int(model.norms),
+            **({"setting_sigma2": model.sigma2} if model.sigma2 is not None else {}),
+        }
+
+    def instance(self, spec: ModelSweepSpec, settings: ModelInstanceSettings, replicate: int):
+        """The instance's latent variable model, parameters drawn from its seeded prior (the
+        sample is drawn inside the study from :meth:`ModelInstanceSettings.study_seed`)."""
+        return settings.build_model(spec.seed, replicate)
+
+
+#: The registered model kind.
+MODEL = ModelKind()

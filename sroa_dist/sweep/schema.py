@@ -1,8 +1,9 @@
 """The result cube's vocabulary: dimensions, coordinate dtypes, variables and bookkeeping names.
 
 One home for every fact about the cube's format (the RESULT CUBE table of
-``docs/architecture.md``): spec, grid, worker, storage, model sweeps and analysis read their
-names, dims, dtypes, units and meanings from here, so they cannot drift apart. Plain data:
+``docs/architecture.md``): the sweep kinds, storage and analysis read their names, dims,
+dtypes, units and meanings from here, so they cannot drift apart. Which variables a sweep
+writes is its kind's answer (:meth:`sroa_dist.sweep.kinds.SweepKind.variables`). Plain data:
 no numpy, Dask, zarr or xarray.
 
 A variable over the instance grid has the sweep's dims (its swept axes in :data:`AXIS_ORDER`,
@@ -30,7 +31,6 @@ __all__ = [
     "Dim",
     "Variable",
     "eps_scaled_target",
-    "variables",
 ]
 
 # --------------------------------------------------------------------------------------------
@@ -376,13 +376,3 @@ BOOKKEEPING: Mapping[str, Variable] = _by_name(
         over_grid=False,
     ),
 )
-
-
-def variables(kind: str, vectors: bool = False) -> Mapping[str, Variable]:
-    """The result variables a sweep of ``kind`` (``"tensor"`` or ``"model"``) computes, in
-    documented order; ``v_hat`` with ``vectors`` (tensor sweeps only)."""
-    if kind == "model":
-        return MODEL_VARIABLES
-    if kind != "tensor":
-        raise ValueError(f"kind: expected 'tensor' or 'model'; received {kind!r}")
-    return _by_name(*TENSOR_VARIABLES.values(), V_HAT) if vectors else TENSOR_VARIABLES

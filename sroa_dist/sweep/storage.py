@@ -27,44 +27,59 @@ and extensions.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as _dt
 import json
+import math
 import os
-import subprocess
 import uuid
 import warnings
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import xarray as xr
 import zarr
+import zarr.api.asynchronous as za
+from zarr.core.sync import sync  # zarr's own event loop, which its stores are bound to
 
-from . import schema
-from .grid import Layout, check_region_aligned
+from .common import SweepSpec
+from .kinds import kind_of, parse_spec, variable_order
+from .layout import BlockResult, Layout, block_region, check_region_aligned
 from .lease import LEASE_GROUP
 from .schema import (
     ATTR_LAYOUT_TOKEN,
     ATTR_SPEC,
-    ATTR_SWEEP_NAME,
-    BLOCK,
     BOOKKEEPING,
     COMPONENT,
-    DIMS,
     DONE,
     DONE_TIME,
     FAILED,
     FAILED_MESSAGES,
+    REPLICATE,
     STEP,
 )
-from .spec import SweepSpec, spec_from_dict
-
-if TYPE_CHECKING:
-    from .worker import BlockResult
+from .store_target import (
+    STORE_KINDS,
+    NotAStoreError,
+    StoreIncompatibleError,
+    StoreRefusedError,
+    check_store_target,
+    filesystem,
+    git_commit,
+    now_iso,
+    require_store,
+    software_versions,
+    storage_options_for,
+    store_kind,
+)
+from .store_template import write_template
 
 __all__ = [
+    "STORE_KINDS",
     "NotAStoreError",
     "PreparedStore",
     "StaleLayoutError",
@@ -76,29 +91,16 @@ __all__ = [
     "open_results",
     "prepare_store",
     "read_done",
+    "require_store",
+    "software_versions",
+    "store_kind",
+    "store_layout",
     "store_status",
     "write_block",
 ]
 
-
-class StoreIncompatibleError(ValueError):
-    """The store holds results of a spec that computes different instances."""
-
-
-class NotAStoreError(StoreIncompatibleError):
-    """The path exists but is not a sroa-dist result store (a file, a folder, another zarr)."""
-
-    def __init__(self, message: str, hint: str):
-        super().__init__(message)
-        self.hint = hint
-
-
-class StoreRefusedError(StoreIncompatibleError):
-    """``run`` would write where it could destroy something that is not a sroa-dist store."""
-
-    def __init__(self, message: str, hint: str):
-        super().__init__(message)
-        self.hint = hint
+# Short names of the two helpers every function here needs.
+_so, _fs, _now = storage_options_for, filesystem, now_iso
 
 
 class StaleLayoutError(RuntimeError):
@@ -133,266 +135,41 @@ class StoreStatus:
 
 
 # --------------------------------------------------------------------------------------------
-# Helpers
-
-
-def _so(url: str, storage_options: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """storage_options only for URLs (zarr refuses them for local paths).
-
-    Object-store listings are not cached: the writer lease is created and deleted by other
-    processes (and filesystem instances), and a cached listing would show a deleted lease.
-    """
-    if "://" not in str(url):
-        return None
-    so = dict(storage_options or {})
-    if str(url).startswith(("s3://", "s3a://")):
-        so.setdefault("use_listings_cache", False)
-    return so
-
-
-def _fs(url: str, storage_options: Mapping[str, Any] | None):
-    import fsspec.core
-
-    fs, path = fsspec.core.url_to_fs(str(url), **(_so(url, storage_options) or {}))
-    return fs, path
-
-
-#: What a store path holds (see :func:`store_kind`).
-STORE_KINDS = ("absent", "empty", "creating", "sroa", "file", "zarr", "other")
-
-
-def store_kind(url: str, storage_options: Mapping[str, Any] | None = None) -> str:
-    """What ``url`` holds: ``absent``, ``empty`` (a folder / prefix with nothing in it),
-    ``creating`` (only a writer lease: a store being created), ``sroa`` (a sroa-dist result
-    store), ``file``, ``zarr`` (another zarr hierarchy) or ``other`` (anything else)."""
-    fs, path = _fs(url, storage_options)
-    path = path.rstrip("/") or path
-    if not fs.exists(path):
-        return "absent"
-    if fs.isfile(path):
-        return "file"
-    names = {p.rstrip("/").rsplit("/", 1)[-1] for p in fs.ls(path, detail=False)}
-    names.discard(path.rsplit("/", 1)[-1])  # some filesystems list the prefix itself
-    if not names:
-        return "empty"
-    if names == {LEASE_GROUP}:
-        return "creating"
-    if "zarr.json" not in names and ".zgroup" not in names and ".zarray" not in names:
-        return "other"
-    try:
-        attrs = zarr.open_group(url, mode="r", storage_options=_so(url, storage_options)).attrs
-    except Exception:  # an array, a v2 store, unreadable metadata: not ours
-        return "zarr"
-    return "sroa" if ATTR_SPEC in attrs and ATTR_SWEEP_NAME in attrs else "zarr"
-
-
-def _is_cwd_or_ancestor(url: str) -> bool:
-    if "://" in url and not url.startswith("file://"):
-        return False
-    p = Path(url.removeprefix("file://")).expanduser().resolve()
-    cwd = Path.cwd().resolve()
-    return p == cwd or p in cwd.parents
-
-
-def check_store_target(
-    url: str, *, overwrite: bool = False, storage_options: Mapping[str, Any] | None = None
-) -> str:
-    """Refuse a ``--store`` that a run could damage; return its :func:`store_kind`.
-
-    Accepted: a path that does not exist, an empty folder, a store being created, a sroa-dist
-    store (resumed, extended, or with ``overwrite`` replaced). Refused with
-    :class:`StoreRefusedError`: the current folder or an ancestor of it, a file, another zarr
-    store and any folder holding other things — with or without ``overwrite``, which only ever
-    replaces sroa-dist stores.
-    """
-    url = str(url)
-    if _is_cwd_or_ancestor(url):
-        raise StoreRefusedError(
-            f"--store {url}: expected a folder of its own for the result store; received the "
-            "current folder or one of its ancestors, whose files a store would mix with",
-            "name a new folder, e.g. --store results/NAME.zarr",
-        )
-    kind = store_kind(url, storage_options)
-    if kind == "file":
-        raise StoreRefusedError(
-            f"--store {url}: expected a folder for the result store; received a file",
-            "name a folder that does not exist yet, e.g. --store results/NAME.zarr",
-        )
-    if kind == "zarr":
-        raise StoreRefusedError(
-            f"--store {url}: expected a sroa-dist result store, an empty folder or a new path; "
-            "received a zarr store that sroa-dist did not write (never replaced, not even with "
-            "--overwrite)",
-            "choose another --store, or delete that store yourself if it is not needed",
-        )
-    if kind == "other":
-        raise StoreRefusedError(
-            f"--store {url}: expected a sroa-dist result store, an empty folder or a new path; "
-            "received a folder holding other files (never deleted, not even with --overwrite)",
-            "choose a new path such as --store results/NAME.zarr",
-        )
-    return kind
-
-
-def software_versions() -> dict[str, str]:
-    """Versions of the packages that determine results."""
-    import dask
-    import distributed
-    import scipy
-
-    import sroa_dist
-
-    return {
-        "sroa_dist_version": getattr(sroa_dist, "__version__", "unknown"),
-        "numpy_version": np.__version__,
-        "scipy_version": scipy.__version__,
-        "dask_version": dask.__version__,
-        "distributed_version": distributed.__version__,
-        "zarr_version": zarr.__version__,
-        "xarray_version": xr.__version__,
-    }
-
-
-def git_commit() -> str:
-    """``git describe --always --dirty`` of the package source, or ``"unknown"``.
-
-    ``SROA_GIT_COMMIT`` wins when set: installed images carry no ``.git``.
-    """
-    if os.environ.get("SROA_GIT_COMMIT"):
-        return os.environ["SROA_GIT_COMMIT"]
-    here = Path(__file__).resolve().parent
-    try:
-        out = subprocess.run(
-            ["git", "describe", "--always", "--dirty", "--abbrev=40"],
-            cwd=here,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return out.stdout.strip() or "unknown"
-
-
-def _now() -> str:
-    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
-
-
-def _coord_array(dim: str, values: Sequence[Any]) -> np.ndarray:
-    dtype = DIMS[dim].dtype
-    if dtype == "str":
-        return np.array(list(values), dtype=object)  # stored as zarr v3 vlen string
-    return np.asarray(values, dtype=dtype)
-
-
-# --------------------------------------------------------------------------------------------
-# Template
-
-
-def _template(
-    spec: SweepSpec, layout: Layout, history: str, layout_token: str = ""
-) -> tuple[xr.Dataset, dict]:
-    import dask.array as da
-
-    vectors = spec.output.vectors
-    dims = layout.dims
-    coords: dict[str, Any] = {
-        d: (d, _coord_array(d, c)) for d, c in zip(dims, layout.coords, strict=True)
-    }
-    coords[STEP] = (STEP, np.arange(1, layout.n_steps + 1, dtype=np.int64))
-    coords[BLOCK] = (BLOCK, np.arange(layout.n_blocks, dtype=np.int64))
-    if vectors:
-        coords[COMPONENT] = (COMPONENT, np.arange(layout.n_component, dtype=np.int64))
-    extent = {STEP: layout.n_steps, COMPONENT: layout.n_component}
-    data_vars: dict[str, Any] = {}
-    encoding: dict[str, dict[str, Any]] = {}
-    for name, var in schema.variables(spec.kind, vectors).items():
-        if name in dims:
-            continue  # 'eps' as an axis: the coordinate is ||E|| (E scaled to it)
-        # One dask chunk per variable: the template is never computed, and a graph of one task
-        # per block would take seconds to build for 10^4 blocks. The zarr chunks (= blocks)
-        # come from the encoding.
-        shape = layout.shape + tuple(extent[d] for d in var.dims)
-        arr = da.full(shape, var.fill, dtype=var.dtype, chunks=-1)
-        data_vars[name] = (dims + var.dims, arr, var.attrs)
-        chunks = layout.chunks + tuple(extent[d] for d in var.dims)
-        encoding[name] = {"chunks": chunks, "fill_value": var.fill}
-    # Bookkeeping: one chunk per block, so each task writes only its own element.
-    for name, var in BOOKKEEPING.items():
-        arr = da.full(layout.n_blocks, var.fill, dtype=var.dtype, chunks=-1)
-        data_vars[name] = (var.dims, arr, var.attrs)
-        encoding[name] = {"chunks": (1,), "fill_value": var.fill}
-    ds = xr.Dataset(data_vars, coords=coords)
-    for d in ds.dims:
-        if d in ds.coords:
-            ds[d].attrs.update(DIMS[d].attrs if d in DIMS else {})
-    scalars = {
-        f"{schema.SETTING_PREFIX}{spec.axis_keys[k].replace('noise', 'noise_model')}": ax.scalar
-        for k, ax in spec.axes.items()
-        if not ax.swept
-    }
-    ds.attrs.update(
-        {
-            "title": f"sroa-dist sweep '{spec.name}'",
-            "description": spec.description,
-            "source": "sroa-dist (certified SROA of nearly SOD tensors), Monte Carlo sweep",
-            ATTR_SWEEP_NAME: spec.name,
-            ATTR_SPEC: spec.to_json(),
-            "spec_source": spec.source,
-            "block_shape": json.dumps(dict(zip(layout.dims, layout.chunks, strict=True))),
-            **{k: (v if not isinstance(v, bool) else int(v)) for k, v in scalars.items()},
-            **_kind_settings(spec),
-            "git_commit": git_commit(),
-            **software_versions(),
-            "created": _now(),
-            "history": history,
-            # Identifies this layout: tasks planned for another one are refused by write_block.
-            ATTR_LAYOUT_TOKEN: layout_token,
-        }
-    )
-    return ds, encoding
-
-
-def _kind_settings(spec: SweepSpec) -> dict[str, Any]:
-    """Provenance attrs of the settings that are not axes: the tensor family or the model."""
-    if spec.kind == "model":
-        model = spec.model
-        return {
-            "setting_model": model.name,
-            "setting_model_prior": json.dumps(model.prior, sort_keys=True),
-            "setting_model_tolerances": json.dumps(model.tolerances, sort_keys=True),
-            "setting_model_norms": int(model.norms),
-            **({"setting_sigma2": model.sigma2} if model.sigma2 is not None else {}),
-        }
-    return {
-        "setting_basis": spec.tensor.basis,
-        "setting_lambdas": json.dumps(spec.tensor.lambdas),
-        "setting_noise_scale": spec.scale,
-    }
-
-
-# --------------------------------------------------------------------------------------------
 # Create / resume / extend
 
 
 def _stored_spec_and_layout(url: str, so: Mapping[str, Any] | None) -> tuple[SweepSpec, Layout]:
     ds = xr.open_zarr(url, consolidated=False, storage_options=_so(url, so))
-    if ATTR_SPEC not in ds.attrs or "lam_hat" not in ds or DONE not in ds:
+    if ATTR_SPEC not in ds.attrs or DONE not in ds:
         raise StoreIncompatibleError(
-            f"store {url}: expected a sroa-dist result store (attrs 'spec', variables 'lam_hat', "
-            "'done'); received a zarr store without them. Hint: choose another --store, or "
+            f"store {url}: expected a sroa-dist result store (attrs 'spec', variable 'done'); "
+            "received a zarr store without them. Hint: choose another --store, or "
             "--overwrite to replace it"
         )
-    spec = spec_from_dict(json.loads(ds.attrs[ATTR_SPEC]), source=f"{url} (stored spec)")
-    dims = tuple(d for d in ds["lam_hat"].dims if d != STEP)
-    coords = tuple(tuple(ds[d].values.tolist()) for d in dims)
-    chunks = tuple(int(c) for c in ds["lam_hat"].encoding["chunks"][: len(dims)])
-    n_component = int(ds.sizes.get("component", 0)) or (
-        int(ds.sizes[STEP]) if spec.kind == "model" else max(spec.axes["tensor.n"].values)
+    spec = parse_spec(json.loads(ds.attrs[ATTR_SPEC]), source=f"{url} (stored spec)")
+    kind = kind_of(spec)
+    dims = spec.instance_grid()[0]  # the kind's dims; coordinates and blocks are the store's
+    ref = next(
+        (
+            ds[n]
+            for n in kind.variables(spec)
+            if n in ds.data_vars and ds[n].dims[: len(dims)] == dims
+        ),
+        None,
     )
-    layout = Layout(dims, coords, chunks, int(ds.sizes[STEP]), n_component)
-    return spec, layout
+    if ref is None:
+        raise StoreIncompatibleError(
+            f"store {url}: expected the {kind.name} sweep's variables over dims {dims}; "
+            "received a store without them. Hint: choose another --store, or --overwrite"
+        )
+    coords = tuple(tuple(ds[d].values.tolist()) for d in dims)
+    chunks = tuple(int(c) for c in ref.encoding["chunks"][: len(dims)])
+    # The kind's own layout of the stored spec says how long 'step' and 'component' are when
+    # the cube has no variable along them.
+    own = kind.layout(spec, chunks=chunks, memory_limit=math.inf)
+    n_steps = int(ds.sizes.get(STEP, 0)) or own.n_steps
+    n_component = int(ds.sizes.get(COMPONENT, 0)) or own.n_component
+    return spec, Layout(dims, coords, chunks, n_steps, n_component)
 
 
 def _warn_if_other_code(url: str, so: Mapping[str, Any] | None) -> None:
@@ -461,7 +238,7 @@ def prepare_store(
         token = uuid.uuid4().hex
         if kind == "sroa":
             _clear_store(url, storage_options)
-        _write_template(url, spec, layout, history, storage_options, token, mode="a")
+        write_template(url, spec, layout, history, storage_options, token, mode="a")
         return PreparedStore(url, layout, "created", 0, token)
     old_spec, old_layout = _stored_spec_and_layout(url, storage_options)
     _warn_if_other_code(url, storage_options)
@@ -511,22 +288,6 @@ def _clear_store(url: str, so) -> None:
         name = entry.rstrip("/").rsplit("/", 1)[-1]
         if name != LEASE_GROUP and entry.rstrip("/") != path.rstrip("/"):
             fs.rm(entry, recursive=True)
-
-
-def _write_template(url, spec, layout, history, so, layout_token="", mode="w") -> None:
-    # mode "a" into the store itself: "w" would delete the folder, writer lease included.
-    ds, encoding = _template(spec, layout, history, layout_token)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*[Cc]onsolidated metadata.*")
-        ds.to_zarr(
-            url,
-            mode=mode,
-            compute=False,
-            encoding=encoding,
-            consolidated=False,
-            storage_options=_so(url, so),
-            zarr_format=3,
-        )
 
 
 def _append_history(url: str, line: str, so, spec: SweepSpec | None = None) -> None:
@@ -587,7 +348,7 @@ def _extend(url, spec, old_layout: Layout, new_layout: Layout, history, so, toke
     """Copy finished blocks into a new template at ``url + '.next'`` and swap it in."""
     fs, path = _fs(url, so)
     nxt_url = str(url) + ".next"
-    _write_template(nxt_url, spec, new_layout, "", so, token)
+    write_template(nxt_url, spec, new_layout, "", so, token)
     g_old = zarr.open_group(url, mode="r", storage_options=_so(url, so))
     g_new = zarr.open_group(nxt_url, mode="r+", storage_options=_so(nxt_url, so))
     g_new.attrs.update(
@@ -629,10 +390,8 @@ def _extend(url, spec, old_layout: Layout, new_layout: Layout, history, so, toke
             new_arrays[k][region + extra] = data
         # Keep when the data was computed (evidence that it was reused, not recomputed): the
         # time of the old block holding the new block's first instance.
-        first = tuple(int(i[0]) // c for i, c in zip(idx, old_layout.chunks, strict=True))
-        return float(done_time_old[np.ravel_multi_index(first, old_layout.block_grid)])
-
-    from concurrent.futures import ThreadPoolExecutor
+        first, _ = old_layout.block_of([int(i[0]) for i in idx])
+        return float(done_time_old[first])
 
     with ThreadPoolExecutor(8) as pool:  # I/O bound: zarr releases the GIL
         times = list(pool.map(copy, range(new_layout.n_blocks)))
@@ -685,8 +444,6 @@ def write_block(
     :class:`StaleLayoutError` and nothing is written: a stale writer never writes block ``index``
     of a layout it did not plan.
     """
-    from zarr.core.sync import sync  # zarr's own event loop, which its stores are bound to
-
     sync(_write_block(url, index, result, region, _so(url, storage_options), layout_token))
 
 
@@ -694,10 +451,6 @@ async def _write_block(url, index, result, region, so, layout_token=None) -> Non
     # Region writes straight through zarr's async API: the same bytes as xarray's
     # to_zarr(region=...) for these plain float64/bool variables (no CF encoding), with all
     # arrays written concurrently (less per-task overhead than xarray; see docs/sweeps.md).
-    import asyncio
-
-    import zarr.api.asynchronous as za
-
     g = await za.open_group(store=url, mode="r+", storage_options=so)
     if layout_token is not None and g.attrs.get(ATTR_LAYOUT_TOKEN, "") != layout_token:
         raise StaleLayoutError(
@@ -705,15 +458,22 @@ async def _write_block(url, index, result, region, so, layout_token=None) -> Non
             f"now has layout {g.attrs.get('layout_token', '')!r} (overwritten or extended by "
             "another run); nothing written"
         )
-    ref = await g.getitem("lam_hat")
-    dims = tuple(ref.metadata.dimension_names)[:-1]
+    # The block grid's dims (ending in 'replicate') lead every result variable; 'step' and
+    # 'component' follow. Any stored result variable says what they are.
+    ref = None
+    for name in result.data:
+        try:
+            arr = await g.getitem(name)
+        except KeyError:  # a variable added since the store was made
+            continue
+        if REPLICATE in arr.metadata.dimension_names:
+            ref = arr
+            break
+    if ref is None:
+        raise ValueError(f"store {url}: no variable of block {index} is stored over the grid")
+    dims = tuple(d for d in ref.metadata.dimension_names if d not in (STEP, COMPONENT))
     if region is None:
-        grid = tuple(-(-s // c) for s, c in zip(ref.shape[:-1], ref.chunks[:-1], strict=True))
-        multi = np.unravel_index(index, grid)
-        region = tuple(
-            slice(int(m) * c, min((int(m) + 1) * c, s))
-            for m, c, s in zip(multi, ref.chunks[:-1], ref.shape[:-1], strict=True)
-        )
+        region = block_region(index, ref.chunks[: len(dims)], ref.shape[: len(dims)])
     region = tuple(region)
     # 'eps' is the coordinate when an axis; a store made by an earlier version lacks the
     # variables added since (n_best, confirmed): it keeps its own format when resumed.
@@ -766,32 +526,6 @@ def read_done(url: str, storage_options=None) -> np.ndarray:
     return np.asarray(g[DONE][:], dtype=bool)
 
 
-def require_store(url: str, storage_options: Mapping[str, Any] | None = None) -> None:
-    """Raise ``FileNotFoundError`` or :class:`NotAStoreError` unless ``url`` is a sroa-dist cube."""
-    url = str(url)
-    kind = store_kind(url, storage_options)
-    if kind == "sroa":
-        return
-    if kind == "absent":
-        raise FileNotFoundError(
-            f"store: expected a sroa-dist result store; received {url!r}, which does not exist. "
-            "Hint: run `sroa-dist run SPEC --store ...` first"
-        )
-    what = {
-        "empty": "an empty folder (no zarr metadata)",
-        "creating": "a store that a run is just creating (only its writer lease so far)",
-        "file": "a file",
-        "zarr": "a zarr store that sroa-dist did not write (no sweep spec in its attributes)",
-        "other": "a folder without zarr metadata",
-    }[kind]
-    hint = (
-        "wait for the run to write its template, or run `sroa-dist run SPEC --store ...`"
-        if kind == "creating"
-        else "give the --store of a `sroa-dist run`, e.g. results/NAME.zarr"
-    )
-    raise NotAStoreError(f"store {url}: expected a sroa-dist result store; received {what}", hint)
-
-
 def store_status(url: str, storage_options=None) -> StoreStatus:
     """Blocks and instances done, failed blocks with their messages."""
     require_store(str(url), storage_options)
@@ -820,7 +554,5 @@ def open_results(store: str | Path, storage_options: Mapping[str, Any] | None = 
     require_store(url, storage_options)
     ds = xr.open_zarr(url, consolidated=False, storage_options=_so(url, storage_options))
     # Documented order, not the store listing's.
-    order = dict.fromkeys(
-        [*schema.TENSOR_VARIABLES, *schema.MODEL_VARIABLES, schema.V_HAT.name, *BOOKKEEPING]
-    )
+    order = dict.fromkeys([*variable_order(), *BOOKKEEPING])
     return ds[[v for v in order if v in ds.data_vars]]

@@ -1,0 +1,185 @@
+"""The sweep-kind registry: which kind of sweep a spec describes, and the one place that
+dispatches on it.
+
+A *kind* (tensor, model, ...) is an object satisfying :class:`SweepKind`; its module holds
+everything specific to it (schema and checks, grid-point settings and seeds, cost, layout,
+block kernel, cube variables, provenance) and imports only the shared modules (:mod:`.fields`,
+:mod:`.common`, :mod:`.layout`, :mod:`.schema`) and the numerical core -- never another
+kind, and never this registry. Spec loading, the grid, the worker and storage ask
+:func:`kind_of` / :func:`kind_for_raw` and call the kind, so none of them branches on a
+kind's name. Adding a kind is one new module and one line in :data:`_BUILTIN` (or a call to
+:func:`register_kind` for a kind defined outside the package); see docs/architecture.md.
+
+A raw spec is of the kind whose :attr:`SweepKind.marker` table it has (``[model]``); a spec
+with no marker table is of the default kind (marker ``None``: ``tensor``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import Any, Protocol, runtime_checkable
+
+from .common import SweepSpec
+from .fields import SpecError
+from .layout import BlockResult, BlockTask, Layout
+from .model_sweep import MODEL
+from .schema import Variable
+from .tensor_sweep import TENSOR
+
+__all__ = [
+    "KINDS",
+    "SweepKind",
+    "kind_for_raw",
+    "kind_of",
+    "parse_spec",
+    "register_kind",
+    "variable_order",
+]
+
+
+@runtime_checkable
+class SweepKind(Protocol):
+    """What a sweep kind implements (one object per kind, registered by :attr:`name`).
+
+    Everything but :meth:`parse` receives a spec the kind itself parsed (an instance of its
+    own :class:`~.common.SweepSpec` subclass, whose ``kind`` class attribute is :attr:`name`
+    and whose ``settings_at`` returns :meth:`settings`).
+    """
+
+    #: The kind's name: the ``kind`` of its specs.
+    name: str
+    #: Top-level spec table that marks a raw spec as this kind (``None``: the default kind).
+    marker: str | None
+    #: Every variable this kind may write, in documented order (for reading cubes).
+    all_variables: Mapping[str, Variable]
+
+    def parse(self, raw: Mapping[str, Any], source: str) -> SweepSpec:
+        """Validate a raw (TOML-like) spec and resolve its defaults; ``SpecError`` naming the
+        source and key otherwise."""
+
+    def settings(self, spec: Any, coords: Mapping[str, Any]) -> Any:
+        """The settings of the grid point at the swept coordinates ``coords`` (dim -> value):
+        a frozen object with ``seed_key()`` and ``group_key()``."""
+
+    def mean_cost(self, spec: Any) -> float:
+        """Estimated seconds per instance averaged over the grid (sizes blocks)."""
+
+    def layout(
+        self,
+        spec: Any,
+        block_size: int | None = None,
+        chunks: Sequence[int] | None = None,
+        *,
+        memory_limit: int | None = None,
+    ) -> Layout:
+        """The sweep's :class:`~.layout.Layout` (dims, coordinates, block shape, extents of
+        ``step`` and ``component``); ``SpecError`` when a task cannot fit ``memory_limit``."""
+
+    def compute_block(self, task: BlockTask, spec: Any) -> BlockResult:
+        """Every instance of one block: a pure function of the task."""
+
+    def variables(self, spec: Any) -> Mapping[str, Variable]:
+        """The cube variables this spec's sweep writes, in documented order."""
+
+    def provenance(self, spec: Any) -> dict[str, Any]:
+        """Root attrs (``setting_*``) recording the kind's settings that are not axes."""
+
+    def instance(self, spec: Any, settings: Any, replicate: int) -> Any:
+        """The instance ``(settings, replicate)`` rebuilt exactly as its block computed it."""
+
+
+_KINDS: dict[str, SweepKind] = {}
+#: Registered sweep kinds by name (read-only view; :func:`register_kind` adds one).
+KINDS: Mapping[str, SweepKind] = MappingProxyType(_KINDS)
+
+
+def register_kind(kind: SweepKind, *, overwrite: bool = False) -> None:
+    """Register a sweep kind under ``kind.name``.
+
+    Refused (``ValueError``) for an object that does not implement :class:`SweepKind`, an
+    existing name (unless ``overwrite``), or a marker table another kind already claims.
+    """
+    if not isinstance(kind, SweepKind):
+        missing = [m for m in _MEMBERS if not hasattr(kind, m)]
+        raise ValueError(
+            f"sweep kind: expected an object implementing SweepKind; received {kind!r}, "
+            f"which lacks {missing}"
+        )
+    name = kind.name
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"sweep kind name: expected a non-empty string, received {name!r}")
+    if name in _KINDS and not overwrite:
+        raise ValueError(
+            f"sweep kind {name!r} is already registered; hint: pass overwrite=True to replace it"
+        )
+    for other in _KINDS.values():
+        if other.name != name and other.marker == kind.marker:
+            what = f"table [{kind.marker}]" if kind.marker else "the default (no marker)"
+            raise ValueError(f"sweep kind {name!r}: {what} is already kind {other.name!r}'s")
+    _KINDS[name] = kind
+
+
+_MEMBERS = (
+    "name",
+    "marker",
+    "all_variables",
+    "parse",
+    "settings",
+    "mean_cost",
+    "layout",
+    "compute_block",
+    "variables",
+    "provenance",
+    "instance",
+)
+
+
+def kind_for_raw(raw: Any, source: str = "<dict>") -> SweepKind:
+    """The kind a raw spec describes: the one whose marker table it has, else the default.
+
+    A spec with the marker tables of two kinds is a ``SpecError`` (it must be split).
+    """
+    marked = [
+        k for k in _KINDS.values() if k.marker and isinstance(raw, Mapping) and k.marker in raw
+    ]
+    if len(marked) > 1:
+        names = sorted(f"[{k.marker}]" for k in marked)
+        raise SpecError(
+            source,
+            marked[1].marker or "<root>",
+            "the table of one kind of sweep",
+            f"<tables {', '.join(names)}>",
+            "a spec describes one kind of sweep; split it into one spec per kind",
+        )
+    if marked:
+        return marked[0]
+    default = [k for k in _KINDS.values() if k.marker is None]
+    return default[0]
+
+
+def kind_of(spec: SweepSpec) -> SweepKind:
+    """The registered kind of a parsed spec."""
+    try:
+        return _KINDS[spec.kind]
+    except KeyError:
+        raise ValueError(
+            f"spec kind: expected one of {sorted(_KINDS)}; received {spec.kind!r}"
+        ) from None
+
+
+def parse_spec(raw: Mapping[str, Any], source: str = "<dict>") -> SweepSpec:
+    """Validate a raw spec with its kind's rules (:func:`kind_for_raw`)."""
+    return kind_for_raw(raw, source).parse(raw, source)
+
+
+def variable_order() -> list[str]:
+    """Every variable any registered kind writes, in documented order (kinds in registration
+    order): the order :func:`~.storage.open_results` presents a cube's variables in."""
+    return list(dict.fromkeys(name for k in _KINDS.values() for name in k.all_variables))
+
+
+#: The kinds that ship with the package (adding one: its module, then one entry here).
+_BUILTIN: tuple[SweepKind, ...] = (TENSOR, MODEL)
+for _kind in _BUILTIN:
+    register_kind(_kind)
