@@ -22,9 +22,9 @@ from ._registry import check_entry
 from .ascent import (  # noqa: F401  (Deflation, _contract, newton_polish: re-exported)
     Deflation,
     _contract,
-    _values,
     newton_polish,
 )
+from .finishing import RankOneResult, finish_step, normalize
 from .methods import (  # noqa: F401  (re-exported)
     COST_MODEL,
     DEFAULT_TIME_BUDGET,
@@ -34,17 +34,10 @@ from .methods import (  # noqa: F401  (re-exported)
     _method_power,
     _method_sos,
     _method_sshopm,
-    _object_array,
     relaxation_cost,
     relaxation_tractable,
 )
-from .tensors import (
-    as_rng_list,
-    check_symmetric_tensor,
-    normalized_unfolding_norm,
-    normalizing_exponents,
-    scale_up_bound,
-)
+from .tensors import as_rng_list, check_symmetric_tensor
 
 __all__ = [
     "DEFAULT_TIME_BUDGET",
@@ -61,82 +54,7 @@ __all__ = [
     "relaxation_tractable",
 ]
 
-FloatArray = NDArray[np.float64]
 RngLike = np.random.Generator | int | np.random.SeedSequence | None
-
-#: Tensors with ``2^-64 <= ‖T‖_F < 2^64`` are solved as given (see :func:`rank_one_batch`).
-_UNSCALED_EXPONENT = 64
-
-
-@dataclasses.dataclass(frozen=True)
-class RankOneResult:
-    """Result of a best rank-one approximation (fields gain a leading batch axis when batched).
-
-    Attributes
-    ----------
-    lam : float
-        ``T x^p`` at the returned ``x`` (signed; for even p the sign of the extremum found).
-    x : (n,) ndarray
-        Unit-norm maximiser of ``T x^p`` (odd p) or ``|T x^p|`` (even p).
-    upper_bound : float
-        A valid upper bound of ``max T x^p`` (odd p) or ``max |T x^p|`` (even p): from the
-        moment relaxation's validated dual where it was solved, otherwise the spectral norm
-        of the ``n × n^{p-1}`` unfolding.
-    certified : bool
-        ``upper_bound − |lam| ≤ gap_tol · ‖T‖_F``: ``x`` is a proven global optimum.
-    method, n_starts, n_iter, message, solve_time
-        Method name, random starts used, iterations of the local phase, a human-readable
-        status, and seconds spent (batched local phases are shared equally by the instances).
-    certificate : Certificate or None
-        With ``certificate=True``: the auditable SOS certificate of the relaxation's bound
-        (:class:`sroa_dist.certificate.Certificate`; both signs for even p), ``None`` where no
-        relaxation ran (local methods, or ``certified`` above its size cap). Batched: an
-        object array. Its ``verify(T)`` re-derives a bound ``>= upper_bound`` in plain numpy
-        (equal up to rounding unless the unfolding bound was the smaller one).
-    n_best : int or None
-        How many local starts reached the best value (within ``BEST_RTOL``): one lone start is
-        a warning sign that the global maximiser's basin is small. ``None`` for methods
-        without starts.
-    confirmed : bool or None
-        Whether two independent start sets reached the same best value (``sshopm`` with
-        ``max_starts``). A confirmation is evidence, not a proof: only ``certified`` is.
-    """
-
-    lam: Any
-    x: Any
-    upper_bound: Any
-    certified: Any
-    method: str
-    n_starts: Any
-    n_iter: Any
-    message: Any
-    solve_time: Any
-    certificate: Any = None
-    n_best: Any = None
-    confirmed: Any = None
-
-    @property
-    def gap(self) -> Any:
-        """Certification gap ``upper_bound − |lam|`` (≥ 0 up to rounding)."""
-        return np.asarray(self.upper_bound) - np.abs(np.asarray(self.lam))
-
-    def __getitem__(self, i: int) -> RankOneResult:
-        """The ``i``-th instance of a batched result."""
-        return RankOneResult(
-            lam=float(self.lam[i]),
-            x=self.x[i],
-            upper_bound=float(self.upper_bound[i]),
-            certified=bool(self.certified[i]),
-            method=self.method,
-            n_starts=int(self.n_starts[i]),
-            n_iter=int(self.n_iter[i]),
-            message=str(self.message[i]),
-            solve_time=float(self.solve_time[i]),
-            certificate=None if self.certificate is None else self.certificate[i],
-            n_best=None if self.n_best is None else int(self.n_best[i]),
-            confirmed=None if self.confirmed is None else bool(self.confirmed[i]),
-        )
-
 
 MethodFn = Callable[..., MethodOutput]
 _REGISTRY: dict[str, MethodFn] = {}
@@ -410,16 +328,6 @@ def _expand(out: MethodOutput, keep: NDArray[np.intp], B: int, n: int) -> Method
     return MethodOutput(**full)
 
 
-def _scaled_certificates(out: MethodOutput, k: NDArray[np.int64], B: int) -> Any:
-    """The methods' certificates (of ``T / 2^k``) turned into certificates of ``T``."""
-    certs = out.certificate
-    if certs is None:
-        return _object_array([None] * B)
-    return _object_array(
-        [None if c is None else c.scaled(int(kb)) for c, kb in zip(certs, k, strict=True)]
-    )
-
-
 def rank_one_batch(
     Ts: ArrayLike,
     method: str = "certified",
@@ -454,84 +362,22 @@ def rank_one_batch(
     B, n, p = Ts.shape[0], Ts.shape[1], Ts.ndim - 1
     check_options(method, {**options, "gap_tol": gap_tol}, n=n, p=p)
     rngs = as_rng_list(rng, B)
-    k, zero = normalizing_exponents(Ts)
-    if np.all(np.abs(k) <= _UNSCALED_EXPONENT):
-        # Dividing by a power of two this close to 1 changes no bit of any result (nothing
-        # under- or overflows either way; test_scale checks it), so skip the copy.
-        k = np.zeros_like(k)
-    Tn = np.ldexp(Ts, -k.reshape((B,) + (1,) * p)) if np.any(k) else Ts
-    # Dividing by 2^k (k > 0) is exact unless an entry became subnormal; then it moved by at
-    # most half the smallest subnormal, which moves T x^p by at most that times n^{p/2}. The
-    # bound below is padded by that always (far below an ulp of it, so no bits change).
-    inexact = k > 0
-    keep = np.flatnonzero(~zero)
+    norm = normalize(Ts)
+    keep = np.flatnonzero(~norm.zero)
     t0 = time.perf_counter()
     if len(keep) == B:
-        out = MethodOutput.coerce(fn(Tn, rngs, **options), method)
+        out = MethodOutput.coerce(fn(norm.T, rngs, **options), method)
     elif len(keep):
-        part = MethodOutput.coerce(fn(Tn[keep], [rngs[i] for i in keep], **options), method)
+        sub = norm.T[keep]
+        part = MethodOutput.coerce(fn(sub, [rngs[i] for i in keep], **options), method)
         out = _expand(part, keep, B, n)
     else:
         none = np.zeros(0, dtype=np.int64)
         out = _expand(MethodOutput(x=np.zeros((0, n)), n_starts=none, n_iter=none), keep, B, n)
     elapsed = time.perf_counter() - t0
-    x = out.x
-    _, f = _values(Tn, x[:, None, :])
-    lam_n = f[:, 0]
-    fro_n = np.linalg.norm(Tn.reshape(B, -1), axis=1)
-    cheap = normalized_unfolding_norm(Tn)
-    upper_n = cheap if out.upper_bound is None else np.minimum(out.upper_bound, cheap)
-    upper_n = upper_n + np.where(inexact, 2.0**-1074 * n ** (p / 2), 0.0)
-    certified = upper_n - np.abs(lam_n) <= gap_tol * fro_n
-    if p % 2 == 1:
-        # For odd p, max T x^p = max |T x^p|, so a bound on |.| bounds the objective too.
-        certified &= lam_n >= 0
-    with np.errstate(over="ignore"):
-        lam = np.ldexp(lam_n, k)
-    if not np.all(np.isfinite(lam)):
-        b = int(np.flatnonzero(~np.isfinite(lam))[0])
-        raise ValueError(
-            f"Ts: the best rank-one value of tensor {b} is {lam_n[b]!r} · 2^{k[b]}, beyond the "
-            "float64 range; hint: divide the tensor by a power of two and scale the result back"
-        )
-    upper = scale_up_bound(upper_n, k)
-    lam = np.where(zero, 0.0, lam)
-    upper = np.where(zero, 0.0, upper)
-    # Invariant: a certificate is a proof, so it never comes with a bound below the value.
-    # Rounding could in principle break it; then the instance is simply not certified.
-    sound = (upper_n >= np.abs(lam_n)) & (upper >= np.abs(lam))
-    anomaly = certified & ~sound
-    certified = (certified & sound) | zero
-    solve_time = np.full(B, elapsed / B) if out.solve_time is None else out.solve_time
-    extra = out.notes
-    message = np.array(
-        [
-            (
-                "certified global optimum"
-                if c
-                else "not certified (bound below value by rounding)"
-                if a
-                else "not certified (local optimum)"
-            )
-            + (f"; {extra}" if extra else "")
-            for c, a in zip(certified, anomaly, strict=True)
-        ],
-        dtype=object,
-    )
-    return RankOneResult(
-        lam=lam,
-        x=x,
-        upper_bound=upper,
-        certified=certified,
-        method=method,
-        n_starts=np.asarray(out.n_starts),
-        n_iter=np.asarray(out.n_iter),
-        message=message,
-        solve_time=np.asarray(solve_time, dtype=float),
-        certificate=(_scaled_certificates(out, k, B) if certificate else None),
-        n_best=None if out.n_best is None else np.asarray(out.n_best),
-        confirmed=None if out.confirmed is None else np.asarray(out.confirmed),
-    )
+    return finish_step(
+        norm, out, method, gap_tol=gap_tol, elapsed=elapsed, certificate=certificate
+    ).result
 
 
 def rank_one(
