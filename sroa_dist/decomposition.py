@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -13,14 +12,14 @@ from numpy.typing import ArrayLike
 
 from .ascent import DEFAULT_N_STARTS, Deflation
 from .finishing import finish_step, normalize
-from .methods import MethodOutput
+from .methods import IMPLICIT_BYTES, MethodOutput
 from .solvers import (
     GAP_TOL,
     RankOneResult,
     RngLike,
-    _lookup,
     check_options,
     rank_one_batch,
+    resolve_method,
 )
 from .tensors import as_rng_list, check_symmetric_tensor, rank_one_tensor
 
@@ -30,10 +29,6 @@ __all__ = ["SROAResult", "sroa", "sroa_batch", "DEFLATION_MODES"]
 #: the relaxation-based methods), ``"implicit"`` keeps only the deflation terms (local methods),
 #: ``"auto"`` is implicit for local methods once one tensor is larger than ``IMPLICIT_BYTES``.
 DEFLATION_MODES = ("auto", "explicit", "implicit")
-#: Per tensor (never per stack, so results do not depend on how instances are batched): above
-#: this size (n > 50 for p = 3, n > 19 for p = 4) the implicit engine is faster and holds no
-#: residual copy; below it explicit deflation keeps the results of earlier sweeps bit for bit.
-IMPLICIT_BYTES = 2**20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,7 +54,7 @@ class SROAResult:
     n_best : (r,) int ndarray
         Starts that reached each step's best value (``-1`` for methods without starts).
     confirmed : (r,) bool ndarray
-        Whether two independent start sets agreed on each step's best value (see
+        Whether two independent random starts reached each step's best value (see
         :class:`RankOneResult`); evidence against a missed global step, not a certificate.
     """
 
@@ -203,7 +198,7 @@ def _deflation_mode(deflation: str, method: str, Ts: np.ndarray) -> str:
             f"deflation: expected one of {DEFLATION_MODES}, received {deflation!r}; hint: "
             "'implicit' saves memory at large n for local methods"
         )
-    local = "deflation" in inspect.signature(_lookup(method)).parameters
+    local = resolve_method(method).implicit
     if deflation == "implicit" and not local:
         raise ValueError(
             f"deflation: method {method!r} needs the deflated tensor itself (its relaxation "
@@ -280,7 +275,7 @@ def _sroa_implicit(
     options: dict[str, Any],
 ) -> SROAResult:
     """Algorithm 1 with implicit deflation (see :func:`sroa`, ``deflation="implicit"``)."""
-    fn = _lookup(method)
+    fn = resolve_method(method)
     B, n, p = Ts.shape[0], Ts.shape[1], Ts.ndim - 1
     check_options(method, {**options, "gap_tol": gap_tol}, n=n, p=p)
     # Every step runs on T̂ / 2^k, as the front door's steps do (one k per instance, from T̂:

@@ -74,8 +74,9 @@ class RankOneResult:
         a warning sign that the global maximiser's basin is small. ``None`` for methods
         without starts.
     confirmed : bool or None
-        Whether two independent start sets reached the same best value (``sshopm``). A
-        confirmation is evidence, not a proof: only ``certified`` is.
+        Whether two independent random starts reached the best value (``sshopm`` with
+        ``max_starts``: two starts of the first set with no rival near the best, or two start
+        sets that agree). A confirmation is evidence, not a proof: only ``certified`` is.
     """
 
     lam: Any
