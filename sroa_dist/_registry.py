@@ -1,9 +1,11 @@
 """The one rule for the package's registries (noise models, perturbation families, rank-one
 methods): a name is a non-empty string, an entry is callable, and an existing name is replaced
-only with ``overwrite=True``. Each registry is exposed as a read-only ``MappingProxyType``."""
+only with ``overwrite=True``. Each registry is exposed as a read-only ``MappingProxyType``.
+Entries that are not registered can be named by import path (:func:`import_entry`)."""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -30,3 +32,39 @@ def check_entry(
         raise ValueError(
             f"{kind} {name!r} is already registered; hint: pass overwrite=True to replace it"
         )
+
+
+def import_entry(
+    path: str, key: str, kind: str, expected: str, *, accept: tuple[type, ...] = ()
+) -> Any:
+    """The object an import path ``"package.module:attribute"`` names, imported here (so on a
+    sweep worker, where the block runs).
+
+    ``key`` names the argument or spec key in messages (e.g. ``"noise.model"``), ``kind`` the
+    entry (e.g. ``"family"``) and ``expected`` what it must be; objects of the ``accept`` types
+    are returned as they are, anything else must be callable. Raises ``ValueError``.
+    """
+    module_name, _, attr = path.partition(":")
+    if not module_name or not attr:
+        raise ValueError(
+            f"{key}: expected an import path 'package.module:attribute', received {path!r}"
+        )
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(
+            f"{key}: cannot import module {module_name!r} of {kind} {path!r} ({exc}). "
+            "Hint: the module must be importable on every worker (install it or add its "
+            "directory to PYTHONPATH)"
+        ) from None
+    try:
+        obj = getattr(module, attr)
+    except AttributeError:
+        raise ValueError(
+            f"{key}: module {module_name!r} has no attribute {attr!r} ({kind} {path!r})"
+        ) from None
+    if not isinstance(obj, accept) and not callable(obj):
+        raise ValueError(
+            f"{key}: {path!r} is not callable; expected {expected}, received {type(obj).__name__}"
+        )
+    return obj

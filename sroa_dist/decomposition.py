@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -11,15 +10,16 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .ascent import DEFAULT_N_STARTS, Deflation, _values
-from .methods import MethodOutput
+from .ascent import DEFAULT_N_STARTS, Deflation
+from .finishing import finish_step, normalize
+from .methods import IMPLICIT_BYTES, MethodOutput
 from .solvers import (
     GAP_TOL,
     RankOneResult,
     RngLike,
-    _lookup,
     check_options,
     rank_one_batch,
+    resolve_method,
 )
 from .tensors import as_rng_list, check_symmetric_tensor, rank_one_tensor
 
@@ -29,10 +29,6 @@ __all__ = ["SROAResult", "sroa", "sroa_batch", "DEFLATION_MODES"]
 #: the relaxation-based methods), ``"implicit"`` keeps only the deflation terms (local methods),
 #: ``"auto"`` is implicit for local methods once one tensor is larger than ``IMPLICIT_BYTES``.
 DEFLATION_MODES = ("auto", "explicit", "implicit")
-#: Per tensor (never per stack, so results do not depend on how instances are batched): above
-#: this size (n > 50 for p = 3, n > 19 for p = 4) the implicit engine is faster and holds no
-#: residual copy; below it explicit deflation keeps the results of earlier sweeps bit for bit.
-IMPLICIT_BYTES = 2**20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,7 +54,7 @@ class SROAResult:
     n_best : (r,) int ndarray
         Starts that reached each step's best value (``-1`` for methods without starts).
     confirmed : (r,) bool ndarray
-        Whether two independent start sets agreed on each step's best value (see
+        Whether two independent random starts reached each step's best value (see
         :class:`RankOneResult`); evidence against a missed global step, not a certificate.
     """
 
@@ -202,7 +198,7 @@ def _deflation_mode(deflation: str, method: str, Ts: np.ndarray) -> str:
             f"deflation: expected one of {DEFLATION_MODES}, received {deflation!r}; hint: "
             "'implicit' saves memory at large n for local methods"
         )
-    local = "deflation" in inspect.signature(_lookup(method)).parameters
+    local = resolve_method(method).implicit
     if deflation == "implicit" and not local:
         raise ValueError(
             f"deflation: method {method!r} needs the deflated tensor itself (its relaxation "
@@ -279,13 +275,18 @@ def _sroa_implicit(
     options: dict[str, Any],
 ) -> SROAResult:
     """Algorithm 1 with implicit deflation (see :func:`sroa`, ``deflation="implicit"``)."""
-    fn = _lookup(method)
+    fn = resolve_method(method)
     B, n, p = Ts.shape[0], Ts.shape[1], Ts.ndim - 1
     check_options(method, {**options, "gap_tol": gap_tol}, n=n, p=p)
+    # Every step runs on T̂ / 2^k, as the front door's steps do (one k per instance, from T̂:
+    # the deflated tensors are no larger), so the Gram matrix and the deflation terms neither
+    # underflow nor overflow; finish_step scales the answers back.
+    norm = normalize(Ts)
+    Tn = norm.T
     eps = np.finfo(float).eps
-    M = Ts.reshape(B, n, -1)
+    M = Tn.reshape(B, n, -1)
     gram0 = np.matmul(M, M.transpose(0, 2, 1))
-    fro2 = np.array([np.dot(m, m) for m in Ts.reshape(B, -1)])  # no n^p temporary
+    fro2 = np.array([np.dot(m, m) for m in Tn.reshape(B, -1)])  # no n^p temporary
     # Worst-case rounding of the Gram entries (inner dimension n^{p-1}) and of the update.
     gamma = (n ** (p - 1) + 8 * n) * eps
     U = np.zeros((B, n, 0))
@@ -303,15 +304,22 @@ def _sroa_implicit(
         defl = Deflation(U, lams, fro, 1.0, *(warm or (None, None)))
         slack = gamma * (fro2 + 2 * abs_sum * np.sqrt(np.maximum(fro2, 0)) + abs_sum**2)
         bound = _gram_bound(gram0, W, U, lams, p, slack)
-        out = MethodOutput.coerce(fn(Ts, rngs, defl, **options), method)
-        x = out.x
-        G, f = _values(Ts, x[:, None, :], defl)
-        lam = f[:, 0]
-        cert = bound - np.abs(lam) <= gap_tol * fro
-        if p % 2 == 1:
-            cert &= lam >= 0
+        out = MethodOutput.coerce(fn(Tn, rngs, defl, **options), method)
+        done = finish_step(
+            norm,
+            out,
+            method,
+            gap_tol=gap_tol,
+            elapsed=time.perf_counter() - t0,
+            deflation=defl,
+            unfolding_bound=bound,
+            notes="implicit deflation",
+        )
+        x, lam = out.x, done.lam_n
         # T̂ x^{p-1} (undeflated) = deflated gradient + the deflation terms at x.
-        w = G[:, 0] + np.einsum("bk,bik->bi", lams * np.einsum("bi,bik->bk", x, U) ** (p - 1), U)
+        w = done.grad_n + np.einsum(
+            "bk,bik->bi", lams * np.einsum("bi,bik->bk", x, U) ** (p - 1), U
+        )
         U = np.concatenate([U, x[:, :, None]], axis=2)
         W = np.concatenate([W, w[:, :, None]], axis=2)
         lams = np.concatenate([lams, lam[:, None]], axis=1)
@@ -324,31 +332,10 @@ def _sroa_implicit(
                 :, None, :
             ]
             warm = (Xw, Gw)
-        elapsed = (time.perf_counter() - t0) / B
-        lambdas[:, j], vectors[:, :, j], upper[:, j] = lam, x, bound
-        certified[:, j], times[:, j] = cert, elapsed
-        steps.append(
-            RankOneResult(
-                lam=lam,
-                x=x,
-                upper_bound=bound,
-                certified=cert,
-                method=method,
-                n_starts=np.asarray(out.n_starts),
-                n_iter=np.asarray(out.n_iter),
-                message=np.array(
-                    [
-                        ("certified global optimum" if c else "not certified (local optimum)")
-                        + "; implicit deflation"
-                        for c in cert
-                    ],
-                    dtype=object,
-                ),
-                solve_time=np.full(B, elapsed),
-                n_best=None if out.n_best is None else np.asarray(out.n_best),
-                confirmed=None if out.confirmed is None else np.asarray(out.confirmed),
-            )
-        )
+        res = done.result
+        lambdas[:, j], vectors[:, :, j], upper[:, j] = res.lam, x, res.upper_bound
+        certified[:, j], times[:, j] = res.certified, res.solve_time
+        steps.append(res)
     return SROAResult(
         lambdas,
         vectors,

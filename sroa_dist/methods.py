@@ -48,6 +48,22 @@ RELAXATION_STOP_FRACTION = 0.9
 #: together, p = 4 and 5 on fresh nearly SOD tensors and their deflations. SCS's full
 #: eigendecomposition of the m x m matrix per iteration dominates.
 COST_MODEL: dict[int, tuple[float, float]] = {3: (0.14, 1.86), 4: (0.099, 2.26), 5: (0.039, 3.11)}
+#: ``sshopm`` runs its confirming start set only where fewer than two starts reached the best
+#: value, or a start away from the best point (another local maximum, or one still climbing)
+#: is within this relative distance of it: elsewhere a second set could not change the answer.
+#: Miss rate against certified steps: benchmarks/bench_miss_rate.py.
+CONFIRM_MARGIN = 1e-5
+#: Cost model of a local solve on a formed tensor, ``seconds ~ a + b·n^p`` (one core; orders of
+#: magnitude measured for block sizing, see docs/sweeps.md, Block sizing).
+LOCAL_COST = (1e-4, 2.5e-7)
+#: Fixed seconds of a local step under implicit deflation; per entry it costs the method's own
+#: ``implicit_per_entry`` (``sshopm`` restarts warm from the previous step's local maxima, about
+#: ten times cheaper per entry than ``power``'s cold iterations).
+IMPLICIT_COST = 0.01
+#: Per tensor (never per stack, so results do not depend on how instances are batched): above
+#: this size (n > 50 for p = 3, n > 19 for p = 4) SROA's implicit engine is faster and holds no
+#: residual copy; below it explicit deflation keeps the results of earlier sweeps bit for bit.
+IMPLICIT_BYTES = 2**20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,7 +94,7 @@ class MethodOutput:
     n_best : (B,) int ndarray, optional
         Starts that reached the best value (see :class:`RankOneResult`).
     confirmed : (B,) bool ndarray, optional
-        Whether two independent start sets agreed (see :class:`RankOneResult`).
+        Whether two independent starts reached the best value (see :class:`RankOneResult`).
     notes : str
         Appended to every instance's ``message`` (e.g. why a relaxation was skipped).
     final_starts, final_values, final_grads : ndarrays, optional
@@ -190,6 +206,22 @@ def _by_instance(A: FloatArray, B: int) -> FloatArray:
     return np.moveaxis(A, 0, 1).reshape((B, k * S) + rest)
 
 
+def _first_set_settles(
+    Xs: FloatArray, Fs: FloatArray, first: NDArray[np.intp]
+) -> NDArray[np.bool_]:
+    """Instances whose first start set already gives the confirmation evidence, so a second,
+    independent set would only repeat it: at least two starts reached the best value (within
+    :data:`BEST_RTOL`; two independent uniform starts in the same best basin, as two agreeing
+    sets would be), and no start away from the best point (``|cos| < 0.999``: another local
+    maximum, or one still climbing) is within :data:`CONFIRM_MARGIN` of it. ``(B,)`` bool."""
+    rows = np.arange(Fs.shape[0])
+    top = Fs[rows, first]
+    n_best = np.sum(Fs >= (top - BEST_RTOL * np.abs(top))[:, None], axis=1)
+    away = np.abs(np.einsum("bsi,bi->bs", Xs, Xs[rows, first])) < 0.999
+    rival = np.max(np.where(away, Fs, -np.inf), axis=1)
+    return (n_best >= 2) & (rival < top - CONFIRM_MARGIN * np.abs(top))
+
+
 def _method_sshopm(
     Ts: FloatArray,
     rngs: Sequence[np.random.Generator],
@@ -218,17 +250,19 @@ def _method_sshopm(
     SROA, also start from the previous step's other local maxima; ``lazy``: there,
     stop a step once its best converged start beats every unconverged one and carry those
     on as warm starts (see :func:`shifted_ascent`); ``max_starts``: when at least
-    ``2·n_starts``, a second, independent start set (from a stream spawned off the instance's,
-    so the first set and later SROA steps keep their draws) is run, and the starts are doubled
-    until the best values of the old and the new set agree (``confirmed``) or ``max_starts``
-    would be exceeded; the first set's pick stands unless a later set beats it. Default
-    (``None``): ``max(DEFAULT_MAX_STARTS, 4 n_starts)`` on a formed tensor, and 0 under
-    implicit deflation (large n),
-    where a cold second set would cost several times the warm-started step; pass it there to
-    confirm.
+    ``2·n_starts``, the best value needs two independent witnesses. Where the first set
+    already has them (at least two starts reached the best value and no start away from it
+    is within :data:`CONFIRM_MARGIN` of it) it is ``confirmed`` at no cost; elsewhere a
+    second, independent start set (from a stream spawned off the instance's, so the first set
+    and later SROA steps keep their draws) is run, and the starts are doubled until the best
+    values of the old and the new set agree (``confirmed``) or ``max_starts`` would be
+    exceeded; the first set's pick stands unless a later set beats it. Default (``None``):
+    ``max(DEFAULT_MAX_STARTS, 4 n_starts)`` on a formed tensor, and 0 under implicit
+    deflation (large n), where a cold second set would cost several times the warm-started
+    step; pass it there to confirm.
     Converges to local maxima: fast, not certified. Besides ``x`` it reports how many starts
-    reached the best value (``n_best``) and whether two independent start sets agreed
-    (``confirmed``; false when no second set ran).
+    reached the best value (``n_best``) and whether two independent witnesses reached it
+    (``confirmed``; always false with ``max_starts < 2·n_starts``). Evidence, not a proof.
     """
     B, n = Ts.shape[0], Ts.shape[1]
     if n_starts is None:
@@ -293,18 +327,25 @@ def _method_sshopm(
     )
 
 
-def _gram_side(n: int, p: int) -> int:
-    """Side of the order-⌈p/2⌉ moment matrix of the (homogeneous) relaxation: the monomials of
-    degree ``d`` (and ``d - 1`` for odd p), ``d = ⌈p/2⌉``."""
-    d = (p + 1) // 2
-    return math.comb(n + d - 1, d) + (math.comb(n + d - 2, d - 1) if p % 2 else 0)
+def moment_side(n: int, p: int, order: int | None = None, *, full: bool = False) -> int:
+    """Side of the order-``d`` moment matrix (``d = ⌈p/2⌉`` by default): the one size formula.
+
+    The relaxation solved is homogeneous (:mod:`sroa_dist.relaxation`): its basis is the
+    monomials of degree ``d`` (and ``d − 1`` for odd p). ``full=True`` gives the textbook basis
+    of all monomials of degree ``<= d``, ``C(n + d, d)``, which ``max_gram_size`` caps.
+    """
+    d = (p + 1) // 2 if order is None else int(order)
+    if full:
+        return math.comb(n + d, d)
+    degrees = (d - 1, d) if p % 2 else (d,)
+    return sum(math.comb(n + k - 1, k) for k in degrees)
 
 
 def relaxation_cost(n: int, p: int) -> float:
     """Predicted seconds of one certified step at ``(n, p)`` (:data:`COST_MODEL`)."""
     known = [q for q in COST_MODEL if q <= p and q % 2 == p % 2]
     a, b = COST_MODEL[max(known)] if known else COST_MODEL[min(COST_MODEL)]
-    return a * (_gram_side(n, p) / 100.0) ** b
+    return a * (moment_side(n, p) / 100.0) ** b
 
 
 def relaxation_tractable(
@@ -320,9 +361,35 @@ def relaxation_tractable(
     (:func:`relaxation_cost`) must fit ``time_budget`` seconds.
     """
     if max_gram_size is not None:
-        d = (p + 1) // 2
-        return math.comb(n + d, d) <= max_gram_size
+        return moment_side(n, p, full=True) <= max_gram_size
     return relaxation_cost(n, p) <= time_budget
+
+
+def local_cost(n: int, p: int, implicit_per_entry: float | None) -> float:
+    """Predicted seconds of one local solve (:data:`LOCAL_COST`): ``a + b·n^p`` on a formed
+    tensor; for a method that SROA deflates implicitly above :data:`IMPLICIT_BYTES` per tensor
+    (``implicit_per_entry`` given), ``IMPLICIT_COST + implicit_per_entry·n^p`` there."""
+    size = float(n) ** p
+    if implicit_per_entry is not None and 8.0 * size > IMPLICIT_BYTES:
+        return IMPLICIT_COST + implicit_per_entry * size
+    return LOCAL_COST[0] + LOCAL_COST[1] * size
+
+
+def local_memory(n: int, p: int, batch: int, starts: int) -> float:
+    """Rough peak bytes of a local phase on ``batch`` tensors: the stack and the copies the
+    front door and the ascent make (normalised stack, ``±T`` for even p, the active subset),
+    and the Kronecker powers of ``2·starts`` starts."""
+    tensor = 8.0 * batch * float(n) ** p
+    return 5 * tensor + 8.0 * batch * 2 * starts * (3 * float(n) ** (p - 1) + 2 * n * n)
+
+
+def relaxation_memory(n: int, p: int, order: int | None = None) -> float:
+    """Rough peak bytes of one relaxation solve: the moment map (side² nonzeros), SCS's KKT
+    factorisation and per-thread workspaces (full basis: an upper estimate)."""
+    d = (p + 1) // 2 if order is None else int(order)
+    side = float(moment_side(n, p, order, full=True))
+    moments = float(math.comb(n + 2 * d, 2 * d))
+    return 400.0 * side * side + 200.0 * moments
 
 
 def _relax(

@@ -24,7 +24,6 @@ tractable, with :func:`sroa_dist.operator_norm`).
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import inspect
 import math
 from collections.abc import Callable, Mapping
@@ -34,7 +33,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._registry import check_entry
+from ._registry import check_entry, import_entry
 from .noise import NOISE_MODELS, multiset_rank, noise_tensor, symmetric_from_multisets
 from .norms import operator_norm
 from .tensors import check_symmetric_tensor, keyword_rng
@@ -293,33 +292,16 @@ register_perturbation(
 
 
 def _import_family(path: str) -> Family:
-    module_name, _, attr = path.partition(":")
-    if not module_name or not attr:
-        raise ValueError(
-            f"noise.model: expected an import path 'package.module:attribute', received {path!r}"
-        )
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ValueError(
-            f"noise.model: cannot import module {module_name!r} of family {path!r} ({exc}). "
-            "Hint: the module must be importable on every worker (install it or add its "
-            "directory to PYTHONPATH)"
-        ) from None
-    try:
-        obj = getattr(module, attr)
-    except AttributeError:
-        raise ValueError(
-            f"noise.model: module {module_name!r} has no attribute {attr!r} (family {path!r})"
-        ) from None
+    obj = import_entry(
+        path,
+        "noise.model",
+        "family",
+        "a sroa_dist.perturbations.Family or a function (n, p, V, lambdas, rng, **params) -> "
+        "(E, norm)",
+        accept=(Family,),
+    )
     if isinstance(obj, Family):
         return dataclasses.replace(obj, name=path)
-    if not callable(obj):
-        raise ValueError(
-            f"noise.model: {path!r} is not callable; expected a sroa_dist.perturbations.Family or "
-            f"a function (n, p, V, lambdas, rng, **params) -> (E, norm), received "
-            f"{type(obj).__name__}"
-        )
     return Family(path, obj, _signature_params(obj), getattr(obj, "__doc__", "") or "")
 
 

@@ -317,8 +317,9 @@ def normalizing_exponents(Ts: FloatArray) -> tuple[NDArray[np.int64], NDArray[np
     # ‖T / 2^e‖_F = ‖T‖_F / 2^e exactly, so one unscaled pass gives the same k.
     safe = (e_peak > -400) & (e_peak < 400)
     nu = np.empty(B)
-    if np.any(safe):
-        nu[safe] = np.ldexp(np.linalg.norm(flat[safe], axis=1), -e_peak[safe])
+    for b in np.flatnonzero(safe):
+        # One dot per tensor: no tensor-sized temporary (implicit SROA holds one tensor only).
+        nu[b] = np.ldexp(np.sqrt(np.dot(flat[b], flat[b])), -e_peak[b])
     if not np.all(safe):
         out = ~safe
         nu[out] = np.linalg.norm(np.ldexp(flat[out], -e_peak[out][:, None]), axis=1)

@@ -10,7 +10,7 @@ import pytest
 
 from sroa_dist.decomposition import IMPLICIT_BYTES
 from sroa_dist.policy import certified_tractable, resolve_norm_method, solve_cost
-from sroa_dist.solvers import relaxation_tractable
+from sroa_dist.solvers import relaxation_cost, relaxation_tractable
 
 
 def _modules_after(code: str) -> set[str]:
@@ -58,8 +58,9 @@ def test_norm_method_defaults(n, p):
 def test_solve_cost_branches():
     # Local methods: 1e-4 + 2.5e-7 n^p below the implicit-deflation size.
     assert solve_cost("power", 10, 3) == 1e-4 + 2.5e-7 * 10**3
-    # The moment relaxation adds 0.05 s * (side / 66)^3; side C(10 + 2, 2) = 66 at n = 10, p = 3.
-    assert solve_cost("certified", 10, 3) == pytest.approx(1e-4 + 2.5e-7 * 1e3 + 0.05)
+    # The relaxation methods add the one certified-step model (relaxation_cost).
+    assert solve_cost("certified", 10, 3) == 1e-4 + 2.5e-7 * 1e3 + relaxation_cost(10, 3)
+    assert solve_cost("sos", 10, 3) == solve_cost("certified", 10, 3)
     # ... and is priced as local where it is intractable.
     n = next(n for n in range(3, 40) if not relaxation_tractable(n, 3))
     assert solve_cost("certified", n, 3) == solve_cost("power", n, 3)

@@ -24,7 +24,9 @@ from sroa_dist.solvers import (
     check_options,
     memory_estimate,
     method_options,
+    moment_side,
     newton_polish,
+    resolve_method,
 )
 from sroa_dist.tensors import contract
 
@@ -271,12 +273,12 @@ def test_a_singular_newton_system_does_not_change_other_instances_bits():
 @pytest.fixture
 def scratch_methods():
     """The method registry restored after the test (no method leaks into other tests)."""
-    from sroa_dist import solvers
+    from sroa_dist import method_records
 
-    saved = dict(solvers._REGISTRY)
+    saved = dict(method_records._REGISTRY)
     yield
-    solvers._REGISTRY.clear()
-    solvers._REGISTRY.update(saved)
+    method_records._REGISTRY.clear()
+    method_records._REGISTRY.update(saved)
 
 
 def _first_axis(Ts, rngs, *, scale: float = 1.0):
@@ -354,3 +356,92 @@ def test_the_relaxation_stops_at_the_certification_tolerance():
     # the relaxation's own option still wins over the passed tolerance
     own = rank_one(T, method="sos", gap_tol=1e-2, relaxation={"gap_tol": 1e-10})
     assert int(own.n_iter) == iters[2]
+
+
+# --------------------------------------------------------------------------------------------
+# Methods as records, and user methods by import path (tests/user_method.py)
+
+
+def test_builtin_records_carry_what_policy_and_specs_ask():
+    assert METHODS["certified"].global_steps and METHODS["sos"].global_steps
+    assert not METHODS["sshopm"].global_steps and not METHODS["power"].global_steps
+    assert METHODS["sshopm"].implicit and METHODS["power"].implicit
+    assert not METHODS["certified"].implicit and not METHODS["sos"].implicit
+    # The one size formula: homogeneous basis of degrees 1 and 2 at n = 10, p = 3 (10 + 55).
+    assert moment_side(10, 3) == 65 and moment_side(10, 3, full=True) == 66
+    assert moment_side(10, 4) == 55  # even p: degree 2 only
+    assert METHODS["sos"].moment_side(10, 3, {}) == 65
+    assert METHODS["certified"].moment_side(10, 3, {}) == 65
+    assert METHODS["certified"].moment_side(60, 3, {}) is None  # relaxation skipped there
+    assert METHODS["sshopm"].moment_side is None
+    # Costs: the relaxation methods pay for it where they solve it, local methods never.
+    assert METHODS["sos"].cost(10, 3, {}) > METHODS["sshopm"].cost(10, 3, {})
+    assert METHODS["certified"].cost(30, 3, {}) == METHODS["sshopm"].cost(30, 3, {})
+    # METHODS values are callable like the methods themselves.
+    T = sod_tensor(np.array([2.0, 1.0]), identity_basis(2), 3)
+    out = METHODS["sshopm"](T[None], [np.random.default_rng(0)])
+    assert isinstance(out, MethodOutput)
+
+
+def test_a_user_method_by_import_path_runs_through_every_front_door():
+    from sroa_dist import sroa
+
+    T = sod_tensor(np.array([2.0, 1.0, 0.5]), identity_basis(3), 3)
+    r = rank_one(T, "user_method:first_axis", rng=0, scale=2.0)
+    assert r.lam == 2.0 and r.method == "user_method:first_axis"
+    assert r.message.endswith("; user method")
+    assert method_options("user_method:first_axis") == ["scale"]
+    assert check_options("user_method:first_axis", {"scale": 3.0}, n=3, p=3) == {"scale": 3.0}
+    with pytest.raises(OptionError, match="does not accept"):
+        rank_one(T, "user_method:first_axis", rng=0, n_starts=3)
+    assert "user_method:first_axis" not in METHODS  # used, not registered
+    # A local user method (it takes a deflation) runs in implicit SROA too.
+    lam = np.array([2.0, 1.5, 1.0])
+    V = random_orthonormal_basis(3, 3, rng=4)
+    for deflation in ("explicit", "implicit"):
+        res = sroa(sod_tensor(lam, V, 3), 3, "user_method:local_power", rng=1, deflation=deflation)
+        np.testing.assert_allclose(np.sort(res.lambdas), np.sort(lam), rtol=1e-8)
+    # A full record by import path keeps its rules, cost and globality.
+    rec = resolve_method("user_method:CERTIFIED_RECORD")
+    assert rec.global_steps and rec.name == "user_method:CERTIFIED_RECORD"
+    assert rank_one(T, "user_method:CERTIFIED_RECORD", rng=0).certified
+    from sroa_dist.policy import resolve_norm_method, solve_cost
+
+    assert resolve_norm_method("user_method:CERTIFIED_RECORD", 6, 3, None) == rec.name
+    assert resolve_norm_method("user_method:first_axis", 6, 3, None) == "certified"
+    assert solve_cost("user_method:first_axis", 6, 3) == solve_cost("power", 6, 3)
+    assert memory_estimate("user_method:first_axis", 6, 3) >= 8 * 6**3
+
+
+def test_register_method_accepts_an_import_path_and_a_record(scratch_methods):
+    rec = register_method("mine", "user_method:first_axis")
+    assert METHODS["mine"] is rec and rec.name == "mine" and not rec.global_steps
+    T = sod_tensor(np.array([2.0, 1.0, 0.5]), identity_basis(3), 3)
+    assert rank_one(T, "mine", rng=0).lam == 2.0
+    register_method("mine-global", _first_axis, global_steps=True, cost=lambda n, p, o: 7.0)
+    from sroa_dist.policy import resolve_norm_method, solve_cost
+
+    assert resolve_norm_method("mine-global", 6, 3, None) == "mine-global"
+    assert solve_cost("mine-global", 6, 3) == 7.0
+
+
+@pytest.mark.parametrize(
+    "path, message",
+    [
+        # The same errors as user perturbation families by import path.
+        ("no_such_module_xyz:f", "cannot import module 'no_such_module_xyz'.*every worker"),
+        ("user_method:missing", "has no attribute 'missing'"),
+        ("user_method:NOT_CALLABLE", "is not callable"),
+        ("user_method:", "expected an import path 'package.module:attribute'"),
+        ("no-colon", "unknown rank-one method 'no-colon'.*import path"),
+    ],
+)
+def test_a_bad_method_path_gets_the_family_errors(path, message):
+    T = sod_tensor(np.array([2.0, 1.0]), identity_basis(2), 3)
+    with pytest.raises(ValueError, match=message):
+        rank_one(T, path, rng=0)
+    with pytest.raises(ValueError, match=message):
+        resolve_method(path)
+    if ":" in path:
+        with pytest.raises(ValueError, match=message):
+            register_method("x", path)
