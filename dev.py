@@ -1,32 +1,96 @@
 #!/usr/bin/env python3
 """Developer entry point that needs nothing but Python >= 3.11.
 
-    python dev.py demo      # create .venv if needed, install, run the default sweep
-    python dev.py test      # create .venv if needed, install with test extras, run pytest
-    python dev.py bench     # run the benchmarks (writes benchmarks/out/*.json)
+    python dev.py demo         # create .venv if needed, install, run the default sweep
+    python dev.py test         # create .venv if needed, install with test extras, run pytest
+    python dev.py test --fast  # the everyday subset: tests not marked slow (a few minutes)
+    python dev.py bench        # run the benchmarks (writes benchmarks/out/*.json)
 
 Extra arguments after the command go to the underlying tool (sroa-dist run / pytest).
+
+The virtual environment is made with the newest Python on PATH that has the fix for CPython
+gh-106883 (3.11.9 or later): on 3.11.0-3.11.8 a garbage collection during Dask's profiler can
+deadlock a worker. sroa-dist turns that profiler off, so older 3.11 releases work; dev.py
+warns once when it has no better choice. SROA_PYTHON=/path/to/python picks the interpreter;
+SROA_VENV the environment's folder.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
-import venv
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 VENV = Path(os.environ.get("SROA_VENV", ROOT / ".venv"))
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 DEMO = ["run", "sweeps/figure2-sshopm.toml"]
+#: First release of each minor version with the fix for CPython gh-106883.
+FIXED = (3, 11, 9)
+CANDIDATES = ("python3.14", "python3.13", "python3.12", "python3.11", "python3", "python")
+_PROBE = "import sys, venv, ensurepip; print('%d.%d.%d' % sys.version_info[:3])"
+
+
+def _version(python: str) -> tuple[int, ...] | None:
+    """The version of a Python that can make virtual environments, or None."""
+    try:
+        out = subprocess.run(
+            [python, "-c", _PROBE], capture_output=True, text=True, timeout=30, check=True
+        )
+        return tuple(int(x) for x in out.stdout.strip().split("."))
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+
+
+def choose_python() -> tuple[str, tuple[int, ...]]:
+    """The interpreter for a new environment: SROA_PYTHON if set; else the newest >= 3.11 on
+    PATH, preferring one with the gh-106883 fix (>= 3.11.9); else this one."""
+    forced = os.environ.get("SROA_PYTHON")
+    if forced:
+        version = _version(forced)
+        if version is None:
+            sys.exit(f"dev.py: SROA_PYTHON={forced}: expected a Python that can run venv")
+        return forced, version
+    found = {sys.executable: tuple(sys.version_info[:3])}
+    for name in CANDIDATES:
+        path = shutil.which(name)
+        if path and os.path.realpath(path) not in map(os.path.realpath, found):
+            version = _version(path)
+            if version is not None and version >= (3, 11):
+                found[path] = version
+    fixed = {p: v for p, v in found.items() if v >= FIXED}
+    pool = fixed or {sys.executable: found[sys.executable]}
+    return max(pool.items(), key=lambda item: item[1])
+
+
+def warn_once() -> None:
+    """Warn (once per environment) when its Python lacks the gh-106883 fix."""
+    stamp = VENV / ".python-checked"
+    if stamp.exists():
+        return
+    version = _version(str(BIN / "python"))
+    stamp.touch()
+    if version is None or version >= FIXED:
+        return
+    print(
+        f"dev.py: warning: Python {'.'.join(map(str, version))} lacks the fix for CPython "
+        "gh-106883 (a rare worker deadlock in Dask's profiler, fixed in 3.11.9); sroa-dist "
+        "turns the profiler off, and task deadlines end any other hang. Install Python "
+        ">= 3.11.9 and set SROA_PYTHON to use it.",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def ensure_env(extras: str) -> None:
     """Create the virtual environment once and (re)install the project when pyproject changes."""
     if not (BIN / "python").exists():
-        print(f"creating virtual environment in {VENV}", flush=True)
-        venv.EnvBuilder(with_pip=True).create(VENV)
+        python, _ = choose_python()
+        print(f"creating virtual environment in {VENV} (Python {python})", flush=True)
+        subprocess.run([python, "-m", "venv", str(VENV)], check=True)
+    warn_once()
     stamp = VENV / f".installed-{extras or 'base'}"
     pyproject = ROOT / "pyproject.toml"
     if stamp.exists() and stamp.stat().st_mtime >= pyproject.stat().st_mtime:
@@ -48,6 +112,8 @@ def main(argv: list[str]) -> int:
         return subprocess.call([str(BIN / "sroa-dist"), *DEMO, *rest], cwd=ROOT)
     if command == "test":
         ensure_env("test")
+        if "--fast" in rest:  # the slow marker is documented in pyproject.toml
+            rest = ["-m", "not slow", *(a for a in rest if a != "--fast")]
         return subprocess.call([str(BIN / "python"), "-m", "pytest", *rest], cwd=ROOT)
     ensure_env("test,bench")
     scripts = sorted((ROOT / "benchmarks").glob("bench_*.py"))

@@ -10,6 +10,8 @@ from __future__ import annotations
 from importlib import metadata as _metadata
 from typing import Any
 
+# First: the `sroa-dist` command answers Ctrl-C before the core below has loaded.
+from . import _early_signals  # noqa: F401
 from .adversarial import WorstCaseResult, worst_case
 from .certificate import Certificate
 from .decomposition import SROAResult, sroa, sroa_batch

@@ -327,6 +327,12 @@ BAD = [
         ["--scheduler-file /nonexistent", "does not exist", "hint: start the scheduler"],
     ),
     ("workers-0", ["run", SPEC2, "--workers", "0"], ["--workers: expected an integer >= 1"]),
+    (
+        "workers-over-cpus",
+        ["run", SPEC2, "--store", "{d}/new4.zarr", "--workers", "100000"],
+        ["--workers 100000: expected at most", "(the CPUs available", "hint: give --workers"],
+    ),
+    ("task-timeout-0", ["run", SPEC2, "--task-timeout", "0"], ["--task-timeout: expected"]),
     ("workers-neg", ["run", SPEC2, "--workers", "-1"], ["--workers: expected an integer >= 1"]),
     ("block-0", ["run", SPEC2, "--block-size", "0"], ["--block-size: expected an integer >= 1"]),
     ("block-neg", ["run", SPEC2, "--block-size=-5"], ["--block-size: expected an integer >= 1"]),
@@ -623,6 +629,189 @@ def test_interrupt_is_one_line_and_resumable(tmp_path, sig, code):
     again = run_cli(*args)
     assert f"{n_done} already done" in again.stdout
     assert read_done(store).all()
+
+
+@pytest.mark.parametrize("delay", [0.5, 1.0, 2.0])
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_in_the_first_seconds_is_honoured(tmp_path, sig, code, delay):
+    """Ctrl-C or SIGTERM at 0.5, 1 and 2 s after `sroa-dist run` starts (imports, cluster
+    start-up, store creation): never lost (the run used to complete and exit 0), never a
+    traceback; exit 130 / 143 with one closing line; no lease left behind and the store, if
+    it was created, resumes to completion with the same command."""
+    store = tmp_path / "early.zarr"
+    args = [
+        "run", FIG1, "--store", str(store), "--workers", "2", "--dashboard-address", ":0",
+        *SLOW, "--set", "replicates=2",
+    ]  # fmt: skip
+    proc = _start(args)
+    try:
+        time.sleep(delay)
+        if sig == signal.SIGINT:
+            os.killpg(proc.pid, sig)
+        else:
+            proc.send_signal(sig)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == code, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert "interrupted" in err.strip().splitlines()[-1], err
+    assert not (store / "sroa_lease").exists()  # released on the way out, or never taken
+    if (store / "zarr.json").exists():
+        again = run_cli(*args)
+        assert "0 failed" in again.stdout
+        assert read_done(store).all()
+
+
+def test_killing_the_client_ends_its_workers(tmp_path):
+    """SIGKILL of the CLI alone (no chance to close anything): its embedded workers, which
+    would otherwise run on as orphans, end within seconds."""
+    store = tmp_path / "orphans.zarr"
+    args = [
+        "run", FIG1, "--store", str(store), "--workers", "2", "--dashboard-address", ":0",
+        *SLOW, "--set", "replicates=4",
+    ]  # fmt: skip
+    proc = _start(args)
+    try:
+        _wait_blocks(store, proc, n=1)
+        children = _children(proc.pid)
+        assert children, "the embedded cluster runs worker processes"
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=60)
+        deadline = time.time() + 60
+        while time.time() < deadline and any(_alive(c) for c in children):
+            time.sleep(0.2)
+        assert not any(_alive(c) for c in children), [c for c in children if _alive(c)]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _children(pid: int) -> list[int]:
+    """Process ids whose parent is ``pid`` (Linux /proc)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(d.name))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+# ---- a peer that is not a Dask scheduler -----------------------------------------------------
+
+
+class _Peer:
+    """A loopback TCP server that is not a Dask scheduler: ``silent`` accepts and never
+    answers; ``http`` answers every connection with an HTTP 400 and closes it."""
+
+    def __init__(self, mode: str):
+        import socket
+        import threading
+
+        self.mode, self.conns = mode, []
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen()
+        self.address = f"tcp://127.0.0.1:{self.sock.getsockname()[1]}"
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.conns.append(conn)
+            if self.mode == "http":
+                conn.settimeout(1)
+                try:
+                    conn.recv(65536)
+                except OSError:
+                    pass
+                conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+                conn.close()
+
+    def close(self):
+        self.sock.close()
+        for c in self.conns:
+            c.close()
+
+
+@pytest.mark.parametrize(
+    "mode, expect",
+    [("silent", "no Dask answer within 2 s"), ("http", "answered in another protocol")],
+)
+def test_a_peer_that_is_not_a_scheduler_is_one_line(tmp_path, mode, expect):
+    """A port that accepts but never answers used to hang past --connect-timeout; one that
+    answers HTTP 400 gave a traceback (a 3 EiB allocation). Both are one line and a hint, the
+    first within the timeout (the subprocess timeout is the hang guard), and no store."""
+    peer = _Peer(mode)
+    try:
+        proc = _cli(
+            ["run", SPEC2, "--store", str(tmp_path / "x.zarr"), "--scheduler", peer.address,
+             "--connect-timeout", "2"],
+            cwd=ROOT, timeout=120,
+        )  # fmt: skip
+    finally:
+        peer.close()
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 2 and expect in lines[0] and lines[1].startswith("hint: "), lines
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "x.zarr").exists()
+
+
+# ---- a full disk ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 3 MiB tmpfs (root may mount one here; skipped where mounting is not allowed)."""
+    mnt = tmp_path / "disk"
+    mnt.mkdir()
+    ok = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mnt)], capture_output=True
+    )
+    if ok.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {ok.stderr.decode().strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+def test_a_full_disk_names_the_store_and_the_free_space(small_disk):
+    """The store's disk fills up mid-run: one line naming the path and the space left, no
+    per-task failure records on the terminal, exit 2; status afterwards is clean (no warning
+    about leftover temporary files) and counts what was written."""
+    store = small_disk / "full.zarr"
+    proc = _cli(
+        ["run", SPEC2, "--store", str(store), "--block-size", "1", "--workers", "2",
+         "--dashboard-address", ":0"],
+        cwd=ROOT, timeout=600,
+    )  # fmt: skip
+    err = proc.stderr
+    assert proc.returncode == 2, (proc.stdout, err)
+    assert "Traceback" not in err and "Compute Failed" not in err, err
+    errors = [x for x in err.splitlines() if " error: " in x]
+    assert len(errors) == 1 and "disk full: " in errors[0] and str(small_disk) in errors[0], err
+    assert " free" in errors[0] and err.strip().splitlines()[-1].startswith("hint: "), err
+    if (store / "zarr.json").exists():
+        st = _cli(["status", str(store)], cwd=ROOT)
+        assert st.returncode in (0, 1) and "warn" not in st.stderr.lower(), st.stderr
 
 
 def test_log_noise_is_kept_off_the_progress_line(capsys):

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 from conftest import assert_same_bits, cube_values
+from distributed.diagnostics.plugin import WorkerPlugin
 
 from sroa_dist.sweep import open_results, run_sweep
 from sroa_dist.sweep.execute import connect
@@ -461,3 +462,123 @@ def test_a_stale_writer_never_writes_into_a_new_layout(tmp_path, client, monkeyp
     assert ref.complete
     assert_same_bits(cube_values(store), cube_values(tmp_path / "ref.zarr"))
     assert not store_status(store).failed and read_done(store).all()
+
+
+# ---- runs that cannot hang: task deadlines, the profiler, the worker cap ----------------------
+
+
+class _SleepPastDeadline(WorkerPlugin):
+    """A worker plugin (so that restarted workers get it too) that makes block ``block`` sleep
+    far past any deadline and leaves a marker file per attempt."""
+
+    name = "test-sleep-past-deadline"
+
+    def __init__(self, block: int, markers: str):
+        self.block, self.markers = block, markers
+
+    def setup(self, worker):
+        import uuid
+
+        from sroa_dist.sweep import worker as kernel
+
+        original = kernel.compute_block
+        block, markers = self.block, self.markers
+
+        def hanging(task):
+            if task.index == block:
+                (Path(markers) / f"{block}-{uuid.uuid4().hex}").touch()
+                time.sleep(3600)  # a hang, as far as the run can tell
+            return original(task)
+
+        kernel.compute_block = hanging
+
+    def teardown(self, worker):
+        pass
+
+
+def test_a_block_past_its_deadline_is_retried_then_failed(tmp_path):
+    """A block task that hangs is ended at its deadline (the worker process is restarted by its
+    nanny), retried, and after the allowed attempts reported failed with a one-line reason;
+    the other blocks complete, the hung one stays not-done, and the next run finishes it."""
+    import dask
+    from distributed import Client, LocalCluster
+
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    store = tmp_path / "d.zarr"
+    kw = {"replicates": 2, "block_size": 2}
+    with (
+        dask.config.set({"distributed.scheduler.allowed-failures": 1}),
+        LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=":0") as cluster,
+        Client(cluster) as c,
+    ):
+        # the last block: nothing else waits behind it on the one worker when it is killed
+        c.register_plugin(_SleepPastDeadline(2, str(markers)))
+        res = run_sweep(SMOKE / "figure2.toml", store, client=c, task_timeout=2, **kw)
+        assert set(res.failed) == {2} and res.blocks_computed == res.n_blocks - 1, res.failed
+        reason = res.failed[2]
+        assert reason.startswith("DeadlineExceeded: the block ran past its deadline of 2 s")
+        assert "\n" not in reason
+        assert len(list(markers.iterdir())) == 2  # 1 + allowed-failures attempts
+        assert read_done(store).tolist() == [True, True, False]
+        c.unregister_worker_plugin(_SleepPastDeadline.name)
+    again = run_sweep(SMOKE / "figure2.toml", store, workers=1, dashboard_address=":0", **kw)
+    assert again.complete and again.blocks_computed == 1
+
+
+def test_block_deadlines_follow_the_cost_model(tmp_path):
+    from sroa_dist.sweep.execute import TASK_DEADLINE_FLOOR, block_deadline
+    from sroa_dist.sweep.grid import block_task, make_layout
+    from sroa_dist.sweep.spec import load_spec
+
+    small = load_spec(SMOKE / "figure2.toml")
+    layout = make_layout(small, block_size=4)
+    task = block_task(small, layout, 0)
+    assert block_deadline(small, task) == TASK_DEADLINE_FLOOR  # cheap: the floor
+    assert block_deadline(small, task, 7.5) == 7.5  # the option wins
+    big = load_spec(SMOKE / "figure1.toml", ["tensor.n=22", 'solver.method="certified"'])
+    big_layout = make_layout(big, block_size=64)
+    deadline = block_deadline(big, block_task(big, big_layout, 0))
+    assert deadline > TASK_DEADLINE_FLOOR  # 64 certified n = 22 instances: the estimate rules
+
+
+def _profiler_state(dask_worker) -> dict:
+    import threading
+
+    return {
+        "threads": sorted(t.name for t in threading.enumerate()),
+        "callbacks": sorted(dask_worker.periodic_callbacks),
+    }
+
+
+def test_the_dask_profiler_does_not_run_in_sweep_workers(tmp_path):
+    """Dask's profiler (sys._current_frames every 10 ms: the gh-106883 deadlock on CPython
+    < 3.11.9) runs in a plain LocalCluster's workers; it does not run in the embedded
+    cluster's workers (config), nor in a plain cluster's workers once a sweep ran there (the
+    worker plugin stops it, for clusters started elsewhere)."""
+    from distributed import Client, LocalCluster
+
+    with (
+        LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=":0") as cluster,
+        Client(cluster) as c,
+    ):
+        before = next(iter(c.run(_profiler_state).values()))
+        assert "profile" in before["callbacks"]  # the control: on by default
+        assert run_sweep(SMOKE / "figure2.toml", tmp_path / "a.zarr", client=c).complete
+        after = next(iter(c.run(_profiler_state).values()))
+        assert "profile" not in after["callbacks"] and "profile-cycle" not in after["callbacks"]
+        assert "sroa-dist-watchdog" in after["threads"]
+    with connect(workers=1, dashboard_address=":0") as c:
+        state = next(iter(c.run(_profiler_state).values()))
+        assert "profile" not in state["callbacks"] and "Profile" not in state["threads"]
+
+
+def test_more_workers_than_cpus_is_refused_before_anything_starts(tmp_path):
+    import pytest
+
+    from sroa_dist.sweep.cluster import ClusterConnectError, default_workers
+
+    with pytest.raises(ClusterConnectError, match="expected at most") as err:
+        run_sweep(SMOKE / "figure2.toml", tmp_path / "w.zarr", workers=default_workers() + 1)
+    assert "--scheduler" in err.value.hint
+    assert not (tmp_path / "w.zarr").exists()

@@ -17,6 +17,7 @@ as :func:`sroa_dist.sroa` does, and checks each certificate with
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import json
@@ -35,7 +36,7 @@ from sroa_dist.tensors import rank_one_tensor
 from .common import SweepSpec
 from .kinds import parse_spec
 from .layout import BlockTask, block_task
-from .storage import read_done, store_layout
+from .storage import open_results, read_done, store_layout
 from .tensor_block import collect, draw_group
 from .tensor_spec import InstanceSettings
 
@@ -110,13 +111,16 @@ class CertificateCheck:
 
 @dataclass
 class VerifyReport:
-    """Result of :func:`verify_store`."""
+    """Result of :func:`verify_store`: one :class:`CertificateCheck` per certified step (and one
+    per certificate file that could not be read, with ``step = -1``)."""
 
     checks: list[CertificateCheck] = field(default_factory=list)
     stale_files: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)  # done instances without certificates
     # steps stored without a certificate (local methods, or certified above its size cap)
     steps_without: int = 0
+    files: int = 0  # certificate files of this spec read (readable or not)
+    instances: int = 0  # instances whose steps were checked
 
     @property
     def failed(self) -> list[CertificateCheck]:
@@ -125,6 +129,11 @@ class VerifyReport:
     @property
     def ok(self) -> bool:
         return not self.failed and not self.missing
+
+    @property
+    def nothing_checked(self) -> bool:
+        """No certificate was found to check (and no certificate file failed to read)."""
+        return not self.checks
 
 
 def _instance_tensors(
@@ -140,77 +149,52 @@ def verify_store(
     storage_options: Mapping[str, Any] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> VerifyReport:
-    """Re-check every stored certificate of a sweep store against its rebuilt tensors.
+    """Re-check every stored certificate, and the stored values, against the rebuilt tensors.
 
-    A step fails when ``verify(T_step)`` exceeds the certificate's claimed ``U`` by more than
-    ``gap_tol * ||T_step||_F`` (the engine's certification tolerance), or when the step was
-    recorded as certified and the verified bound minus ``|lam_j|`` exceeds that tolerance.
-    Instances of finished blocks with no certificate file are listed in ``missing`` when the
-    spec asked for certificates.
+    For each step with a certificate (``tol = gap_tol * ||T_step||_F``, the engine's
+    certification tolerance):
+
+    - the certificate itself: ``verify(T_step)`` (:meth:`~sroa_dist.certificate.Certificate.
+      verify`, a rigorous bound) exceeds the claimed ``U`` by at most ``tol``;
+    - the cube's ``lam_hat`` is the step's recorded value (bit for bit) and lies within the
+      verified bound (``|lam_hat| <= verify(T_step) + tol``);
+    - the cube's ``upper_bound`` equals the certificate's ``U``: it is the bound recorded with
+      the certificate, bit for bit, and within ``tol`` of the claimed ``U`` (the engine
+      stores ``U`` plus explicit rounding margins);
+    - the cube's ``certified`` agrees with the gap: recorded certified only if
+      ``U - |lam_hat| <= tol`` (and ``lam_hat >= 0`` for odd p) and the verified bound is
+      within ``tol`` of ``|lam_hat|``; recorded not certified only where the gap is not
+      clearly below ``tol`` (a relative margin of 1e-6 leaves rounding at the edge alone).
+
+    A certificate file that cannot be read or does not fit the store is one failed check
+    naming the file (``step = -1``); the other files are still checked. Instances of
+    finished blocks with no certificate file are listed in ``missing`` when the spec asked
+    for certificates.
     """
     spec, layout = store_layout(url, storage_options)
     fs, base = _fs(url, storage_options)
     want = _settings_hash(spec)
     report = VerifyReport()
     covered: set[str] = set()
+    cube = open_results(url, storage_options)
     files = sorted(f for f in (fs.ls(base, detail=False) if fs.exists(base) else []))
     for path in files:
         if not path.endswith(".npz"):
             continue
-        with fs.open(path, "rb") as fh, np.load(io.BytesIO(fh.read())) as z:
-            if str(z["settings_hash"]) != want:
-                report.stale_files.append(path)
-                continue
-            meta = json.loads(str(z["meta"]))
-            coords = tuple(tuple(c) for c in meta["coords"])
-            task = BlockTask(
-                -1,
-                tuple((0, len(c)) for c in coords),
-                tuple(meta["dims"]),
-                coords,
-                spec.to_json(),
-                layout.n_steps,
-                layout.n_component,
-            )
-            members = list(task.instances(spec))
-            groups: dict[tuple[Any, ...], list[int]] = {}
-            for k, (_, st, _) in enumerate(members):
-                groups.setdefault(st.group_key(), []).append(k)
-            for ks in groups.values():
-                st0 = members[ks[0]][1]
-                gap_tol = float(spec.options_for(st0.method).get("gap_tol", GAP_TOL))
-                tensors = _instance_tensors(spec, [(members[k][1], members[k][2]) for k in ks])
-                for k, T in zip(ks, tensors, strict=True):
-                    idx, st, rep = members[k]
-                    text = _labels_text(task.dims, task.coords, idx)
-                    covered.add(text)
-                    labels = json.loads(text)
-                    key = f"i{int(np.ravel_multi_index(idx, task.shape))}_"
-                    if key + "lam" not in z.files:
-                        continue
-                    lams, X = z[key + "lam"], z[key + "x"]
-                    certified = z[key + "certified"]
-                    residual = np.array(T, dtype=float)
-                    for j in range(len(lams)):
-                        prefix = f"{key}s{j}_"
-                        if prefix + "gram" in z.files:
-                            cert = Certificate.from_arrays(z, prefix)
-                            report.checks.append(
-                                _check(
-                                    path,
-                                    labels,
-                                    j,
-                                    cert,
-                                    residual,
-                                    lams[j],
-                                    certified[j],
-                                    gap_tol,
-                                    st.p,
-                                )
-                            )
-                        else:
-                            report.steps_without += 1
-                        residual -= rank_one_tensor(lams[j], X[j], st.p)
+        checks: list[CertificateCheck] = []
+        try:
+            with fs.open(path, "rb") as fh, np.load(io.BytesIO(fh.read())) as z:
+                if str(z["settings_hash"]) != want:
+                    report.stale_files.append(path)
+                    continue
+                report.files += 1
+                report.instances += _verify_file(
+                    path, z, spec, layout, cube, checks, covered, report
+                )
+        except Exception as exc:  # garbage, truncated, or another layout: this file fails
+            report.files += 1
+            checks.append(_unreadable(path, exc))
+        report.checks.extend(checks)
         if progress is not None:
             progress(path)
     if spec.output.certificates:
@@ -256,4 +240,144 @@ def _check(path, labels, j, cert, T, lam, certified, gap_tol, p) -> CertificateC
         )
     return CertificateCheck(
         path, labels, j, v, cert.bound, float(lam), bool(certified), not reason, reason
+    )
+
+
+# ---- verify: one file, and the stored values against the certificates --------------------------
+
+#: Relative margin under which ``certified`` is not second-guessed at the edge of the tolerance.
+_EDGE = 1e-6
+#: Stored values read per certificate file: the cube's record of each step.
+_STORED = ("lam_hat", "upper_bound", "certified")
+
+
+def _verify_file(
+    path: str,
+    z: Any,
+    spec: SweepSpec,
+    layout: Any,
+    cube: Any,
+    checks: list[CertificateCheck],
+    covered: set[str],
+    report: VerifyReport,
+) -> int:
+    """Check every certified step of one certificate file (appended to ``checks``); returns
+    the number of instances checked. Raises when the file does not fit the store."""
+    meta = json.loads(str(z["meta"]))
+    coords = tuple(tuple(c) for c in meta["coords"])
+    task = BlockTask(
+        -1,
+        tuple((0, len(c)) for c in coords),
+        tuple(meta["dims"]),
+        coords,
+        spec.to_json(),
+        layout.n_steps,
+        layout.n_component,
+    )
+    stored = _stored_block(cube, task)
+    members = list(task.instances(spec))
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for k, (_, st, _) in enumerate(members):
+        groups.setdefault(st.group_key(), []).append(k)
+    n = 0
+    for ks in groups.values():
+        st0 = members[ks[0]][1]
+        gap_tol = float(spec.options_for(st0.method).get("gap_tol", GAP_TOL))
+        tensors = _instance_tensors(spec, [(members[k][1], members[k][2]) for k in ks])
+        for k, T in zip(ks, tensors, strict=True):
+            idx, st, rep = members[k]
+            text = _labels_text(task.dims, task.coords, idx)
+            covered.add(text)
+            labels = json.loads(text)
+            key = f"i{int(np.ravel_multi_index(idx, task.shape))}_"
+            if key + "lam" not in z.files:
+                continue
+            n += 1
+            lams, X = z[key + "lam"], z[key + "x"]
+            certified, uppers = z[key + "certified"], z[key + "upper"]
+            residual = np.array(T, dtype=float)
+            for j in range(len(lams)):
+                prefix = f"{key}s{j}_"
+                if prefix + "gram" in z.files:
+                    cert = Certificate.from_arrays(z, prefix)
+                    c = _check(
+                        path, labels, j, cert, residual, lams[j], certified[j], gap_tol, st.p
+                    )
+                    row = tuple(stored[v][idx][j] for v in _STORED)
+                    rec = (lams[j], uppers[j])
+                    why = _stored_reason(c, cert, row, rec, gap_tol, residual, st.p)
+                    if c.ok and why:
+                        c = dataclasses.replace(c, ok=False, reason=why)
+                    checks.append(c)
+                else:
+                    report.steps_without += 1
+                residual -= rank_one_tensor(lams[j], X[j], st.p)
+    return n
+
+
+def _stored_block(cube: Any, task: BlockTask) -> dict[str, np.ndarray]:
+    """The cube's ``lam_hat``, ``upper_bound`` and ``certified`` of the block's instances,
+    shape ``block shape + (step,)``; raises ``ValueError`` for coordinates not in the cube."""
+    where = {}
+    for d, values in zip(task.dims, task.coords, strict=True):
+        pos = cube.indexes[d].get_indexer(list(values))
+        if (pos < 0).any():
+            missing = [v for v, q in zip(values, pos, strict=True) if q < 0]
+            raise ValueError(f"coordinates {d}={missing[:3]} are not in the store")
+        where[d] = pos
+    return {v: np.asarray(cube[v].isel(where).transpose(*task.dims, ...).values) for v in _STORED}
+
+
+def _stored_reason(c, cert, row, recorded, gap_tol, T, p) -> str:
+    """Why the stored ``(lam_hat, upper_bound, certified)`` of a step disagree with its
+    certificate (``c``: the step's certificate check; ``recorded``: the ``(lam, upper)`` the
+    task wrote beside it), or ``""``.
+
+    The stored ``upper_bound`` is the engine's validated bound of the dual: the certificate's
+    claimed ``U`` plus explicit rounding margins (about 1e-14 relative). It must be the value
+    recorded with the certificate bit for bit, and within ``tol`` of ``U``.
+    """
+    lam, upper, certified = float(row[0]), float(row[1]), bool(row[2])
+    lam_rec, upper_rec = recorded
+    tol = gap_tol * float(np.linalg.norm(T))
+    if not np.array_equal(np.float64(lam), np.float64(lam_rec), equal_nan=True):
+        return (
+            f"stored lam_hat {lam:.17g} differs from the certified step's value "
+            f"{float(lam_rec):.17g}"
+        )
+    if np.isfinite(c.verified) and not abs(lam) <= c.verified + tol:
+        return (
+            f"stored lam_hat {lam:.12g} lies outside the verified bound {c.verified:.12g} "
+            f"(tolerance {tol:.3g})"
+        )
+    if not (upper == float(upper_rec) and abs(upper - cert.bound) <= tol):
+        return (
+            f"stored upper_bound {upper:.17g} differs from the certificate's U "
+            f"{cert.bound:.17g} (recorded with it: {float(upper_rec):.17g}; tolerance {tol:.3g})"
+        )
+    gap = upper - abs(lam)
+    sign_ok = p % 2 == 0 or lam >= 0
+    if certified and not (gap <= tol * (1 + _EDGE) + 1e-300 and sign_ok):
+        return f"stored certified = True, but the gap U - |lam_hat| = {gap:.3g} exceeds {tol:.3g}"
+    if not certified and sign_ok and 0 <= gap <= tol * (1 - _EDGE):
+        return (
+            f"stored certified = False, but the gap U - |lam_hat| = {gap:.3g} is within the "
+            f"tolerance {tol:.3g}"
+        )
+    return ""
+
+
+def _unreadable(path: str, exc: BaseException) -> CertificateCheck:
+    """The failed check of a certificate file that cannot be read or does not fit the store."""
+    text = str(exc).splitlines()[0][:200] if str(exc) else ""
+    return CertificateCheck(
+        path,
+        {},
+        -1,
+        float("nan"),
+        float("nan"),
+        float("nan"),
+        False,
+        False,
+        f"unreadable certificate file ({type(exc).__name__}{': ' + text if text else ''})",
     )

@@ -28,28 +28,37 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as _dt
-import json
+import errno
 import os
-import signal
+import shutil
 import sys
-import threading
 import time
 import uuid
-import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from .grid import BlockTask, Layout, block_task, make_layout
+from .cluster import (
+    DEFAULT_DASHBOARD_ADDRESS,
+    ClusterConnectError,
+    _positive,
+    connect,
+)
+from .grid import BlockTask, Layout, _instance_cost, block_task, make_layout
 from .lease import DEFAULT_LEASE_TIMEOUT, StoreLease
 from .spec import SweepSpec, apply_overrides, load_spec, spec_from_dict
+from .watchdog import DEADLINE_TOPIC, task_deadline
 
 __all__ = [
     "DEFAULT_DASHBOARD_ADDRESS",
     "DEFAULT_RETRIES",
+    "TASK_DEADLINE_FACTOR",
+    "TASK_DEADLINE_FLOOR",
     "ClusterConnectError",
+    "DiskFullError",
     "SweepResult",
+    "block_deadline",
     "connect",
     "run_sweep",
 ]
@@ -57,36 +66,22 @@ __all__ = [
 #: Extra attempts of a block task after a transient fault (``run_sweep(retries=)``,
 #: ``sroa-dist run --retries``); errors of the block kernel itself are never retried.
 DEFAULT_RETRIES = 2
-#: Dashboard of the embedded cluster: loopback only.
-DEFAULT_DASHBOARD_ADDRESS = "127.0.0.1:8787"
+#: A block's deadline is this multiple of its cost-model estimate (seconds on an idle core):
+#: a busy machine runs several times slower than the estimate, a hang runs forever.
+TASK_DEADLINE_FACTOR = 20.0
+#: ...and never shorter than this many seconds (imports, a fresh worker, a slow store).
+TASK_DEADLINE_FLOOR = 300.0
 
 
-class ClusterConnectError(OSError):
-    """No Dask cluster to run on: a bad or unreachable scheduler, or the embedded one failed.
-
-    ``hint`` says what to check for this cause.
-    """
+class DiskFullError(OSError):
+    """The store's disk is full: names the store and the space left; ``hint`` says what to do."""
 
     def __init__(self, message: str, hint: str):
-        super().__init__(message)
+        super().__init__(errno.ENOSPC, message)
         self.hint = hint
 
-
-def _positive(name: str, value: int | None, least: int = 1) -> None:
-    if value is not None and (
-        isinstance(value, bool) or not isinstance(value, int) or value < least
-    ):
-        raise ValueError(f"{name}: expected an integer >= {least}; received {value!r}")
-
-
-def _check_dashboard_address(address: str) -> None:
-    host, sep, port = str(address).rpartition(":")
-    ok = sep and port.isdigit() and int(port) <= 65535
-    if not ok and not (str(address).isdigit() and int(address) <= 65535):
-        raise ClusterConnectError(
-            f"--dashboard-address: expected HOST:PORT (or :PORT); received {address!r}",
-            "e.g. --dashboard-address 127.0.0.1:8787, or :0 for any free port",
-        )
+    def __str__(self) -> str:
+        return str(self.strerror)
 
 
 @dataclass
@@ -125,155 +120,43 @@ class SweepResult:
         )
 
 
-def default_workers() -> int:
-    """CPUs available to this process."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - non-Linux
-        return os.cpu_count() or 1
+def block_deadline(spec: SweepSpec, task: BlockTask, task_timeout: float | None = None) -> float:
+    """Seconds a block task may run before its worker is restarted and the block retried.
 
-
-@contextlib.contextmanager
-def connect(
-    client: Any = None,
-    *,
-    scheduler: str | None = None,
-    scheduler_file: str | None = None,
-    workers: int | None = None,
-    dashboard_address: str = DEFAULT_DASHBOARD_ADDRESS,
-    timeout: float | None = None,
-) -> Iterator[Any]:
-    """A Dask client: the one given, a running cluster, or an embedded LocalCluster.
-
-    Precedence: ``client``; ``scheduler`` (address) or the ``DASK_SCHEDULER_ADDRESS`` setting;
-    ``scheduler_file``; otherwise an in-process LocalCluster with ``workers`` processes
-    (default: the CPUs available) of one thread each — the solvers are single-threaded numpy,
-    and processes avoid the GIL. Clients and clusters opened here are closed on exit.
-
-    ``timeout`` (seconds) bounds the connection to a running scheduler (default: Dask's
-    ``distributed.comm.timeouts.connect``, 30 s). Every failure to get a cluster raises
-    :class:`ClusterConnectError` with a hint for its cause; ``workers < 1`` raises
-    ``ValueError``.
+    ``task_timeout`` when given; otherwise :data:`TASK_DEADLINE_FACTOR` times the cost model's
+    estimate for the block's instances (the same estimate that sized the blocks), and at least
+    :data:`TASK_DEADLINE_FLOOR`.
     """
-    import dask
-    from distributed import Client, LocalCluster
-
-    _positive("workers", workers)
-    address = scheduler or dask.config.get("scheduler-address", None)
-    if workers is not None and (client is not None or address or scheduler_file):
-        warnings.warn(
-            f"workers={workers} is ignored: it sizes only the embedded LocalCluster, and a "
-            "client or running cluster was given",
-            stacklevel=3,
-        )
-    if client is not None:
-        yield client
-        return
-    if not address and scheduler_file:
-        address = _address_from_file(scheduler_file)
-    if address:
-        with _client(address, timeout) as c:
-            yield c
-        return
-    _check_dashboard_address(dashboard_address)
-    n = workers or default_workers()
-    try:
-        # Worker processes inherit an ignored SIGINT: Ctrl-C (sent to the whole process group)
-        # then interrupts only this process, which shuts the cluster down, instead of printing
-        # a KeyboardInterrupt traceback from every worker.
-        with _sigint_ignored():
-            cluster = LocalCluster(
-                n_workers=n,
-                threads_per_worker=1,
-                processes=True,
-                dashboard_address=dashboard_address,
-            )
-    except (RuntimeError, OSError, ValueError) as exc:
-        raise ClusterConnectError(
-            f"embedded Dask cluster: could not start {n} workers: {exc}",
-            "check --dashboard-address (HOST:PORT, :0 for any free port; the host must be an "
-            "address of this machine) and --workers",
-        ) from None
-    with cluster, Client(cluster) as c:
-        yield c
+    if task_timeout is not None:
+        return float(task_timeout)
+    estimate = sum(_instance_cost(st) for _, st, _ in task.instances(spec))
+    return max(TASK_DEADLINE_FLOOR, TASK_DEADLINE_FACTOR * estimate)
 
 
-@contextlib.contextmanager
-def _sigint_ignored() -> Iterator[None]:
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, old)
-
-
-def _address_from_file(path: str) -> str:
-    """The address in a scheduler file (``distributed.Client`` would wait for it forever)."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            address = json.load(f)["address"]
-    except FileNotFoundError:
-        raise ClusterConnectError(
-            f"--scheduler-file {path}: expected the file a running scheduler wrote; received a "
-            "path that does not exist",
-            "start the scheduler first (dask scheduler --scheduler-file PATH) or fix the path",
-        ) from None
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ClusterConnectError(
-            f"--scheduler-file {path}: expected a JSON scheduler file with an 'address'; "
-            f"could not read one ({type(exc).__name__}: {exc})",
-            "give the file written by `dask scheduler --scheduler-file PATH`",
-        ) from None
-    return str(address)
-
-
-@contextlib.contextmanager
-def _client(address: str, timeout: float | None) -> Iterator[Any]:
-    import dask
-    from distributed import Client
-
-    # A Client sets dask's default scheduler in __init__ and resets it in close(); one that
-    # fails to connect is never closed, and would leave every later dask computation in this
-    # process asking for a distributed client.
-    missing = object()
-    saved = dask.config.config.get("scheduler", missing)
-    try:
-        try:
-            client = Client(address, timeout=timeout) if timeout else Client(address)
-        except BaseException:
-            if saved is missing:
-                dask.config.config.pop("scheduler", None)
-            else:
-                dask.config.config["scheduler"] = saved
-            raise
-    except ValueError as exc:  # malformed address
-        raise ClusterConnectError(
-            f"--scheduler {address}: expected a scheduler address such as tcp://HOST:8786; "
-            f"received one that cannot be parsed ({exc})",
-            "give PROTOCOL://HOST:PORT, e.g. tcp://10.0.0.5:8786 or tls://host:8786",
-        ) from None
-    except (OSError, TimeoutError) as exc:  # refused, unreachable, TLS handshake refused
-        raise ClusterConnectError(
-            f"scheduler {address}: could not connect ({exc})",
-            "check the scheduler address, that the scheduler runs, and the TLS settings "
-            "(DASK_DISTRIBUTED__COMM__TLS__*)",
-        ) from None
-    with client:
-        yield client
-
-
-def _run_block(url: str, task: BlockTask, storage_options: Mapping[str, Any] | None) -> dict:
+def _run_block(
+    url: str,
+    task: BlockTask,
+    storage_options: Mapping[str, Any] | None,
+    deadline: float | None = None,
+    label: str = "",
+) -> dict:
     """Task body: compute a block and write it into the store (idempotent).
 
     Returns the block's counts and timings, or ``{"index", "error"}`` for a failure a retry
     cannot cure: an error of the kernel (a pure function of the task, except for ``OSError``
     and ``MemoryError``, which may be transient) or a write refused because the store's
     layout is no longer the one the task was planned for (``task.layout_token``; nothing is
-    written). Any other fault propagates, and Dask retries the task.
+    written). Any other fault propagates, and Dask retries the task. Past ``deadline``
+    seconds the worker's watchdog ends the worker process (:mod:`.watchdog`; ``label`` names
+    the task in its report).
     """
+    with task_deadline(deadline, label or f"block {task.index}"):
+        return _compute_and_write(url, task, storage_options)
+
+
+def _compute_and_write(
+    url: str, task: BlockTask, storage_options: Mapping[str, Any] | None
+) -> dict:
     from .storage import StaleLayoutError, write_block
     from .worker import compute_block
 
@@ -383,6 +266,7 @@ def run_sweep(
     connect_timeout: float | None = None,
     lease_timeout: float = DEFAULT_LEASE_TIMEOUT,
     retries: int = DEFAULT_RETRIES,
+    task_timeout: float | None = None,
     **overrides: Any,
 ) -> SweepResult:
     """Run (or resume, or extend) a sweep and write its result cube.
@@ -418,7 +302,13 @@ def run_sweep(
         Extra attempts of a block task after a fault that may pass (store I/O, memory; a
         worker lost mid-task is rescheduled by Dask on its own); default
         :data:`DEFAULT_RETRIES`. Errors of the block kernel itself (deterministic) are never
-        retried: the block is reported failed at once.
+        retried: the block is reported failed at once. For the embedded cluster it is also
+        the number of worker deaths (a task past its deadline, say) a block may cause before
+        it is given up; a running cluster uses its own ``allowed-failures`` setting.
+    task_timeout
+        Seconds a block task may run before its worker process is restarted and the block
+        retried (default: :func:`block_deadline`, from the cost model). A block that
+        outlives its deadline on every attempt is reported failed with that reason.
     **overrides
         Spec overrides by dotted key (``noise__sigma`` may stand for ``noise.sigma``), e.g.
         ``run_sweep("sweeps/figure2.toml", replicates=20)``.
@@ -436,6 +326,9 @@ def run_sweep(
         current folder (or an ancestor).
     ClusterConnectError
         No cluster: raised before the store is created or changed.
+    DiskFullError
+        The store's disk filled up (names the store and the space left); blocks not yet
+        written stay not-done.
     StoreLockedError
         Another run holds the store's writer lease (refused, whether it would resume, extend
         or overwrite; identical concurrent runs are refused too).
@@ -449,6 +342,8 @@ def run_sweep(
     _positive("workers", workers)
     _positive("block_size", block_size)
     _positive("retries", retries, least=0)
+    if task_timeout is not None and not (0 < float(task_timeout) < float("inf")):
+        raise ValueError(f"task_timeout: expected seconds > 0; received {task_timeout!r}")
     spec = _resolve_spec(spec_or_path, overrides)
     url = str(store) if store is not None else spec.default_store
     if "://" not in url:
@@ -475,6 +370,7 @@ def run_sweep(
                 workers=workers,
                 dashboard_address=dashboard_address,
                 timeout=connect_timeout,
+                allowed_failures=retries,
             )
         )
         lease.acquire()
@@ -511,45 +407,48 @@ def run_sweep(
                     f"workers; dashboard: {result.dashboard}\n"
                 )
                 stream.flush()
-            _submit_all(
-                c,
-                url,
-                spec,
-                layout,
-                pending,
-                result,
-                stream,
-                storage_options,
-                lease,
-                prepared.layout_token,
-                retries,
-            )
-            if result.failed:
-                lease.renew()  # compare-and-swap: never record failures in a store we lost
-                mark_failed(url, result.failed, storage_options)
+            plan = _Plan(spec, layout, prepared.layout_token, retries, task_timeout)
+            try:
+                _submit_all(c, url, plan, pending, result, stream, storage_options, lease)
+            finally:
+                if result.failed:
+                    lease.renew()  # compare-and-swap: never record failures in a store we lost
+                    with contextlib.suppress(OSError):  # a full disk: they stay not-done
+                        mark_failed(url, result.failed, storage_options)
     result.wall_time = time.perf_counter() - t_start
     return result
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What every block task of a run shares."""
+
+    spec: SweepSpec
+    layout: Layout
+    layout_token: str
+    retries: int
+    task_timeout: float | None
 
 
 def _submit_all(
     client: Any,
     url: str,
-    spec: SweepSpec,
-    layout: Layout,
+    plan: _Plan,
     pending: list[int],
     result: SweepResult,
     stream: TextIO | None,
     storage_options: Mapping[str, Any] | None,
     lease: StoreLease | None = None,
-    layout_token: str = "",
-    retries: int = 0,
 ) -> None:
     """Submit blocks with a bounded window (scheduler memory stays small for 10^4+ tasks).
 
-    Stops (raising :class:`.lease.LeaseLostError`) as soon as the writer lease is lost.
+    Stops (raising :class:`.lease.LeaseLostError`) as soon as the writer lease is lost, and
+    (raising :class:`DiskFullError`) at the first block that found the store's disk full:
+    every later block would fail the same way.
     """
     from distributed import as_completed
 
+    layout = plan.layout
     done_inst = layout.n_instances - sum(layout.block_size(b) for b in pending)
     bar = Progress(layout.n_instances, done_inst, stream)
     run_id = uuid.uuid4().hex[:8]
@@ -557,23 +456,20 @@ def _submit_all(
     window = max(4 * nthreads, 64)
     todo = iter(pending)
     ac = as_completed()
-    futures = {}
+    futures: dict[str, tuple[int, float]] = {}
 
     def submit_next() -> bool:
         b = next(todo, None)
         if b is None:
             return False
-        task = dataclasses.replace(block_task(spec, layout, b), layout_token=layout_token)
+        task = dataclasses.replace(block_task(plan.spec, layout, b), layout_token=plan.layout_token)
+        deadline = block_deadline(plan.spec, task, plan.task_timeout)
+        key = f"sroa_block-{run_id}-{b}"
         fut = client.submit(
-            _run_block,
-            url,
-            task,
-            storage_options,
-            key=f"sroa_block-{run_id}-{b}",
-            pure=False,
-            retries=retries,
-        )
-        futures[fut.key] = b
+            _run_block, url, task, storage_options, deadline, key, key=key, pure=False,
+            retries=plan.retries,
+        )  # fmt: skip
+        futures[fut.key] = (b, deadline)
         ac.add(fut)
         return True
 
@@ -581,25 +477,83 @@ def _submit_all(
     for _ in range(window):
         if not submit_next():
             break
-    for fut in ac:
-        if lease is not None:
-            lease.check()
-        b = futures.pop(fut.key)
-        try:
-            info = fut.result()
-        except Exception as exc:  # a failing block must not stop the others
-            info = {"error": f"{type(exc).__name__}: {exc}"}
-        if "error" in info:
-            result.failed[b] = info["error"]
-            bar.update(0)
-        else:
-            result.blocks_computed += 1
-            result.instances_computed += info["n"]
-            result.task_time += info["task_time"]
-            result.kernel_time += info["kernel_time"]
-            result.cpu_time += info["cpu_time"]
-            bar.update(info["n"])
-        fut.release()
-        submit_next()
+    try:
+        for fut in ac:
+            if lease is not None:
+                lease.check()
+            b, deadline = futures.pop(fut.key)
+            try:
+                info = fut.result()
+            except Exception as exc:  # a failing block must not stop the others
+                if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+                    result.failed[b] = f"{type(exc).__name__}: {exc}"
+                    raise disk_full(url, exc) from None
+                info = {"error": _failure(client, fut.key, exc, deadline)}
+            if "error" in info:
+                result.failed[b] = info["error"]
+                bar.update(0)
+            else:
+                result.blocks_computed += 1
+                result.instances_computed += info["n"]
+                result.task_time += info["task_time"]
+                result.kernel_time += info["kernel_time"]
+                result.cpu_time += info["cpu_time"]
+                bar.update(info["n"])
+            fut.release()
+            submit_next()
+    finally:
+        if futures:  # stopped early: what is still queued would only fail the same way
+            client.cancel(list(ac.futures))
     result.compute_wall_time = time.perf_counter() - t0
     bar.update(0, force=True)
+
+
+def _failure(client: Any, key: str, exc: BaseException, deadline: float) -> str:
+    """One line for a block task that raised: its worker's deadline report, if there is one."""
+    if type(exc).__name__ == "KilledWorker":
+        try:
+            events = client.get_events(DEADLINE_TOPIC)
+        except Exception:  # the scheduler is gone: no better reason to give
+            events = ()
+        late = [msg for _, msg in events if isinstance(msg, dict) and msg.get("task") == key]
+        if late:
+            return (
+                f"DeadlineExceeded: the block ran past its deadline of {deadline:g} s on "
+                f"{len(late)} attempt(s); its worker was restarted each time (raise "
+                "--task-timeout if the block is merely slow)"
+            )
+        return (
+            f"KilledWorker: the block's worker process died on every attempt (out of memory, "
+            f"or killed); deadline {deadline:g} s"
+        )
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}"
+
+
+def disk_full(url: str, exc: OSError) -> DiskFullError:
+    """A :class:`DiskFullError` naming the store (or the file the error names) and the free
+    space of its disk."""
+    where = getattr(exc, "filename", None) or url
+    return DiskFullError(
+        f"disk full: {where}: {_free_space(str(where))} free",
+        "free space on that disk or write the store elsewhere (--store PATH); blocks not "
+        "written stay not-done and the same command resumes",
+    )
+
+
+def _free_space(path: str) -> str:
+    """Free bytes of the disk holding ``path`` (its nearest existing folder), for people."""
+    if "://" in path and not path.startswith("file://"):
+        return "unknown (remote store)"
+    p = Path(path.removeprefix("file://"))
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    try:
+        free = shutil.disk_usage(p).free
+    except OSError:
+        return "unknown"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if free < 1024 or unit == "TiB":
+            return f"{free:.0f} {unit}" if unit == "B" else f"{free:.1f} {unit}"
+        free /= 1024
+    return "unknown"  # pragma: no cover

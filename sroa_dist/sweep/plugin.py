@@ -2,18 +2,23 @@
 
 A one-off ``client.run`` reaches only the workers present at that moment; a worker that joins
 later (the cluster scaled up, a crashed worker restarted by its nanny) would run without the
-set-up. A registered :class:`WorkerSetup` runs on every worker when it joins.
+set-up. A registered :class:`WorkerSetup` runs on every worker when it joins: imports, malloc,
+log filters, the :mod:`.watchdog` (task deadlines, parent death) and a check that Dask's
+profiler is off (:data:`.cluster.WORKER_CONFIG`).
 """
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 from typing import Any
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
-__all__ = ["WorkerSetup", "tune_malloc", "worker_setup_state"]
+from .watchdog import die_with_parent, start_watchdog
+
+__all__ = ["WorkerSetup", "stop_profiler", "tune_malloc", "worker_setup_state"]
 
 _MALLOC_TUNED = False
 
@@ -37,8 +42,6 @@ def tune_malloc() -> bool:
         return True
     _MALLOC_TUNED = True
     try:
-        import ctypes
-
         libc = ctypes.CDLL("libc.so.6")
     except OSError:  # not glibc
         return False
@@ -48,10 +51,13 @@ def tune_malloc() -> bool:
 
 
 class _CancelledTaskNoise(logging.Filter):
-    """Cancelled block tasks (a run interrupted or stopped) are expected, not warnings."""
+    """Cancelled block tasks (a run interrupted or stopped) are expected, not warnings; a
+    failed block's traceback ("Compute Failed") reaches the client, which counts the failures
+    and shows the first, so the worker does not print one per block on the shared terminal."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return "ended with CancelledError" not in record.getMessage()
+        text = record.getMessage()
+        return "ended with CancelledError" not in text and not text.startswith("Compute Failed")
 
 
 #: The thread settings of BLAS and OpenMP that :class:`WorkerSetup` records.
@@ -64,8 +70,10 @@ def worker_setup_state() -> dict[str, Any] | None:
     """What :class:`WorkerSetup` did in this process, or ``None`` if it never ran here.
 
     Keys: ``pid``; ``malloc_tuned`` (see :func:`tune_malloc`); ``log_filter`` (warnings of
-    cancelled block tasks filtered); ``blas_threads`` (the values of
-    :data:`BLAS_THREAD_VARIABLES` the process was started with). Ask every worker with
+    cancelled block tasks and per-task failure records filtered); ``blas_threads`` (the values
+    of :data:`BLAS_THREAD_VARIABLES` the process was started with); ``parent_death_signal``
+    (see :func:`.watchdog.die_with_parent`); ``profiler_stopped`` (Dask's profiler was
+    running and :func:`stop_profiler` stopped it). Ask every worker with
     ``client.run(worker_setup_state)``.
     """
     return None if _SETUP_STATE is None else dict(_SETUP_STATE)
@@ -75,7 +83,9 @@ class WorkerSetup(WorkerPlugin):
     """Set up a worker process for sweep tasks; registered by ``run_sweep``.
 
     Imports the numerics and storage stack (out of the first tasks and their timings), tunes
-    malloc (:func:`tune_malloc`) and filters the warnings of cancelled block tasks.
+    malloc (:func:`tune_malloc`), filters the warnings of cancelled block tasks and the
+    per-task failure records (the client counts them), starts the deadline watchdog, asks to
+    die with its nanny and stops Dask's profiler (:func:`stop_profiler`).
     Registration is idempotent: a cluster keeps one copy under :attr:`name`, whichever run
     registered it first, and each worker runs it once when it joins.
 
@@ -94,12 +104,36 @@ class WorkerSetup(WorkerPlugin):
         from . import storage  # noqa: F401
         from . import worker as kernel  # noqa: F401
 
-        logger = logging.getLogger("distributed.worker.state_machine")
-        if not any(isinstance(f, _CancelledTaskNoise) for f in logger.filters):
-            logger.addFilter(_CancelledTaskNoise())
+        for name in ("distributed.worker.state_machine", "distributed.worker"):
+            logger = logging.getLogger(name)
+            if not any(isinstance(f, _CancelledTaskNoise) for f in logger.filters):
+                logger.addFilter(_CancelledTaskNoise())
+        start_watchdog(worker)
+        profiler_stopped = stop_profiler(worker)
         _SETUP_STATE = {
             "pid": os.getpid(),
             "malloc_tuned": tune_malloc(),
             "log_filter": True,
             "blas_threads": {v: os.environ.get(v) for v in BLAS_THREAD_VARIABLES},
+            "parent_death_signal": die_with_parent(worker),
+            "profiler_stopped": profiler_stopped,
         }
+
+
+def stop_profiler(worker: Any) -> bool:
+    """Stop Dask's statistical profiler on a running worker; returns whether it was running.
+
+    The profiler calls ``sys._current_frames()`` every 10 ms from the worker's event loop; on
+    CPython before 3.11.9 a garbage collection inside that call can deadlock the worker
+    (gh-106883). Workers started with ``distributed.worker.profile.enabled: false`` (the
+    embedded cluster; see :data:`.cluster.WORKER_CONFIG` for remote workers) never start it;
+    this catches workers started without that setting. The dashboard works without it.
+    """
+    callbacks = getattr(worker, "periodic_callbacks", {})
+    found = False
+    for name in ("profile", "profile-cycle"):
+        pc = callbacks.pop(name, None)
+        if pc is not None:
+            pc.stop()
+            found = True
+    return found

@@ -1,0 +1,165 @@
+"""The ``sroa-dist`` argument parser: subcommands, their options and argument types."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+from .commands import (
+    _cmd_info,
+    _cmd_plot,
+    _cmd_report,
+    _cmd_run,
+    _cmd_status,
+    _cmd_validate,
+    _cmd_verify,
+)
+
+_STRICT_HELP = "exit 1 if the cube is incomplete (blocks failed or not run); outputs are written"
+
+
+def _int_at_least(least: int) -> Callable[[str], int]:
+    """An argparse type: an integer ``>= least``, else a message naming what was received."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = least - 1
+        if value < least:
+            raise argparse.ArgumentTypeError(
+                f"expected an integer >= {least}; received {text!r}"
+            ) from None
+        return value
+
+    return parse
+
+
+_positive_int = _int_at_least(1)
+_non_negative_int = _int_at_least(0)
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds > 0; received {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected seconds > 0; received {text!r}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``sroa-dist`` argument parser."""
+    # The run defaults live with the sweep service (light to import: no Dask until a run).
+    from ..sweep.execute import (
+        DEFAULT_DASHBOARD_ADDRESS,
+        DEFAULT_RETRIES,
+        TASK_DEADLINE_FACTOR,
+        TASK_DEADLINE_FLOOR,
+    )
+    from ..sweep.lease import DEFAULT_LEASE_TIMEOUT
+
+    p = argparse.ArgumentParser(
+        prog="sroa-dist",
+        description="Certified SROA of nearly SOD tensors: Monte Carlo sweeps on Dask, "
+        "xarray/zarr result cubes.",
+    )
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    r = sub.add_parser("run", help="run, resume or extend a sweep")
+    r.add_argument("spec", help="TOML sweep spec, e.g. sweeps/figure2.toml")
+    r.add_argument("--store", help="zarr store path or fsspec URL (default results/<name>.zarr)")
+    r.add_argument("--scheduler", help="address of a running Dask scheduler")
+    r.add_argument("--scheduler-file", help="scheduler file of a running Dask cluster")
+    r.add_argument(
+        "--workers",
+        type=_positive_int,
+        help="processes of the embedded cluster (default and most: the CPUs available)",
+    )
+    r.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a spec key with a TOML value, e.g. --set replicates=20 (repeatable)",
+    )
+    r.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an existing sroa-dist store (never anything else)",
+    )
+    r.add_argument(
+        "--block-size",
+        type=_positive_int,
+        help="instances per task for a new store (default: ~4 s/task)",
+    )
+    r.add_argument(
+        "--connect-timeout",
+        type=_positive_float,
+        help="seconds to wait for --scheduler (default: Dask's connect timeout, 30 s)",
+    )
+    r.add_argument(
+        "--lease-timeout",
+        type=_positive_float,
+        default=DEFAULT_LEASE_TIMEOUT,
+        help="seconds without a heartbeat after which another run may take over the store's "
+        f"writer lease (default {DEFAULT_LEASE_TIMEOUT:g})",
+    )
+    r.add_argument(
+        "--retries",
+        type=_non_negative_int,
+        default=DEFAULT_RETRIES,
+        help="extra attempts of a block after a fault that may pass (store I/O, memory, a "
+        "worker restarted past --task-timeout, embedded cluster); errors of the numerics are "
+        f"reported at once (default {DEFAULT_RETRIES})",
+    )
+    r.add_argument(
+        "--task-timeout",
+        type=_positive_float,
+        help="seconds a block task may run before its worker is restarted and the block "
+        f"retried (default: {TASK_DEADLINE_FACTOR:g} x the cost model's estimate, at least "
+        f"{TASK_DEADLINE_FLOOR:g} s)",
+    )
+    r.add_argument(
+        "--dashboard-address",
+        default=DEFAULT_DASHBOARD_ADDRESS,
+        help="dashboard of the embedded cluster (default: loopback only, "
+        f"{DEFAULT_DASHBOARD_ADDRESS})",
+    )
+    r.set_defaults(func=_cmd_run)
+
+    v = sub.add_parser("validate", help="validate a spec and show its grid")
+    v.add_argument("spec")
+    v.add_argument("--set", action="append", metavar="KEY=VALUE")
+    v.add_argument("--block-size", type=_positive_int)
+    v.set_defaults(func=_cmd_validate)
+
+    s = sub.add_parser("status", help="done fraction and failed blocks of a store")
+    s.add_argument("store")
+    s.set_defaults(func=_cmd_status)
+
+    i = sub.add_parser("info", help="dims, variables and provenance of a store")
+    i.add_argument("store")
+    i.add_argument("--full", action="store_true", help="do not shorten long attributes")
+    i.set_defaults(func=_cmd_info)
+
+    ve = sub.add_parser(
+        "verify", help="re-check the SOS certificates of a store ([output] certificates = true)"
+    )
+    ve.add_argument("store")
+    ve.set_defaults(func=_cmd_verify)
+
+    pl = sub.add_parser("plot", help="figures of a result cube (sroa_dist.analysis)")
+    pl.add_argument("store")
+    pl.add_argument("--out", default="figures", help="output directory (default: figures)")
+    pl.add_argument("--format", "--formats", dest="formats", help="comma-separated, e.g. png,svg")
+    pl.add_argument("--strict", action="store_true", help=_STRICT_HELP)
+    pl.set_defaults(func=_cmd_plot)
+
+    rp = sub.add_parser("report", help="report of a result cube (sroa_dist.analysis)")
+    rp.add_argument("store")
+    rp.add_argument("--out", default="report", help="output path without extension")
+    rp.add_argument("--format", "--formats", dest="formats", help="comma-separated, e.g. md,html")
+    rp.add_argument("--strict", action="store_true", help=_STRICT_HELP)
+    rp.set_defaults(func=_cmd_report)
+    return p
