@@ -18,7 +18,7 @@
 #
 # Variables: SROA_E2E_DASHBOARD_PORT (host port of the dashboard, default 18787),
 # SROA_E2E_REPLICATES (instances of the certified smoke sweep per run; default: as many as keep
-# one worker busy for about 40 s on this machine, measured first, so there is time to kill
+# one worker busy for about 60 s on this machine, measured first, so there is time to kill
 # something mid-sweep),
 # SROA_E2E_WORK (scratch directory, default /var/tmp/sroa-e2e-compose), SROA_VENV (host venv of
 # the local reference run, default REPO/.venv, made by dev.py when missing).
@@ -140,18 +140,24 @@ runner_id() { dc ps -aq runner; }
 # Exit code of the runner container once it has stopped (waits for it).
 runner_wait() { docker wait "$(runner_id)"; }
 done_blocks() { "$PY" deploy/test/cube_check.py done "$(volume_dir)/$1" | cut -d' ' -f1; }
-# True once STORE has at least one finished block but not all: the moment to kill something.
-mid_sweep() {
-    local d
-    read -r -a d <<<"$("$PY" deploy/test/cube_check.py done "$(volume_dir)/$1")"
-    [ "${d[0]}" -ge 1 ] && [ "${d[0]}" -lt "${d[1]}" ]
+# The moment to kill something: the first block of STORE is done. Polled by counting the done
+# mask's chunk files (one per finished block), which is instant where starting Python to read
+# the mask takes seconds; what counts afterwards is read through zarr (done_blocks).
+first_block_done() { [ -n "$(ls -A "$(volume_dir)/$1/done/c" 2>/dev/null)" ]; }
+# After a kill: the sweep must not have been complete, or the kill proved nothing.
+check_mid_sweep() {
+    local n
+    n=$(done_blocks "$1")
+    [ "$n" -lt "$REPLICATES" ] ||
+        die "$1: all $n blocks were done before the kill; make the sweep longer (SROA_E2E_REPLICATES)"
+    echo "$n"
 }
 
 PY=
 local_reference() {
     PY=$(host_python)
     if [ -z "$REPLICATES" ]; then
-        REPLICATES=$(calibrate_replicates "$SPEC" 40 16 400) || die "calibration run failed"
+        REPLICATES=$(calibrate_replicates "$SPEC" 60 24 600) || die "calibration run failed"
     fi
     # One instance per block so a sweep has many blocks to kill something in the middle of; a
     # short writer-lease timeout so a runner killed with SIGKILL can be resumed seconds later (a
@@ -196,10 +202,10 @@ first_cube() {
 kill_worker() {
     local store=kill-worker.zarr worker
     SROA_STORE=/results/$store dc up -d runner
-    wait_until 300 mid_sweep "$store" || die "$store: no mid-sweep moment seen in 300 s"
     worker=$(dc ps -q worker | head -n 1)
-    log "docker kill worker $(docker inspect -f '{{.Name}}' "$worker") at $(done_blocks "$store") blocks"
+    wait_until 300 first_block_done "$store" || die "$store: no block done in 300 s"
     docker kill "$worker" >/dev/null
+    log "killed worker $(docker inspect -f '{{.Name}}' "$worker") with $(check_mid_sweep "$store") of $REPLICATES blocks done"
     [ "$(runner_wait)" -eq 0 ] || die "runner failed after the worker kill"
     "$PY" deploy/test/cube_check.py equal "$(volume_dir)/$store" "$WORK/local.zarr"
     dc up -d worker # back to 2 workers (a killed container is not restarted by its policy)
@@ -208,10 +214,9 @@ kill_worker() {
 kill_runner() {
     local store=kill-runner.zarr before resumed
     SROA_STORE=/results/$store dc up -d runner
-    wait_until 300 mid_sweep "$store" || die "$store: no mid-sweep moment seen in 300 s"
+    wait_until 300 first_block_done "$store" || die "$store: no block done in 300 s"
     docker kill "$(runner_id)" >/dev/null
-    sleep 2
-    before=$(done_blocks "$store")
+    before=$(check_mid_sweep "$store")
     log "runner killed with $before of $REPLICATES blocks done; waiting out the 10 s lease"
     sleep 11
     SROA_STORE=/results/$store dc up -d runner
