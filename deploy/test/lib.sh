@@ -156,7 +156,9 @@ host_python() {
 # Instances of SPEC that keep one worker busy for about TARGET seconds on this machine now:
 # the kill and walltime checks need sweeps that outlast a kill or a walltime whatever the
 # machine's speed, and no longer than that. Timed with a short `sroa-dist run` (one worker, one
-# instance per block); the result is clamped to [MIN, MAX]. Prints the count.
+# instance per block); the result is clamped to [MIN, MAX]. Prints the count. The short run's
+# time per instance includes the warm-up of the first instances (about twice the steady rate
+# on the machine this was written on), so sweeps come out shorter than TARGET, not longer.
 calibrate_replicates() {
     local spec=$1 target=$2 min=$3 max=$4 n=8 task_s
     "$(dirname "$PY")/sroa-dist" run "$spec" --store "$WORK/calibrate.zarr" --overwrite \

@@ -21,7 +21,7 @@
 # Every daemon is stopped by the PID recorded when it was started.
 #
 # Variables: SROA_E2E_REPLICATES (instances of the certified smoke sweep; default: as many as
-# keep one worker busy for about 150 s on this machine, measured first, so that a 1-minute driver
+# keep one worker busy for about 240 s on this machine, measured first, so that a 1-minute driver
 # cannot finish the sweep and a worker job's 35 s lifetime ends mid-sweep), SROA_E2E_WORK
 # (default /var/tmp/sroa-e2e-slurm),
 # SROA_E2E_SLURM_PORTS ("ctld slurmd", default "16817 16818"), SROA_VENV (host venv of the local
@@ -143,7 +143,7 @@ PY=
 local_reference() {
     PY=$(host_python)
     if [ -z "$REPLICATES" ]; then
-        REPLICATES=$(calibrate_replicates "$SPEC" 150 40 2000) || die "calibration run failed"
+        REPLICATES=$(calibrate_replicates "$SPEC" 240 60 3000) || die "calibration run failed"
     fi
     SWEEP_ARGS=(--set "replicates=$REPLICATES" --block-size 1)
     log "sweep: $SPEC ${SWEEP_ARGS[*]}"
@@ -237,14 +237,15 @@ driver_resumes() {
     "$PY" deploy/test/cube_check.py equal "$WORK/sbatch.zarr" "$WORK/local.zarr"
 }
 
-# sroa_slurm.py on the login node with 1-minute worker jobs: lifetime = 60 - 20 - 5 = 35 s.
+# sroa_slurm.py on the login node (no driver job: both CPUs run worker jobs) with 1-minute
+# worker jobs: lifetime = 60 - 20 - 5 = 35 s, so the first jobs retire mid-sweep.
 retirement() {
     local store=$WORK/retire.zarr first seen now at_retire=-1 driver
     rm -rf "$store" "$WORK/retire-logs"
     (
         cd "$CLONE"
         exec .venv/bin/python deploy/slurm/sroa_slurm.py "$SPEC" --store "$store" \
-            "${SWEEP_ARGS[@]}" --jobs 1 --cores 1 --memory 1GB --walltime 00:01:00 \
+            "${SWEEP_ARGS[@]}" --jobs 2 --cores 1 --memory 1GB --walltime 00:01:00 \
             --lifetime-margin 20 --lifetime-stagger 5 --scheduler-host 127.0.0.1 \
             --dashboard-address 127.0.0.1:0 --log-directory "$WORK/retire-logs" \
             --prologue "source $CLONE/.venv/bin/activate" --shared-temp-dir "$WORK/dask-tmp"
