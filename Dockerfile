@@ -1,10 +1,15 @@
-# syntax=docker/dockerfile:1
 # One image for the Dask scheduler, the workers and the sweep runner: distributed needs the same
 # software on all three, and the scheduler needs bokeh for the dashboard (a core dependency).
 #
-#   docker build -t sroa-dist:latest .
-#   docker compose up --build          (see docker-compose.yml and deploy/README.md)
-FROM python:3.11-slim
+#   docker build --build-arg SROA_GIT_COMMIT=$(git rev-parse HEAD) -t sroa-dist:latest .
+#   docker compose up --build -d       (see docker-compose.yml and deploy/README.md)
+#
+# No `# syntax=` line on purpose: it makes BuildKit fetch a frontend image from a registry before
+# building, which fails on machines without registry access. SROA_BASE_IMAGE swaps the base for
+# a locally built image with Python 3.11 on PATH as `python`/`pip` (deploy/test/compose-e2e.sh
+# makes one from a Debian rootfs when no registry is reachable).
+ARG SROA_BASE_IMAGE=python:3.11-slim
+FROM ${SROA_BASE_IMAGE}
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \

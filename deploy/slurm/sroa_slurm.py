@@ -17,6 +17,16 @@ is harmless to the results: blocks are idempotent and only the store's done mask
 finished, so killed blocks are recomputed, never lost or duplicated, and rerunning this script
 resumes a sweep.
 
+Exits. Before any job is queued, the partition is checked (``sinfo``) for a node that fits one
+worker job's ``--cores`` and ``--memory``: a job that can never start would otherwise wait in
+the queue forever while the driver waits for it. However the driver ends (sweep done, an error,
+Ctrl-C, ``scancel`` or the walltime's SIGTERM, a hang-up), its worker jobs, running or pending,
+are cancelled; only SIGKILL leaves them to their own walltime (SLURM sends SIGTERM first and
+SIGKILL only ``KillWait`` seconds later).
+
+Every SLURM command (``sbatch``, ``squeue``, ``scancel``, ``sinfo``) must find the cluster's
+configuration: where it is not in the default place, export ``SLURM_CONF``.
+
 Security. The scheduler listens on a login/batch node that other users share, so TLS is on by
 default: ``--tls-dir`` takes the certificates of deploy/tls/make-certs.sh (on a shared file
 system); without it a temporary CA is made and the worker certificate written (mode 0600) to
@@ -27,7 +37,10 @@ default: reach it with ``ssh -L 8787:127.0.0.1:8787 NODE``.
 from __future__ import annotations
 
 import argparse
+import math
 import os
+import signal
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -73,6 +86,76 @@ def lifetime_args(
         f"{stagger_s}s",
         "--lifetime-restart" if restart else "--no-lifetime-restart",
     ]
+
+
+class PartitionError(RuntimeError):
+    """The partition cannot run a worker job of the requested size (or cannot be queried)."""
+
+
+def partition_capacity(partition: str | None) -> tuple[int, int]:
+    """Largest CPU count and memory (MiB) of one node of ``partition`` (None: the default one).
+
+    Read from ``sinfo``, which lists each node of each partition (the default one marked ``*``).
+    """
+    cmd = ["sinfo", "--noheader", "--Node", "--format=%P %c %m"]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    except FileNotFoundError:
+        raise PartitionError(
+            "sinfo not found: SLURM's client commands must be on PATH to submit worker jobs"
+        ) from None
+    if out.returncode != 0:
+        msg = " ".join(out.stderr.split())
+        raise PartitionError(f"sinfo failed: {msg}. Hint: is SLURM_CONF set for this cluster?")
+    cpus, mem = [], []
+    names = set()
+    for line in out.stdout.splitlines():
+        fields = line.split()
+        if len(fields) != 3:
+            continue
+        name, default = fields[0].rstrip("*"), fields[0].endswith("*")
+        names.add(name)
+        if (partition is None and default) or name == partition:
+            cpus.append(int(fields[1].rstrip("+")))
+            mem.append(int(fields[2].rstrip("+")))
+    if not cpus:
+        which = f"partition {partition!r}" if partition else "a default partition"
+        raise PartitionError(
+            f"sinfo shows no node in {which}; partitions: {', '.join(sorted(names)) or 'none'}"
+        )
+    return max(cpus), max(mem)
+
+
+def check_partition(partition: str | None, cores: int, memory: str) -> None:
+    """Raise :class:`PartitionError` (one line) if no node of the partition fits one worker job.
+
+    Without this check such jobs stay pending forever and the driver waits for them in silence.
+    """
+    from dask.utils import parse_bytes
+
+    max_cpus, max_mib = partition_capacity(partition)
+    want_mib = math.ceil(parse_bytes(memory) / 2**20)
+    if cores > max_cpus or want_mib > max_mib:
+        which = f"partition {partition!r}" if partition else "the default partition"
+        raise PartitionError(
+            f"{which} cannot fit a worker job: expected --cores <= {max_cpus} and --memory <= "
+            f"{max_mib}MiB (its largest node); received --cores {cores} --memory {memory}. "
+            "Hint: lower --cores/--memory or choose another --partition"
+        )
+
+
+def cancel_jobs(job_ids: list[str]) -> None:
+    """``scancel`` these jobs (running or pending); ids already gone are ignored by SLURM."""
+    ids = [j for j in job_ids if j]
+    if ids:
+        subprocess.run(["scancel", *ids], capture_output=True, timeout=60)
+
+
+def _exit_on_signal(signum: int, frame: object) -> None:
+    # SystemExit unwinds the `with` blocks of main: the client and the cluster close, which
+    # cancels the worker jobs, and the sweep's writer lease is released.
+    signal.signal(signum, signal.SIG_DFL)  # a second signal ends the process at once
+    raise SystemExit(128 + signum)
 
 
 def security(args: argparse.Namespace) -> Any:
@@ -133,6 +216,11 @@ def make_cluster(args: argparse.Namespace):
     )
 
 
+def _jobs(cluster: Any) -> list[Any]:
+    """The cluster's worker job objects (SLURMJob), started or pending."""
+    return list(getattr(cluster, "workers", {}).values())
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         description="Run a sroa-dist sweep on SLURM workers (dask-jobqueue).",
@@ -184,25 +272,42 @@ def main(argv: list[str] | None = None) -> int:
     from sroa_dist.sweep.execute import run_sweep
     from sroa_dist.sweep.spec import load_spec
 
+    if not args.dry_run:
+        try:
+            check_partition(args.partition, args.cores, args.memory)
+        except PartitionError as e:
+            print(f"sroa_slurm.py: error: {e}", file=sys.stderr)
+            return 2
+    spec = load_spec(args.spec, args.set or ())
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _exit_on_signal)
     with make_cluster(args) as cluster:
         if args.dry_run:
             print(cluster.job_script())
             return 0
-        cluster.adapt(minimum_jobs=args.jobs, maximum_jobs=args.jobs)
-        spec = load_spec(args.spec, args.set or ())
-        with Client(cluster) as client:
-            print(f"sroa-slurm: dashboard {client.dashboard_link}", file=sys.stderr)
-            res = run_sweep(
-                spec,
-                args.store,
-                client=client,
-                block_size=args.block_size,
-                progress=sys.stderr,
-                history="sroa_slurm.py " + " ".join(argv if argv is not None else sys.argv[1:]),
-            )
+        try:
+            cluster.adapt(minimum_jobs=args.jobs, maximum_jobs=args.jobs)
+            with Client(cluster) as client:
+                print(f"sroa-slurm: dashboard {client.dashboard_link}", file=sys.stderr)
+                res = run_sweep(
+                    spec,
+                    args.store,
+                    client=client,
+                    block_size=args.block_size,
+                    progress=sys.stderr,
+                    history="sroa_slurm.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+                )
+        finally:
+            # Closing the cluster cancels the jobs it knows; this also catches a job whose
+            # submission raced with the close (scancel of a finished job is a no-op).
+            job_ids = [getattr(w, "job_id", None) for w in _jobs(cluster)]
+            cluster.close()
+            cancel_jobs(job_ids)
     print(
+        # The block line of `sroa-dist run`'s summary: a resubmitted driver shows what it resumed.
         f"store: {res.store} ({res.action}); blocks: {res.n_blocks} total, "
-        f"{res.blocks_computed} computed, {len(res.failed)} failed"
+        f"{res.blocks_done_before} already done, {res.blocks_computed} computed, "
+        f"{len(res.failed)} failed"
     )
     return 0 if res.complete else 1
 
