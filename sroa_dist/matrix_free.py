@@ -1,0 +1,74 @@
+"""Rank-one steps on matrix-free operators (:class:`~sroa_dist.operators.TensorOperator`):
+which methods may run on one, and the local step the front door returns for it."""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .ascent import Deflation, _values
+from .methods import MethodOutput
+from .operators import TensorOperator
+
+__all__ = ["TensorOperator", "check_local_method", "operator_rank_one"]
+
+#: The status every step on an operator reports: no bound is known without the entries.
+OPERATOR_MESSAGE = "not certified (local optimum; matrix-free operator, no global bound)"
+
+
+def check_local_method(method: str, fn: Callable[..., Any]) -> None:
+    """Refuse, with the reason, a rank-one method that cannot run on a :class:`TensorOperator`:
+    only local methods (those taking SROA's positional ``deflation``) contract without reading
+    entries."""
+    if "deflation" not in inspect.signature(fn).parameters:
+        raise ValueError(
+            f"method: {method!r} needs every entry of the tensor (its moment relaxation reads "
+            "them) and a matrix-free operator offers only contractions; use a local method "
+            "('sshopm' or 'power'), whose steps are local optima, never certified"
+        )
+
+
+def operator_rank_one(
+    Ts: TensorOperator,
+    method: str,
+    fn: Callable[..., Any],
+    rngs: Sequence[np.random.Generator],
+    certificate: bool,
+    options: dict[str, Any],
+) -> dict[str, Any]:
+    """The fields of :func:`sroa_dist.rank_one_batch`'s result on an operator.
+
+    The method runs under an empty implicit deflation (so it only contracts). No bound is known
+    without the entries: ``upper_bound = inf`` and nothing is certified. The values are not
+    rescaled by powers of two as dense tensors are (an operator's weights are at most 1e150,
+    see :func:`sroa_dist.structured_tensor`).
+    """
+    check_local_method(method, fn)
+    if certificate:
+        raise ValueError("certificate: a matrix-free operator has no relaxation to certify")
+    if "lazy" in inspect.signature(fn).parameters:
+        # Lazy stopping hands unfinished starts to a next SROA step; a lone step has none.
+        options = {"lazy": False, **options}
+    B, n = Ts.shape[0], Ts.shape[1]
+    defl = Deflation(np.zeros((B, n, 0)), np.zeros((B, 0)), np.sqrt(Ts.fro2()))
+    t0 = time.perf_counter()
+    out = MethodOutput.coerce(fn(Ts, list(rngs), defl, **options), method)
+    lam = _values(Ts, out.x[:, None, :], defl)[1][:, 0]
+    elapsed = (time.perf_counter() - t0) / B
+    return {
+        "lam": lam,
+        "x": out.x,
+        "upper_bound": np.full(B, np.inf),
+        "certified": np.zeros(B, dtype=bool),
+        "method": method,
+        "n_starts": np.asarray(out.n_starts),
+        "n_iter": np.asarray(out.n_iter),
+        "message": np.full(B, OPERATOR_MESSAGE, dtype=object),
+        "solve_time": np.full(B, elapsed) if out.solve_time is None else out.solve_time,
+        "n_best": None if out.n_best is None else np.asarray(out.n_best),
+        "confirmed": None if out.confirmed is None else np.asarray(out.confirmed),
+    }
