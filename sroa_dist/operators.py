@@ -25,7 +25,8 @@ __all__ = ["StructuredTensor", "SymmetricProducts", "TensorOperator"]
 FloatArray = NDArray[np.float64]
 
 
-@dataclasses.dataclass(frozen=True)
+# eq=False: equality of array fields is ambiguous, and identity is what a cache would want.
+@dataclasses.dataclass(frozen=True, eq=False)
 class SymmetricProducts:
     """``E = Σ_t w_t · sym(a_{1,t}^{⊗k_1} ⊗ … ⊗ a_{m,t}^{⊗k_m})`` of order ``p = Σ_m k_m``.
 
@@ -55,6 +56,8 @@ class SymmetricProducts:
                 f"factors/powers: expected one power per factor, received {len(self.factors)} "
                 f"factors and {len(self.powers)} powers"
             )
+        if self.weights.ndim != 1:
+            raise ValueError(f"weights: expected a 1-d array (R,), received {self.weights.shape}")
         n, R = self.factors[0].shape[0], self.weights.shape[-1]
         for A in self.factors:
             if A.ndim != 2 or A.shape[0] != n or A.shape[1] not in (1, R):
@@ -214,7 +217,7 @@ class TensorOperator(abc.ABC):
         return self.take(rows)
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)
 class StructuredTensor(TensorOperator):
     """``T_b = Σ_s terms[b][s]``: a stack of sums of :class:`SymmetricProducts`.
 

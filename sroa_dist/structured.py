@@ -39,7 +39,10 @@ def structured_tensor(
     ``T x^p`` cost ``O(n·r)`` per vector (``T x^{p-2}``: ``O(n²·r)``); nothing of size
     ``n^p`` is formed. :func:`sroa_dist.sroa` and :func:`sroa_dist.rank_one` accept it with
     the local methods (``sshopm``, ``power``; implicit deflation); their steps are local
-    optima, never certified (``upper_bound = inf``).
+    optima, never certified (``upper_bound = inf``). ``sshopm`` there follows its implicit
+    deflation policy: 16 random starts per step plus the previous step's other local maxima
+    as warm starts, with lazy stopping (``benchmarks/bench_structured.py --policies`` checks
+    it against 64 starts without lazy stopping and against cold starts).
 
     Parameters
     ----------
