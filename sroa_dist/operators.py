@@ -125,9 +125,15 @@ class SymmetricProducts:
                     if j == m == q:
                         coef = coef * (k - 1)
                 coef = np.broadcast_to(coef, (S, R))
-                Am = np.broadcast_to(self.factors[m], (n, R))
-                Aq = np.broadcast_to(self.factors[q], (n, R))
-                out += np.matmul(Am[None] * coef[:, None, :], Aq.T[None])
+                Am, Aq = self.factors[m], self.factors[q]
+                # A factor shared by every term makes the sum over t a rank-one update per
+                # start, O(n·R + n²) instead of O(n²·R) (the tilt's v_l: 3 of its 4 pairs).
+                if Am.shape[1] == 1:
+                    out += Am[:, 0][None, :, None] * _combine(coef, Aq)[:, None, :]
+                elif Aq.shape[1] == 1:
+                    out += _combine(coef, Am)[:, :, None] * Aq[:, 0][None, None, :]
+                else:
+                    out += np.matmul(Am[None] * coef[:, None, :], Aq.T[None])
         return out
 
     def inner(self, other: SymmetricProducts) -> float:
@@ -154,6 +160,13 @@ class SymmetricProducts:
             M = np.broadcast_to(M, (R, Rq))
             total += coef / math.factorial(self.p) * float(self.weights @ M @ other.weights)
         return total
+
+
+def _combine(coef: FloatArray, A: FloatArray) -> FloatArray:
+    """``Σ_t coef[s, t] a_t`` for each start ``s``, ``A`` with R columns or one shared: (S, n)."""
+    if A.shape[1] == 1:
+        return coef.sum(axis=-1, keepdims=True) * A[:, 0]
+    return coef @ A.T
 
 
 def _tables(rows: Sequence[int], cols: Sequence[int]) -> Iterator[list[list[int]]]:
