@@ -12,7 +12,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .ascent import DEFAULT_N_STARTS, Deflation, _values
-from .matrix_free import TensorOperator, check_local_method
+from .matrix_free import TensorOperator, check_local_method, operator_options
 from .methods import MethodOutput
 from .solvers import (
     GAP_TOL,
@@ -116,7 +116,9 @@ def sroa_batch(
     seed-likes), so results match one-at-a-time :func:`sroa` calls bit for bit.
     ``deflation`` is one of :data:`DEFLATION_MODES` (see :func:`sroa`).
     """
-    if not isinstance(Ts, TensorOperator):  # an operator was checked when it was built
+    if isinstance(Ts, TensorOperator):  # checked when it was built; its start policy
+        options = operator_options(method, options)
+    else:
         Ts = check_symmetric_tensor(Ts, "Ts", batched=True)
     B, n, p = Ts.shape[0], Ts.shape[1], Ts.ndim - 1
     r = n if rank is None else rank

@@ -40,9 +40,11 @@ def structured_tensor(
     ``n^p`` is formed. :func:`sroa_dist.sroa` and :func:`sroa_dist.rank_one` accept it with
     the local methods (``sshopm``, ``power``; implicit deflation); their steps are local
     optima, never certified (``upper_bound = inf``). ``sshopm`` there follows its implicit
-    deflation policy: 16 random starts per step plus the previous step's other local maxima
-    as warm starts, with lazy stopping (``benchmarks/bench_structured.py --policies`` checks
-    it against 64 starts without lazy stopping and against cold starts).
+    deflation policy (16 uniform starts per step plus the previous step's other local maxima
+    as warm starts, lazy stopping) plus 4 spectral starts per step
+    (:data:`sroa_dist.matrix_free.OPERATOR_OPTIONS`: at large n uniform starts drift to a
+    coherent perturbation's sink); ``benchmarks/bench_structured.py --policies`` compares it
+    with other policies.
 
     Parameters
     ----------

@@ -12,6 +12,7 @@ import pytest
 
 import sroa_dist as core
 from sroa_dist import perturbations as pt
+from sroa_dist.matrix_free import OPERATOR_OPTIONS
 from sroa_dist.operators import StructuredTensor, SymmetricProducts
 from sroa_dist.tensors import contract, symmetrize
 
@@ -120,7 +121,9 @@ def test_sroa_on_the_operator_gives_the_dense_components(p, method, basis):
     # (vectors, up to sign for even p). The dense run uses implicit deflation, as the operator
     # must; distinct weights make the order of the steps well defined.
     inst, op = _pair(p, basis, seed=2)
-    dense = core.sroa(inst.T_hat, method=method, rng=5, deflation="implicit")
+    # The operator's start policy (spectral starts for sshopm), given to the dense run too.
+    opts = OPERATOR_OPTIONS.get(method, {})
+    dense = core.sroa(inst.T_hat, method=method, rng=5, deflation="implicit", **opts)
     free = core.sroa(op, method=method, rng=5)
     np.testing.assert_allclose(free.lambdas, dense.lambdas, rtol=0, atol=1e-10)
     sign = np.sign(np.sum(free.vectors * dense.vectors, axis=0))
@@ -135,7 +138,7 @@ def test_sroa_on_the_operator_gives_the_dense_components(p, method, basis):
 def test_rank_one_on_the_operator_is_local_and_never_certified():
     inst, op = _pair(5, "random")
     free = core.rank_one(op, "sshopm", rng=3)
-    dense = core.rank_one(inst.T_hat, "sshopm", rng=3, max_starts=0)
+    dense = core.rank_one(inst.T_hat, "sshopm", rng=3, max_starts=0, **OPERATOR_OPTIONS["sshopm"])
     assert free.lam == pytest.approx(dense.lam, abs=1e-10)
     assert not free.certified and math.isinf(free.upper_bound)
     assert "not certified" in free.message and "matrix-free" in free.message
@@ -217,3 +220,19 @@ def test_factored_form_is_declared_by_the_tilt_and_matches_its_draw():
     X = _unit_rows((1, 4, n), seed=8)
     got = StructuredTensor(((form,),)).contract(X, p - 1)
     np.testing.assert_allclose(got, contract(E[None], X, p - 1), rtol=0, atol=ATOL)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_start_policy_finds_the_global_first_step_at_large_n(seed):
+    # p = 5, n = 400, coherent tilt: uniform starts mostly drift to the tilted component
+    # (λ = 0.95, a local maximum) and with seed 0 all 16 of them did, so SROA deflated it
+    # first. The operator's policy adds spectral starts; every first step must then reach a
+    # weight-1 component, whose value is at least 1 (T v_j^p = 1 at the planted v_j, ε·E
+    # vanishes there).
+    n, p = 400, 5
+    rng = np.random.default_rng(seed)
+    V = core.random_orthonormal_basis(n, n, rng=rng)
+    lam = np.ones(n)
+    lam[-1] = 0.95
+    res = core.sroa(core.structured_tensor(p, lam, V=V, eps=0.2), rank=1, method="sshopm", rng=rng)
+    assert res.lambdas[0] >= 1.0
