@@ -18,7 +18,7 @@ component was deflated (n when every step was global) and the largest difference
 from the default's.
 
 Run:  python benchmarks/bench_structured.py [--cases 5:200 6:100] [--eps 0.2] [--policies]
-Writes benchmarks/out/structured.json.
+Writes benchmarks/out/structured.json (``--name`` to change).
 """
 
 from __future__ import annotations
@@ -88,7 +88,8 @@ def main() -> None:
     ap.add_argument("--cases", nargs="+", default=["5:200", "6:100"], help="p:n pairs")
     ap.add_argument("--eps", type=float, default=0.2)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--policies", action="store_true", help="also run costlier start policies")
+    ap.add_argument("--policies", action="store_true", help="also run other start policies")
+    ap.add_argument("--name", default="structured", help="output benchmarks/out/NAME.json")
     args = ap.parse_args()
     rows = []
     for case in args.cases:
@@ -126,7 +127,7 @@ def main() -> None:
     load = os.getloadavg()
     print(f"load average {load[0]:.1f} (1 min)")
     payload = {"eps": args.eps, "seed": args.seed, "load_average": load, "cases": rows}
-    path = _common.write("structured", payload)
+    path = _common.write(args.name, payload)
     print(f"wrote {path}")
 
 
