@@ -34,6 +34,7 @@ from .solvers import (
     rank_one_batch,
     register_method,
 )
+from .structured import structured_tensor
 from .tensors import identity_basis, random_orthonormal_basis, sod_tensor, symmetrize
 
 try:  # the version is written once, in pyproject.toml
@@ -76,6 +77,7 @@ __all__ = [
     "sod_tensor",
     "sroa",
     "sroa_batch",
+    "structured_tensor",
     "symmetrize",
     "theorem_2_2_bounds",
     "theorem_3_1_bounds",

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from .operators import TensorOperator
 from .tensors import contract, kron_power, sphere_newton_step
 
 FloatArray = NDArray[np.float64]
@@ -80,12 +81,17 @@ def _contract(
     The deflation terms cost ``O(S n k)`` (vectors) or ``O(S n² k)`` (matrices) on top of the
     one GEMM against ``T̂``; without a deflation this is exactly ``contract``.
     """
-    if deflation is None:
+    matrix_free = isinstance(Ts, TensorOperator)
+    if deflation is None and not matrix_free:
         return contract(Ts, X, times)
     B, n, p = Ts.shape[0], Ts.shape[1], Ts.ndim - 1
     # By symmetry any axes may be contracted; these orders stream T once in the layout BLAS
     # reads fastest (benchmarks/bench_large_n.py times them against `contract`).
-    if times == p - 2:
+    if matrix_free:
+        out = Ts.contract(X, times)  # a matrix-free operator contracts itself
+        if deflation is None:
+            return out
+    elif times == p - 2:
         K = kron_power(X, times)  # T(I, I, x, …) over the leading axes
         out = np.matmul(K, Ts.reshape(B, n**times, n * n)).reshape(X.shape[:2] + (n, n))
     elif times == p - 1 and p == 3:

@@ -12,6 +12,7 @@ from numpy.typing import ArrayLike
 
 from .ascent import DEFAULT_N_STARTS, Deflation
 from .finishing import finish_step, normalize
+from .matrix_free import TensorOperator, check_local_method, operator_options
 from .methods import IMPLICIT_BYTES, MethodOutput
 from .solvers import (
     GAP_TOL,
@@ -111,7 +112,10 @@ def sroa_batch(
     seed-likes), so results match one-at-a-time :func:`sroa` calls bit for bit.
     ``deflation`` is one of :data:`DEFLATION_MODES` (see :func:`sroa`).
     """
-    Ts = check_symmetric_tensor(Ts, "Ts", batched=True)
+    if isinstance(Ts, TensorOperator):  # checked when it was built; its start policy
+        options = operator_options(method, options)
+    else:
+        Ts = check_symmetric_tensor(Ts, "Ts", batched=True)
     B, n, p = Ts.shape[0], Ts.shape[1], Ts.ndim - 1
     r = n if rank is None else rank
     if isinstance(r, bool) or int(r) != r or not 1 <= int(r) <= n:
@@ -161,6 +165,8 @@ def sroa(
     ----------
     T : (n,)*p array_like
         Symmetric tensor (e.g. a nearly SOD ``T̂ = Σ λ_i v_i^{⊗p} + E``).
+        Or a matrix-free operator (:func:`sroa_dist.structured_tensor`): local methods only,
+        implicit deflation, no step certified.
     rank : int, optional
         Number of deflation steps ``r ≤ n`` (default ``n``).
     method : str
@@ -185,10 +191,8 @@ def sroa(
     SROAResult
         With per-step :class:`RankOneResult` in ``steps``.
     """
-    T = check_symmetric_tensor(T, "T")
-    res = sroa_batch(
-        T[None], rank, method, rng=[rng], gap_tol=gap_tol, deflation=deflation, **options
-    )
+    T = T.as_batch() if isinstance(T, TensorOperator) else check_symmetric_tensor(T, "T")[None]
+    res = sroa_batch(T, rank, method, rng=[rng], gap_tol=gap_tol, deflation=deflation, **options)
     return res[0]
 
 
@@ -199,6 +203,14 @@ def _deflation_mode(deflation: str, method: str, Ts: np.ndarray) -> str:
             "'implicit' saves memory at large n for local methods"
         )
     local = resolve_method(method).implicit
+    if isinstance(Ts, TensorOperator):
+        check_local_method(method, resolve_method(method))
+        if deflation == "explicit":
+            raise ValueError(
+                "deflation: 'explicit' forms each deflated tensor, which a matrix-free operator "
+                "never does; use 'implicit' or 'auto'"
+            )
+        return "implicit"
     if deflation == "implicit" and not local:
         raise ValueError(
             f"deflation: method {method!r} needs the deflated tensor itself (its relaxation "
@@ -284,9 +296,14 @@ def _sroa_implicit(
     norm = normalize(Ts)
     Tn = norm.T
     eps = np.finfo(float).eps
-    M = Tn.reshape(B, n, -1)
-    gram0 = np.matmul(M, M.transpose(0, 2, 1))
-    fro2 = np.array([np.dot(m, m) for m in Tn.reshape(B, -1)])  # no n^p temporary
+    if isinstance(Tn, TensorOperator):
+        # Matrix-free: no unfolding to bound the steps with (upper_bound = inf, never
+        # certified); the Frobenius norm, which scales the shift and tolerances, is exact.
+        gram0, fro2 = None, Tn.fro2()
+    else:
+        M = Tn.reshape(B, n, -1)
+        gram0 = np.matmul(M, M.transpose(0, 2, 1))
+        fro2 = np.array([np.dot(m, m) for m in Tn.reshape(B, -1)])  # no n^p temporary
     # Worst-case rounding of the Gram entries (inner dimension n^{p-1}) and of the update.
     gamma = (n ** (p - 1) + 8 * n) * eps
     U = np.zeros((B, n, 0))
@@ -303,7 +320,7 @@ def _sroa_implicit(
         fro = np.sqrt(np.maximum(fro2, 0.0))
         defl = Deflation(U, lams, fro, 1.0, *(warm or (None, None)))
         slack = gamma * (fro2 + 2 * abs_sum * np.sqrt(np.maximum(fro2, 0)) + abs_sum**2)
-        bound = _gram_bound(gram0, W, U, lams, p, slack)
+        bound = np.full(B, np.inf) if gram0 is None else _gram_bound(gram0, W, U, lams, p, slack)
         out = MethodOutput.coerce(fn(Tn, rngs, defl, **options), method)
         done = finish_step(
             norm,

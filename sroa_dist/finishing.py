@@ -26,6 +26,7 @@ from numpy.typing import NDArray
 
 from .ascent import Deflation, _values
 from .methods import MethodOutput, _object_array
+from .operators import TensorOperator
 from .tensors import (
     FloatArray,
     normalized_unfolding_norm,
@@ -145,6 +146,10 @@ def normalize(Ts: FloatArray) -> Normalized:
     underflows nor overflows between 1e-300 and 1e300; skipped (``k = 0``) when every
     ``|k| <= UNSCALED_EXPONENT``, where it would change no bit."""
     B, p = Ts.shape[0], Ts.ndim - 1
+    if isinstance(Ts, TensorOperator):
+        # An operator's weights are capped at 1e150 when it is built (no entry is formed to
+        # divide): it runs as given.
+        return Normalized(Ts, np.zeros(B, np.int64), Ts.fro2() == 0)
     k, zero = normalizing_exponents(Ts)
     if np.all(np.abs(k) <= UNSCALED_EXPONENT):
         k = np.zeros_like(k)

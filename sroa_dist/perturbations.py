@@ -36,6 +36,7 @@ from numpy.typing import ArrayLike, NDArray
 from ._registry import check_entry, import_entry
 from .noise import NOISE_MODELS, multiset_rank, noise_tensor, symmetric_from_multisets
 from .norms import operator_norm
+from .operators import SymmetricProducts
 from .tensors import check_symmetric_tensor, keyword_rng
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "check_model",
     "coherent_tilt",
     "draw_perturbation",
+    "factored_perturbation",
     "model_params",
     "register_perturbation",
     "resolve_family",
@@ -56,6 +58,9 @@ DEFAULT_WEIGHT = 0.25
 
 #: ``draw(n, p, V, lambdas, rng, **params) -> (E, norm or None)``.
 DrawFn = Callable[..., Any]
+#: ``factored(n, p, V, lambdas, **params) -> (SymmetricProducts, norm or None)``: the same
+#: ``E`` as ``draw`` (same scaling), as a sum of symmetrized products.
+FactoredFn = Callable[..., Any]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,6 +84,11 @@ class Family:
     needs_eps : bool
         Whether ``draw`` takes the target operator norm as keyword ``eps`` (a family whose
         shape depends on the size of ``E``, such as ``adversarial``).
+    factored : callable, optional
+        ``factored(n, p, V, lambdas, **params) -> (SymmetricProducts, norm)``: the same ``E``
+        as ``draw`` with the same norm, as a sum of symmetrized products, so it can be
+        contracted in ``O(n·R)`` without forming ``n^p`` entries (matrix-free tensors,
+        :func:`sroa_dist.structured_tensor`). ``None``: the family has no such form.
     """
 
     name: str
@@ -86,6 +96,7 @@ class Family:
     params: Mapping[str, Any] | None = dataclasses.field(default_factory=dict)
     description: str = ""
     needs_eps: bool = False
+    factored: FactoredFn | None = None
 
     def check_params(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """Defaults completed with ``params``; unknown keys raise a ``ValueError``."""
@@ -124,11 +135,13 @@ def register_perturbation(
     description: str = "",
     needs_eps: bool = False,
     overwrite: bool = False,
+    factored: FactoredFn | None = None,
 ) -> Family:
     """Register a family under ``name`` so sweeps and :func:`draw_perturbation` find it.
 
     ``params`` lists the accepted keyword parameters with their defaults (``None``: read them
-    from ``draw``'s signature).
+    from ``draw``'s signature). ``factored`` declares a matrix-free form of the same ``E``
+    (see :class:`Family`).
     """
     check_entry(
         _REGISTRY,
@@ -151,6 +164,7 @@ def register_perturbation(
         _signature_params(draw) if params is None else dict(params),
         description,
         needs_eps,
+        factored,
     )
     _REGISTRY[name] = fam
     return fam
@@ -238,16 +252,8 @@ def coherent_tilt(
     norm : float
         ``1.0`` (exact).
     """
-    V = np.asarray(V, dtype=float)
-    lam = np.asarray(lambdas, dtype=float)
     n, p = int(n), int(p)
-    if V.ndim != 2 or V.shape[0] != n or V.shape[1] != lam.shape[0]:
-        raise ValueError(
-            f"V: expected an (n, r) basis matching {lam.shape[0]} weights, received {V.shape}"
-        )
-    if V.shape[1] < 2:
-        raise ValueError("coherent-tilt: expected rank r >= 2 (one component tilts the others)")
-    ell = _tilted_index(lam, component)
+    V, ell = _tilt_basis(n, p, V, lambdas, component)
     others = np.delete(V, ell, axis=1)  # (n, r-1)
     # W = Σ_{j≠l} v_j^{⊗(p-1)} as the product of a (p-2)-fold Khatri-Rao with the basis.
     kr = others
@@ -260,6 +266,40 @@ def coherent_tilt(
         E += np.moveaxis(F, p - 1, k)
     E /= p * tilt_norm(p)
     return _exactly_symmetric(E), 1.0
+
+
+def _tilt_basis(
+    n: int, p: int, V: ArrayLike, lambdas: ArrayLike, component: Any
+) -> tuple[NDArray[np.float64], int]:
+    """The basis as floats and the tilted index, checked (both forms of the tilt)."""
+    V = np.asarray(V, dtype=float)
+    lam = np.asarray(lambdas, dtype=float)
+    if V.ndim != 2 or V.shape[0] != int(n) or V.shape[1] != lam.shape[0]:
+        raise ValueError(
+            f"V: expected an (n, r) basis matching {lam.shape[0]} weights, received {V.shape}"
+        )
+    if V.shape[1] < 2:
+        raise ValueError("coherent-tilt: expected rank r >= 2 (one component tilts the others)")
+    return V, _tilted_index(lam, component)
+
+
+def coherent_tilt_factored(
+    n: int,
+    p: int,
+    V: ArrayLike,
+    lambdas: ArrayLike,
+    *,
+    component: int | str = "smallest",
+) -> tuple[SymmetricProducts, float]:
+    """:func:`coherent_tilt`'s tensor factored, ``E = (1/c_p) Σ_{j≠l} sym(v_j^{⊗(p-1)} ⊗ v_l)``.
+
+    Same polynomial and same scaling (``E x^p = (Σ_{j≠l} (v_j·x)^{p-1})(v_l·x) / c_p``,
+    ``‖E‖ = 1`` exactly), contracted in ``O(n·r)`` per vector.
+    """
+    V, ell = _tilt_basis(n, p, V, lambdas, component)
+    others = np.delete(V, ell, axis=1)
+    weights = np.full(others.shape[1], 1.0 / tilt_norm(int(p)))
+    return SymmetricProducts((others, V[:, [ell]]), (int(p) - 1, 1), weights), 1.0
 
 
 def _exactly_symmetric(E: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -284,6 +324,7 @@ register_perturbation(
     coherent_tilt,
     params={"component": "smallest"},
     description="every component tilted toward the one of smallest |lambda| (exact norm)",
+    factored=coherent_tilt_factored,
 )
 
 
@@ -480,3 +521,55 @@ def draw_perturbation(
     if norm is not None:
         norm = norm * abs(float(scale))
     return Perturbation(E * float(scale), norm, model)
+
+
+def factored_perturbation(
+    model: str,
+    n: int,
+    p: int,
+    V: ArrayLike,
+    lambdas: ArrayLike,
+    *,
+    params: Mapping[str, Any] | None = None,
+) -> tuple[SymmetricProducts, float | None]:
+    """The factored form of family ``model``'s ``E`` (see :class:`Family`), with its norm.
+
+    It equals ``draw_perturbation(model, ...)``'s ``E`` before ``scale`` (same polynomial,
+    same norm). Refused with the reason (``ValueError``) for i.i.d. noise, mixtures with an
+    i.i.d. background, and families that declare no factored form or whose shape depends on
+    the target norm (``needs_eps``): their ``E`` exists only as entries.
+    """
+    family_name, background = _split(model)
+    fam = check_model(model, params)
+    why = (
+        f"its i.i.d. background {background!r} has no factored form (n^p independent entries)"
+        if background is not None
+        else "i.i.d. noise has no factored form (n^p independent entries)"
+        if family_name in NOISE_MODELS
+        else "the family declares no factored form (Family.factored)"
+        if fam.factored is None or fam.needs_eps
+        else ""
+    )
+    if why:
+        raise ValueError(
+            f"noise.model {model!r}: {why}, so it cannot be matrix-free; use a family that "
+            "declares one (e.g. 'coherent-tilt') or a dense tensor"
+        )
+    lam = np.asarray(lambdas, dtype=float)
+    out = fam.factored(
+        int(n), int(p), np.asarray(V, dtype=float), lam, **fam.check_params(params or {})
+    )
+    if not (isinstance(out, tuple) and len(out) == 2 and isinstance(out[0], SymmetricProducts)):
+        raise ValueError(
+            f"noise.model {model!r}: Family.factored must return (SymmetricProducts, norm), "
+            f"received {type(out).__name__}"
+        )
+    form, norm = out
+    if (form.n, form.p) != (int(n), int(p)):
+        raise ValueError(
+            f"noise.model {model!r}: the factored form has n = {form.n}, p = {form.p}; "
+            f"expected n = {n}, p = {p}"
+        )
+    if norm is not None and not (math.isfinite(float(norm)) and float(norm) >= 0):
+        raise ValueError(f"noise.model {model!r}: norm must be finite and >= 0, got {norm}")
+    return form, None if norm is None else float(norm)

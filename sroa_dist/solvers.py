@@ -21,6 +21,7 @@ from .ascent import (  # noqa: F401  (Deflation, _contract, newton_polish: re-ex
     newton_polish,
 )
 from .finishing import RankOneResult, finish_step, normalize
+from .matrix_free import TensorOperator, operator_rank_one
 from .method_records import (  # noqa: F401  (re-exported: the front door's vocabulary)
     METHODS,
     OPTION_RULES,
@@ -114,6 +115,10 @@ def rank_one_batch(
     tensors get the exact answer ``lam = upper_bound = 0`` (certified) without a solve.
     """
     fn = resolve_method(method)
+    if isinstance(Ts, TensorOperator):  # matrix-free: a local step, never certified
+        check_options(method, options, n=Ts.shape[1], p=Ts.ndim - 1)
+        rngs = as_rng_list(rng, Ts.shape[0])
+        return operator_rank_one(Ts, method, fn, rngs, certificate, options, gap_tol=gap_tol)
     accepted = fn.options
     if certificate and "certificate" in accepted:
         options = {**options, "certificate": True}
@@ -157,7 +162,8 @@ def rank_one(
     Parameters
     ----------
     T : (n,)*p array_like
-        Symmetric tensor, ``p >= 3``, ``n >= 2``.
+        Symmetric tensor, ``p >= 3``, ``n >= 2``. Or a matrix-free operator
+        (:func:`sroa_dist.structured_tensor`): local methods only, never certified.
     method : str
         ``"certified"`` (default: local multi-start + moment-relaxation certificate),
         ``"sos"`` (relaxation only), ``"sshopm"`` (multi-start shifted power method) or
@@ -175,8 +181,6 @@ def rank_one(
     -------
     RankOneResult
     """
-    T = check_symmetric_tensor(T, "T")
-    res = rank_one_batch(
-        T[None], method, rng=[rng], gap_tol=gap_tol, certificate=certificate, **options
-    )
+    T = T.as_batch() if isinstance(T, TensorOperator) else check_symmetric_tensor(T, "T")[None]
+    res = rank_one_batch(T, method, rng=[rng], gap_tol=gap_tol, certificate=certificate, **options)
     return res[0]

@@ -1,0 +1,311 @@
+"""Matrix-free symmetric tensors: sums of symmetrized products of a few factor vectors, known
+only through their contractions ``T x^{p-1}``, ``T x^p`` and ``T x^{p-2}``, each costing
+``O(n·R)`` per vector (``O(n²·R)`` for the matrix), never the ``n^p`` entries.
+
+:class:`SymmetricProducts` is one such sum, ``Σ_t w_t · sym(a_{1,t}^{⊗k_1} ⊗ … ⊗ a_{m,t}^{⊗k_m})``;
+:class:`TensorOperator` is what the local solvers (SS-HOPM, the power method) and SROA's
+implicit deflation accept in place of a ``(B, n, …, n)`` array; :class:`StructuredTensor` is the
+stack of sums of products that :func:`sroa_dist.structured_tensor` builds. This module imports
+nothing else of the package, so the solvers can test for an operator without an import cycle.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import math
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["StructuredTensor", "SymmetricProducts", "TensorOperator"]
+
+FloatArray = NDArray[np.float64]
+
+
+# eq=False: equality of array fields is ambiguous, and identity is what a cache would want.
+@dataclasses.dataclass(frozen=True, eq=False)
+class SymmetricProducts:
+    """``E = Σ_t w_t · sym(a_{1,t}^{⊗k_1} ⊗ … ⊗ a_{m,t}^{⊗k_m})`` of order ``p = Σ_m k_m``.
+
+    ``sym`` averages over the ``p!`` index permutations, so
+    ``E x^p = Σ_t w_t Π_m (a_{m,t}·x)^{k_m}`` and ``E x^{p-1} = ∇(E x^p)/p``. A symmetric CP
+    tensor ``Σ λ_i v_i^{⊗p}`` is the case ``m = 1``; the coherent tilt has ``m = 2``,
+    ``k = (p-1, 1)``.
+
+    Attributes
+    ----------
+    factors : tuple of (n, R) or (n, 1) ndarrays
+        ``a_{m,t}`` as columns; a single column is shared by every term ``t`` (it is
+        broadcast, which keeps a factor common to all terms at ``O(n)`` cost).
+    powers : tuple of int
+        ``k_m >= 1``.
+    weights : (R,) ndarray
+        ``w_t``.
+    """
+
+    factors: tuple[FloatArray, ...]
+    powers: tuple[int, ...]
+    weights: FloatArray
+
+    def __post_init__(self) -> None:
+        if len(self.factors) != len(self.powers) or not self.factors:
+            raise ValueError(
+                f"factors/powers: expected one power per factor, received {len(self.factors)} "
+                f"factors and {len(self.powers)} powers"
+            )
+        if self.weights.ndim != 1:
+            raise ValueError(f"weights: expected a 1-d array (R,), received {self.weights.shape}")
+        n, R = self.factors[0].shape[0], self.weights.shape[-1]
+        for A in self.factors:
+            if A.ndim != 2 or A.shape[0] != n or A.shape[1] not in (1, R):
+                raise ValueError(
+                    f"factors: expected (n, R) or (n, 1) matrices with n = {n}, R = {R}, "
+                    f"received {A.shape}"
+                )
+        if any(isinstance(k, bool) or int(k) != k or k < 1 for k in self.powers):
+            raise ValueError(f"powers: expected integers >= 1, received {self.powers}")
+
+    @property
+    def p(self) -> int:
+        """Order ``Σ_m k_m``."""
+        return int(sum(self.powers))
+
+    @property
+    def n(self) -> int:
+        """Dimension."""
+        return int(self.factors[0].shape[0])
+
+    def scaled(self, c: float) -> SymmetricProducts:
+        """``c · E``."""
+        return dataclasses.replace(self, weights=self.weights * float(c))
+
+    def _dots(self, X: FloatArray) -> list[FloatArray]:
+        return [X @ A for A in self.factors]  # (S, R_m) each
+
+    def values(self, X: FloatArray) -> FloatArray:
+        """``E x^p`` for the rows of ``X (S, n)``: ``(S,)``."""
+        prod = self.weights
+        for C, k in zip(self._dots(X), self.powers, strict=True):
+            prod = prod * C**k
+        return np.sum(prod, axis=-1)
+
+    def gradient(self, X: FloatArray) -> FloatArray:
+        """``E x^{p-1} = ∇(E x^p)/p`` for the rows of ``X (S, n)``: ``(S, n)``."""
+        C = self._dots(X)
+        P = [c**k for c, k in zip(C, self.powers, strict=True)]
+        out = np.zeros(X.shape)
+        for m, (A, k) in enumerate(zip(self.factors, self.powers, strict=True)):
+            # ∂/∂c_m of w Π c^k, without dividing by c_m (which may be 0).
+            coef = (k / self.p) * self.weights * C[m] ** (k - 1)
+            for j, Pj in enumerate(P):
+                if j != m:
+                    coef = coef * Pj
+            if A.shape[1] == 1:
+                coef = coef.sum(axis=-1, keepdims=True)
+            out += coef @ A.T
+        return out
+
+    def hessian(self, X: FloatArray) -> FloatArray:
+        """``E x^{p-2} = ∇²(E x^p)/(p(p-1))`` for the rows of ``X (S, n)``: ``(S, n, n)``."""
+        C = self._dots(X)
+        S, n, R = X.shape[0], self.n, self.weights.shape[-1]
+        out = np.zeros((S, n, n))
+        ks = self.powers
+        for m in range(len(ks)):
+            for q in range(len(ks)):
+                if m == q and ks[m] < 2:
+                    continue
+                coef = self.weights / (self.p * (self.p - 1))
+                for j, (c, k) in enumerate(zip(C, ks, strict=True)):
+                    e = k - (j == m) - (j == q)
+                    coef = coef * (k if j in (m, q) else 1) * c**e
+                    if j == m == q:
+                        coef = coef * (k - 1)
+                coef = np.broadcast_to(coef, (S, R))
+                Am, Aq = self.factors[m], self.factors[q]
+                # A factor shared by every term makes the sum over t a rank-one update per
+                # start, O(n·R + n²) instead of O(n²·R) (the tilt's v_l: 3 of its 4 pairs).
+                if Am.shape[1] == 1:
+                    out += Am[:, 0][None, :, None] * _combine(coef, Aq)[:, None, :]
+                elif Aq.shape[1] == 1:
+                    out += _combine(coef, Am)[:, :, None] * Aq[:, 0][None, None, :]
+                else:
+                    out += np.matmul(Am[None] * coef[:, None, :], Aq.T[None])
+        return out
+
+    def inner(self, other: SymmetricProducts) -> float:
+        """Frobenius inner product ``⟨E, F⟩`` in ``O(R·R')`` per pairing pattern.
+
+        ``⟨sym(⊗a), sym(⊗b)⟩ = (1/p!) Σ_σ Π_i a_i·b_{σ(i)}``; the permutations that send
+        ``N_{mq}`` copies of factor ``m`` onto factor ``q`` number
+        ``Π k_m! Π k'_q! / Π N_{mq}!``, so the sum runs over the contingency tables ``N`` with
+        row sums ``k`` and column sums ``k'`` (a handful for two or three factors).
+        """
+        if other.p != self.p:
+            raise ValueError(f"inner: orders differ ({self.p} and {other.p})")
+        R, Rq = self.weights.shape[-1], other.weights.shape[-1]
+        G = [[A.T @ B for B in other.factors] for A in self.factors]
+        base = math.prod(math.factorial(k) for k in self.powers + other.powers)
+        total = 0.0
+        for N in _tables(self.powers, other.powers):
+            coef = base / math.prod(math.factorial(v) for row in N for v in row)
+            M = np.ones((1, 1))
+            for i, row in enumerate(N):
+                for j, v in enumerate(row):
+                    if v:
+                        M = M * G[i][j] ** v
+            M = np.broadcast_to(M, (R, Rq))
+            total += coef / math.factorial(self.p) * float(self.weights @ M @ other.weights)
+        return total
+
+
+def _combine(coef: FloatArray, A: FloatArray) -> FloatArray:
+    """``Σ_t coef[s, t] a_t`` for each start ``s``, ``A`` with R columns or one shared: (S, n)."""
+    if A.shape[1] == 1:
+        return coef.sum(axis=-1, keepdims=True) * A[:, 0]
+    return coef @ A.T
+
+
+def _tables(rows: Sequence[int], cols: Sequence[int]) -> Iterator[list[list[int]]]:
+    """Non-negative integer matrices with the given row and column sums."""
+    if not rows:
+        if not any(cols):
+            yield []
+        return
+    for first in _compositions(rows[0], cols):
+        rest = [c - f for c, f in zip(cols, first, strict=True)]
+        for tail in _tables(rows[1:], rest):
+            yield [list(first), *tail]
+
+
+def _compositions(total: int, caps: Sequence[int]) -> Iterator[tuple[int, ...]]:
+    """Tuples ``0 <= c_j <= caps[j]`` summing to ``total``."""
+    if not caps:
+        if total == 0:
+            yield ()
+        return
+    for c in range(min(total, caps[0]) + 1):
+        for tail in _compositions(total - c, caps[1:]):
+            yield (c, *tail)
+
+
+class TensorOperator(abc.ABC):
+    """A stack of ``B`` symmetric order-``p`` tensors known only through contractions.
+
+    It quacks like the ``(B, n, …, n)`` array the local methods read (``shape``, ``ndim``,
+    row selection ``T[rows]``), and :meth:`contract` replaces
+    :func:`sroa_dist.tensors.contract`. A method whose relaxation reads every entry
+    (``certified``, ``sos``) is refused on it
+    (:func:`sroa_dist.matrix_free.check_local_method`), and no bound is claimed for it: steps
+    on an operator are local, never certified.
+    """
+
+    @property
+    @abc.abstractmethod
+    def shape(self) -> tuple[int, ...]:
+        """``(B, n, …, n)``."""
+
+    @property
+    def ndim(self) -> int:
+        """``p + 1`` (the batch axis first)."""
+        return len(self.shape)
+
+    @abc.abstractmethod
+    def contract(self, X: FloatArray, times: int) -> FloatArray:
+        """``T x^{times}`` for ``X (B, S, n)``, ``times`` in ``{p-2, p-1, p}``: ``(B, S, n, n)``,
+        ``(B, S, n)`` or ``(B, S)``, as :func:`sroa_dist.tensors.contract`."""
+
+    @abc.abstractmethod
+    def fro2(self) -> FloatArray:
+        """Squared Frobenius norms ``(B,)``."""
+
+    @abc.abstractmethod
+    def take(self, rows: Any) -> TensorOperator:
+        """The tensors ``rows`` (an index array or slice)."""
+
+    def __getitem__(self, rows: Any) -> TensorOperator:
+        return self.take(rows)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class StructuredTensor(TensorOperator):
+    """``T_b = Σ_s terms[b][s]``: a stack of sums of :class:`SymmetricProducts`.
+
+    ``batched=False`` (what :func:`sroa_dist.structured_tensor` returns) stands for one tensor
+    of shape ``(n,)*p``; :meth:`as_batch` gives the one-element stack the solvers read.
+    """
+
+    terms: tuple[tuple[SymmetricProducts, ...], ...]
+    batched: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.terms or not all(self.terms):
+            raise ValueError("terms: expected at least one tensor with at least one term")
+        first = self.terms[0][0]
+        for t in (t for ts in self.terms for t in ts):
+            if (t.n, t.p) != (first.n, first.p):
+                raise ValueError(
+                    f"terms: every term needs n = {first.n}, p = {first.p}; received "
+                    f"n = {t.n}, p = {t.p}"
+                )
+        if not self.batched and len(self.terms) != 1:
+            raise ValueError("batched: an unbatched operator holds exactly one tensor")
+
+    @property
+    def n(self) -> int:
+        """Dimension."""
+        return self.terms[0][0].n
+
+    @property
+    def p(self) -> int:
+        """Order."""
+        return self.terms[0][0].p
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        lead = (len(self.terms),) if self.batched else ()
+        return lead + (self.n,) * self.p
+
+    def as_batch(self) -> StructuredTensor:
+        """The same tensor(s) as a stack (a one-element stack when unbatched)."""
+        return dataclasses.replace(self, batched=True)
+
+    @classmethod
+    def stack(cls, ops: Sequence[StructuredTensor]) -> StructuredTensor:
+        """One stack of the tensors of several operators (for :func:`sroa_dist.sroa_batch`)."""
+        return cls(tuple(ts for op in ops for ts in op.terms), batched=True)
+
+    def take(self, rows: Any) -> StructuredTensor:
+        if not self.batched:
+            raise TypeError("an unbatched operator has no rows; use as_batch() first")
+        idx = np.arange(len(self.terms))[rows]
+        return StructuredTensor(tuple(self.terms[i] for i in np.atleast_1d(idx)), True)
+
+    def contract(self, X: FloatArray, times: int) -> FloatArray:
+        if not self.batched:
+            raise TypeError("contract reads a stack (B, S, n); use as_batch() first")
+        B, S, n = X.shape
+        if B != len(self.terms) or n != self.n:
+            raise ValueError(
+                f"X: expected ({len(self.terms)}, S, {self.n}) vectors, received {X.shape}"
+            )
+        p = self.p
+        if times == p - 1:
+            parts = [sum(t.gradient(X[b]) for t in ts) for b, ts in enumerate(self.terms)]
+        elif times == p:
+            parts = [sum(t.values(X[b]) for t in ts) for b, ts in enumerate(self.terms)]
+        elif times == p - 2:
+            parts = [sum(t.hessian(X[b]) for t in ts) for b, ts in enumerate(self.terms)]
+        else:
+            raise ValueError(
+                f"times: a matrix-free operator contracts p - 2, p - 1 or p = {p} times, "
+                f"received {times}"
+            )
+        return np.stack(parts)
+
+    def fro2(self) -> FloatArray:
+        # ⟨T, T⟩ = Σ_{s,s'} ⟨term_s, term_s'⟩ in closed form (exact up to rounding).
+        return np.array([sum(a.inner(b) for a in ts for b in ts) for ts in self.terms])
