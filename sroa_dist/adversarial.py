@@ -225,7 +225,7 @@ def worst_case(
     step : float
         Initial step relative to ``‖E‖_F``: the ES's mutation size (adapted by the one-fifth
         rule), the gradient search's first trial step (doubled after a success, halved on
-        failure; below ``1e-3`` the ascent restarts).
+        failure; below ``1e-2`` the ascent restarts).
     radius : float
         Recovery radius of ``"first_failure"``.
     method : {"es", "gradient"}

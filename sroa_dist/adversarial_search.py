@@ -204,7 +204,7 @@ def search_gradient(
     gen: np.random.Generator,
     step: float,
     restarts: list[Point],
-    min_step: float = 1e-3,
+    min_step: float = 1e-2,
     max_step: float = 1.0,
 ) -> Point:
     """Riemannian gradient ascent with backtracking, restarted when it stalls.
