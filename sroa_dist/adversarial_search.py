@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy.optimize import nnls
 
 from .decomposition import SROAResult, sroa
 from .metrics import match
@@ -93,6 +94,7 @@ class Objective:
         self.solve_seed, self.norm_seed = solve_seed, norm_seed
         self.step_options = step_options
         self.trace: list[float] = []
+        self._seen: list[FloatArray] = []  # norm maximisers of earlier gradients (warm starts)
 
     def __call__(self, D: FloatArray) -> Point:
         nr = operator_norm(D, self.norm_method, rng=self.norm_seed)
@@ -145,21 +147,83 @@ class Objective:
         return a, b
 
     def gradient(self, pt: Point) -> FloatArray:
-        """Riemannian gradient of the metric on ``{‖E‖ = ε}`` at ``pt`` (Frobenius metric).
+        """Steepest-ascent direction of the metric on the sphere ``{‖E‖ = ε}`` at ``pt``.
 
-        The Euclidean gradient ``G`` comes from :func:`sroa_vjp`; the operator norm's gradient
-        at ``E`` is ``N = s x*^{⊗p}`` (``x*`` its maximiser, ``s`` the sign of ``E x*^p``,
-        ``‖N‖_F = 1``) where ``x*`` is unique up to sign, so the tangent space is ``N^⊥`` and
-        the gradient is ``G − ⟨G, N⟩ N``.
+        The search evaluates ``f(R(D))`` with the retraction ``R(D) = ε D / ‖D‖``, so this is
+        the gradient of that composite (Frobenius metric). The Euclidean gradient ``G`` of the
+        metric comes from :func:`sroa_vjp`. Where ``|E x^p|`` has one maximiser ``x*`` the
+        norm's gradient is ``N = s x*^{⊗p}`` (``s`` the sign of ``E x*^p``; ``⟨N, E⟩ = ε``,
+        ``‖N‖_F = 1``) and the composite's gradient is ``G − c N`` with ``c = ⟨G, E⟩ / ε``:
+        orthogonal to ``E`` (the composite is scale-invariant), and on the tangent space
+        ``N^⊥`` equal to the Riemannian gradient ``G − ⟨G, N⟩ N``. Worst cases tend to sit
+        where several local maximisers ``x_k`` of ``|E x^p|`` tie (a corner of the sphere:
+        pushing one up shrinks everything after the rescale), where the norm's directional
+        derivative is ``max_k ⟨N_k, Δ⟩``. For ``c > 0`` the steepest ascent direction is then
+        the least-norm point of ``G − c·conv{N_k}`` (a small QP on the simplex), whose
+        directional derivative is its squared norm. ``x_k`` are the local maximisers within
+        ``ACTIVE_TOL`` of ``ε`` (an ε-active set, as in bundle methods), found by shifted
+        power iterations from the maximisers of earlier evaluations and random starts.
         """
         p = self.T.ndim
         a, b = self.metric_grad(pt)
         G = sroa_vjp(self.T + pt.E, pt.result.lambdas, pt.result.vectors, a, b)
-        x = pt.norm_x
-        N = x
-        for _ in range(p - 1):
-            N = np.multiply.outer(N, x)
-        return G - float(contract(G[None], x[None, None], p)[0, 0]) * N
+        xs = self._active_maximisers(pt)
+        N = np.stack([s * _outer_power(x, p).ravel() for s, x in xs], axis=1)  # (n^p, K)
+        c = float(np.vdot(G, pt.E)) / self.eps
+        if c <= 0 or N.shape[1] == 1:
+            # c <= 0: the norm's growth only helps, any one maximiser gives an ascent direction.
+            return G - c * N[:, 0].reshape(G.shape)
+        lam = _simplex_least_norm(c * N, G.ravel())
+        return G - (c * N @ lam).reshape(G.shape)
+
+    def _active_maximisers(self, pt: Point) -> list[tuple[float, FloatArray]]:
+        """``(s_k, x_k)``: local maximisers of ``|E x^p|`` with value ``≥ (1 − ACTIVE_TOL) ε``,
+        the norm's own maximiser first; earlier maximisers are kept as starts."""
+        E, p, n = pt.E, self.T.ndim, self.T.shape[0]
+        self._seen.append(pt.norm_x)
+        self._seen = self._seen[-32:]
+        gen = np.random.default_rng(self.norm_seed)
+        X = np.concatenate([np.stack(self._seen), gen.standard_normal((min(4 * n, 64), n))])
+        X /= np.linalg.norm(X, axis=1, keepdims=True)
+        s = np.where(contract(E[None], X[None], p)[0] < 0, -1.0, 1.0)
+        # Shifted power iterations on s·E x^p (SS-HOPM): (p − 1) ε bounds the curvature.
+        alpha = (p - 1) * self.eps
+        for _ in range(POWER_ITERS):
+            Y = s[:, None] * contract(E[None], X[None], p - 1)[0] + alpha * X
+            X = Y / np.linalg.norm(Y, axis=1, keepdims=True)
+        vals = s * contract(E[None], X[None], p)[0]
+        x0 = pt.norm_x
+        out = [(1.0 if float(contract(E[None], x0[None, None], p)[0, 0]) >= 0 else -1.0, x0)]
+        for k in np.argsort(-vals):
+            if vals[k] < (1 - ACTIVE_TOL) * self.eps:
+                break
+            # For odd p, x and −x are the same maximiser of |E x^p| (the sign s absorbs it).
+            if all(abs(float(X[k] @ y)) < 1 - 1e-4 for _, y in out):
+                out.append((float(s[k]), X[k]))
+        return out
+
+
+#: Local maximisers of ``|E x^p|`` within this fraction of ``ε`` count as active (see
+#: :meth:`Objective.gradient`).
+ACTIVE_TOL = 0.02
+#: Shifted power iterations that locate them (from warm starts, so few are needed).
+POWER_ITERS = 100
+
+
+def _outer_power(x: FloatArray, p: int) -> FloatArray:
+    out = x
+    for _ in range(p - 1):
+        out = np.multiply.outer(out, x)
+    return out
+
+
+def _simplex_least_norm(M: FloatArray, g: FloatArray) -> FloatArray:
+    """``argmin_{λ ≥ 0, Σλ = 1} ‖g − M λ‖`` (``M`` is ``(m, K)``): the least-norm point of
+    ``g − conv(columns)``, by NNLS with the sum constraint as a heavily weighted row."""
+    w = 1e3 * max(float(np.linalg.norm(M)), float(np.linalg.norm(g)), 1.0)
+    A = np.vstack([M, np.full((1, M.shape[1]), w)])
+    lam = nnls(A, np.append(g, w))[0]
+    return lam / lam.sum()
 
 
 Search = Callable[..., Point]
@@ -210,12 +274,13 @@ def search_gradient(
     """Riemannian gradient ascent with backtracking, restarted when it stalls.
 
     From the current point ``E`` (unit Frobenius direction ``Ê``) a trial is
-    ``Ê + α ĝ`` (``ĝ`` the unit Riemannian gradient) retracted onto ``{‖E‖ = ε}`` by
-    rescaling with its operator norm. A trial is accepted when it raises the metric; then
-    ``α`` doubles (up to ``max_step``), otherwise it halves and the same gradient is tried
-    again. Below ``min_step``, or where the gradient does not exist (a degenerate step), the
-    ascent restarts from the next start in ``restarts`` (best first), then from fresh
-    Gaussian draws. Returns the best point seen.
+    ``Ê + α ĝ`` (``ĝ`` the unit ascent direction of :meth:`Objective.gradient`) retracted
+    onto ``{‖E‖ = ε}`` by rescaling with its operator norm. A trial is accepted when it raises
+    the metric; otherwise ``α`` halves and the same direction is tried again. The next
+    iteration starts from the accepted ``α``, doubled (up to ``max_step``) when it was
+    accepted at the first try. Below ``min_step``, or where the gradient does not exist (a
+    degenerate step), the ascent restarts from the next start in ``restarts`` (best first),
+    then from fresh Gaussian draws. Returns the best point seen.
     """
     n, p = obj.T.shape[0], obj.T.ndim
     best, step0 = start, float(step)
@@ -242,7 +307,9 @@ def search_gradient(
             trial = obj(base + alpha * g / gn)
             if trial.score > cur.score:
                 cur = trial
-                step = min(2 * alpha, max_step)
+                # Grow only after a first-try success: after a backtrack the accepted step is
+                # about right, and growing it again would cost a failed trial per iteration.
+                step = min(2 * alpha, max_step) if alpha == step else alpha
                 break
             alpha *= 0.5
             if alpha < min_step:

@@ -10,7 +10,7 @@ import pytest
 import sroa_dist as core
 from sroa_dist import perturbations as pt
 from sroa_dist.adversarial import tilt_alignment
-from sroa_dist.adversarial_search import Objective
+from sroa_dist.adversarial_search import Objective, _simplex_least_norm
 from sroa_dist.sroa_adjoint import eigen_residuals, sroa_vjp
 from sroa_dist.sweep import open_results, run_sweep
 
@@ -158,8 +158,11 @@ def test_sroa_vjp_matches_finite_differences(p, n, method):
         assert np.vdot(G, D) == pytest.approx(fd, rel=FD_RTOL)
 
 
-def test_riemannian_gradient_is_the_derivative_on_the_norm_sphere():
-    # Along the (tangent) gradient direction, the retracted objective rises at rate ‖g‖_F.
+def test_ascent_direction_is_the_derivative_on_the_norm_sphere():
+    # The search evaluates f(eps D / ||D||); along its direction d (unit d/||d||) that composite
+    # rises at rate ||d|| (exactly where |E x^p| has one maximiser, as for this Gaussian E;
+    # the least-norm point of the QP keeps it so at a corner), and d is orthogonal to E (the
+    # composite is scale-invariant).
     n, p, eps = 4, 3, 0.25
     lam = np.array([1.0, 0.9, 0.8, 0.7])
     V = core.identity_basis(n)
@@ -170,13 +173,29 @@ def test_riemannian_gradient_is_the_derivative_on_the_norm_sphere():
         )  # fmt: skip
         pt = obj(core.noise_tensor("gaussian", n, p, 1.0, rng=5))
         assert pt.certified and pt.bracket[0] == pytest.approx(eps, rel=1e-12)
-        g = obj.gradient(pt)
-        x = pt.norm_x
-        assert abs(np.einsum("ijk,i,j,k->", g, x, x, x)) < 1e-12  # tangent: ⟨g, x*^{⊗3}⟩ = 0
-        d = g / np.linalg.norm(g)
+        assert len(obj._active_maximisers(pt)) == 1
+        d = obj.gradient(pt)
+        dn = np.linalg.norm(d)
+        assert abs(np.vdot(d, pt.E)) < 1e-10 * dn * np.linalg.norm(pt.E)
         h = 1e-4
-        fd = (obj(pt.E + h * d).value - obj(pt.E - h * d).value) / (2 * h)
-        assert fd == pytest.approx(np.linalg.norm(g), rel=1e-3)
+        fd = (obj(pt.E + h * d / dn).value - obj(pt.E - h * d / dn).value) / (2 * h)
+        assert fd == pytest.approx(dn, rel=1e-3)
+
+
+def test_least_norm_point_at_a_corner():
+    # Two maximisers tie: the direction must not raise either (the QP's optimality
+    # <d, G - c N_k> >= ||d||^2 for both), unlike the gradient of one of them.
+    rng = np.random.default_rng(3)
+    G, N = rng.standard_normal(50), rng.standard_normal((50, 2))
+    lam = _simplex_least_norm(N, G)
+    assert lam.min() >= 0 and lam.sum() == pytest.approx(1.0)
+    d = G - N @ lam
+    for k in range(2):
+        assert np.vdot(d, G - N[:, k]) >= np.vdot(d, d) * (1 - 1e-6)
+    # Against a fine grid on the segment, nothing is shorter.
+    t = np.linspace(0, 1, 2001)
+    grid = np.linalg.norm(G[:, None] - N @ np.stack([t, 1 - t]), axis=0).min()
+    assert np.linalg.norm(d) <= grid + 1e-9
 
 
 @pytest.mark.parametrize(
