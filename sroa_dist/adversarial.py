@@ -1,36 +1,37 @@
 """Worst-case perturbations: search symmetric ``E`` with ``‖E‖ = ε`` that maximise SROA's error.
 
 Theorem 3.1 bounds SROA's errors for *every* ``E`` with ``‖E‖ ≤ ε``; random noise probes only
-typical ones. :func:`worst_case` searches the sphere ``‖E‖ = ε`` (exact operator norm,
-certified by the moment relaxation, so small ``n``) for a perturbation that maximises a chosen
-error of SROA with certified (global) rank-one steps. The search is a seeded (1+1) evolution
-strategy with the one-fifth success rule on the space of symmetric tensors, started from the
-best of the structured families (the coherent tilt, a uniform shrink of the weights) and random
-i.i.d. draws, whose mutations mix random and structured directions: derivative-free,
-because SROA's output is piecewise smooth at best (the argmax of a step can jump).
+typical ones. :func:`worst_case` searches the sphere ``‖E‖ = ε`` (operator norm) for a
+perturbation that maximises a chosen error of SROA, from the best of the structured families
+(the coherent tilt, a uniform shrink of the weights) and random i.i.d. draws. Two searches
+(``method=``): ``"es"``, a seeded (1+1) evolution strategy (derivative-free: SROA's output is
+piecewise smooth, the argmax of a step can jump), and ``"gradient"``, Riemannian gradient
+ascent through SROA's first-order conditions (:mod:`sroa_dist.sroa_adjoint`) with
+backtracking and restarts, which reaches larger ``n`` for the same number of SROA runs.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .decomposition import sroa
-from .metrics import match
+from .adversarial_search import METRICS, SEARCHES, SMOOTH_METRICS, Objective, Point
 from .noise import noise_tensor
-from .norms import operator_norm
 from .perturbations import coherent_tilt, register_perturbation
+from .policy import certified_tractable
+from .solvers import METHODS
 from .tensors import check_symmetric_tensor, identity_basis, sod_tensor
 
-__all__ = ["METRICS", "WorstCaseResult", "tilt_alignment", "worst_case"]
+__all__ = ["METRICS", "SEARCH_METHODS", "WorstCaseResult", "tilt_alignment", "worst_case"]
 
-#: Metrics :func:`worst_case` can maximise (see its docstring).
-METRICS = ("lam", "vec", "first_failure")
+#: Search methods of :func:`worst_case` (``method=``).
+SEARCH_METHODS = tuple(SEARCHES)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,7 +41,7 @@ class WorstCaseResult:
     Attributes
     ----------
     E : ndarray, shape (n,)*p
-        Symmetric, with operator norm ``eps`` (to the certified bracket ``norm_bracket``).
+        Symmetric, with operator norm ``eps`` (to the bracket ``norm_bracket``).
     metric : str
         The metric maximised.
     value : float
@@ -61,12 +62,21 @@ class WorstCaseResult:
     tilt_component : int
         The ``l`` of that best-aligned tilt.
     norm_bracket : tuple of float
-        Certified ``(lower, upper)`` of ``‖E‖``.
+        ``(lower, upper)`` of ``‖E‖``: certified when ``norm_certified``, else ``upper`` is
+        the unfolding bound and only ``lower`` (= ``eps``, attained) is tight.
     eps : float
     lambdas, V : ndarray
         The SOD tensor ``T = Σ λ_i v_i^{⊗p}`` the search attacked.
     seed : Any
         The ``rng`` argument (the search is a pure function of it and the other arguments).
+    method : str
+        The search (``"es"`` or ``"gradient"``).
+    step_method, norm_method : str
+        Rank-one method of SROA's steps, and the method that computed ``‖E‖`` for the
+        renormalisation (``"certified"``: exact to the bracket; ``"sshopm"``: a multi-start
+        estimate, which can only underestimate, so ``‖E‖ ≥ eps``).
+    norm_certified : bool
+        Whether the returned ``E``'s norm bracket is certified.
     """
 
     E: NDArray[np.float64]
@@ -85,6 +95,10 @@ class WorstCaseResult:
     lambdas: NDArray[np.float64]
     V: NDArray[np.float64]
     seed: Any
+    method: str = "es"
+    step_method: str = "certified"
+    norm_method: str = "certified"
+    norm_certified: bool = True
 
     @property
     def n_evals(self) -> int:
@@ -108,18 +122,56 @@ def tilt_alignment(E: ArrayLike, V: ArrayLike, lambdas: ArrayLike) -> tuple[floa
     return best, best_l
 
 
-def _metric(kind: str, lam_err: np.ndarray, vec_err: np.ndarray, eps: float, radius: float):
-    """(metric value, search score); the score breaks ties of the integer first-failure metric
-    by the largest vector error so the search can climb plateaus."""
-    if kind == "lam":
-        v = float(np.max(lam_err)) / eps
-        return v, (v,)
-    if kind == "vec":
-        v = float(np.max(vec_err))
-        return v, (v,)
-    failed = np.flatnonzero(vec_err > radius)
-    v = float(len(vec_err) - failed[0]) if len(failed) else 0.0
-    return v, (v, float(np.max(vec_err)))
+def _resolve_methods(
+    method: str, step_method: str | None, norm_method: str | None, n: int, p: int
+) -> tuple[str, str, str]:
+    """(search, step method, norm method). A rank-one method name as ``method`` is the old
+    meaning of the argument (before the searches had names): the ES with those steps."""
+    if method not in SEARCHES and method in METHODS and step_method is None:
+        warnings.warn(
+            f"worst_case(method={method!r}) now names the search ({list(SEARCHES)}); "
+            f"pass step_method={method!r} for SROA's rank-one steps",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        method, step_method = "es", method
+    if method not in SEARCHES:
+        raise ValueError(
+            f"method: expected a search method, one of {list(SEARCHES)}, received {method!r}"
+        )
+    tractable = certified_tractable(n, p)
+    if step_method is None:
+        # The ES keeps its original behaviour (certified steps); the gradient search is meant
+        # to reach n where the relaxation is out of reach, so it falls back to SS-HOPM there.
+        step_method = "certified" if method == "es" or tractable else "sshopm"
+    if norm_method is None:
+        norm_method = "certified" if method == "es" or tractable else "sshopm"
+    for name, m in (("step_method", step_method), ("norm_method", norm_method)):
+        if m not in METHODS:
+            raise ValueError(f"{name}: expected one of {list(METHODS)}, received {m!r}")
+    return method, step_method, norm_method
+
+
+def _starts(
+    starts: Sequence[str], n: int, p: int, V: np.ndarray, lam: np.ndarray, k: int, gen: Any
+) -> list[tuple[str, np.ndarray]]:
+    candidates: list[tuple[str, np.ndarray]] = []
+    for s in starts:
+        if s == "coherent-tilt":
+            candidates.append((s, coherent_tilt(n, p, V, lam)[0]))
+        elif s == "sod-shrink":
+            # -Σ v_i^{⊗p} (norm 1): every weight falls by eps, Theorem 2.2's first-order worst.
+            candidates.append((s, -sod_tensor(np.ones(V.shape[1]), V, p)))
+        elif s == "gaussian":
+            for i in range(k):
+                candidates.append((f"gaussian-{i}", noise_tensor("gaussian", n, p, 1.0, rng=gen)))
+        else:
+            raise ValueError(
+                f"starts: expected 'coherent-tilt', 'sod-shrink' or 'gaussian', received {s!r}"
+            )
+    if not candidates:
+        raise ValueError("starts: expected at least one start")
+    return candidates
 
 
 def worst_case(
@@ -136,24 +188,28 @@ def worst_case(
     n_random_starts: int = 2,
     step: float = 0.3,
     radius: float = 0.3,
-    method: str = "certified",
+    method: str = "es",
+    step_method: str | None = None,
+    norm_method: str | None = None,
+    step_options: dict[str, Any] | None = None,
 ) -> WorstCaseResult:
     """Search for a symmetric ``E`` with ``‖E‖ = eps`` maximising an error of SROA on ``T + E``.
 
     Parameters
     ----------
     n, p : int
-        Dimension and order (certified steps need small ``n``: ``n <= 10`` for ``p = 3``).
+        Dimension and order.
     eps : float
-        Operator norm of ``E`` (exact: every candidate is rescaled by its certified norm).
+        Operator norm of ``E``: every candidate ``D`` is used as ``eps · D / ‖D‖`` with ``‖D‖``
+        from ``norm_method``.
     metric : {"lam", "vec", "first_failure"}
         ``"lam"``: ``max_j |λ̂_j − λ_π(j)| / eps`` (Theorem 3.1 allows 2); ``"vec"``:
         ``max_j ‖v̂_j − v_π(j)‖``; ``"first_failure"``: ``r − j* + 1`` for the first step ``j*``
         (1-based) with vector error above ``radius``, 0 if none fails (earlier failure is
-        larger).
+        larger; ES only: it is integer-valued, so it has no gradient).
     budget : int
-        SROA evaluations in all, starts included (each costs one certified SROA and one
-        certified norm).
+        SROA evaluations in all, starts and line-search trials included (each costs one SROA
+        and one operator norm; the gradient search's derivatives cost no SROA run).
     rng : Generator or seed
         The only source of randomness (random starts, mutations, solver starts).
     lambdas : (r,) array_like, optional
@@ -164,13 +220,40 @@ def worst_case(
     starts : sequence of str
         Structured starts (``"coherent-tilt"``; ``"sod-shrink"``, ``-Σ v_i^{⊗p}``, which
         lowers every weight by ``eps``) and/or ``"gaussian"`` (``n_random_starts`` i.i.d.
-        draws); the best start by metric begins the search.
+        draws); the best start by metric begins the search, and the gradient search restarts
+        from the others (best first), then from new Gaussian draws, when it stalls.
     step : float
-        Initial mutation size relative to ``‖E‖_F`` (adapted by the one-fifth rule).
+        Initial step relative to ``‖E‖_F``: the ES's mutation size (adapted by the one-fifth
+        rule), the gradient search's first trial step (doubled after a success, halved on
+        failure; below ``1e-2`` the ascent restarts).
     radius : float
         Recovery radius of ``"first_failure"``.
-    method : str
-        Rank-one method of SROA's steps (``"certified"``: global where tractable).
+    method : {"es", "gradient"}
+        The search. ``"es"``: (1+1) evolution strategy with mutations mixing random and
+        structured directions. ``"gradient"``: Riemannian gradient ascent on the sphere
+        ``{‖E‖ = eps}``. The derivative of SROA's output is exact on the branch of local
+        maxima the forward pass selected (implicit function theorem on each step's
+        ``T̂_{j-1} v^{p-1} = λ v``, ``‖v‖ = 1``, chained through the deflations; see
+        :func:`sroa_dist.sroa_adjoint.sroa_vjp`), taken for the step with the largest error.
+        The norm's gradient at ``E`` is ``s x*^{⊗p}`` (``x*`` the maximiser of ``|E x^p|``),
+        so the tangent space of the sphere is its orthogonal complement: the search projects
+        the gradient onto it, steps, and retracts by rescaling with the operator norm (a
+        rescaling moves a tangent step only at second order, and keeps ``‖E‖ = eps`` to the
+        norm's accuracy whatever the step). Where ``x*`` is not unique the norm is not
+        differentiable; the projection is then along one maximiser, and the retraction
+        alone keeps the constraint. A rank-one method name here (the argument's meaning
+        before searches had names) runs the ES with those steps, with a DeprecationWarning.
+    step_method : str, optional
+        Rank-one method of SROA's steps. Default: ``"certified"`` for the ES; for the
+        gradient search ``"certified"`` where the relaxation is tractable for ``(n, p)``
+        (:func:`sroa_dist.policy.certified_tractable`), else ``"sshopm"`` (multi-start local
+        steps with a Newton polish: the first-order conditions hold to machine precision).
+    norm_method : str, optional
+        Method computing ``‖D‖`` for the renormalisation, with the same defaults: the
+        certified norm where tractable, else SS-HOPM's multi-start estimate (a lower bound:
+        ``‖E‖`` can then exceed ``eps`` by what the starts missed). Stated in the result.
+    step_options : dict, optional
+        Options of ``step_method`` (e.g. ``{"n_starts": 64}``).
 
     Returns
     -------
@@ -184,6 +267,12 @@ def worst_case(
     if not (math.isfinite(eps) and eps > 0):
         raise ValueError(f"eps: expected a finite operator norm > 0, received {eps}")
     n, p = int(n), int(p)
+    method, step_method, norm_method = _resolve_methods(method, step_method, norm_method, n, p)
+    if method == "gradient" and metric not in SMOOTH_METRICS:
+        raise ValueError(
+            f"metric: the gradient search needs one of {list(SMOOTH_METRICS)} ({metric!r} is "
+            "integer-valued, so its gradient is zero); hint: use method='es'"
+        )
     gen = np.random.default_rng(rng)
     V = identity_basis(n) if V is None else np.asarray(V, dtype=float)
     r = V.shape[1]
@@ -195,80 +284,45 @@ def worst_case(
     T = sod_tensor(lam, V, p)
     solve_seed = int(gen.integers(2**63))
     norm_seed = int(gen.integers(2**63))
-
-    def evaluate(D: np.ndarray) -> tuple[np.ndarray, float, tuple, np.ndarray, np.ndarray, tuple]:
-        nr = operator_norm(D, "certified", rng=norm_seed)
-        E = D * (eps / nr.value)
-        res = sroa(T + E, method=method, rng=solve_seed)
-        m = match(res, lam, V)
-        lam_err, vec_err = np.asarray(m.lam_err), np.asarray(m.vec_err)
-        value, score = _metric(metric, lam_err, vec_err, eps, radius)
-        f = eps / nr.value
-        return E, value, score, lam_err, vec_err, (nr.lower * f, nr.upper * f)
-
-    candidates: list[tuple[str, np.ndarray]] = []
-    for s in starts:
-        if s == "coherent-tilt":
-            candidates.append((s, coherent_tilt(n, p, V, lam)[0]))
-        elif s == "sod-shrink":
-            # -Σ v_i^{⊗p} (norm 1): every weight falls by eps, Theorem 2.2's first-order worst.
-            candidates.append((s, -sod_tensor(np.ones(r), V, p)))
-        elif s == "gaussian":
-            for k in range(n_random_starts):
-                candidates.append((f"gaussian-{k}", noise_tensor("gaussian", n, p, 1.0, rng=gen)))
-        else:
-            raise ValueError(
-                f"starts: expected 'coherent-tilt', 'sod-shrink' or 'gaussian', received {s!r}"
-            )
-    if not candidates:
-        raise ValueError("starts: expected at least one start")
-    trace: list[float] = []
+    obj = Objective(
+        T, lam, V, eps, metric, radius, step_method, norm_method, solve_seed, norm_seed,
+        dict(step_options or {}),
+    )  # fmt: skip
+    candidates = _starts(starts, n, p, V, lam, n_random_starts, gen)
     start_values: dict[str, float] = {}
-    best = None
+    evaluated: list[tuple[str, Point]] = []
     for name, D in candidates[:budget]:
-        out = evaluate(D)
-        trace.append(out[1])
-        start_values[name] = out[1]
-        if best is None or out[2] > best[1][2]:
-            best = (name, out)
-    assert best is not None
-    start_name, (E, value, score, lam_err, vec_err, bracket) = best
-    sigma = float(step)
-    # Mutations: random symmetric directions, and with probability 1/3 a structured start, so
-    # the search can combine structures (e.g. shrink every weight *and* tilt) that a random
-    # direction in C(n+p-1, p) dimensions would rarely hit.
+        pt = obj(D)
+        start_values[name] = pt.value
+        evaluated.append((name, pt))
+    # The best start (first among equals) begins; stable sort keeps that order for restarts.
+    ranked = sorted(evaluated, key=lambda e: e[1].score, reverse=True)
+    start_name, start = ranked[0]
     pool = [D for name, D in candidates if not name.startswith("gaussian")]
-    while len(trace) < budget:
-        G = noise_tensor("gaussian", n, p, 1.0, rng=gen)
-        if pool and gen.random() < 1 / 3:
-            G = pool[int(gen.integers(len(pool)))]
-        D = E / np.linalg.norm(E) + sigma * G / np.linalg.norm(G)
-        out = evaluate(D)
-        trace.append(out[1])
-        if out[2] > score:
-            E, value, score, lam_err, vec_err, bracket = out
-            sigma *= 1.5
-        else:
-            sigma = max(sigma * 0.9, 1e-3)
-    cos, ell = tilt_alignment(E, V, lam)
-    tr = np.asarray(trace, dtype=float)
+    best = SEARCHES[method](obj, start, pool, budget, gen, step, restarts=[pt for _, pt in ranked])
+    cos, ell = tilt_alignment(best.E, V, lam)
+    tr = np.asarray(obj.trace, dtype=float)
     return WorstCaseResult(
-        E=E,
+        E=best.E,
         metric=metric,
-        value=value,
-        lam_err=lam_err,
-        vec_err=vec_err,
+        value=best.value,
+        lam_err=best.lam_err,
+        vec_err=best.vec_err,
         trace=tr,
         best_trace=np.maximum.accumulate(tr),
         start=start_name,
         start_values=start_values,
         tilt_cosine=cos,
         tilt_component=ell,
-        norm_bracket=(float(bracket[0]), float(bracket[1])),
+        norm_bracket=(float(best.bracket[0]), float(best.bracket[1])),
         eps=eps,
         lambdas=lam,
         V=V,
         seed=rng,
+        method=method,
+        step_method=step_method,
+        norm_method=norm_method,
+        norm_certified=best.certified,
     )
 
 

@@ -1,5 +1,6 @@
 """Worst-case search: it climbs above its start, keeps ‖E‖ = eps exactly, is reproducible, and
-runs as the ``adversarial`` family of a real sweep."""
+runs as the ``adversarial`` family of a real sweep; the gradient search's derivative matches
+finite differences of SROA's output and it beats the ES at equal SROA evaluations."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import pytest
 import sroa_dist as core
 from sroa_dist import perturbations as pt
 from sroa_dist.adversarial import tilt_alignment
+from sroa_dist.adversarial_search import Objective, _simplex_least_norm
+from sroa_dist.sroa_adjoint import eigen_residuals, sroa_vjp
 from sroa_dist.sweep import open_results, run_sweep
 
 
@@ -68,6 +71,14 @@ def test_bad_arguments():
         core.worst_case(4, 3, -0.1)
     with pytest.raises(ValueError, match="starts"):
         core.worst_case(4, 3, 0.1, starts=("tilt",))
+    with pytest.raises(ValueError, match="method: expected a search method"):
+        core.worst_case(4, 3, 0.1, method="newton")
+    with pytest.raises(ValueError, match="step_method: expected one of"):
+        core.worst_case(4, 3, 0.1, method="gradient", step_method="lbfgs")
+    with pytest.raises(ValueError, match="integer-valued"):
+        core.worst_case(4, 3, 0.1, method="gradient", metric="first_failure")
+    with pytest.raises(ValueError, match="grad_vectors"):
+        sroa_vjp(np.zeros((3, 3, 3)), np.ones(3), np.eye(3), np.ones(2), np.eye(3))
     V, lam = core.identity_basis(3), np.ones(3)
     with pytest.raises(ValueError, match="needs the target operator norm"):
         core.draw_perturbation("adversarial", 3, 3, V, lam, rng=0)
@@ -96,3 +107,115 @@ def test_adversarial_family_in_a_real_sweep(tmp_path, client):
     worst_adv = (adv["lam_err"].max("step") / 0.3).values
     worst_tilt = (tilt["lam_err"].max("step") / 0.3).values
     assert np.all(worst_adv >= worst_tilt - 1e-6)
+
+
+def test_old_meaning_of_method_still_runs_the_es():
+    # Before the searches had names, ``method`` was SROA's rank-one method.
+    with pytest.warns(DeprecationWarning, match="step_method='certified'"):
+        old = core.worst_case(3, 3, 0.2, budget=3, rng=2, method="certified")
+    new = core.worst_case(3, 3, 0.2, budget=3, rng=2)
+    assert old.method == new.method == "es" and old.step_method == "certified"
+    np.testing.assert_array_equal(old.E, new.E)
+
+
+def _instance(n, p, seed, eps=0.2):
+    """A nearly SOD tensor with distinct weights and a random basis and Gaussian E."""
+    gen = np.random.default_rng(seed)
+    V = core.random_orthonormal_basis(n, rng=gen)
+    lam = np.linspace(1.0, 0.7, n)
+    E = core.noise_tensor("gaussian", n, p, 1.0, rng=gen)
+    E *= eps / core.operator_norm(E, "certified", rng=0).value
+    return core.sod_tensor(lam, V, p) + E, lam, V, gen
+
+
+# Central differences err by O(h²) plus the solver's own noise / h (the certified steps' polish
+# leaves about 1e-10 on λ̂): h = 1e-4 keeps both below the stated 1e-4 relative tolerance.
+FD_STEP, FD_RTOL = 1e-4, 1e-4
+
+
+@pytest.mark.parametrize(
+    ("p", "n", "method"), [(3, 4, "certified"), (3, 4, "sshopm"), (4, 3, "sshopm")]
+)
+def test_sroa_vjp_matches_finite_differences(p, n, method):
+    That, _, _, gen = _instance(n, p, seed=11)
+    res = core.sroa(That, method=method, rng=1)
+    # The derivative assumes each step's first-order conditions: the polish meets them.
+    assert np.all(eigen_residuals(That, res.lambdas, res.vectors) < 1e-10)
+    a, B = gen.standard_normal(n), gen.standard_normal((n, n))
+    G = sroa_vjp(That, res.lambdas, res.vectors, a, B)
+    np.testing.assert_allclose(G, core.symmetrize(G), atol=1e-14)
+
+    def f(X):
+        r = core.sroa(X, method=method, rng=1)
+        if p % 2 == 0:  # even p: v̂ is defined up to sign; follow the base point's signs
+            s = np.sign(np.sum(r.vectors * res.vectors, axis=0))
+            return a @ r.lambdas + np.sum(B * r.vectors * s)
+        return a @ r.lambdas + np.sum(B * r.vectors)
+
+    for _ in range(2):
+        D = core.symmetrize(gen.standard_normal((n,) * p))
+        fd = (f(That + FD_STEP * D) - f(That - FD_STEP * D)) / (2 * FD_STEP)
+        assert np.vdot(G, D) == pytest.approx(fd, rel=FD_RTOL)
+
+
+def test_ascent_direction_is_the_derivative_on_the_norm_sphere():
+    # The search evaluates f(eps D / ||D||); along its direction d (unit d/||d||) that composite
+    # rises at rate ||d|| (exactly where |E x^p| has one maximiser, as for this Gaussian E;
+    # the least-norm point of the QP keeps it so at a corner), and d is orthogonal to E (the
+    # composite is scale-invariant).
+    n, p, eps = 4, 3, 0.25
+    lam = np.array([1.0, 0.9, 0.8, 0.7])
+    V = core.identity_basis(n)
+    for metric in ("lam", "vec"):
+        obj = Objective(
+            core.sod_tensor(lam, V, p), lam, V, eps, metric, 0.3, "sshopm", "certified",
+            1, 2, {},
+        )  # fmt: skip
+        pt = obj(core.noise_tensor("gaussian", n, p, 1.0, rng=5))
+        assert pt.certified and pt.bracket[0] == pytest.approx(eps, rel=1e-12)
+        assert len(obj._active_maximisers(pt)) == 1
+        d = obj.gradient(pt)
+        dn = np.linalg.norm(d)
+        assert abs(np.vdot(d, pt.E)) < 1e-10 * dn * np.linalg.norm(pt.E)
+        h = 1e-4
+        fd = (obj(pt.E + h * d / dn).value - obj(pt.E - h * d / dn).value) / (2 * h)
+        assert fd == pytest.approx(dn, rel=1e-3)
+
+
+def test_least_norm_point_at_a_corner():
+    # Two maximisers tie: the direction must not raise either (the QP's optimality
+    # <d, G - c N_k> >= ||d||^2 for both), unlike the gradient of one of them.
+    rng = np.random.default_rng(3)
+    G, N = rng.standard_normal(50), rng.standard_normal((50, 2))
+    lam = _simplex_least_norm(N, G)
+    assert lam.min() >= 0 and lam.sum() == pytest.approx(1.0)
+    d = G - N @ lam
+    for k in range(2):
+        assert np.vdot(d, G - N[:, k]) >= np.vdot(d, d) * (1 - 1e-6)
+    # Against a fine grid on the segment, nothing is shorter.
+    t = np.linspace(0, 1, 2001)
+    grid = np.linalg.norm(G[:, None] - N @ np.stack([t, 1 - t]), axis=0).min()
+    assert np.linalg.norm(d) <= grid + 1e-9
+
+
+@pytest.mark.parametrize(
+    ("metric", "starts"),
+    [("lam", ("gaussian",)), ("vec", ("coherent-tilt", "sod-shrink", "gaussian"))],
+)
+def test_gradient_beats_the_es_at_equal_evaluations(metric, starts):
+    # Tiny n, fixed seed, the same starts and SROA budget (certified steps and norms for both).
+    kw = dict(metric=metric, budget=12, rng=0, starts=starts)
+    es = core.worst_case(4, 3, 0.3, method="es", **kw)
+    gr = core.worst_case(4, 3, 0.3, method="gradient", **kw)
+    assert es.n_evals == gr.n_evals == 12
+    assert es.start_values == gr.start_values  # same starts, so the searches differ only after
+    assert gr.value >= 1.1 * es.value
+    assert (gr.method, gr.step_method, gr.norm_method) == ("gradient", "certified", "certified")
+    assert gr.norm_certified and gr.norm_bracket[0] == pytest.approx(0.3, rel=1e-12)
+    # The reported value is what SROA does on T + E, recomputed independently.
+    T = core.sod_tensor(gr.lambdas, gr.V, 3)
+    m = core.match(core.sroa(T + gr.E, method="certified", rng=1), gr.lambdas, gr.V)
+    got = np.max(m.lam_err) / 0.3 if metric == "lam" else np.max(m.vec_err)
+    assert got == pytest.approx(gr.value, rel=1e-6)
+    again = core.worst_case(4, 3, 0.3, method="gradient", **kw)
+    np.testing.assert_array_equal(gr.trace, again.trace)
