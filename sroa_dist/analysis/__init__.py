@@ -36,7 +36,7 @@ from .figures import (
 )
 from .moments import fit_sample_exponent, plot_sample_scaling, sample_size_needed
 from .report import summarize, write_report
-from .threshold import estimate_thresholds, fit_exponent
+from .threshold import RateFit, estimate_thresholds, fit_exponent, fit_rate
 
 __all__ = [
     "CRITERIA",
@@ -55,6 +55,8 @@ __all__ = [
     "figure_success_heatmap",
     "figure_threshold_scaling",
     "fit_exponent",
+    "fit_rate",
+    "RateFit",
     "get_criterion",
     "list_violations",
     "plot_cube",
