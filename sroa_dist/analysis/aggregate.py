@@ -622,7 +622,7 @@ def has_results(ds: xr.Dataset) -> xr.DataArray:
     )
 
 
-_RESULT_VARS = ("vec_err", "lam_err", "lam_hat")
+_RESULT_VARS = ("vec_err", "lam_err", "lam_hat", "eps_hi")  # eps_hi: threshold cubes
 
 
 def completeness(ds: xr.Dataset) -> Completeness:

@@ -44,9 +44,18 @@ from .aggregate import (
 )
 from .step_figures import figure2, figure_step_accumulation
 from .threshold import estimate_thresholds, fit_exponent
+from .threshold_figures import figure_rate_normalised, figure_threshold_rate, is_threshold_cube
 
 #: Figure names :func:`plot_cube` can produce, in order.
-FIGURES = ("figure1", "figure2", "step_accumulation", "success_heatmap", "threshold_scaling")
+FIGURES = (
+    "figure1",
+    "figure2",
+    "step_accumulation",
+    "success_heatmap",
+    "threshold_scaling",
+    "threshold_rate",
+    "rate_normalised",
+)
 #: Perturbation axes over which the n-scaling figures are drawn.
 _SCALING_AXES = ("eps", "eps_scaled")
 _POINT = {"color": "tab:red", "s": 9, "alpha": 0.7, "linewidths": 0}
@@ -56,6 +65,8 @@ _VIOLATION = {"marker": "x", "color": "black", "s": 40, "linewidths": 1.5, "zord
 
 def supported_figures(ds: xr.Dataset) -> list[str]:
     """Names (from :data:`FIGURES`) of the figures this cube has the data for."""
+    if is_threshold_cube(ds):  # a [threshold] sweep: first-crossing brackets, no per-step errors
+        return ["threshold_rate", "rate_normalised"]
     names: list[str] = []
     errs = {"lam_err", "vec_err"} <= set(ds.data_vars)
     has_step = STEP in ds.dims
@@ -448,6 +459,10 @@ def build_figures(
             out[name] = figure2(ds, status=status)
         elif name == "step_accumulation":
             out[name] = figure_step_accumulation(ds, status=status)
+        elif name == "threshold_rate":
+            out[name] = figure_threshold_rate(ds, status=status)
+        elif name == "rate_normalised":
+            out[name] = figure_rate_normalised(ds, status=status)
         elif name == "success_heatmap":
             out[name] = figure_success_heatmap(
                 ds, criterion, thresholds=thresholds, status=status, **options

@@ -580,6 +580,9 @@ _CAPTIONS = {
     "step_accumulation": "Per-step λ error at fixed ε for each n: where the error accumulates",
     "success_heatmap": "Success probability over (n, ε) (criterion of the figures)",
     "threshold_scaling": "Threshold vs n with fitted and reference exponents",
+    "threshold_rate": "First-crossing ε*(n): every bracket, the fitted rate with its interval "
+    "band, Theorem 3.1's slope −1/(p−1)",
+    "rate_normalised": "(n − 1)^{1/(p−1)}·ε*: flat where Theorem 3.1's rate is attained",
     "sample_error": "Median ‖E‖ (population whitening) vs N with fitted lines and N^(−1/2)",
     "sample_success": "Success fraction vs N with the fitted N needed (dotted)",
 }

@@ -45,7 +45,8 @@ from .cluster import (
     _positive,
     connect,
 )
-from .grid import BlockTask, Layout, _instance_cost, block_task, make_layout
+from .grid import BlockTask, Layout, block_task, make_layout
+from .kinds import kind_of
 from .lease import DEFAULT_LEASE_TIMEOUT, StoreLease
 from .spec import SweepSpec, apply_overrides, load_spec, spec_from_dict
 from .watchdog import DEADLINE_TOPIC, task_deadline
@@ -129,8 +130,15 @@ def block_deadline(spec: SweepSpec, task: BlockTask, task_timeout: float | None 
     """
     if task_timeout is not None:
         return float(task_timeout)
-    estimate = sum(_instance_cost(st) for _, st, _ in task.instances(spec))
+    estimate = sum(_instance_cost(spec, st) for _, st, _ in task.instances(spec))
     return max(TASK_DEADLINE_FLOOR, TASK_DEADLINE_FACTOR * estimate)
+
+
+def _instance_cost(spec: SweepSpec, settings: Any) -> float:
+    """Seconds one instance is expected to take: its settings' own estimate where they have one
+    (tensor and model sweeps), else its kind's grid mean."""
+    cost = getattr(settings, "cost", None)
+    return float(cost()) if callable(cost) else float(kind_of(spec).mean_cost(spec))
 
 
 def _run_block(

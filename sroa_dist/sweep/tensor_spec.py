@@ -35,7 +35,7 @@ import numpy as np
 from sroa_dist import NOISE_MODELS
 from sroa_dist.instances import BASES, MAX_SCALE, check_lambdas, check_level
 from sroa_dist.perturbations import DEFAULT_WEIGHT, PERTURBATIONS, check_model, model_params
-from sroa_dist.policy import resolve_norm_method
+from sroa_dist.policy import resolve_norm_method, solve_cost
 
 from .common import COMMON_SCHEMA, SweepSpec, check_method_options, check_methods
 from .fields import Axis, SpecError, build_axes, check_replicates, validate_table
@@ -190,6 +190,12 @@ class InstanceSettings:
     def group_key(self) -> tuple[Any, ...]:
         """Instances sharing this key can go through one batched core call."""
         return (self.noise, self.n, self.p, self.rank, self.method, self.steps, self.norm_method)
+
+    def cost(self) -> float:
+        """Estimated seconds of one instance on one core (SROA's steps plus the norm)."""
+        return self.steps * solve_cost(self.method, self.n, self.p) + solve_cost(
+            self.norm_method, self.n, self.p
+        )
 
 
 def instance_seed(

@@ -1,0 +1,268 @@
+"""Figures of a threshold cube (``[threshold]`` sweeps): ε*(n) with brackets and its rate.
+
+A threshold cube holds, per instance, the first-crossing bracket ``(eps_lo, eps_hi]`` of a
+success criterion in ε = ‖E‖ (``sroa_dist.find_threshold``). The figures show every bracket
+(not a point estimate), the rate ``ε* ≈ C (n − 1)^k`` fitted by
+:func:`~sroa_dist.analysis.threshold.fit_rate` with its interval, Theorem 3.1's reference slope
+``−1/(p−1)``, and the rate-normalised threshold ``(n − 1)^{1/(p−1)} ε*``, flat where that rate
+is attained.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+import xarray as xr
+from matplotlib.figure import Figure
+from matplotlib.ticker import NullLocator
+
+from ._cube import combinations, group_label, sweep_axes
+from ._plotting import plain_log_labels, status_title
+from .aggregate import Completeness, completeness
+from .threshold import RateFit, fit_rate
+
+#: The variables that make a cube a threshold cube.
+THRESHOLD_VARS = ("eps_lo", "eps_hi")
+_TITLE_WIDTH = 44
+
+
+def is_threshold_cube(ds: xr.Dataset) -> bool:
+    """Whether ``ds`` holds first-crossing brackets (a ``[threshold]`` sweep's cube)."""
+    return set(THRESHOLD_VARS) <= set(ds.data_vars) and "n" in ds.dims
+
+
+def _panels(ds: xr.Dataset) -> list[dict[str, object]]:
+    """One panel per tensor order (the rate's reference slope depends on p)."""
+    return combinations(ds, ["p"]) if "p" in sweep_axes(ds) else [{}]
+
+
+def _order(ds: xr.Dataset, panel: dict[str, object]) -> int:
+    if "p" in panel:
+        return int(panel["p"])  # type: ignore[call-overload]
+    if "p" in ds.coords:
+        return int(np.asarray(ds["p"].values).ravel()[0])
+    p = ds.attrs.get("setting_tensor.p", ds.attrs.get("p"))
+    if p is None:
+        raise ValueError("the threshold cube names no tensor order p (coordinate or attribute)")
+    return int(p)
+
+
+def _series_dims(ds: xr.Dataset) -> list[str]:
+    return [a for a in sweep_axes(ds) if a not in ("n", "p") and ds.sizes[a] > 1]
+
+
+def rate_fits(
+    ds: xr.Dataset, *, n_range: tuple[int | None, int | None] | None = None, level: float = 0.95
+) -> dict[tuple[tuple[str, object], ...], RateFit | str]:
+    """:func:`~sroa_dist.analysis.threshold.fit_rate` per (p, family, method, ...) series.
+
+    Keys are the series' coordinates as sorted ``(dim, value)`` pairs; a value is the fit, or
+    the reason no fit was possible (too few closed brackets or sizes) as a string.
+    """
+    if not is_threshold_cube(ds):
+        raise ValueError(
+            f"a threshold cube needs variables {list(THRESHOLD_VARS)} and an `n` dim; "
+            f"the cube has {sorted(ds.data_vars)}"
+        )
+    out: dict[tuple[tuple[str, object], ...], RateFit | str] = {}
+    for panel in _panels(ds):
+        p = _order(ds, panel)
+        for ser in combinations(ds, _series_dims(ds)):
+            sel = {**panel, **ser}
+            sub = ds[list(THRESHOLD_VARS)].sel(sel).compute()
+            lo = sub["eps_lo"].transpose("n", ...).values.reshape(sub.sizes["n"], -1)
+            hi = sub["eps_hi"].transpose("n", ...).values.reshape(sub.sizes["n"], -1)
+            n = np.broadcast_to(sub["n"].values[:, None], lo.shape)
+            key = tuple(sorted(sel.items()))
+            try:
+                out[key] = fit_rate(
+                    n.ravel(), lo.ravel(), hi.ravel(), p=p, n_range=n_range, level=level
+                )
+            except ValueError as exc:
+                out[key] = str(exc).splitlines()[0]
+    return out
+
+
+def _brackets(ax, n: np.ndarray, lo: np.ndarray, hi: np.ndarray, color: str, shift: float) -> None:
+    """Every replicate's bracket as a vertical bar (open brackets drawn to the axis edge)."""
+    for j in range(lo.shape[1]):
+        jitter = 1 + shift + 0.012 * (j - (lo.shape[1] - 1) / 2)
+        ok = np.isfinite(lo[:, j]) & np.isfinite(hi[:, j]) & (lo[:, j] > 0)
+        ax.vlines(n[ok] * jitter, lo[ok, j], hi[ok, j], color=color, lw=1.6, alpha=0.8)
+        # A bracket of rtol = 1 % is thinner than a line: mark its centre so it stays visible.
+        centre = np.sqrt(lo[ok, j] * hi[ok, j])
+        ax.plot(n[ok] * jitter, centre, "_", color=color, ms=6, alpha=0.9)
+
+
+def figure_threshold_rate(
+    ds: xr.Dataset,
+    *,
+    n_range: tuple[int | None, int | None] | None = None,
+    level: float = 0.95,
+    status: Completeness | None = None,
+) -> Figure:
+    """ε*(n) on log–log axes: every bracket, the fitted rate with its band, the reference slope.
+
+    One panel per tensor order p; one colour per (family, method, ...) series. Each replicate's
+    first-crossing bracket is a vertical bar; the fitted line ``C (n − 1)^k`` is solid with its
+    ``level`` interval on k drawn as a band pivoted at the fitted data's centre; the dashed grey
+    line has Theorem 3.1's slope ``−1/(p−1)`` and the dotted one the power method's ``−1``.
+    A dotted vertical line marks the onset n (where ε* leaves its small-n plateau by more than
+    its bracket), where one was found.
+    """
+    status = completeness(ds) if status is None else status
+    fits = rate_fits(ds, n_range=n_range, level=level)
+    panels = _panels(ds)
+    fig = Figure(figsize=(6.2 * len(panels), 5.0), layout="constrained")
+    axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    series = combinations(ds, _series_dims(ds))
+    for ax, panel in zip(axes, panels, strict=True):
+        p = _order(ds, panel)
+        ns = ds["n"].values.astype(float)
+        grid = np.geomspace(ns.min(), ns.max(), 60)
+        ys: list[float] = []
+        for k, ser in enumerate(series):
+            color = f"C{k % 10}"
+            sel = {**panel, **ser}
+            sub = ds[list(THRESHOLD_VARS)].sel(sel).compute()
+            lo = sub["eps_lo"].transpose("n", ...).values.reshape(sub.sizes["n"], -1)
+            hi = sub["eps_hi"].transpose("n", ...).values.reshape(sub.sizes["n"], -1)
+            shift = 0.03 * (k - (len(series) - 1) / 2)
+            _brackets(ax, ns, lo, hi, color, shift)
+            ys.extend(v for v in hi.ravel() if np.isfinite(v) and v > 0)
+            fit = fits[tuple(sorted(sel.items()))]
+            name = group_label(ser) or "threshold"
+            if isinstance(fit, str):
+                ax.plot([], [], color=color, label=f"{name}: no fit ({fit})")
+                continue
+            a, b = fit.n_range
+            line = (grid >= a) & (grid <= b)
+            g = grid[line]
+            ax.plot(
+                g,
+                fit.prefactor * (g - 1) ** fit.exponent,
+                color=color,
+                label=(
+                    f"{name}: k = {fit.exponent:.3f} [{fit.exponent_lo:.3f}, {fit.exponent_hi:.3f}]"
+                ),
+            )
+            centre = np.sqrt((a - 1) * (b - 1))
+            y_c = fit.prefactor * centre**fit.exponent
+            lo_line = y_c * ((g - 1) / centre) ** fit.exponent_lo
+            hi_line = y_c * ((g - 1) / centre) ** fit.exponent_hi
+            ax.fill_between(
+                g,
+                np.minimum(lo_line, hi_line),
+                np.maximum(lo_line, hi_line),
+                color=color,
+                alpha=0.15,
+                lw=0,
+            )
+            if np.isfinite(fit.onset_n):
+                ax.axvline(fit.onset_n, color=color, ls=":", lw=1)
+        if ys:
+            y0 = float(np.exp(np.mean(np.log(ys))))
+            n0 = float(np.exp(np.mean(np.log(ns - 1))))
+            for slope, style, label in (
+                (
+                    -1 / (p - 1),
+                    "--",
+                    f"reference slope −1/(p−1) = {-1 / (p - 1):.3g} (Theorem 3.1)",
+                ),
+                (-1.0, ":", "reference slope −1 (power method's analysis)"),
+            ):
+                ax.plot(grid, y0 * ((grid - 1) / n0) ** slope, style, color="grey", label=label)
+            ax.set_yscale("log")
+        ax.set_xscale("log")
+        ax.set_xticks(ns, [f"{v:g}" for v in ns])
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.set_xlabel("n  (tensor dimension)")
+        ax.set_ylabel("first-crossing bracket of ε* = ‖E‖")
+        crit = ds.attrs.get("setting_threshold.criterion", ds.attrs.get("criterion", ""))
+        head = f"p = {p}: ε*(n), bars = brackets, band = {level:.0%} interval of k"
+        if crit:
+            head += f"; criterion {crit}"
+        ax.set_title("\n".join(textwrap.wrap(head, _TITLE_WIDTH)), fontsize="medium")
+        ax.legend(fontsize="x-small", loc="lower left")
+    plain_log_labels(fig)
+    status_title(fig, status)
+    return fig
+
+
+def figure_rate_normalised(
+    ds: xr.Dataset, *, level: float = 0.95, status: Completeness | None = None
+) -> Figure:
+    """``(n − 1)^{1/(p−1)} ε*`` against n: flat where Theorem 3.1's rate is attained.
+
+    Per series, the median over replicates of the normalised bracket centre, with bars from the
+    normalised brackets' medians; a falling curve means ε* shrinks faster than n^{−1/(p−1)}, a
+    rising one slower (a plateau before the onset rises like (n − 1)^{1/(p−1)}).
+    """
+    status = completeness(ds) if status is None else status
+    fits = rate_fits(ds, level=level)
+    panels = _panels(ds)
+    fig = Figure(figsize=(6.2 * len(panels), 4.6), layout="constrained")
+    axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    series = combinations(ds, _series_dims(ds))
+    for ax, panel in zip(axes, panels, strict=True):
+        p = _order(ds, panel)
+        for k, ser in enumerate(series):
+            fit = fits[tuple(sorted({**panel, **ser}.items()))]
+            name = group_label(ser) or "threshold"
+            if isinstance(fit, str):
+                ax.plot([], [], color=f"C{k % 10}", label=f"{name}: {fit}")
+                continue
+            x = fit.sizes.astype(float) * (1 + 0.02 * (k - (len(series) - 1) / 2))
+            err = np.abs(np.stack([fit.normalised_lo, fit.normalised_hi]) - fit.normalised)
+            ax.errorbar(
+                x,
+                fit.normalised,
+                yerr=np.nan_to_num(err),
+                fmt="-o",
+                ms=4,
+                capsize=3,
+                color=f"C{k % 10}",
+                label=name,
+            )
+        ax.set_xscale("log")
+        ns = ds["n"].values.astype(float)
+        ax.set_xticks(ns, [f"{v:g}" for v in ns])
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.set_xlabel("n  (tensor dimension)")
+        ax.set_ylabel(f"(n − 1)^(1/{p - 1}) · ε*")
+        head = f"p = {p}: rate-normalised threshold (flat = Theorem 3.1's rate)"
+        ax.set_title("\n".join(textwrap.wrap(head, _TITLE_WIDTH)), fontsize="medium")
+        ax.legend(fontsize="x-small")
+    status_title(fig, status)
+    return fig
+
+
+def threshold_summary(ds: xr.Dataset, *, level: float = 0.95) -> list[dict[str, object]]:
+    """One row per series: exponent with interval, onset n, fitted range, censored count."""
+    rows = []
+    for key, fit in rate_fits(ds, level=level).items():
+        row: dict[str, object] = dict(key)
+        if isinstance(fit, str):
+            row["note"] = fit
+        else:
+            row.update(
+                exponent=fit.exponent,
+                interval=(fit.exponent_lo, fit.exponent_hi),
+                reference=fit.reference,
+                onset_n=fit.onset_n,
+                n_range=fit.n_range,
+                censored=fit.n_censored,
+            )
+        rows.append(row)
+    return rows
+
+
+__all__ = [
+    "THRESHOLD_VARS",
+    "figure_rate_normalised",
+    "figure_threshold_rate",
+    "is_threshold_cube",
+    "rate_fits",
+    "threshold_summary",
+]
