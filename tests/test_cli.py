@@ -895,3 +895,18 @@ def test_run_defaults_come_from_the_sweep_service():
     assert args.lease_timeout == lease.DEFAULT_LEASE_TIMEOUT
     assert args.dashboard_address == execute.DEFAULT_DASHBOARD_ADDRESS
     assert cli.build_parser().parse_args(["run", SPEC2, "--retries", "0"]).retries == 0
+
+
+def test_the_early_signal_handlers_are_only_for_the_command():
+    """Ctrl-C is answered before the core loads only in the `sroa-dist` process itself: not
+    in library users, and not in the workers multiprocessing starts (they inherit sys.argv)."""
+    from sroa_dist._early_signals import _is_command
+
+    assert _is_command(["python", "/venv/bin/sroa-dist", "run", "x.toml"])
+    assert _is_command(["python", "-X", "importtime", "/venv/bin/sroa-dist"])
+    assert _is_command(["python", "-m", "sroa_dist.cli", "run"])
+    spawn = "from multiprocessing.spawn import spawn_main; spawn_main(tracker_fd=5)"
+    assert not _is_command(["python", "-c", spawn, "--multiprocessing-fork"])
+    assert not _is_command(["python", "-m", "pytest", "sroa-dist"])
+    assert not _is_command(["python", "analysis.py"]) and not _is_command(["python"])
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # pytest: untouched
