@@ -60,8 +60,13 @@ def choose_python() -> tuple[str, tuple[int, ...]]:
             version = _version(path)
             if version is not None and version >= (3, 11):
                 found[path] = version
+    return pick(found, sys.executable)
+
+
+def pick(found: dict[str, tuple[int, ...]], current: str) -> tuple[str, tuple[int, ...]]:
+    """The newest of ``found`` (path -> version) with the gh-106883 fix, else ``current``."""
     fixed = {p: v for p, v in found.items() if v >= FIXED}
-    pool = fixed or {sys.executable: found[sys.executable]}
+    pool = fixed or {current: found[current]}
     return max(pool.items(), key=lambda item: item[1])
 
 

@@ -16,13 +16,24 @@ import threading
 
 __all__ = ["install_if_command"]
 
-# On import: sroa_dist imports this module before anything heavy.
 
+def _is_command(orig_argv: list[str]) -> bool:
+    """Whether the interpreter's own command line runs ``sroa-dist`` (or ``-m sroa_dist.cli``).
 
-def _is_command() -> bool:
-    argv0 = os.path.basename(sys.argv[0]) if sys.argv else ""
-    orig = list(getattr(sys, "orig_argv", []))
-    return argv0 in {"sroa-dist", "sroa-dist.exe"} or orig[1:3] == ["-m", "sroa_dist.cli"]
+    ``sys.orig_argv``, not ``sys.argv``: the worker processes of the embedded cluster are
+    started by multiprocessing, which copies the parent's ``sys.argv`` into them.
+    """
+    args = iter(orig_argv[1:])
+    for arg in args:
+        if arg == "-m":
+            return next(args, "") == "sroa_dist.cli"
+        if arg == "-c":
+            return False
+        if arg in ("-X", "-W"):  # options with a separate value
+            next(args, None)
+        elif not arg.startswith("-"):
+            return os.path.basename(arg) in ("sroa-dist", "sroa-dist.exe")
+    return False
 
 
 def _exit(signum: int, frame) -> None:
@@ -32,9 +43,10 @@ def _exit(signum: int, frame) -> None:
 
 def install_if_command() -> None:
     """Install the early handlers when this process is the ``sroa-dist`` command."""
-    if _is_command() and threading.current_thread() is threading.main_thread():
+    command = _is_command(list(getattr(sys, "orig_argv", [])))
+    if command and threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, _exit)
 
 
-install_if_command()
+install_if_command()  # on import: sroa_dist imports this module before anything heavy

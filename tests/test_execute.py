@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 from conftest import assert_same_bits, cube_values
 from distributed.diagnostics.plugin import WorkerPlugin
 
@@ -258,6 +259,7 @@ def test_a_block_task_sorts_its_failures(tmp_path):
     assert read_done(url).tolist() == [False, True, False]
 
 
+@pytest.mark.slow
 def test_replacement_workers_get_the_worker_setup(tmp_path):
     """The worker set-up is a registered plugin: workers added after the run (scaled up) and
     workers that replace others (restart) run it too, which a one-off client.run would miss."""
@@ -300,6 +302,7 @@ def test_certified_smoke(tmp_path, client):
     assert np.allclose(ds["eps_lower"], ds["eps_upper"], rtol=1e-4)
 
 
+@pytest.mark.slow
 def test_killed_worker_loses_nothing(tmp_path, client):
     """SIGKILL a worker process mid-run: its task is retried elsewhere, the run completes, and
     the cube equals an uninterrupted run bit for bit."""
@@ -334,6 +337,7 @@ def test_killed_worker_loses_nothing(tmp_path, client):
     assert_same_bits(cube_values(store), cube_values(tmp_path / "ref.zarr"))
 
 
+@pytest.mark.slow
 def test_figure1_reduced_certified(tmp_path, client):
     """The paper's Figure 1 setting on a coarse sigma grid with the certified method."""
     store = tmp_path / "fig1.zarr"
@@ -416,6 +420,7 @@ def test_a_stale_lease_is_taken_over(tmp_path, client):
     assert read_lease(str(store)) is None
 
 
+@pytest.mark.slow
 def test_a_stale_writer_never_writes_into_a_new_layout(tmp_path, client, monkeypatch):
     """Run A stops heart-beating (as if stalled); run B takes its lease over and overwrites the
     store with another spec. A's remaining tasks are refused by the layout token, A ends with
@@ -496,6 +501,7 @@ class _SleepPastDeadline(WorkerPlugin):
         pass
 
 
+@pytest.mark.slow
 def test_a_block_past_its_deadline_is_retried_then_failed(tmp_path):
     """A block task that hangs is ended at its deadline (the worker process is restarted by its
     nanny), retried, and after the allowed attempts reported failed with a one-line reason;
@@ -551,6 +557,7 @@ def _profiler_state(dask_worker) -> dict:
     }
 
 
+@pytest.mark.slow
 def test_the_dask_profiler_does_not_run_in_sweep_workers(tmp_path):
     """Dask's profiler (sys._current_frames every 10 ms: the gh-106883 deadlock on CPython
     < 3.11.9) runs in a plain LocalCluster's workers; it does not run in the embedded

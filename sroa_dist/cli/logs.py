@@ -10,15 +10,21 @@ _NOISY = ("distributed", "bokeh", "tornado", "asyncio")
 _CLOSED_SOCKET = ("WebSocketClosedError", "StreamClosedError")
 
 
+#: Shutdown chatter of the embedded cluster: on a busy machine a worker may take longer than the
+#: nanny's few seconds to close after the run ended, and is then killed -- nothing is lost.
+_SHUTDOWN = ("Worker process still alive after",)
+
+
 class _NoiseFilter(logging.Filter):
-    """Drop records a closed dashboard websocket causes (browser tab closed early)."""
+    """Drop records a closed dashboard websocket causes (browser tab closed early), and the
+    nanny's note that it killed a worker slow to close (:data:`_SHUTDOWN`)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
         if exc is not None and type(exc).__name__ in _CLOSED_SOCKET:
             return False
         text = record.getMessage()
-        return not any(name in text for name in _CLOSED_SOCKET)
+        return not any(name in text for name in (*_CLOSED_SOCKET, *_SHUTDOWN))
 
 
 def _route_logs() -> None:

@@ -418,11 +418,16 @@ def run_sweep(
             plan = _Plan(spec, layout, prepared.layout_token, retries, task_timeout)
             try:
                 _submit_all(c, url, plan, pending, result, stream, storage_options, lease)
-            finally:
-                if result.failed:
-                    lease.renew()  # compare-and-swap: never record failures in a store we lost
-                    with contextlib.suppress(OSError):  # a full disk: they stay not-done
-                        mark_failed(url, result.failed, storage_options)
+            except DiskFullError:
+                # Best effort: the disk is full, so the record may not fit; the blocks stay
+                # not-done either way and the next run computes them.
+                with contextlib.suppress(Exception):
+                    lease.renew()
+                    mark_failed(url, result.failed, storage_options)
+                raise
+            if result.failed:
+                lease.renew()  # compare-and-swap: never record failures in a store we lost
+                mark_failed(url, result.failed, storage_options)
     result.wall_time = time.perf_counter() - t_start
     return result
 

@@ -51,13 +51,22 @@ def tune_malloc() -> bool:
 
 
 class _CancelledTaskNoise(logging.Filter):
-    """Cancelled block tasks (a run interrupted or stopped) are expected, not warnings; a
-    failed block's traceback ("Compute Failed") reaches the client, which counts the failures
-    and shows the first, so the worker does not print one per block on the shared terminal."""
+    """Records of expected events that would flood the shared terminal of an embedded run.
+
+    - Cancelled block tasks (a run interrupted or stopped).
+    - A failed block's traceback ("Compute Failed"): it reaches the client, which counts the
+      failures and shows the first, so the worker does not print one per block.
+    - A heartbeat that found the scheduler's connection closed (the run ended or was
+      interrupted, and the scheduler closed first): the worker is being closed too.
+    """
 
     def filter(self, record: logging.LogRecord) -> bool:
         text = record.getMessage()
-        return "ended with CancelledError" not in text and not text.startswith("Compute Failed")
+        if "ended with CancelledError" in text or text.startswith("Compute Failed"):
+            return False
+        exc = record.exc_info[1] if record.exc_info else None
+        closed = exc is not None and type(exc).__name__ == "CommClosedError"
+        return not (closed and "during heartbeat" in text)
 
 
 #: The thread settings of BLAS and OpenMP that :class:`WorkerSetup` records.
