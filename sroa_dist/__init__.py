@@ -31,6 +31,7 @@ from .solvers import (
     rank_one,
     rank_one_batch,
     register_method,
+    resolve_method,
 )
 from .tensors import identity_basis, random_orthonormal_basis, sod_tensor, symmetrize
 
@@ -69,6 +70,7 @@ __all__ = [
     "rank_one_batch",
     "register_method",
     "register_noise",
+    "resolve_method",
     "run_sweep",
     "scale_to_opnorm",
     "sod_tensor",
