@@ -33,6 +33,7 @@ from .solvers import (
     rank_one,
     rank_one_batch,
     register_method,
+    resolve_method,
 )
 from .structured import structured_tensor
 from .tensors import identity_basis, random_orthonormal_basis, sod_tensor, symmetrize
@@ -75,6 +76,7 @@ __all__ = [
     "rank_one_batch",
     "register_method",
     "register_noise",
+    "resolve_method",
     "run_sweep",
     "scale_to_opnorm",
     "sod_tensor",

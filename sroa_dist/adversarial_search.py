@@ -21,11 +21,10 @@ from .metrics import match
 from .noise import noise_tensor
 from .norms import operator_norm
 from .sroa_adjoint import sroa_vjp
-from .tensors import contract
+from .tensors import FloatArray, contract
 
 __all__ = ["METRICS", "SEARCHES", "Objective", "Point"]
 
-FloatArray = NDArray[np.float64]
 
 #: Metrics :func:`sroa_dist.worst_case` can maximise.
 METRICS = ("lam", "vec", "first_failure")

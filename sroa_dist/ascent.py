@@ -12,10 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .operators import TensorOperator
-from .tensors import contract, kron_power, sphere_newton_step
-
-FloatArray = NDArray[np.float64]
-
+from .tensors import FloatArray, contract, kron_power, sphere_newton_step
 
 #: Relative distance below which a start counts as having reached the best value (``n_best``).
 BEST_RTOL = 1e-6
@@ -371,12 +368,3 @@ def _signed_problems(Ts: FloatArray) -> tuple[FloatArray, int]:
     if p % 2 == 1:
         return Ts, 1
     return np.concatenate([Ts, -Ts]), 2
-
-
-def _pick_best(X: FloatArray, F: FloatArray, B: int) -> FloatArray:
-    """Best start per instance over all signs: ``X (k·B, S, n)``, ``F (k·B, S)`` → ``(B, n)``."""
-    k = X.shape[0] // B
-    S = X.shape[1]
-    Xr = X.reshape(k, B, S, -1).transpose(1, 0, 2, 3).reshape(B, k * S, -1)
-    Fr = F.reshape(k, B, S).transpose(1, 0, 2).reshape(B, k * S)
-    return Xr[np.arange(B), np.argmax(Fr, axis=1)]

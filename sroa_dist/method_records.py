@@ -96,6 +96,10 @@ OPTION_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "polish": (lambda v: isinstance(v, (bool, np.bool_)), "true or false"),
     "max_starts": (lambda v: v is None or (_is_int(v) and v >= 0), "an integer >= 0"),
     "n_spectral": _int_at_least(0),
+    "confirm_margin": (
+        lambda v: (_is_int(v) or isinstance(v, (float, np.floating))) and v >= 0,
+        "a number >= 0 (inf: confirm every instance)",
+    ),
     "warm": (lambda v: isinstance(v, (bool, np.bool_)), "true or false"),
     "lazy": (lambda v: isinstance(v, (bool, np.bool_)), "true or false"),
     "order": (lambda v: v is None or (_is_int(v) and v >= 1), "an integer relaxation order"),

@@ -27,8 +27,7 @@ from .ascent import (
     shifted_ascent,
     spectral_starts,
 )
-
-FloatArray = NDArray[np.float64]
+from .tensors import FloatArray
 
 #: Default seconds per step ``certified`` may spend on the moment relaxation (``time_budget``):
 #: the relaxation runs where :func:`relaxation_cost` predicts at most this.
@@ -48,9 +47,10 @@ RELAXATION_STOP_FRACTION = 0.9
 #: together, p = 4 and 5 on fresh nearly SOD tensors and their deflations. SCS's full
 #: eigendecomposition of the m x m matrix per iteration dominates.
 COST_MODEL: dict[int, tuple[float, float]] = {3: (0.14, 1.86), 4: (0.099, 2.26), 5: (0.039, 3.11)}
-#: ``sshopm`` runs its confirming start set only where fewer than two starts reached the best
-#: value, or a start away from the best point (another local maximum, or one still climbing)
-#: is within this relative distance of it: elsewhere a second set could not change the answer.
+#: ``sshopm`` runs its confirming start set where fewer than two starts reached the best value,
+#: where a point of the first set was reached by one start only, or where a start away from the
+#: best point (another local maximum, or one still climbing) is within this relative distance
+#: of it (:func:`_first_set_settles`); elsewhere a second set could not change the answer.
 #: Miss rate against certified steps: benchmarks/bench_miss_rate.py.
 CONFIRM_MARGIN = 1e-5
 #: Cost model of a local solve on a formed tensor, ``seconds ~ a + b·n^p`` (one core; orders of
@@ -199,7 +199,8 @@ def _ascend(
 
 
 def _by_instance(A: FloatArray, B: int) -> FloatArray:
-    """``(k·B, S, ...)`` sign-major → ``(B, k·S, ...)`` (the layout :func:`_pick_best` reads)."""
+    """``(k·B, S, ...)`` sign-major → ``(B, k·S, ...)``: every start of an instance, both signs,
+    along axis 1 (so its best start is one argmax)."""
     k, S = A.shape[0] // B, A.shape[1]
     rest = A.shape[2:]
     A = A.reshape((k, B, S) + rest)
@@ -207,19 +208,30 @@ def _by_instance(A: FloatArray, B: int) -> FloatArray:
 
 
 def _first_set_settles(
-    Xs: FloatArray, Fs: FloatArray, first: NDArray[np.intp]
+    Xs: FloatArray, Fs: FloatArray, first: NDArray[np.intp], margin: float
 ) -> NDArray[np.bool_]:
     """Instances whose first start set already gives the confirmation evidence, so a second,
-    independent set would only repeat it: at least two starts reached the best value (within
-    :data:`BEST_RTOL`; two independent uniform starts in the same best basin, as two agreeing
-    sets would be), and no start away from the best point (``|cos| < 0.999``: another local
-    maximum, or one still climbing) is within :data:`CONFIRM_MARGIN` of it. ``(B,)`` bool."""
+    independent set could not change the answer's standing: ``(B,)`` bool, true where
+
+    * at least two starts reached the best value (within :data:`BEST_RTOL`: two independent
+      uniform starts in the best basin, the evidence two agreeing sets give);
+    * every point the set ended at was reached by at least two starts (``|cos| >= 0.999``).
+      By the Good–Turing estimate, the chance that one more start ends at a maximum the set
+      has not seen is about the fraction of starts whose point no other start reached; with
+      none, a second set of the same size is unlikely to find a new (higher) maximum;
+    * no start away from the best point (another local maximum, or one still climbing) is
+      within ``margin`` of the best value (relative): a near tie is always re-checked.
+    """
     rows = np.arange(Fs.shape[0])
     top = Fs[rows, first]
     n_best = np.sum(Fs >= (top - BEST_RTOL * np.abs(top))[:, None], axis=1)
-    away = np.abs(np.einsum("bsi,bi->bs", Xs, Xs[rows, first])) < 0.999
+    cos = np.abs(np.matmul(Xs, Xs.transpose(0, 2, 1)))
+    # Padding rows of later sets carry -inf values and never reach this (first set only).
+    seen_twice = np.all(np.sum(cos >= 0.999, axis=2) >= 2, axis=1)
+    away = cos[rows, first] < 0.999
     rival = np.max(np.where(away, Fs, -np.inf), axis=1)
-    return (n_best >= 2) & (rival < top - CONFIRM_MARGIN * np.abs(top))
+    with np.errstate(invalid="ignore"):  # margin = inf: every instance is confirmed
+        return (n_best >= 2) & seen_twice & (rival < top - margin * np.abs(top))
 
 
 def _method_sshopm(
@@ -236,6 +248,7 @@ def _method_sshopm(
     n_spectral: int = 0,
     warm: bool = True,
     lazy: bool = True,
+    confirm_margin: float = CONFIRM_MARGIN,
 ) -> MethodOutput:
     """Multi-start shifted symmetric higher-order power method with adaptive shift.
 
@@ -251,8 +264,10 @@ def _method_sshopm(
     stop a step once its best converged start beats every unconverged one and carry those
     on as warm starts (see :func:`shifted_ascent`); ``max_starts``: when at least
     ``2·n_starts``, the best value needs two independent witnesses. Where the first set
-    already has them (at least two starts reached the best value and no start away from it
-    is within :data:`CONFIRM_MARGIN` of it) it is ``confirmed`` at no cost; elsewhere a
+    already has them (at least two starts reached the best value, every point it ended at
+    was reached by two starts, and no start away from the best is within ``confirm_margin``
+    of it, relative; default :data:`CONFIRM_MARGIN`, ``inf`` confirms every instance; see
+    :func:`_first_set_settles`) it is ``confirmed`` at no cost; elsewhere a
     second, independent start set (from a stream spawned off the instance's, so the first set
     and later SROA steps keep their draws) is run, and the starts are doubled until the best
     values of the old and the new set agree (``confirmed``) or ``max_starts`` would be
@@ -286,6 +301,10 @@ def _method_sshopm(
     n_iter = it.reshape(-1, B).max(axis=0)
     confirmed = np.zeros(B, dtype=bool)
     size = n_starts
+    if 2 * size <= max_starts:
+        # A second start set can only change the answer where the first set's best is in
+        # doubt: pay for it there only (see _first_set_settles).
+        confirmed = _first_set_settles(Xs, Fs, first, confirm_margin)
     while 2 * size <= max_starts:
         rows = np.flatnonzero(~confirmed)
         if rows.size == 0:

@@ -18,11 +18,10 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+
+from .tensors import FloatArray
 
 __all__ = ["StructuredTensor", "SymmetricProducts", "TensorOperator"]
-
-FloatArray = NDArray[np.float64]
 
 
 # eq=False: equality of array fields is ambiguous, and identity is what a cache would want.

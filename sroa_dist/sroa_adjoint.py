@@ -23,13 +23,11 @@ derivative exists. Pure numpy.
 from __future__ import annotations
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
-from .tensors import check_symmetric_tensor, contract
+from .tensors import FloatArray, check_symmetric_tensor, contract
 
 __all__ = ["eigen_residuals", "sroa_vjp"]
-
-FloatArray = NDArray[np.float64]
 
 
 def _hessians(That: FloatArray, lam: FloatArray, V: FloatArray) -> FloatArray:

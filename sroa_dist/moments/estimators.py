@@ -31,9 +31,10 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 from scipy.sparse.linalg import LinearOperator, eigsh
 
+from ..tensors import FloatArray
 from .models import _whiten, sym_outer_identity
 
 __all__ = [
@@ -44,7 +45,6 @@ __all__ = [
     "whitened_moments",
 ]
 
-FloatArray = NDArray[np.float64]
 
 #: Above this dimension the top eigenpairs of M̂2 come from ARPACK on a matrix-free operator.
 DENSE_EIG_MAX = 400

@@ -21,7 +21,7 @@ from scipy.optimize import linear_sum_assignment
 
 from ..norms import OperatorNormResult, operator_norm
 from ..solvers import RngLike, relaxation_tractable
-from ..tensors import sod_tensor, symmetrize
+from ..tensors import FloatArray, sod_tensor, symmetrize
 from .estimators import CHUNK_SIZE, WhitenedMoments, whitened_moments
 from .fit import MomentFit, fit_whitened
 from .models import _MomentModel
@@ -35,8 +35,6 @@ __all__ = [
     "recovery_errors",
     "run_study",
 ]
-
-FloatArray = NDArray[np.float64]
 
 
 @dataclasses.dataclass(frozen=True)

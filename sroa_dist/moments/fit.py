@@ -15,7 +15,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..decomposition import SROAResult, sroa
 from ..solvers import RngLike
-from ..tensors import symmetrize
+from ..tensors import FloatArray, symmetrize
 from .estimators import CHUNK_SIZE, WhitenedMoments, whitened_moments
 
 __all__ = [
@@ -27,8 +27,6 @@ __all__ = [
     "project_simplex",
     "recover",
 ]
-
-FloatArray = NDArray[np.float64]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -23,6 +23,8 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
+from ..tensors import FloatArray
+
 __all__ = [
     "MODELS",
     "Sample",
@@ -32,7 +34,6 @@ __all__ = [
     "whitening_from_m2",
 ]
 
-FloatArray = NDArray[np.float64]
 RngLike = np.random.Generator | int | np.random.SeedSequence | None
 
 #: Relative tolerance for "sums to one" and "non-negative" checks on given parameters.
