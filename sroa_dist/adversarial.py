@@ -235,14 +235,17 @@ def worst_case(
         maxima the forward pass selected (implicit function theorem on each step's
         ``T̂_{j-1} v^{p-1} = λ v``, ``‖v‖ = 1``, chained through the deflations; see
         :func:`sroa_dist.sroa_adjoint.sroa_vjp`), taken for the step with the largest error.
-        The norm's gradient at ``E`` is ``s x*^{⊗p}`` (``x*`` the maximiser of ``|E x^p|``),
-        so the tangent space of the sphere is its orthogonal complement: the search projects
-        the gradient onto it, steps, and retracts by rescaling with the operator norm (a
-        rescaling moves a tangent step only at second order, and keeps ``‖E‖ = eps`` to the
-        norm's accuracy whatever the step). Where ``x*`` is not unique the norm is not
-        differentiable; the projection is then along one maximiser, and the retraction
-        alone keeps the constraint. A rank-one method name here (the argument's meaning
-        before searches had names) runs the ES with those steps, with a DeprecationWarning.
+        The norm's gradient at ``E`` is ``N = s x*^{⊗p}`` (``x*`` the maximiser of
+        ``|E x^p|``). The search steps and retracts by rescaling with the operator norm
+        (which keeps ``‖E‖ = eps`` to the norm's accuracy whatever the step), so it ascends
+        the gradient of that composite, ``G − (⟨G, E⟩/eps) N``: it acts on the tangent space
+        ``N^⊥`` as the Riemannian gradient does, and it is orthogonal to ``E``. Where several local
+        maximisers of ``|E x^p|`` are within 2 % of ``eps`` (a corner of the sphere, where
+        the norm is not differentiable and worst cases tend to sit) it takes the steepest
+        ascent direction over all of them (a least-norm point, see
+        :meth:`sroa_dist.adversarial_search.Objective.gradient`). A rank-one method name
+        here (the argument's meaning before searches had names) runs the ES with those
+        steps, with a DeprecationWarning.
     step_method : str, optional
         Rank-one method of SROA's steps. Default: ``"certified"`` for the ES; for the
         gradient search ``"certified"`` where the relaxation is tractable for ``(n, p)``
