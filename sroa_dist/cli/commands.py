@@ -236,7 +236,15 @@ def _write_outputs(writer, args: argparse.Namespace) -> int:
         print("\n".join([*lines, bar]), file=sys.stderr)
     with warnings.catch_warnings():  # stated above, once
         warnings.simplefilter("ignore", IncompleteCubeWarning)
-        paths = writer(ds, args.out, *([fmts] if fmts else []), status=status)
+        paths = writer(
+            ds,
+            args.out,
+            *([fmts] if fmts else []),
+            status=status,
+            criterion=args.criterion,
+            c=args.c,
+            radius=args.radius,
+        )
     print("\n".join(map(str, paths)))
     return 1 if args.strict and not status.complete else 0
 

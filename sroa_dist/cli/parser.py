@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
+from ..criteria import DEFAULT_RADIUS, RUN_CRITERIA
 from .commands import (
     _cmd_info,
     _cmd_plot,
@@ -154,6 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--out", default="figures", help="output directory (default: figures)")
     pl.add_argument("--format", "--formats", dest="formats", help="comma-separated, e.g. png,svg")
     pl.add_argument("--strict", action="store_true", help=_STRICT_HELP)
+    _criterion_arguments(pl)
     pl.set_defaults(func=_cmd_plot)
 
     rp = sub.add_parser("report", help="report of a result cube (sroa_dist.analysis)")
@@ -161,5 +163,34 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--out", default="report", help="output path without extension")
     rp.add_argument("--format", "--formats", dest="formats", help="comma-separated, e.g. md,html")
     rp.add_argument("--strict", action="store_true", help=_STRICT_HELP)
+    _criterion_arguments(rp)
     rp.set_defaults(func=_cmd_report)
     return p
+
+
+#: Default c of the value criterion on the command line: where the tilt's accumulation shows.
+VALUE_C = 0.5
+
+
+def _criterion_arguments(sub: argparse.ArgumentParser) -> None:
+    """The success criterion of the n-scaling figures and tables (``plot`` and ``report``)."""
+    sub.add_argument(
+        "--criterion",
+        choices=tuple(RUN_CRITERIA),
+        default="recovery",
+        help="success criterion: recovery (every ||v_hat - v|| <= --radius), value (every "
+        "|lam_hat - lam| <= --c * eps) or theorem (Theorem 3.1's bounds); default recovery",
+    )
+    sub.add_argument(
+        "--c",
+        type=float,
+        default=VALUE_C,
+        help=f"the value criterion's multiple of eps (default {VALUE_C}; at c = 1 the value "
+        "criterion almost never fails, c = 2 is Theorem 3.1's bound)",
+    )
+    sub.add_argument(
+        "--radius",
+        type=float,
+        default=DEFAULT_RADIUS,
+        help=f"the recovery criterion's radius on the vector error (default {DEFAULT_RADIUS})",
+    )
