@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from sroa_dist import METHODS
-from sroa_dist.solvers import OptionError, check_options, method_options
+from sroa_dist.solvers import OptionError, check_options, method_options, resolve_method
 
 from .fields import Axis, SpecError
 from .schema import AXIS_ORDER, REPLICATE
@@ -280,13 +280,22 @@ def override_for(key: str, overrides: Sequence[str] | Mapping[str, Any]) -> str 
 
 def check_method(name: Any, key: str, source: str) -> str:
     """A method name of a spec (``solver.method``, ``solver.norm_method``, a method sub-table)
-    must name a registered rank-one method; a :class:`SpecError` naming ``key`` otherwise.
-
-    The spec's one method check: when methods may be named by import path, this is the
-    function that asks the solvers' resolver instead of the registry.
+    must name a registered rank-one method or a user method by import path
+    (``"package.module:function"``, imported where the block runs); a :class:`SpecError` naming
+    ``key`` otherwise, with the resolver's reason (the same errors as perturbation families).
     """
-    if name not in METHODS:
-        raise SpecError(source, key, f"one of {sorted(METHODS)}", name, "unknown method")
+    if isinstance(name, str) and name in METHODS:
+        return name
+    try:
+        resolve_method(name)
+    except (ValueError, TypeError) as exc:
+        raise SpecError(
+            source,
+            key,
+            f"one of {sorted(METHODS)} or an import path 'package.module:function'",
+            name,
+            str(exc).splitlines()[0],
+        ) from None
     return name
 
 
