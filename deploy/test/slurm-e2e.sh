@@ -172,8 +172,14 @@ oversized_job_refused() {
 }
 
 fresh_clone() {
+    # The repository files are always a fresh clone; the venv of a previous run (if any) is put
+    # back, so that a second run's `pip install ".[slurm]"` finds the dependencies installed
+    # (it still builds and installs the project from the clone). A first run pays the full cost.
+    rm -rf "$WORK/venv-kept"
+    if [ -x "$CLONE/.venv/bin/python" ]; then mv "$CLONE/.venv" "$WORK/venv-kept"; fi
     rm -rf "$CLONE"
     git clone --quiet "$REPO" "$CLONE"
+    if [ -d "$WORK/venv-kept" ]; then mv "$WORK/venv-kept" "$CLONE/.venv"; fi
     [ "$(git -C "$CLONE" rev-parse HEAD)" = "$(git -C "$REPO" rev-parse HEAD)" ]
     [ -z "$(git -C "$REPO" status --porcelain --untracked-files=no)" ] ||
         log "note: $REPO has uncommitted changes; the clone tests HEAD"
@@ -209,6 +215,7 @@ done_count() { "$PY" deploy/test/cube_check.py done "$1" | cut -d' ' -f1; }
 
 DRIVER1=
 driver_walltime() {
+    rm -rf "$WORK/sbatch.zarr" # a store left by an earlier run would be resumed or extended
     DRIVER1=$(submit_driver --time=00:01:00)
     log "driver job $DRIVER1 (1-minute walltime), 2 worker jobs of 1 core on a 2-CPU node"
     wait_until 180 pending_worker || die "no pending worker job behind the driver: $(squeue --noheader)"
