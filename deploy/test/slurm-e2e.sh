@@ -21,7 +21,7 @@
 # Every daemon is stopped by the PID recorded when it was started.
 #
 # Variables: SROA_E2E_REPLICATES (instances of the certified smoke sweep; default: as many as
-# keep one worker busy for about 240 s on this machine, measured first, so that a 1-minute driver
+# keep one worker busy for about 180 s on this machine, measured first, so that a 1-minute driver
 # cannot finish the sweep and a worker job's 35 s lifetime ends mid-sweep), SROA_E2E_WORK
 # (default /var/tmp/sroa-e2e-slurm),
 # SROA_E2E_SLURM_PORTS ("ctld slurmd", default "16817 16818"), SROA_VENV (host venv of the local
@@ -37,6 +37,7 @@ REPLICATES=${SROA_E2E_REPLICATES:-}
 read -r CTLD_PORT SLURMD_PORT <<<"${SROA_E2E_SLURM_PORTS:-16817 16818}"
 SPEC=sweeps/smoke/certified.toml
 SWEEP_ARGS=() # set once REPLICATES is known (local_reference)
+BLOCKS=
 CLONE=$WORK/clone
 NODE=$(hostname -s)
 export SLURM_CONF=$WORK/slurm/slurm.conf
@@ -143,9 +144,13 @@ PY=
 local_reference() {
     PY=$(host_python)
     if [ -z "$REPLICATES" ]; then
-        REPLICATES=$(calibrate_replicates "$SPEC" 240 60 3000) || die "calibration run failed"
+        REPLICATES=$(calibrate_replicates "$SPEC" 180 60 2000) || die "calibration run failed"
     fi
-    SWEEP_ARGS=(--set "replicates=$REPLICATES" --block-size 1)
+    # Two instances per block: still hundreds of blocks to kill something in the middle of, and
+    # half the chunks for the cube comparisons to read.
+    REPLICATES=$(((REPLICATES + 1) / 2 * 2))
+    BLOCKS=$((REPLICATES / 2))
+    SWEEP_ARGS=(--set "replicates=$REPLICATES" --block-size 2)
     log "sweep: $SPEC ${SWEEP_ARGS[*]}"
     rm -rf "$WORK/local.zarr"
     "$(dirname "$PY")/sroa-dist" run "$SPEC" --store "$WORK/local.zarr" --workers 2 \
@@ -167,8 +172,14 @@ oversized_job_refused() {
 }
 
 fresh_clone() {
+    # The repository files are always a fresh clone; the venv of a previous run (if any) is put
+    # back, so that a second run's `pip install ".[slurm]"` finds the dependencies installed
+    # (it still builds and installs the project from the clone). A first run pays the full cost.
+    rm -rf "$WORK/venv-kept"
+    if [ -x "$CLONE/.venv/bin/python" ]; then mv "$CLONE/.venv" "$WORK/venv-kept"; fi
     rm -rf "$CLONE"
     git clone --quiet "$REPO" "$CLONE"
+    if [ -d "$WORK/venv-kept" ]; then mv "$WORK/venv-kept" "$CLONE/.venv"; fi
     [ "$(git -C "$CLONE" rev-parse HEAD)" = "$(git -C "$REPO" rev-parse HEAD)" ]
     [ -z "$(git -C "$REPO" status --porcelain --untracked-files=no)" ] ||
         log "note: $REPO has uncommitted changes; the clone tests HEAD"
@@ -204,6 +215,7 @@ done_count() { "$PY" deploy/test/cube_check.py done "$1" | cut -d' ' -f1; }
 
 DRIVER1=
 driver_walltime() {
+    rm -rf "$WORK/sbatch.zarr" # a store left by an earlier run would be resumed or extended
     DRIVER1=$(submit_driver --time=00:01:00)
     log "driver job $DRIVER1 (1-minute walltime), 2 worker jobs of 1 core on a 2-CPU node"
     wait_until 180 pending_worker || die "no pending worker job behind the driver: $(squeue --noheader)"
@@ -218,9 +230,9 @@ workers_cancelled() {
         die "worker jobs survived the driver: $(worker_jobs | tr '\n' ';')"
     local done
     done=$(done_count "$WORK/sbatch.zarr")
-    [ "$done" -ge 1 ] && [ "$done" -lt "$REPLICATES" ] ||
-        die "expected a partial sweep after the walltime kill, $done of $REPLICATES blocks done"
-    log "after the walltime kill: $done of $REPLICATES blocks done, no worker job left"
+    [ "$done" -ge 1 ] && [ "$done" -lt "$BLOCKS" ] ||
+        die "expected a partial sweep after the walltime kill, $done of $BLOCKS blocks done"
+    log "after the walltime kill: $done of $BLOCKS blocks done, no worker job left"
 }
 
 driver_resumes() {
@@ -231,9 +243,9 @@ driver_resumes() {
     wait_until 900 job_gone_or_done "$id" || die "driver $id still running after 900 s"
     log=$CLONE/logs/sroa-driver-$id.out
     [ "$(job_state "$id")" = COMPLETED ] || die "driver $id ended $(job_state "$id"): $(tail -n 3 "$log" | tr '\n' ' ')"
-    grep -Eq "blocks: $REPLICATES total, $before already done" "$log" ||
+    grep -Eq "blocks: $BLOCKS total, $before already done" "$log" ||
         die "the resubmitted driver did not resume from $before blocks: $(grep 'blocks:' "$log")"
-    log "the resubmitted driver found $before of $REPLICATES blocks done"
+    log "the resubmitted driver found $before of $BLOCKS blocks done"
     "$PY" deploy/test/cube_check.py equal "$WORK/sbatch.zarr" "$WORK/local.zarr"
 }
 
@@ -258,13 +270,13 @@ retirement() {
         if [ -z "$first" ] && [ -n "$now" ]; then first=$now; fi
         if [ -n "$first" ] && [ "$at_retire" -lt 0 ] && ! worker_jobs | grep -q "^$first "; then
             at_retire=$(done_count "$store")
-            log "worker job $first left the queue with $at_retire of $REPLICATES blocks done"
+            log "worker job $first left the queue with $at_retire of $BLOCKS blocks done"
         fi
         sleep 1
     done
     wait "$driver" || die "sroa_slurm.py failed: $(tail -n 3 "$WORK/retire.log" | tr '\n' ' ')"
     [ -n "$first" ] || die "no worker job was seen"
-    [ "$at_retire" -ge 0 ] && [ "$at_retire" -lt "$REPLICATES" ] ||
+    [ "$at_retire" -ge 0 ] && [ "$at_retire" -lt "$BLOCKS" ] ||
         die "worker job $first did not leave before the sweep ended (blocks done then: $at_retire)"
     seen=$(ls "$WORK/retire-logs" | sed -n 's/^sroa-worker-\([0-9]*\)\.err$/\1/p' | sort -u | wc -l)
     [ "$seen" -ge 2 ] || die "expected a replacement worker job, saw $seen job logs"
