@@ -343,14 +343,28 @@ class _Draw:
     the same seed, as the sweep draws them at that ε.
     """
 
-    def __init__(self, n, p, family, lam_spec, V, params, inst_ss, norm_ss, method) -> None:
+    def __init__(
+        self,
+        n: int,
+        p: int,
+        family: str,
+        lam_spec: Any,
+        V: ArrayLike | None,
+        params: Mapping[str, Any] | None,
+        inst_ss: np.random.SeedSequence,
+        norm_ss: np.random.SeedSequence,
+        method: str,
+    ) -> None:
         self.args = (n, p, family, lam_spec, V, params, inst_ss)
         self.norm_ss, self.method = norm_ss, method
         # check_model validates the name and parameters (and resolves mixtures and import paths).
         self.per_eps = bool(check_model(family, params).needs_eps)
         self.fixed = None if self.per_eps else self._build(None)
 
-    def _build(self, eps: float | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def _build(
+        self, eps: float | None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:
+        """``(T, E, lambdas, V, ‖E‖)`` of the instance drawn with σ = 1."""
         n, p, family, lam_spec, V, params, inst_ss = self.args
         inst = make_instance(
             n,
@@ -372,6 +386,7 @@ class _Draw:
         return inst.T, inst.E, inst.lambdas, inst.V, float(norm)
 
     def scaled(self, eps: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(T, E scaled to ‖E‖ = eps, lambdas, V)``."""
         T, E, lam, V, norm = self.fixed if self.fixed is not None else self._build(eps)
         # The sweep's rule (scale_factors): E · (ε / ‖E‖), then T + E.
         return T, E * float(scale_factors(norm, eps)), lam, V

@@ -165,6 +165,7 @@ def test_instance_is_the_sweeps_instance():
         np.testing.assert_array_equal(V, drawn.instances[b].V)
 
 
+@pytest.mark.slow
 def test_find_threshold_matches_an_independent_fine_scan():
     """p = 3, n = 8 coherent tilt, value criterion c = 0.5: the bracket agrees with a scan on
     its own grid (×1.05, then 0.5 % steps) over tensors built through ``make_instance(eps=)``
