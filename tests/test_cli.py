@@ -843,10 +843,7 @@ def test_a_full_disk_names_the_store_and_the_free_space(small_disk):
     assert " free" in errors[0] and err.strip().splitlines()[-1].startswith("hint: "), err
     assert (store / "zarr.json").exists()  # the template fitted: the fault was in a task
     leftovers = sorted(store.rglob("*.tmp"))
-    if leftovers and all(p.parent.name == "sroa_lease" for p in leftovers):
-        # sweep/lease.py writes its heartbeat through a temporary file it does not remove when
-        # the write fails; the fix belongs to that module (reported), not to this one.
-        pytest.xfail(f"the writer lease left temporary files behind: {leftovers[:2]}")
+    assert not leftovers, f"temporary files left behind: {leftovers[:2]}"
     st = _cli(["status", str(store)], cwd=ROOT)
     assert st.returncode == 1 and "warn" not in st.stderr.lower(), st.stderr
 

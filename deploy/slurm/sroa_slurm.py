@@ -201,7 +201,11 @@ def make_cluster(args: argparse.Namespace):
         interface=args.interface,
         log_directory=args.log_directory,
         job_extra_directives=list(args.sbatch or []),
-        job_script_prologue=list(args.prologue or []),
+        # Dask's profiler can deadlock a worker on CPython < 3.11.9 (gh-106883): off.
+        job_script_prologue=[
+            "export DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False",
+            *list(args.prologue or []),
+        ],
         # No worker dashboards on the compute nodes: the scheduler's dashboard shows the workers.
         worker_extra_args=[
             *lifetime_args(

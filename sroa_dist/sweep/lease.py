@@ -166,14 +166,16 @@ class _LocalBackend:
                 self.created_root = True
         os.makedirs(self.dir, exist_ok=True)
         tmp = f"{self.path}.{uuid.uuid4().hex}.tmp"
-        with open(tmp, "wb") as f:
-            f.write(data)
         try:
+            _write_file(tmp, data)
             os.link(tmp, self.path)  # atomic, fails if the lease exists
         except FileExistsError:
             return False
         finally:
-            os.unlink(tmp)
+            # Never leave a temporary file behind (a full disk fails the write half-way):
+            # zarr would list it under the store and every later `status` would warn.
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
         return True
 
     @contextlib.contextmanager
@@ -204,9 +206,13 @@ class _LocalBackend:
             if current != expected:
                 return False
             tmp = f"{self.path}.{uuid.uuid4().hex}.tmp"
-            with open(tmp, "wb") as f:
-                f.write(data)
-            os.replace(tmp, self.path)
+            try:
+                _write_file(tmp, data)
+                os.replace(tmp, self.path)
+            except BaseException:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp)
+                raise
         return True
 
     def delete(self, expected: Any) -> bool:
@@ -440,3 +446,8 @@ class StoreLease:
 
     def __exit__(self, *exc: Any) -> None:
         self.release()
+
+
+def _write_file(path: str, data: bytes) -> None:
+    with open(path, "wb") as f:
+        f.write(data)
