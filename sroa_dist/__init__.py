@@ -33,6 +33,7 @@ from .solvers import (
     register_method,
 )
 from .tensors import identity_basis, random_orthonormal_basis, sod_tensor, symmetrize
+from .threshold_search import ThresholdResult, find_threshold
 
 try:  # the version is written once, in pyproject.toml
     __version__ = _metadata.version("sroa-dist")
@@ -52,6 +53,8 @@ __all__ = [
     "WorstCaseResult",
     "worst_case",
     "Instance",
+    "ThresholdResult",
+    "find_threshold",
     "MatchResult",
     "OperatorNormResult",
     "RankOneResult",

@@ -170,6 +170,15 @@ BASES: Mapping[str, Any] = MappingProxyType(
 )
 
 
+def _check_basis(V: ArrayLike, n: int, r: int) -> np.ndarray:
+    V = np.asarray(V, dtype=float)
+    if V.shape != (n, r) or not np.allclose(V.T @ V, np.eye(r), atol=1e-10):
+        raise ValueError(
+            f"V: expected an ({n}, {r}) matrix with orthonormal columns, got {V.shape}"
+        )
+    return V
+
+
 def make_instance(
     n: int,
     p: int,
@@ -185,6 +194,7 @@ def make_instance(
     noise_params: Mapping[str, Any] | None = None,
     noise_weight: float = DEFAULT_WEIGHT,
     noise_eps: float | Callable[[np.ndarray], float] | None = None,
+    V: ArrayLike | None = None,
 ) -> Instance:
     """Draw one nearly-SOD instance: the paper's experimental setup, generalised.
 
@@ -198,6 +208,8 @@ def make_instance(
     structured family, import path, mixture) with ``noise_params`` and ``noise_weight``;
     ``noise_eps`` (a number or a function of the drawn weights) tells families whose draw
     depends on the target norm (``adversarial``) what ``‖E‖`` will be; it defaults to ``eps``.
+    ``V`` (``(n, r)``, orthonormal columns), when given, is the basis instead of ``basis``
+    (nothing is drawn for it).
     """
     gen = np.random.default_rng(rng)
     r = n if rank is None else rank
@@ -209,7 +221,7 @@ def make_instance(
         check_level(eps, "eps")
     if basis not in BASES:
         raise ValueError(f"basis: expected one of {sorted(BASES)}, received {basis!r}")
-    V = BASES[basis](n, r, rng=gen)
+    V = BASES[basis](n, r, rng=gen) if V is None else _check_basis(V, n, r)
     lam = draw_lambdas(lambdas, r, rng=gen)
     T = sod_tensor(lam, V, p)
     target = noise_eps if noise_eps is not None else eps

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ..criteria import DEFAULT_RADIUS, DEFAULT_VALUE_C
 from ..sweep.schema import BLOCK, DONE, FAILED, FAILED_MESSAGES
 from ._cube import (
     CATEGORICAL_AXES,
@@ -29,10 +30,6 @@ from ._cube import (
 
 #: Theorems whose bounds :func:`violation_mask` checks.
 THEOREMS = ("2.2", "3.1")
-#: Default recovery radius on the vector error (criterion ``recovery``).
-DEFAULT_RADIUS = 0.3
-#: Default multiple of ε allowed on |λ̂ − λ| (criterion ``value``): Theorem 2.2's step-1 bound.
-DEFAULT_VALUE_C = 1.0
 
 
 def step_stats(
