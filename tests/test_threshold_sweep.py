@@ -241,7 +241,7 @@ rtol = 0.005
             os.killpg(proc.pid, signal.SIGKILL)
     done = read_done(store)
     assert 2 <= done.sum() < done.size
-    again = run_cli(*args)
+    again = run_cli(*args, timeout=1200)
     assert "already done" in again.stdout and read_done(store).all()
     ref = run_sweep(spec_path, tmp_path / "ref.zarr", client=client, block_size=4)
     assert ref.complete
