@@ -96,7 +96,12 @@ def test_dims_and_variables_are_consistent():
     assert set(MODEL_AXIS_KEYS.values()) == set(schema.MODEL_DIMS)
     assert _cube.AXIS_ORDER == schema.TENSOR_DIMS
     assert _cube.CATEGORICAL_AXES == ("noise", "method")
-    for described in (schema.TENSOR_VARIABLES, schema.MODEL_VARIABLES, schema.BOOKKEEPING):
+    for described in (
+        schema.TENSOR_VARIABLES,
+        schema.MODEL_VARIABLES,
+        schema.THRESHOLD_VARIABLES,
+        schema.BOOKKEEPING,
+    ):
         for name, var in described.items():
             assert var.name == name and var.dtype in ("f8", "bool")
             assert all(d in schema.DIMS for d in var.dims)
@@ -108,7 +113,12 @@ def test_dims_and_variables_are_consistent():
     for kind in KINDS.values():
         assert all(
             v is schema.V_HAT
-            or v in (*schema.TENSOR_VARIABLES.values(), *schema.MODEL_VARIABLES.values())
+            or v
+            in (
+                *schema.TENSOR_VARIABLES.values(),
+                *schema.MODEL_VARIABLES.values(),
+                *schema.THRESHOLD_VARIABLES.values(),
+            )
             for v in kind.all_variables.values()
         )
 

@@ -90,7 +90,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
+    from ..sweep.execute import default_workers
     from ..sweep.grid import make_layout
+    from ..sweep.kinds import kind_of
 
     spec = _load_spec(args)
     layout = make_layout(spec, block_size=args.block_size)
@@ -100,6 +102,10 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         f"dims: {dims}, step={layout.n_steps}\n"
         f"instances: {layout.n_instances} in {layout.n_blocks} blocks of shape {layout.chunks}"
     )
+    # A kind may state its cost (time and memory) beside the grid.
+    describe = getattr(kind_of(spec), "describe_cost", None)
+    if describe is not None:
+        print("\n".join(describe(spec, layout, default_workers())))
     return 0
 
 

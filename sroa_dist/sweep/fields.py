@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import math
 import re
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +30,7 @@ __all__ = [
     "SpecError",
     "build_axes",
     "check_replicates",
+    "prune_model_params",
     "expand_range",
     "range_length",
     "round_sig",
@@ -118,6 +120,33 @@ def check_replicates(replicates: int, source: str) -> None:
             "replicates are a dimension of the cube; for more, run several sweeps with "
             "different seeds",
         )
+
+
+def prune_model_params(
+    params: Mapping[str, Any], models: Any, source: str, key: str = "noise.params"
+) -> dict[str, Any]:
+    """``[noise.params]`` without the sub-tables of models that are not on the axis.
+
+    A sub-table applies to the model it is named after, or (for a mixture ``FAMILY+BG``) to
+    its family part. Shrinking a spec from the command line (``--set noise.model=...``) leaves
+    the tables of the models it dropped; they change nothing, so they are dropped with a
+    one-line warning instead of refusing the spec. Plain (non-table) keys are kept.
+    """
+    names = [models] if isinstance(models, str) else list(models)
+    used = set(names) | {m.rpartition("+")[0] for m in names if "+" in m}
+    out, dropped = {}, []
+    for name, sub in params.items():
+        if isinstance(sub, Mapping) and name not in used:
+            dropped.append(name)
+        else:
+            out[name] = sub
+    if dropped:
+        warnings.warn(
+            f"{source}: ignoring {key} tables {dropped}: no such model on noise.model {names}",
+            UserWarning,
+            stacklevel=2,
+        )
+    return out
 
 
 def validate_table(raw: Any, schema: dict[str, Any], prefix: str, source: str) -> dict[str, Any]:

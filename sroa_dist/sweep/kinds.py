@@ -26,6 +26,7 @@ from .layout import BlockResult, BlockTask, Layout
 from .model_sweep import MODEL
 from .schema import Variable
 from .tensor_sweep import TENSOR
+from .threshold_sweep import THRESHOLD
 
 __all__ = [
     "KINDS",
@@ -180,6 +181,6 @@ def variable_order() -> list[str]:
 
 
 #: The kinds that ship with the package (adding one: its module, then one entry here).
-_BUILTIN: tuple[SweepKind, ...] = (TENSOR, MODEL)
+_BUILTIN: tuple[SweepKind, ...] = (TENSOR, MODEL, THRESHOLD)
 for _kind in _BUILTIN:
     register_kind(_kind)

@@ -27,6 +27,7 @@ __all__ = [
     "NOISE_LEVELS",
     "TENSOR_DIMS",
     "TENSOR_VARIABLES",
+    "THRESHOLD_VARIABLES",
     "V_HAT",
     "Dim",
     "Variable",
@@ -355,6 +356,57 @@ MODEL_VARIABLES: Mapping[str, Variable] = _by_name(
         "wall seconds of the whole instance: sampling, moment estimation, SROA and both norms",
         units="s",
     ),
+)
+
+_EVAL = (
+    ("note", "dim 'step' counts the search's evaluations here (k = 1, 2, ... in the order made)"),
+    ("past_end", "NaN (False for trace_passed) after the search's n_evals evaluations"),
+)
+_SEARCH = (("paper", "first crossing of the criterion in epsilon = ||E||"),)
+
+#: Variables of a threshold sweep (``[threshold]`` spec): one first-crossing search per
+#: instance (``sroa_dist.find_threshold``), in documented order.
+THRESHOLD_VARIABLES: Mapping[str, Variable] = _by_name(
+    Variable(
+        "eps_star",
+        (),
+        "f8",
+        "threshold: upper end of the final bracket, the first ||E|| seen to fail below which "
+        "every ||E|| evaluated passed",
+        extra=(*_SEARCH, ("note", "inf when no ||E|| in eps_range failed (reached false)")),
+    ),
+    Variable(
+        "eps_lo",
+        (),
+        "f8",
+        "lower end of the final bracket (passed); 0 when eps_range's start already failed",
+    ),
+    Variable("eps_hi", (), "f8", "upper end of the final bracket (failed); equals eps_star"),
+    Variable("n_evals", (), "f8", "number of SROA runs the search made"),
+    Variable("reached", (), "bool", "a failure was seen within eps_range"),
+    Variable(
+        "non_monotone",
+        (),
+        "bool",
+        "some ||E|| passed above one that failed (continued scan or bisection)",
+    ),
+    Variable(
+        "certified_fraction",
+        (),
+        "f8",
+        "fraction of all SROA steps of the search certified globally optimal",
+    ),
+    Variable("trace_eps", _S, "f8", "||E|| of evaluation k of the search", extra=_EVAL),
+    Variable(
+        "trace_metric",
+        _S,
+        "f8",
+        "the criterion's metric at evaluation k (value: max |lam_hat - lam| / eps; recovery: "
+        "max ||v_hat - v||; theorem: largest error / Theorem 3.1 bound)",
+        extra=_EVAL,
+    ),
+    Variable("trace_passed", _S, "bool", "evaluation k met the criterion", extra=_EVAL),
+    Variable("solve_time", (), "f8", "wall seconds of the instance's whole search", units="s"),
 )
 
 #: Bookkeeping variables (one element per block; each task writes only its own).

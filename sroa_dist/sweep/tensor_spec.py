@@ -38,7 +38,14 @@ from sroa_dist.perturbations import DEFAULT_WEIGHT, PERTURBATIONS, check_model, 
 from sroa_dist.policy import resolve_norm_method, solve_cost
 
 from .common import COMMON_SCHEMA, SweepSpec, check_method_options, check_methods
-from .fields import Axis, SpecError, build_axes, check_replicates, validate_table
+from .fields import (
+    Axis,
+    SpecError,
+    build_axes,
+    check_replicates,
+    prune_model_params,
+    validate_table,
+)
 from .layout import stable_hash32
 from .schema import NOISE_LEVELS
 
@@ -355,14 +362,8 @@ def _perturbation_models(data: dict[str, Any], source: str) -> tuple[str, ...]:
     weight = noise.get("weight")
     if weight is not None and not isinstance(weight, float):
         raise SpecError(source, "noise.weight", "a number in [0, 1]", weight, "it is not an axis")
-    for key, sub in noise["params"].items():
-        if isinstance(sub, Mapping) and key not in names:
-            raise SpecError(
-                source,
-                f"noise.params.{key}",
-                f"a sub-table named after a model on the axis {names}",
-                "<unknown model>",
-            )
+    # Tables of models not on the axis (left by --set noise.model=...) are dropped with a note.
+    noise["params"] = prune_model_params(noise["params"], names, source)
     out = []
     for name in names:
         if name in NOISE_MODELS or not (name in PERTURBATIONS or ":" in name or "+" in name):

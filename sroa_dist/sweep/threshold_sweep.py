@@ -1,0 +1,564 @@
+"""The threshold sweep kind: one adaptive first-crossing search per instance.
+
+Each instance is one :func:`sroa_dist.find_threshold` call (a scan ×1.25 upward, a continued
+scan past the first failure, a bisection to ``rtol``): its threshold ε*, bracket, number of
+SROA evaluations, whether a pass was seen above a failure, and the whole trace. Searches take
+from a few to a few dozen SROA runs, so a block is one instance by default: the runner's
+window of futures (``as_completed``) hands the next search to whichever worker finishes,
+and no worker idles while another refines.
+
+Grammar (marker table ``[threshold]``)::
+
+    name, seed, replicates, description
+    [tensor]    n, p, lambdas            (basis random, full rank: as find_threshold builds it)
+    [noise]     model, params            (ε is searched, so no noise level)
+    [solver]    method                   (each method with its defaults)
+    [threshold] criterion, c, radius, eps_range, rtol
+
+``tensor.n``, ``tensor.p``, ``noise.model`` and ``solver.method`` may be axes (a list or a
+range table). ``c`` is the level of ``criterion = "value"`` (max |λ̂ − λ| ≤ c·ε), ``radius``
+that of ``"recovery"`` (max ‖v̂ − v‖ ≤ radius); ``"theorem"`` takes neither.
+
+Seeding: instance ``(settings, replicate)`` searches with ``rng = SeedSequence(seed,
+spawn_key=(h("noise=…"), h("n=…"), h("p=…"), replicate))`` (``h`` is
+:func:`~.layout.stable_hash32`); the method is not in the key, so a method axis compares
+methods on the same instances. The search's trace is stored over the cube's ``step`` dim,
+which here counts evaluations (k = 1, 2, ... in the order made), not SROA steps.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from sroa_dist import NOISE_MODELS
+from sroa_dist.criteria import RUN_CRITERIA
+from sroa_dist.perturbations import PERTURBATIONS, check_model, model_params
+from sroa_dist.policy import resolve_norm_method, solve_cost
+from sroa_dist.solvers import memory_estimate
+from sroa_dist.threshold_search import (
+    CONTINUE_POINTS,
+    SCAN_FACTOR,
+    ThresholdResult,
+    find_threshold,
+)
+
+from .common import COMMON_SCHEMA, SweepSpec, check_method_options, check_methods
+from .fields import SpecError, build_axes, check_replicates, prune_model_params, validate_table
+from .layout import (
+    WORKER_BASE_BYTES,
+    BlockResult,
+    BlockTask,
+    Layout,
+    allocate,
+    default_worker_memory,
+    layout_chunks,
+    stable_hash32,
+)
+from .schema import THRESHOLD_VARIABLES, Variable
+
+__all__ = [
+    "THRESHOLD",
+    "THRESHOLD_SCHEMA",
+    "ThresholdKind",
+    "ThresholdProblem",
+    "ThresholdSettings",
+    "ThresholdSweepSpec",
+    "max_evals",
+    "threshold_seed",
+]
+
+#: The schema of a threshold spec: ``(vtype, default, required)`` per key (see :mod:`.fields`).
+THRESHOLD_SCHEMA: dict[str, Any] = {
+    **COMMON_SCHEMA,
+    "tensor": {
+        "n": ("int_axis", None, True),
+        "p": ("int_axis", 3, False),
+        # None: find_threshold's default weights (one distinct smallest weight).
+        "lambdas": ("lambdas", None, False),
+    },
+    "noise": {
+        "model": ("str_axis", "coherent-tilt", False),
+        "params": ("table", {}, False),
+    },
+    "threshold": {
+        "criterion": ("str", "value", False),
+        "c": ("float", None, False),
+        "radius": ("float", None, False),
+        # Checked as a pair below; "float_axis" only type-checks the two numbers.
+        "eps_range": ("float_axis", [0.02, 1.5], False),
+        "rtol": ("float", 0.01, False),
+    },
+}
+
+#: Dotted spec key -> axis (dimension) name, for keys that may be swept.
+AXIS_KEYS: dict[str, str] = {
+    "noise.model": "noise",
+    "tensor.n": "n",
+    "tensor.p": "p",
+    "solver.method": "method",
+}
+
+
+def max_evals(eps_range: Sequence[float], rtol: float) -> int:
+    """Most SROA evaluations one search can make: every scan point, the continued scan, and
+    the bisection of a bracket no wider than the scan factor down to ``rtol`` (the length of
+    the cube's trace)."""
+    lo, hi = float(eps_range[0]), float(eps_range[1])
+    scan = math.floor(math.log(hi / lo) / math.log(SCAN_FACTOR) + 1e-12) + 2
+    bisect = math.ceil(math.log2(math.log(SCAN_FACTOR) / math.log1p(rtol))) + 1
+    return scan + CONTINUE_POINTS + bisect
+
+
+@dataclass(frozen=True)
+class ThresholdSection:
+    """``[threshold]``: the success criterion and the search's range and precision."""
+
+    criterion: str
+    c: float | None
+    radius: float | None
+    eps_range: tuple[float, float]
+    rtol: float
+
+    @property
+    def level(self) -> float | None:
+        """The criterion's level (``c`` for value, ``radius`` for recovery, None for theorem)."""
+        name = RUN_CRITERIA[self.criterion].level_name
+        return None if name is None else {"c": self.c, "radius": self.radius}[name]
+
+
+@dataclass(frozen=True)
+class ThresholdSweepSpec(SweepSpec):
+    """A validated threshold sweep spec: :class:`~.common.SweepSpec` with ``[tensor]``,
+    ``[noise]`` and ``[threshold]``."""
+
+    kind: ClassVar[str] = "threshold"
+    axis_keys: ClassVar[Mapping[str, str]] = AXIS_KEYS
+
+    @functools.cached_property
+    def threshold(self) -> ThresholdSection:
+        """The ``[threshold]`` section."""
+        t = dict(self.data["threshold"])
+        t["eps_range"] = tuple(t["eps_range"])
+        return ThresholdSection(**t)
+
+    @property
+    def lambdas(self) -> Any:
+        """``[tensor] lambdas`` as written (None: find_threshold's default weights)."""
+        return self.data["tensor"]["lambdas"]
+
+    @property
+    def params(self) -> Mapping[str, Any]:
+        """``[noise.params]`` (sub-tables per model)."""
+        return self.data["noise"]["params"]
+
+    @property
+    def ranks(self) -> tuple[int, ...]:
+        """Every search runs full-rank SROA: the n values."""
+        return tuple(int(n) for n in self.axes["tensor.n"].values)
+
+    @property
+    def n_steps(self) -> int:
+        """Length of the ``step`` dim: here the longest possible trace (:func:`max_evals`)."""
+        return max_evals(self.threshold.eps_range, self.threshold.rtol)
+
+    def settings_at(self, coords: Mapping[str, Any]) -> ThresholdSettings:
+        """The :class:`ThresholdSettings` of a grid point."""
+        return ThresholdSettings(
+            noise=str(self.setting("noise.model", coords)),
+            n=int(self.setting("tensor.n", coords)),
+            p=int(self.setting("tensor.p", coords)),
+            method=str(self.setting("solver.method", coords)),
+        )
+
+
+@dataclass(frozen=True)
+class ThresholdSettings:
+    """One grid point: instances at it differ only by replicate."""
+
+    noise: str
+    n: int
+    p: int
+    method: str
+
+    def seed_key(self) -> tuple[int, ...]:
+        """Spawn-key prefix; the method is excluded on purpose (paired searches)."""
+        return (
+            stable_hash32("noise", self.noise),
+            stable_hash32("n", self.n),
+            stable_hash32("p", self.p),
+        )
+
+    def group_key(self) -> tuple[Any, ...]:
+        """Searches are not batched; instances of one point share this key all the same."""
+        return (self.noise, self.n, self.p, self.method)
+
+
+def threshold_seed(master_seed: int, settings: ThresholdSettings, replicate: int):
+    """The ``rng`` of instance ``(settings, replicate)``'s search (a ``SeedSequence``)."""
+    return np.random.SeedSequence(master_seed, spawn_key=(*settings.seed_key(), int(replicate)))
+
+
+@dataclass(frozen=True)
+class ThresholdProblem:
+    """One instance's search, as its block runs it: :meth:`run` is the stored result."""
+
+    n: int
+    p: int
+    family: str
+    method: str
+    lambdas: Any
+    params: Mapping[str, Any]
+    criterion: str
+    c: float | None
+    eps_range: tuple[float, float]
+    rtol: float
+    seed: int
+    spawn_key: tuple[int, ...]
+
+    def run(self) -> ThresholdResult:
+        """:func:`sroa_dist.find_threshold` on this instance."""
+        kwargs = {} if self.c is None else {"c": self.c}
+        return find_threshold(
+            self.n,
+            self.p,
+            family=self.family,
+            lambdas=self.lambdas,
+            criterion=self.criterion,
+            method=self.method,
+            eps_range=self.eps_range,
+            rtol=self.rtol,
+            params=self.params,
+            rng=np.random.SeedSequence(self.seed, spawn_key=self.spawn_key),
+            **kwargs,
+        )
+
+
+def problem_of(
+    spec: ThresholdSweepSpec, settings: ThresholdSettings, replicate: int
+) -> ThresholdProblem:
+    """The search of instance ``(settings, replicate)``."""
+    t = spec.threshold
+    return ThresholdProblem(
+        n=settings.n,
+        p=settings.p,
+        family=settings.noise,
+        method=settings.method,
+        lambdas=spec.lambdas,
+        params=model_params(spec.params, settings.noise),
+        criterion=t.criterion,
+        c=t.level,
+        eps_range=t.eps_range,
+        rtol=t.rtol,
+        seed=spec.seed,
+        spawn_key=(*settings.seed_key(), int(replicate)),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Validation
+
+
+def threshold_spec_from_dict(raw: Mapping[str, Any], source: str = "<dict>") -> ThresholdSweepSpec:
+    """Validate a threshold spec given as a (TOML-like) dict and resolve defaults."""
+    data = validate_table(raw, THRESHOLD_SCHEMA, "", source)
+    axes = build_axes(data, THRESHOLD_SCHEMA, AXIS_KEYS, source)
+    check_replicates(data["replicates"], source)
+    ns, ps = axes["tensor.n"].values, axes["tensor.p"].values
+    if min(ns) < 2:
+        raise SpecError(source, "tensor.n", "dimensions n >= 2", min(ns))
+    if min(ps) < 3:
+        raise SpecError(source, "tensor.p", "tensor order p >= 3", min(ps))
+    _check_threshold(data["threshold"], source)
+    _check_solver(data, axes["solver.method"].values, ns, ps, source)
+    models = axes["noise.model"].values
+    data["noise"]["params"] = prune_model_params(data["noise"]["params"], models, source)
+    for name in models:
+        try:
+            check_model(name, model_params(data["noise"]["params"], name))
+        except ValueError as exc:
+            known = sorted(PERTURBATIONS)
+            raise SpecError(
+                source, "noise.model", f"a perturbation model (e.g. {known})", name, str(exc)
+            ) from None
+    return ThresholdSweepSpec(data=data, source=source, axes=axes)
+
+
+_DEFAULT_LEVEL = inspect.signature(find_threshold).parameters["c"].default
+
+
+def _check_threshold(t: dict[str, Any], source: str) -> None:
+    crit = t["criterion"]
+    if crit not in RUN_CRITERIA:
+        raise SpecError(source, "threshold.criterion", f"one of {list(RUN_CRITERIA)}", crit)
+    level_name = RUN_CRITERIA[crit].level_name
+    for key in ("c", "radius"):
+        if key != level_name and t[key] is not None:
+            raise SpecError(
+                source,
+                f"threshold.{key}",
+                f"no {key} with criterion {crit!r}",
+                t[key],
+                "c is the level of 'value', radius that of 'recovery'; 'theorem' has neither",
+            )
+    if level_name is not None:
+        if t[level_name] is None:  # find_threshold's own default level
+            t[level_name] = float(_DEFAULT_LEVEL)
+        if not t[level_name] > 0:
+            raise SpecError(source, f"threshold.{level_name}", "a number > 0", t[level_name])
+    rng = t["eps_range"]
+    if not (isinstance(rng, list) and len(rng) == 2 and 0 < rng[0] < rng[1]):
+        raise SpecError(
+            source, "threshold.eps_range", "a list [start, stop] with 0 < start < stop", rng
+        )
+    if not 0 < t["rtol"] < SCAN_FACTOR - 1:
+        raise SpecError(
+            source,
+            "threshold.rtol",
+            f"a relative bracket width in (0, {SCAN_FACTOR - 1:g})",
+            t["rtol"],
+            f"the scan factor is {SCAN_FACTOR}; bisection narrows below it",
+        )
+
+
+def _check_solver(
+    data: dict[str, Any], methods: Sequence[str], ns: Sequence[int], ps: Sequence[int], src: str
+) -> None:
+    solver = data["solver"]
+    for key in ("steps", "norm_method"):
+        if solver[key] is not None:
+            raise SpecError(
+                src,
+                f"solver.{key}",
+                "no value in a threshold sweep",
+                solver[key],
+                "find_threshold runs full-rank SROA and bounds ||E|| with the method's default",
+            )
+    for key in ("options", "norm_options"):
+        if solver[key]:
+            raise SpecError(
+                src,
+                f"solver.{key}",
+                "an empty table in a threshold sweep",
+                solver[key],
+                "find_threshold runs each method with its default options",
+            )
+    check_methods(solver, methods, src)
+    for m in methods:
+        for n in ns:
+            for p in ps:
+                check_method_options(data, m, n, p, False, src)
+
+
+# --------------------------------------------------------------------------------------------
+# Cost, memory, layout
+
+
+def _combos(spec: ThresholdSweepSpec):
+    for m in spec.axes["solver.method"].values:
+        for n in spec.axes["tensor.n"].values:
+            for p in spec.axes["tensor.p"].values:
+                yield str(m), int(n), int(p)
+
+
+#: Least CPU seconds of one SROA step inside a search (Python and per-step overhead, which the
+#: core's cost model leaves out; it dominates at small n): SS-HOPM at n = 8, p = 3.
+STEP_FLOOR = 0.015
+
+
+def search_cost(method: str, n: int, p: int, evals: int) -> float:
+    """Seconds of a search of ``evals`` SROA runs (n steps each) at ``(method, n, p)``, plus
+    one norm bound (families without a closed form): the core's cost model."""
+    norm = solve_cost(resolve_norm_method(method, n, p, None), n, p)
+    return evals * n * max(solve_cost(method, n, p), STEP_FLOOR) + norm
+
+
+def threshold_mean_cost(spec: ThresholdSweepSpec) -> float:
+    """Estimated seconds per instance, averaged over the grid (every search assumed to make
+    :func:`max_evals` evaluations)."""
+    evals = spec.n_steps
+    costs = [search_cost(m, n, p, evals) for m, n, p in _combos(spec)]
+    return sum(costs) / len(costs)
+
+
+def _has_iid_part(model: str) -> bool:
+    """Whether drawing ``model`` draws an i.i.d. tensor (alone or as a mixture's background)."""
+    return model in NOISE_MODELS or "+" in model
+
+
+def search_memory(method: str, n: int, p: int, n_evals: int, iid: bool = True) -> float:
+    """Estimated peak bytes of one search: the worker process, the instance (``T``, ``E``,
+    the rescaled ``E`` and ``T̂``), the SROA call (:func:`sroa_dist.solvers.memory_estimate`)
+    or, for a model with an i.i.d. part (``iid``), drawing ``E`` (which sorts index arrays of
+    ``p`` times the tensor's size), whichever is larger, and the trace. Structured families
+    (the coherent tilt) are built from the basis and need no sort."""
+    tensor = 8.0 * float(n) ** p
+    solve = float(memory_estimate(method, n, p, 1, {}))
+    draw = (2 * p + 2) * tensor if iid else 0.0
+    return WORKER_BASE_BYTES + 4 * tensor + max(solve, draw) + 24.0 * n_evals
+
+
+def _worst_memory(spec: ThresholdSweepSpec) -> tuple[float, tuple[str, int, int]]:
+    iid = any(_has_iid_part(m) for m in spec.axes["noise.model"].values)
+    return max((search_memory(*c, spec.n_steps, iid), c) for c in _combos(spec))
+
+
+def _gib(x: float) -> str:
+    return f"{x / 2**30:,.2f} GiB" if x < 2**50 else f"{x:.2g} bytes"
+
+
+def threshold_layout(
+    spec: ThresholdSweepSpec,
+    block_size: int | None = None,
+    chunks: Sequence[int] | None = None,
+    *,
+    memory_limit: int | None = None,
+) -> Layout:
+    """The layout: one instance per block unless ``block_size`` or ``chunks`` say otherwise
+    (a search is seconds to minutes, far above the per-task overhead, and small blocks keep
+    every worker busy). ``SpecError`` naming ``tensor.n`` if a search would not fit in a
+    worker's ``memory_limit``."""
+    dims, coords = spec.instance_grid()
+    shape = [len(c) for c in coords]
+    chunks = layout_chunks(dims, shape, block_size, chunks, lambda: 1)
+    if memory_limit is None:
+        limit, origin = default_worker_memory()
+    else:
+        limit, origin = memory_limit, "given limit"
+    block = math.prod(chunks)
+    need, (m, n, p) = _worst_memory(spec)
+    need += block * 24.0 * spec.n_steps
+    if need > limit:
+        raise spec.error(
+            "tensor.n",
+            f"searches that fit in a worker's memory limit of {_gib(limit)} ({origin})",
+            f"<n = {n}, p = {p}, method {m!r}: about {_gib(need)}; one dense tensor of n^p "
+            f"entries is {_gib(8.0 * float(n) ** p)}>",
+            "use a smaller n or p, or workers with more memory",
+        )
+    return Layout(tuple(dims), tuple(coords), chunks, spec.n_steps, max(spec.ranks))
+
+
+def describe_cost(spec: ThresholdSweepSpec, layout: Layout, workers: int) -> list[str]:
+    """Lines for ``sroa-dist validate``: estimated time (every search making the most
+    evaluations) on ``workers`` workers and the peak memory of one search."""
+    evals = spec.n_steps
+    per_combo = len(spec.axes["noise.model"].values) * spec.replicates
+    total = per_combo * sum(search_cost(m, n, p, evals) for m, n, p in _combos(spec))
+    mem, worst = _worst_memory(spec)
+    return [
+        f"estimate: at most {evals} SROA runs per search; about {total / 3600:,.2f} CPU hours "
+        f"in all, {total / 3600 / max(1, workers):,.2f} h on {workers} workers (cost model, "
+        "each search assumed to make the most evaluations)",
+        f"memory: about {_gib(mem)} per worker at the largest search (n = {worst[1]}, "
+        f"p = {worst[2]}, method {worst[0]!r})",
+    ]
+
+
+# --------------------------------------------------------------------------------------------
+# Block kernel
+
+
+def compute_threshold_block(task: BlockTask, spec: ThresholdSweepSpec) -> BlockResult:
+    """Every search of one block (a pure function of the task, timings aside)."""
+    t_start = time.perf_counter()
+    out = allocate(task, THRESHOLD_VARIABLES)
+    kernel = 0.0
+    for idx, settings, replicate in task.instances(spec):
+        t0 = time.perf_counter()
+        res = problem_of(spec, settings, replicate).run()
+        dt = time.perf_counter() - t0
+        kernel += dt
+        if res.n_evals > task.n_steps:  # max_evals is a bound; a breach is a bug, say so
+            raise RuntimeError(f"search made {res.n_evals} evaluations, more than {task.n_steps}")
+        out["eps_star"][idx] = res.eps_star
+        out["eps_lo"][idx], out["eps_hi"][idx] = res.bracket
+        out["n_evals"][idx] = res.n_evals
+        out["reached"][idx] = res.reached
+        out["non_monotone"][idx] = res.non_monotone
+        out["certified_fraction"][idx] = res.certified_fraction
+        k = res.n_evals
+        trace = np.array([(e, m) for e, m, _ in res.trace], dtype=float).reshape(k, 2)
+        out["trace_eps"][idx][:k] = trace[:, 0]
+        out["trace_metric"][idx][:k] = trace[:, 1]
+        out["trace_passed"][idx][:k] = [ok for _, _, ok in res.trace]
+        out["solve_time"][idx] = dt
+    return BlockResult(
+        index=task.index,
+        data=out,
+        kernel_time=kernel,
+        wall_time=time.perf_counter() - t_start,
+        n_instances=math.prod(task.shape),
+    )
+
+
+class ThresholdKind:
+    """The ``threshold`` kind (marker table ``[threshold]``): first-crossing searches."""
+
+    name = "threshold"
+    marker = "threshold"
+    all_variables: Mapping[str, Variable] = THRESHOLD_VARIABLES
+
+    def parse(self, raw: Mapping[str, Any], source: str) -> ThresholdSweepSpec:
+        """Validate a raw spec (:func:`threshold_spec_from_dict`)."""
+        return threshold_spec_from_dict(raw, source)
+
+    def settings(self, spec: ThresholdSweepSpec, coords: Mapping[str, Any]) -> ThresholdSettings:
+        """The grid point's :class:`ThresholdSettings`."""
+        return spec.settings_at(coords)
+
+    def mean_cost(self, spec: ThresholdSweepSpec) -> float:
+        """Seconds per instance (:func:`threshold_mean_cost`)."""
+        return threshold_mean_cost(spec)
+
+    def layout(
+        self,
+        spec: ThresholdSweepSpec,
+        block_size: int | None = None,
+        chunks: Sequence[int] | None = None,
+        *,
+        memory_limit: int | None = None,
+    ) -> Layout:
+        """See :func:`threshold_layout`."""
+        return threshold_layout(spec, block_size, chunks, memory_limit=memory_limit)
+
+    def compute_block(self, task: BlockTask, spec: ThresholdSweepSpec) -> BlockResult:
+        """See :func:`compute_threshold_block`."""
+        return compute_threshold_block(task, spec)
+
+    def variables(self, spec: ThresholdSweepSpec) -> Mapping[str, Variable]:
+        """Every threshold variable (the trace included: a few hundred bytes per search)."""
+        return THRESHOLD_VARIABLES
+
+    def provenance(self, spec: ThresholdSweepSpec) -> dict[str, Any]:
+        """Root attrs of the settings that are not axes: criterion, level, range, rtol."""
+        t = spec.threshold
+        return {
+            "setting_criterion": t.criterion,
+            "setting_level": "none" if t.level is None else t.level,
+            "setting_eps_range": json.dumps(list(t.eps_range)),
+            "setting_rtol": t.rtol,
+            "setting_lambdas": json.dumps(spec.lambdas),
+        }
+
+    def instance(
+        self, spec: ThresholdSweepSpec, settings: ThresholdSettings, replicate: int
+    ) -> ThresholdProblem:
+        """The search of ``(settings, replicate)``; its ``run()`` gives the stored values."""
+        return problem_of(spec, settings, replicate)
+
+    def describe_cost(self, spec: ThresholdSweepSpec, layout: Layout, workers: int) -> list[str]:
+        """See :func:`describe_cost`."""
+        return describe_cost(spec, layout, workers)
+
+
+#: The registered threshold kind.
+THRESHOLD = ThresholdKind()

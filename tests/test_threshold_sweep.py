@@ -1,0 +1,319 @@
+"""The threshold sweep kind (``sroa_dist.sweep.threshold_sweep``): spec errors name their key,
+a sweep on real worker processes equals serial ``find_threshold`` bit for bit, a run resumes
+bit for bit after SIGKILL of the runner or of a worker, and every shipped threshold spec
+validates (with a cost estimate) and runs shrunk."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import ROOT, assert_same_bits, cli_env, cube_values, run_cli
+
+from sroa_dist import find_threshold
+from sroa_dist.sweep import open_results, run_sweep
+from sroa_dist.sweep.execute import connect
+from sroa_dist.sweep.fields import SpecError
+from sroa_dist.sweep.grid import make_layout
+from sroa_dist.sweep.kinds import KINDS, kind_for_raw
+from sroa_dist.sweep.layout import stable_hash32
+from sroa_dist.sweep.spec import load_spec, spec_from_dict
+from sroa_dist.sweep.storage import read_done
+from sroa_dist.sweep.threshold_sweep import max_evals
+
+SWEEPS = ROOT / "sweeps"
+SHIPPED = sorted(SWEEPS.glob("threshold-*.toml"))
+
+
+def _small(**over):
+    """A threshold spec of a few cheap searches (p = 3, n = 4-5, two families)."""
+    raw = {
+        "name": "thr-small",
+        "seed": 5,
+        "replicates": 2,
+        "tensor": {"n": [4, 5], "p": 3},
+        "noise": {
+            "model": ["coherent-tilt", "gaussian"],
+            "params": {"coherent-tilt": {"component": "smallest"}},
+        },
+        "solver": {"method": "sshopm"},
+        "threshold": {"criterion": "value", "c": 0.5, "eps_range": [0.05, 1.5], "rtol": 0.03},
+    }
+    for key, value in over.items():
+        node = raw
+        *parts, leaf = key.split(".")
+        for part in parts:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return raw
+
+
+def test_the_kind_is_registered_and_marked_by_its_table():
+    assert "threshold" in KINDS
+    assert kind_for_raw(_small()).name == "threshold"
+    spec = spec_from_dict(_small())
+    assert spec.kind == "threshold" and spec.sweep_dims() == ["noise", "n"]
+    assert spec.threshold.level == 0.5
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "blamed"),
+    [
+        ("threshold.criterion", "nope", "threshold.criterion"),
+        ("threshold.radius", 0.3, "threshold.radius"),  # radius belongs to 'recovery'
+        ("threshold.c", -1.0, "threshold.c"),
+        ("threshold.eps_range", [1.0, 0.5], "threshold.eps_range"),
+        ("threshold.eps_range", [0.1, 0.5, 1.0], "threshold.eps_range"),
+        ("threshold.rtol", 0.5, "threshold.rtol"),
+        ("threshold.bogus", 1, "threshold.bogus"),
+        ("solver.options", {"n_starts": 4}, "solver.options"),
+        ("solver.steps", 2, "solver.steps"),
+        ("solver.method", "nope", "solver.method"),
+        ("noise.model", "nope", "noise.model"),
+        ("tensor.n", 1, "tensor.n"),
+        ("tensor.p", 2, "tensor.p"),
+        ("tensor.basis", "random", "tensor.basis"),  # find_threshold always draws the basis
+    ],
+)
+def test_spec_errors_name_their_key(key, value, blamed):
+    with pytest.raises(SpecError) as info:
+        spec_from_dict(_small(**{key: value}), source="s.toml")
+    assert info.value.key == blamed and "s.toml" in str(info.value)
+
+
+def test_theorem_takes_no_level_and_recovery_takes_a_radius():
+    with pytest.raises(SpecError, match="threshold.c"):
+        spec_from_dict(_small(**{"threshold.criterion": "theorem"}))
+    spec = spec_from_dict(
+        _small(**{"threshold.criterion": "theorem", "threshold.c": None}), source="x"
+    )
+    assert spec.threshold.level is None
+    rec = _small(**{"threshold.criterion": "recovery", "threshold.radius": 0.3})
+    del rec["threshold"]["c"]
+    assert spec_from_dict(rec).threshold.level == 0.3
+
+
+def test_trace_length_bounds_every_search():
+    """max_evals is the cube's trace length: a search at the range's worst case fits it."""
+    rng, rtol = (0.02, 1.5), 0.01
+    bound = max_evals(rng, rtol)
+    # every scan point passes but the last, then the longest bisection: the worst case
+    k = math.floor(math.log(1.5 / 0.02) / math.log(1.25)) + 2
+    assert bound >= k + 6 + math.ceil(math.log2(math.log(1.25) / math.log(1.01)))
+
+
+def test_a_search_that_cannot_fit_in_memory_is_refused_naming_tensor_n():
+    spec = spec_from_dict(_small(**{"tensor.n": [4, 200], "tensor.p": 5}))
+    with pytest.raises(SpecError) as info:
+        make_layout(spec, memory_limit=8 * 2**30)
+    assert info.value.key == "tensor.n" and "n = 200" in str(info.value)
+
+
+def _serial(spec_raw, coords):
+    """find_threshold called directly, seeded by the documented contract."""
+    t = spec_raw["threshold"]
+    noise, n, rep = coords
+    key = (stable_hash32("noise", noise), stable_hash32("n", n), stable_hash32("p", 3), rep)
+    params = spec_raw["noise"]["params"].get(noise, {})
+    return find_threshold(
+        n,
+        3,
+        family=noise,
+        criterion=t["criterion"],
+        c=t["c"],
+        method="sshopm",
+        eps_range=tuple(t["eps_range"]),
+        rtol=t["rtol"],
+        params=params,
+        rng=np.random.SeedSequence(spec_raw["seed"], spawn_key=key),
+    )
+
+
+def test_cluster_sweep_equals_serial_find_threshold_bit_for_bit(tmp_path, client):
+    raw = _small()
+    res = run_sweep(raw, tmp_path / "t.zarr", client=client)
+    assert res.complete and res.n_blocks == res.n_instances == 8  # one search per task
+    ds = open_results(tmp_path / "t.zarr").load()
+    for noise in ds.noise.values:
+        for n in ds.n.values:
+            for rep in ds.replicate.values:
+                want = _serial(raw, (str(noise), int(n), int(rep)))
+                got = ds.sel(noise=noise, n=n, replicate=rep)
+                k = want.n_evals
+                assert float(got.n_evals) == k
+                for name, value in (
+                    ("eps_star", want.eps_star),
+                    ("eps_lo", want.bracket[0]),
+                    ("eps_hi", want.bracket[1]),
+                    ("certified_fraction", want.certified_fraction),
+                ):
+                    assert np.float64(got[name]).tobytes() == np.float64(value).tobytes(), name
+                assert bool(got.reached) == want.reached
+                assert bool(got.non_monotone) == want.non_monotone
+                eps, metric, passed = (np.array(c) for c in zip(*want.trace, strict=True))
+                assert got.trace_eps.values[:k].tobytes() == eps.tobytes()
+                assert got.trace_metric.values[:k].tobytes() == metric.tobytes()
+                assert (got.trace_passed.values[:k] == passed).all()
+                assert np.isnan(got.trace_eps.values[k:]).all()
+    assert ds.reached.any()  # the searches found a crossing: the test compares real brackets
+
+
+def _slow():
+    """Searches of about a second each, so that a kill lands mid-run."""
+    return _small(**{"tensor.n": [9, 10], "replicates": 3, "threshold.rtol": 0.005})
+
+
+def test_sigkill_of_a_worker_loses_nothing(tmp_path, client):
+    raw = _slow()
+    store = tmp_path / "k.zarr"
+    with connect(workers=2, dashboard_address=":0") as c:
+        box = {}
+        t = threading.Thread(target=lambda: box.setdefault("res", run_sweep(raw, store, client=c)))
+        t.start()
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            if (store / "done" / "zarr.json").exists() and read_done(store).sum() >= 2:
+                break
+            time.sleep(0.05)
+        done_at_kill = int(read_done(store).sum())
+        victim = sorted(c.run(os.getpid).values())[0]
+        os.kill(victim, signal.SIGKILL)
+        t.join(300)
+        res = box["res"]
+    assert res.complete, res.failed
+    assert 2 <= done_at_kill < res.n_blocks  # the kill landed mid-run
+    ref = run_sweep(raw, tmp_path / "ref.zarr", client=client, block_size=4)
+    assert ref.complete
+    assert_same_bits(cube_values(store), cube_values(tmp_path / "ref.zarr"))
+
+
+def test_sigkill_of_the_runner_then_resume_equals_uninterrupted(tmp_path, client):
+    spec_path = tmp_path / "slow.toml"
+    spec_path.write_text(
+        """name = "thr-slow"
+seed = 5
+replicates = 3
+[tensor]
+n = [9, 10]
+p = 3
+[noise]
+model = ["coherent-tilt", "gaussian"]
+[noise.params.coherent-tilt]
+component = "smallest"
+[solver]
+method = "sshopm"
+[threshold]
+criterion = "value"
+c = 0.5
+eps_range = [0.05, 1.5]
+rtol = 0.005
+"""
+    )
+    store = tmp_path / "killed.zarr"
+    args = ["run", str(spec_path), "--store", str(store), "--workers", "2"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sroa_dist.cli", *args],
+        cwd=ROOT,
+        env=cli_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.time() + 180
+        while time.time() < deadline and proc.poll() is None:
+            if (store / "done" / "zarr.json").exists() and read_done(store).sum() >= 2:
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, "the run finished before it could be killed"
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    done = read_done(store)
+    assert 2 <= done.sum() < done.size
+    again = run_cli(*args, timeout=1200)
+    assert "already done" in again.stdout and read_done(store).all()
+    ref = run_sweep(spec_path, tmp_path / "ref.zarr", client=client, block_size=4)
+    assert ref.complete
+    assert_same_bits(cube_values(store), cube_values(tmp_path / "ref.zarr"))
+
+
+def test_progress_is_shown(tmp_path, client):
+    import io
+
+    stream = io.StringIO()
+    raw = _small(**{"tensor.n": 4, "replicates": 1})
+    assert run_sweep(raw, tmp_path / "p.zarr", client=client, progress=stream).complete
+    assert "2/2" in stream.getvalue()
+
+
+# --------------------------------------------------------------------------------------------
+# Shipped specs
+
+
+def _needs_matrix_free(path: Path) -> bool:
+    return path.stem == "threshold-tilt-p5"
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
+def test_shipped_threshold_specs_validate_with_an_estimate(path):
+    if _needs_matrix_free(path):
+        pytest.xfail("p = 5 up to n = 256 needs the matrix-free structured tensor (other branch)")
+    out = run_cli("validate", str(path)).stdout
+    assert "valid sweep" in out and "CPU hours" in out and "GiB per worker" in out
+
+
+def test_the_p4_n128_run_its_header_documents_validates(monkeypatch):
+    """n = 128 dense (p = 4): the tilt alone, one worker of 22 GiB, as the header says."""
+    monkeypatch.setenv("SROA_DIST_WORKER_MEMORY", "22GiB")
+    path = SWEEPS / "threshold-tilt-p4.toml"
+    assert "tensor.n=[128]" in path.read_text()
+    over = ("--set", "tensor.n=[128]", "--set", "noise.model=coherent-tilt")
+    out = run_cli("validate", str(path), *over).stdout
+    assert "valid sweep" in out and "n = 128" in out
+    # the i.i.d. families at n = 128 need more than the machine: refused, naming tensor.n
+    proc = run_cli("validate", str(path), "--set", "tensor.n=[128]", check=False)
+    assert proc.returncode != 0 and "'tensor.n'" in proc.stderr
+
+
+def test_shipped_threshold_specs_cover_the_issue():
+    specs = {p.stem: load_spec(p, ["tensor.n=[8]"]) for p in SHIPPED}
+    assert set(specs) == {
+        "threshold-tilt-p3",
+        "threshold-tilt-p4",
+        "threshold-tilt-p5",
+        "threshold-power-vs-sroa",
+    }
+    assert max(load_spec(SWEEPS / "threshold-tilt-p4.toml").axes["tensor.n"].values) >= 96
+    assert max(load_spec(SWEEPS / "threshold-tilt-p5.toml").axes["tensor.n"].values) >= 256
+    pvs = specs["threshold-power-vs-sroa"]
+    assert set(pvs.axes["solver.method"].values) == {"power", "sshopm", "certified"}
+    assert set(pvs.axes["tensor.p"].values) == {3, 4}
+    for name in ("threshold-tilt-p3", "threshold-tilt-p4", "threshold-tilt-p5"):
+        fams = set(specs[name].axes["noise.model"].values)
+        assert fams == {"coherent-tilt", "coherent-tilt+gaussian", "gaussian"}
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
+def test_shipped_threshold_specs_run_shrunk(tmp_path, path, client):
+    """Each spec on its own grid shrunk to n = 5, one replicate, the tilt and a coarse rtol."""
+    over = {
+        "tensor.n": 5,
+        "replicates": 1,
+        "noise.model": "coherent-tilt",
+        "threshold.rtol": 0.05,
+    }
+    res = run_sweep(path, tmp_path / "s.zarr", client=client, **over)
+    assert res.complete, res.failed
+    ds = open_results(tmp_path / "s.zarr").load()
+    assert (ds.n_evals > 0).all() and (ds.eps_lo < ds.eps_hi).all()
