@@ -90,7 +90,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    from ..sweep.execute import default_workers
+    from ..sweep.cluster import default_workers
     from ..sweep.grid import make_layout
     from ..sweep.kinds import kind_of
 
