@@ -43,7 +43,7 @@ def threshold_cube(exponents=(-0.5, 0.0), n_rep=4, rtol=0.01, seed=0) -> xr.Data
             "solve_time": (dims, np.ones_like(lo)),
         },
         coords=coords,
-        attrs={"setting_tensor.p": 3, "setting_threshold.criterion": "value"},
+        attrs={"setting_p": 3, "setting_criterion": "value", "setting_level": 0.5},
     )
 
 

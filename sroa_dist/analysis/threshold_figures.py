@@ -42,10 +42,20 @@ def _order(ds: xr.Dataset, panel: dict[str, object]) -> int:
         return int(panel["p"])  # type: ignore[call-overload]
     if "p" in ds.coords:
         return int(np.asarray(ds["p"].values).ravel()[0])
-    p = ds.attrs.get("setting_tensor.p", ds.attrs.get("p"))
+    p = next((ds.attrs[k] for k in ("setting_p", "setting_tensor.p", "p") if k in ds.attrs), None)
     if p is None:
         raise ValueError("the threshold cube names no tensor order p (coordinate or attribute)")
     return int(p)
+
+
+def _criterion_text(ds: xr.Dataset) -> str:
+    """``"value, c = 0.5"`` from the cube's provenance (the search's criterion and level)."""
+    name = ds.attrs.get("setting_criterion", ds.attrs.get("setting_threshold.criterion", ""))
+    level = ds.attrs.get("setting_level")
+    if not name:
+        return ""
+    option = {"value": "c", "recovery": "radius"}.get(str(name))
+    return f"{name}, {option} = {level:g}" if option and level is not None else str(name)
 
 
 def _series_dims(ds: xr.Dataset) -> list[str]:
@@ -179,7 +189,7 @@ def figure_threshold_rate(
         ax.xaxis.set_minor_locator(NullLocator())
         ax.set_xlabel("n  (tensor dimension)")
         ax.set_ylabel("first-crossing bracket of ε* = ‖E‖")
-        crit = ds.attrs.get("setting_threshold.criterion", ds.attrs.get("criterion", ""))
+        crit = _criterion_text(ds)
         head = f"p = {p}: ε*(n), bars = brackets, band = {level:.0%} interval of k"
         if crit:
             head += f"; criterion {crit}"
@@ -265,4 +275,38 @@ __all__ = [
     "is_threshold_cube",
     "rate_fits",
     "threshold_summary",
+    "threshold_table",
 ]
+
+
+#: What the threshold table of a report states about its numbers.
+THRESHOLD_TABLE_NOTE = (
+    "Each instance's first-crossing bracket (lo, hi] of ε = ‖E‖; the rate ε* ≈ C (n − 1)^k is "
+    "fitted with intervals that carry the replicate spread and every bracket's width "
+    "(sroa_dist.analysis.fit_rate); open brackets (not reached in eps_range) are censored."
+)
+
+
+def threshold_table(ds: xr.Dataset, *, level: float = 0.95) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of the report's rate table (one row per series of the cube)."""
+    header = ["series", f"k [{level:.0%} interval]", "−1/(p−1)", "onset n", "n fitted", "censored"]
+    rows = []
+    for row in threshold_summary(ds, level=level):
+        series = ", ".join(f"{k} = {v}" for k, v in row.items() if k in ds.dims)
+        if "note" in row:
+            rows.append([series, "–", "–", "–", "–", str(row["note"])])
+            continue
+        lo, hi = row["interval"]  # type: ignore[misc]
+        n_lo, n_hi = row["n_range"]  # type: ignore[misc]
+        onset = float(row["onset_n"])  # type: ignore[arg-type]
+        rows.append(
+            [
+                series,
+                f"{row['exponent']:.3f} [{lo:.3f}, {hi:.3f}]",
+                f"{row['reference']:.3f}",
+                "none" if not np.isfinite(onset) else f"{onset:g}",
+                f"{n_lo}–{n_hi}",
+                str(row["censored"]),
+            ]
+        )
+    return header, rows
