@@ -86,7 +86,7 @@ STUDIES = {
             4,
             "coherent-tilt",
             "sshopm",
-            (8, 16, 32, 64, 128),
+            (8, 16, 32, 48, 64, 96, 128),
             (0.1, 1.5),
             matrix_free=True,
         ),
