@@ -22,14 +22,16 @@ from numpy.typing import ArrayLike
 
 from .criteria import get_run_criterion
 from .decomposition import sroa_batch
-from .instances import make_instance
+from .instances import BASES, draw_lambdas, make_instance
 from .metrics import match
 from .norms import operator_norm, scale_factors
 from .perturbations import DEFAULT_WEIGHT, check_model
 from .policy import resolve_norm_method
+from .structured import structured_tensor
 
 __all__ = [
     "CONTINUE_POINTS",
+    "DENSE_BYTES_CAP",
     "SCAN_FACTOR",
     "ThresholdResult",
     "default_lambdas",
@@ -43,6 +45,11 @@ SCAN_FACTOR = 1.25
 #: Scan points evaluated past the first failure (same factor, so up to 1.25^6 ≈ 3.8 times the
 #: first failing ε, never past ``eps_range[1]``) to detect a pass above a failure.
 CONTINUE_POINTS = 6
+#: Largest dense tensor (bytes of one float64 ``n^p`` array) that :func:`find_threshold` forms
+#: when ``matrix_free=None``: above it a family with a factored form (the coherent tilt) runs
+#: matrix-free. 256 MiB: the dense search holds about four such arrays (T, E, T + E and the
+#: solver's workspace), which is about 1 GiB, and a p = 4, n = 64 tensor (134 MB) still fits.
+DENSE_BYTES_CAP = 256 * 2**20
 #: Weight of the smallest component in the default weights (:func:`default_lambdas`).
 SMALLEST_WEIGHT = 0.95
 
@@ -253,6 +260,7 @@ def find_threshold(
     rtol: float = 0.01,
     params: Mapping[str, Any] | None = None,
     rng: Any = None,
+    matrix_free: bool | None = None,
 ) -> ThresholdResult:
     """First ε at which SROA on ``T̂ = Σ λ_i v_i^{⊗p} + E``, ``‖E‖ = ε``, fails a criterion.
 
@@ -296,6 +304,14 @@ def find_threshold(
         Parameters of the perturbation family (``noise.params`` of a spec).
     rng : None, int, SeedSequence or Generator
         Seed of the instance and the solver starts.
+    matrix_free : bool or None
+        Run every SROA on :func:`sroa_dist.structured_tensor` instead of the dense tensor
+        (only for a family with a factored form, e.g. ``"coherent-tilt"``; local methods
+        only, implicit deflation, no step certified). ``None``: matrix-free exactly when the
+        family has a factored form and one dense ``n^p`` array would exceed
+        :data:`DENSE_BYTES_CAP`. ``V`` and the weights are drawn from the same stream as the
+        dense path draws them (the tilt itself draws nothing), so both paths search the same
+        tensor; the solver's starts differ (operators add spectral starts to ``sshopm``).
 
     Returns
     -------
@@ -320,6 +336,22 @@ def find_threshold(
     n, p = int(n), int(p)
     lam_spec = default_lambdas(n) if lambdas is None else lambdas
     inst_ss, solve_ss, norm_ss = _seed(rng).spawn(3)
+    if _use_matrix_free(matrix_free, n, p, family, params):
+        return _find_matrix_free(
+            n,
+            p,
+            family,
+            lam_spec,
+            V,
+            params,
+            inst_ss,
+            solve_ss,
+            method,
+            crit,
+            level,
+            eps_range,
+            rtol,
+        )
     draw = _Draw(n, p, family, lam_spec, V, params, inst_ss, norm_ss, method)
     steps = [0, 0]  # certified steps, all steps
 
@@ -334,6 +366,44 @@ def find_threshold(
     out = first_crossing(evaluate, eps_range=eps_range, rtol=rtol, criterion=crit.name, c=level)
     frac = steps[0] / steps[1] if steps[1] else float("nan")
     return dataclasses.replace(out, certified_fraction=float(frac))
+
+
+def _use_matrix_free(
+    matrix_free: bool | None, n: int, p: int, family: str, params: Mapping[str, Any] | None
+) -> bool:
+    if matrix_free is not None and not isinstance(matrix_free, bool):
+        raise ValueError(f"matrix_free: expected True, False or None, received {matrix_free!r}")
+    if matrix_free is False:
+        return False
+    fam = check_model(family, params)
+    factored = "+" not in family and fam.factored is not None and not fam.needs_eps
+    if matrix_free is None:
+        return factored and 8 * float(n) ** p > DENSE_BYTES_CAP
+    if not factored:
+        raise ValueError(
+            f"matrix_free: family {family!r} declares no factored form (i.i.d. noise or a "
+            "mixture with it has n^p independent entries); use matrix_free=False or None"
+        )
+    return True
+
+
+def _find_matrix_free(
+    n, p, family, lam_spec, V, params, inst_ss, solve_ss, method, crit, level, eps_range, rtol
+) -> ThresholdResult:
+    """:func:`find_threshold` on :func:`sroa_dist.structured_tensor` (never certified)."""
+    gen = np.random.default_rng(_copy(inst_ss))
+    # make_instance's draw order: the basis (unless given), then the weights.
+    basis = BASES["random"](n, n, rng=gen) if V is None else np.asarray(V, dtype=float)
+    lam = draw_lambdas(lam_spec, n, rng=gen)
+
+    def evaluate(eps: float) -> tuple[float, bool]:
+        op = structured_tensor(p, lam, V=basis, family=family, eps=eps, params=params)
+        res = sroa_batch(op.as_batch(), rank=n, method=method, rng=[_copy(solve_ss)])
+        m = match(res, lam[None], basis[None])
+        return crit.evaluate(m.lam_err[0], m.vec_err[0], eps, m.lam_matched[0], level)
+
+    out = first_crossing(evaluate, eps_range=eps_range, rtol=rtol, criterion=crit.name, c=level)
+    return dataclasses.replace(out, certified_fraction=0.0)
 
 
 class _Draw:

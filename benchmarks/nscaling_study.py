@@ -1,0 +1,471 @@
+"""n-scaling of first-crossing thresholds ε*(n): coherent tilt, tilt + Gaussian, Gaussian, and
+the power method against SROA with SS-HOPM steps (issue 17, items 3, 5 and 8).
+
+Usage::
+
+    python benchmarks/nscaling_study.py run STUDY [STUDY ...] [--reps 4] [--until 12:50]
+    python benchmarks/nscaling_study.py fit            # fits and a table, writes fits.json
+    python benchmarks/nscaling_study.py figures        # docs/figures/nscaling_*.png
+    python benchmarks/nscaling_study.py list           # the studies and their grids
+
+Every threshold is one ``sroa_dist.find_threshold`` call (value criterion, c = 0.5 unless the
+study says otherwise) whose seed is a pure function of (master seed, study, n, p, family,
+method, replicate), so a replicate differs from another by its random basis V and its solver
+starts, and any entry can be recomputed alone. Results are appended to
+``docs/data/nscaling/STUDY.json`` after every threshold (a killed run resumes where it
+stopped: entries already stored are skipped), each with its wall time, so the cost of a study
+is part of its result. Runs are ordered cheapest first (n ascending, replicates inside), and
+``--until HH:MM`` (UTC) stops starting new thresholds after that time. The coherent tilt runs
+matrix-free when its dense tensor exceeds ``sroa_dist.threshold_search.DENSE_BYTES_CAP``.
+
+One BLAS thread per process (set before numpy loads): on a shared 2-core machine parallel
+studies are separate processes.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import dataclasses  # noqa: E402
+import datetime as dt  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import pathlib  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import zlib  # noqa: E402
+
+import matplotlib  # noqa: E402
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+import sroa_dist  # noqa: E402
+from sroa_dist.analysis.threshold import fit_rate  # noqa: E402
+from sroa_dist.threshold_search import DENSE_BYTES_CAP  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+DATA = ROOT / "docs" / "data" / "nscaling"
+FIGURES = ROOT / "docs" / "figures"
+MASTER_SEED = 20261126
+
+
+@dataclasses.dataclass(frozen=True)
+class Study:
+    """One family × order × method over a list of n (value criterion at level ``c``)."""
+
+    name: str
+    p: int
+    family: str
+    method: str
+    ns: tuple[int, ...]
+    eps_range: tuple[float, float] = (0.05, 1.5)
+    c: float = 0.5
+    rtol: float = 0.02
+    criterion: str = "value"
+    #: ``find_threshold(matrix_free=...)``: None lets it choose by the dense-size cap; True
+    #: for the tilt at p >= 4, where a dense SS-HOPM step costs O(n^p) (6.5 s at p = 4,
+    #: n = 64 here, so one SROA 7 min) and the factored one O(n²).
+    matrix_free: bool | None = None
+
+
+STUDIES = {
+    s.name: s
+    for s in [
+        Study("tilt-p3", 3, "coherent-tilt", "sshopm", (8, 16, 32, 64)),
+        Study("tiltg-p3", 3, "coherent-tilt+gaussian", "sshopm", (8, 16, 32, 64)),
+        Study("gauss-p3", 3, "gaussian", "sshopm", (8, 16, 32, 64)),
+        Study(
+            "tilt-p4",
+            4,
+            "coherent-tilt",
+            "sshopm",
+            (8, 16, 32, 48, 64, 96, 128),
+            (0.1, 1.5),
+            matrix_free=True,
+        ),
+        Study("tiltg-p4", 4, "coherent-tilt+gaussian", "sshopm", (8, 16, 32)),
+        Study("gauss-p4", 4, "gaussian", "sshopm", (8, 16, 32)),
+        Study("tilt-p5", 5, "coherent-tilt", "sshopm", (32, 64, 128), (0.3, 1.2), matrix_free=True),
+        # The largest size on its own (own process and file): same seeds as tilt-p5 would use.
+        Study("tilt-p5-big", 5, "coherent-tilt", "sshopm", (256,), (0.3, 1.2), matrix_free=True),
+        Study("power-tilt-p3", 3, "coherent-tilt", "power", (8, 16, 32, 64)),
+        Study("power-gauss-p3", 3, "gaussian", "power", (8, 16, 32, 64)),
+        Study(
+            "power-tilt-p4",
+            4,
+            "coherent-tilt",
+            "power",
+            (8, 16, 32, 64, 128),
+            (0.1, 1.5),
+            matrix_free=True,
+        ),
+        Study("power-gauss-p4", 4, "gaussian", "power", (8, 16, 32)),
+        # Gaussian noise fails the value criterion at every ε (its first-order term
+        # max_i |E v_i^{⊗p}| exceeds c·‖E‖ already at small ε): a recovery radius instead.
+        Study(
+            "gauss-p3-rec",
+            3,
+            "gaussian",
+            "sshopm",
+            (8, 16, 32, 64),
+            (0.1, 2.0),
+            0.3,
+            criterion="recovery",
+        ),
+        Study(
+            "power-gauss-p3-rec",
+            3,
+            "gaussian",
+            "power",
+            (8, 16, 32, 64),
+            (0.1, 2.0),
+            0.3,
+            criterion="recovery",
+        ),
+        Study("cert-tilt-p3", 3, "coherent-tilt", "certified", (8, 12, 16)),
+        Study("cert-gauss-p3", 3, "gaussian", "certified", (8, 12, 16)),
+    ]
+}
+
+
+def seed_of(study: Study, n: int, rep: int) -> np.random.SeedSequence:
+    """The search's seed: a pure function of (master seed, n, p, family, method, replicate).
+
+    crc32 of the strings (stable across processes and Python versions, unlike ``hash``).
+    """
+    key = (
+        n,
+        study.p,
+        zlib.crc32(study.family.encode()),
+        zlib.crc32(study.method.encode()),
+        zlib.crc32(study.criterion.encode()),
+        int(round(study.c * 1000)),
+        rep,
+    )
+    return np.random.SeedSequence(MASTER_SEED, spawn_key=key)
+
+
+def _path(name: str) -> pathlib.Path:
+    return DATA / f"{name}.json"
+
+
+def load(name: str) -> list[dict]:
+    path = _path(name)
+    if not path.exists():
+        return []
+    try:
+        return json.loads(path.read_text())["results"]
+    except (json.JSONDecodeError, KeyError) as exc:
+        raise SystemExit(f"{path}: not a study result file ({exc})") from None
+
+
+def _save(study: Study, results: list[dict]) -> None:
+    DATA.mkdir(parents=True, exist_ok=True)
+    tmp = _path(study.name).with_suffix(".tmp")
+    doc = {"study": dataclasses.asdict(study), "master_seed": MASTER_SEED, "results": results}
+    tmp.write_text(json.dumps(doc, indent=1))
+    tmp.replace(_path(study.name))  # atomic: a kill never leaves half a file
+
+
+def run_one(study: Study, n: int, rep: int) -> dict:
+    matrix_free = study.matrix_free
+    if matrix_free is None:  # find_threshold's own rule, recorded with the result
+        matrix_free = study.family == "coherent-tilt" and 8.0 * n**study.p > DENSE_BYTES_CAP
+    t0 = time.perf_counter()
+    res = sroa_dist.find_threshold(
+        n,
+        study.p,
+        family=study.family,
+        criterion=study.criterion,
+        c=study.c,
+        method=study.method,
+        eps_range=study.eps_range,
+        rtol=study.rtol,
+        rng=seed_of(study, n, rep),
+        matrix_free=study.matrix_free,
+    )
+    return {
+        "n": n,
+        "replicate": rep,
+        "eps_star": res.eps_star,
+        "lo": res.bracket[0],
+        "hi": res.bracket[1],
+        "reached": res.reached,
+        "n_evals": res.n_evals,
+        "non_monotone": res.non_monotone,
+        "certified_fraction": res.certified_fraction,
+        "matrix_free": matrix_free,
+        "seconds": time.perf_counter() - t0,
+        "trace": [list(t) for t in res.trace],
+    }
+
+
+def run(names: list[str], reps: int, until: str | None, ns: list[int] | None) -> None:
+    stop = None
+    if until:
+        h, m = (int(x) for x in until.split(":"))
+        now = dt.datetime.now(dt.UTC)
+        stop = now.replace(hour=h, minute=m, second=0, microsecond=0)
+    for name in names:
+        study = STUDIES[name]
+        results = load(name)
+        done = {(r["n"], r["replicate"]) for r in results}
+        for n in study.ns:
+            if ns and n not in ns:
+                continue
+            for rep in range(reps):
+                if (n, rep) in done:
+                    continue
+                if stop and dt.datetime.now(dt.UTC) >= stop:
+                    print(f"{name}: --until {until} reached, stopping", flush=True)
+                    return
+                r = run_one(study, n, rep)
+                results.append(r)
+                _save(study, results)
+                print(
+                    f"{name} n={n:4d} rep={rep} eps*={r['eps_star']:.4f} "
+                    f"({r['lo']:.4f}, {r['hi']:.4f}] evals={r['n_evals']} "
+                    f"nonmono={r['non_monotone']} mf={r['matrix_free']} {r['seconds']:.1f}s",
+                    flush=True,
+                )
+
+
+def fit_all(n_ranges: dict[str, tuple[int, int]] | None = None) -> list[dict]:
+    """fit_rate per study (one family, p, method, criterion) over its fitted n range."""
+    out = []
+    for name, study in STUDIES.items():
+        res = load(name)
+        if not res:
+            continue
+        n = np.array([r["n"] for r in res])
+        lo = np.array([r["lo"] for r in res])
+        hi = np.array([r["hi"] for r in res])
+        rng_ = (n_ranges or {}).get(name)
+        row = {
+            "study": name,
+            "p": study.p,
+            "family": study.family,
+            "method": study.method,
+            "c": study.c,
+            "sizes": sorted({int(x) for x in n}),
+            "replicates": {int(s): int(np.sum(n == s)) for s in np.unique(n)},
+            "seconds": float(sum(r["seconds"] for r in res)),
+            "evals": int(sum(r["n_evals"] for r in res)),
+            "non_monotone": int(sum(r["non_monotone"] for r in res)),
+            "median_eps_star": {
+                int(s): float(np.median(np.sqrt(lo[n == s] * hi[n == s]))) for s in np.unique(n)
+            },
+        }
+        try:
+            f = fit_rate(n, lo, hi, p=study.p, n_range=rng_)
+        except ValueError as exc:
+            row["fit_error"] = str(exc)
+            out.append(row)
+            continue
+        row.update(
+            exponent=f.exponent,
+            exponent_lo=f.exponent_lo,
+            exponent_hi=f.exponent_hi,
+            prefactor=f.prefactor,
+            reference=f.reference,
+            n_range=list(f.n_range),
+            onset_n=f.onset_n,
+            n_censored=f.n_censored,
+            normalised={int(s): float(v) for s, v in zip(f.sizes, f.normalised, strict=True)},
+        )
+        out.append(row)
+    return out
+
+
+def print_table(rows: list[dict]) -> None:
+    print(
+        f"{'study':16s} {'p':>2s} {'method':9s} {'n range':>9s} {'exponent [95%]':>26s} "
+        f"{'ref':>6s} {'onset':>6s} {'cost':>8s}"
+    )
+    for r in rows:
+        if "exponent" not in r:
+            print(f"{r['study']:16s} {r['p']:2d} {r['method']:9s}  no fit: {r['fit_error']}")
+            continue
+        onset = "-" if math.isnan(r["onset_n"]) else f"{r['onset_n']:.0f}"
+        print(
+            f"{r['study']:16s} {r['p']:2d} {r['method']:9s} "
+            f"{r['n_range'][0]:4d}-{r['n_range'][1]:<4d}"
+            f" {r['exponent']:8.3f} [{r['exponent_lo']:7.3f}, {r['exponent_hi']:7.3f}]"
+            f" {r['reference']:6.3f} {onset:>6s} {r['seconds'] / 60:7.1f}m"
+        )
+
+
+def _ranges(specs: list[str]) -> dict[str, tuple[int, int]]:
+    out = {}
+    for spec in specs:
+        name, a, b = spec.split(":")
+        out[name] = (int(a), int(b))
+    return out
+
+
+STYLE = {  # (family, method) -> colour, marker, label
+    ("coherent-tilt", "sshopm"): ("C0", "o", "tilt, SS-HOPM"),
+    ("coherent-tilt+gaussian", "sshopm"): ("C1", "s", "tilt + Gaussian, SS-HOPM"),
+    ("gaussian", "sshopm"): ("C2", "^", "Gaussian, SS-HOPM"),
+    ("coherent-tilt", "power"): ("C3", "v", "tilt, power method"),
+    ("gaussian", "power"): ("C4", "D", "Gaussian, power method"),
+    ("coherent-tilt", "certified"): ("C5", "P", "tilt, certified"),
+    ("gaussian", "certified"): ("C6", "X", "Gaussian, certified"),
+}
+
+
+def _per_size(res: list[dict]) -> tuple[np.ndarray, ...]:
+    """Per n: median bracket centre, median lo, median hi over replicates (closed brackets)."""
+    rows = [r for r in res if r["lo"] > 0 and math.isfinite(r["hi"])]
+    ns = np.array(sorted({r["n"] for r in rows}))
+    med = lambda key: np.array(  # noqa: E731
+        [np.median([key(r) for r in rows if r["n"] == s]) for s in ns]
+    )
+    return (
+        ns,
+        med(lambda r: math.sqrt(r["lo"] * r["hi"])),
+        med(lambda r: r["lo"]),
+        med(lambda r: r["hi"]),
+    )
+
+
+def draw_figures(ranges: dict[str, tuple[int, int]]) -> None:
+    """ε*(n) log-log per p (bracket bars, fitted line and band, reference slope) and the
+    rate-normalised threshold (n − 1)^{1/(p−1)} ε*."""
+    FIGURES.mkdir(parents=True, exist_ok=True)
+    fits = {r["study"]: r for r in fit_all(ranges)}
+    orders = sorted({s.p for s in STUDIES.values() if load(s.name)})
+    fig1, ax1 = plt.subplots(1, len(orders), figsize=(5.2 * len(orders), 6.2), squeeze=False)
+    fig2, ax2 = plt.subplots(1, len(orders), figsize=(5.2 * len(orders), 6.2), squeeze=False)
+    for k, p in enumerate(orders):
+        a1, a2 = ax1[0, k], ax2[0, k]
+        groups: dict[tuple[str, str, str], list[dict]] = {}
+        names: dict[tuple[str, str, str], list[str]] = {}
+        for s in STUDIES.values():
+            if s.p == p and load(s.name):
+                crit = "" if s.criterion == "value" else f" ({s.criterion} r = {s.c:g})"
+                groups.setdefault((s.family, s.method, crit), []).extend(load(s.name))
+                names.setdefault((s.family, s.method, crit), []).append(s.name)
+        for key, res in groups.items():
+            colour, marker, label = STYLE.get(key[:2], ("k", "x", f"{key[0]}, {key[1]}"))
+            label += key[2]
+            ns, centre, lo, hi = _per_size(res)
+            if ns.size == 0:
+                continue
+            fit = next((fits[m] for m in names[key] if "exponent" in fits.get(m, {})), None)
+            if fit:
+                k, k_lo, k_hi = fit["exponent"], fit["exponent_lo"], fit["exponent_hi"]
+                label += f": k = {k:.2f} [{k_lo:.2f}, {k_hi:.2f}]"
+            a1.errorbar(
+                ns - 1,
+                centre,
+                yerr=[centre - lo, hi - centre],
+                fmt=marker,
+                color=colour,
+                ms=5,
+                capsize=3,
+                label=label,
+            )
+            scale = (ns - 1.0) ** (1.0 / (p - 1))
+            a2.errorbar(
+                ns - 1,
+                scale * centre,
+                yerr=[scale * (centre - lo), scale * (hi - centre)],
+                fmt=marker + "-",
+                color=colour,
+                ms=5,
+                capsize=3,
+                label=label.split(":")[0],
+            )
+            if fit:
+                lo_n, hi_n = fit["n_range"]
+                x = np.geomspace(lo_n - 1, hi_n - 1, 50)
+                sel = (ns >= lo_n) & (ns <= hi_n)
+                # Band: the slopes of the interval pivoted at the fitted points' centroid.
+                x0 = math.exp(np.mean(np.log(ns[sel] - 1.0)))
+                y0 = fit["prefactor"] * x0 ** fit["exponent"]
+                a1.plot(x, fit["prefactor"] * x ** fit["exponent"], "-", color=colour, lw=1.2)
+                ys = [y0 * (x / x0) ** fit[e] for e in ("exponent_lo", "exponent_hi")]
+                a1.fill_between(x, np.minimum(*ys), np.maximum(*ys), color=colour, alpha=0.15)
+        for a in (a1, a2):
+            a.set_xscale("log")
+            ticks = [7, 15, 31, 63, 127, 255]
+            a.set_xticks(ticks, [str(t) for t in ticks])
+            a.minorticks_off()
+            a.set_xlim(5, 2 * max(s.ns[-1] for s in STUDIES.values() if s.p == p))
+        xr = np.array(a1.get_xlim())
+        yr = a1.get_ylim()
+        y_ref = math.sqrt(yr[0] * yr[1])
+        x_mid = math.sqrt(xr[0] * xr[1])
+        a1.plot(
+            xr,
+            y_ref * (xr / x_mid) ** (-1.0 / (p - 1)),
+            "k--",
+            lw=1,
+            label=f"reference slope −1/(p−1) = {-1 / (p - 1):.2f}",
+        )
+        a1.set_yscale("log")
+        a1.set_xlabel("n − 1")
+        a1.set_ylabel("ε*  (value c = 0.5 unless marked)")
+        a1.set_title(f"p = {p}")
+        a1.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16))
+        a2.set_xlabel("n − 1")
+        a2.set_ylabel("(n − 1)^(1/(p−1)) · ε*")
+        a2.set_title(f"p = {p}")
+        a2.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16))
+    fig1.suptitle("First-crossing thresholds ε*(n): bars = search bracket, band = 95 % interval")
+    fig2.suptitle(
+        "Rate-normalised threshold (n − 1)^(1/(p−1)) · ε*: flat where Theorem 3.1's rate holds"
+    )
+    for fig, name in ((fig1, "nscaling_eps_star.png"), (fig2, "nscaling_normalised.png")):
+        fig.tight_layout(rect=(0, 0, 1, 0.94))
+        fig.savefig(FIGURES / name, dpi=110)
+        print(FIGURES / name)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("studies", nargs="+", choices=sorted(STUDIES))
+    r.add_argument("--reps", type=int, default=4)
+    r.add_argument("--until", help="UTC HH:MM after which no new threshold starts")
+    r.add_argument("--ns", type=int, nargs="*", help="only these n (default: the study's)")
+    f = sub.add_parser("fit")
+    f.add_argument(
+        "--range",
+        nargs="*",
+        default=[],
+        help="STUDY:NMIN:NMAX fit ranges (default: every size of the study)",
+    )
+    g = sub.add_parser("figures")
+    g.add_argument("--range", nargs="*", default=[], help="as for fit")
+    sub.add_parser("list")
+    args = ap.parse_args(argv)
+    if args.cmd == "list":
+        for s in STUDIES.values():
+            print(s)
+        return 0
+    if args.cmd == "run":
+        run(args.studies, args.reps, args.until, args.ns)
+        return 0
+    if args.cmd == "fit":
+        rows = fit_all(_ranges(args.range))
+        print_table(rows)
+        (DATA / "fits.json").write_text(json.dumps(rows, indent=1))
+        return 0
+    if args.cmd == "figures":
+        draw_figures(_ranges(args.range) if hasattr(args, "range") else {})
+        return 0
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
