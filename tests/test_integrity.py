@@ -21,6 +21,7 @@ from conftest import assert_same_bits, cube_values, run_cli
 from sroa_dist.sweep.execute import run_sweep
 from sroa_dist.sweep.integrity import DIGEST, scan_store
 from sroa_dist.sweep.storage import store_layout
+from sroa_dist.sweep.store import ResultStore
 
 SPEC = {
     "name": "integrity",
@@ -130,6 +131,8 @@ def test_every_array_has_a_crc32c_codec(clean):
     for name in names:
         codecs = [type(c).__name__ for c in g[name].metadata.codecs]
         assert "Crc32cCodec" in codecs, (name, codecs)
+    report = ResultStore(clean).check()
+    assert report.ok and report.n_done == 4 and not report.unvouched
 
 
 def test_store_without_digests_resumes_gains_digests_and_is_not_vouched_for(
