@@ -6,12 +6,12 @@ import argparse
 from collections.abc import Callable
 
 from ..criteria import DEFAULT_RADIUS, RUN_CRITERIA
+from .check import _cmd_check, _cmd_status_deep
 from .commands import (
     _cmd_info,
     _cmd_plot,
     _cmd_report,
     _cmd_run,
-    _cmd_status,
     _cmd_validate,
     _cmd_verify,
 )
@@ -137,7 +137,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("status", help="done fraction and failed blocks of a store")
     s.add_argument("store")
-    s.set_defaults(func=_cmd_status)
+    s.add_argument(
+        "--deep", action="store_true", help="also read every chunk and compare digests (check)"
+    )
+    s.set_defaults(func=_cmd_status_deep)
+
+    ck = sub.add_parser(
+        "check", help="read every chunk of a store, compare digests; exit 1 naming damage"
+    )
+    ck.add_argument("store")
+    ck.set_defaults(func=_cmd_check)
 
     i = sub.add_parser("info", help="dims, variables and provenance of a store")
     i.add_argument("store")

@@ -43,7 +43,7 @@ RESULTS_DIR = "results"
 #: Keys every kind of spec has, with the same meaning: ``(vtype, default, required)`` (see
 #: :mod:`.fields`). A kind adds its own tables (``[tensor]``, ``[model]``, ...) beside them.
 COMMON_SCHEMA: dict[str, Any] = {
-    "name": ("str", None, True),
+    "name": ("name", None, True),
     "description": ("str", "", False),
     "seed": ("seed", 0, False),
     "replicates": ("int", 1, False),
@@ -62,8 +62,12 @@ COMMON_SCHEMA: dict[str, Any] = {
 
 
 def default_store(name: str) -> str:
-    """The store a sweep named ``name`` writes to when no ``--store`` is given."""
-    return str(Path(RESULTS_DIR) / f"{name}.zarr")
+    """The store a sweep named ``name`` writes to when no ``--store`` is given; always inside
+    ``results/`` (spec names are checked; a name that would leave it is a ``ValueError``)."""
+    path = Path(RESULTS_DIR) / f"{name}.zarr"
+    if not name or name.startswith(".") or path.parent != Path(RESULTS_DIR):
+        raise ValueError(f"sweep name {name!r}: expected a file name; it would leave results/")
+    return str(path)
 
 
 def solver_options(data: Mapping[str, Any], method: str, *, norm: bool = False) -> dict[str, Any]:

@@ -6,8 +6,8 @@ ends in ``_axis`` may be swept (a list or a range table) and become an :class:`A
 error is a :class:`SpecError` naming the source, the dotted key, what was expected, what was
 received and a hint. Pure data: numpy only.
 
-Value types: ``"int"``, ``"float"``, ``"str"``, ``"bool"``, ``"table"``, ``"seed"``,
-``"lambdas"``, ``"int_axis"``, ``"float_axis"``, ``"str_axis"``.
+Value types: ``"int"``, ``"float"``, ``"str"``, ``"name"`` (a safe file name), ``"bool"``,
+``"table"``, ``"seed"``,``"lambdas"``, ``"int_axis"``, ``"float_axis"``, ``"str_axis"``.
 """
 
 from __future__ import annotations
@@ -177,6 +177,10 @@ def validate_table(raw: Any, schema: dict[str, Any], prefix: str, source: str) -
     return out
 
 
+#: Spec names: safe as a file name on every system (the default store is named after it).
+_SAFE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}")
+
+
 def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
@@ -190,6 +194,18 @@ def _check_value(v: Any, vtype: str, key: str, source: str) -> Any:
     if vtype == "str":
         if not isinstance(v, str):
             raise SpecError(source, key, "a string", v)
+        return v
+    if vtype == "name":
+        # The default store is results/<name>.zarr: a name must not climb out of results/
+        # ("../x"), hide the store (".x") or be empty.
+        if not isinstance(v, str) or not _SAFE_NAME.fullmatch(v):
+            raise SpecError(
+                source,
+                key,
+                "a non-empty name of letters, digits, '.', '_' and '-' (at most 100, not "
+                "starting with '.')",
+                v,
+            )
         return v
     if vtype == "bool":
         if not isinstance(v, bool):

@@ -47,6 +47,15 @@ import zarr.api.asynchronous as za
 from zarr.core.sync import sync  # zarr's own event loop, which its stores are bound to
 
 from .common import SweepSpec
+from .integrity import (
+    DIGEST,
+    DIGEST_VARIABLES,
+    block_digests,
+    ensure_digest_array,
+    forget_blocks,
+    read_flags,
+    scan_store,
+)
 from .kinds import kind_of, parse_spec, variable_order
 from .layout import BlockResult, Layout, block_region, check_region_aligned
 from .lease import LEASE_GROUP
@@ -251,6 +260,7 @@ def prepare_store(
             f"dims; axes may only grow); received a spec that differs in: {why}. Hint: use "
             "--overwrite to discard the stored results, or another --store"
         )
+    _repair_marks(url, old_layout, storage_options)
     same_axes = old_layout.coords == layout.coords
     if same_axes:
         if layout.chunks != old_layout.chunks:
@@ -275,6 +285,20 @@ def prepare_store(
     token = uuid.uuid4().hex
     reused = _extend(url, spec, old_layout, new_layout, history, storage_options, token)
     return PreparedStore(url, new_layout, "extended", reused, token)
+
+
+def _repair_marks(url: str, layout: Layout, so) -> None:
+    """Before resuming or extending: add the digest array to an older store, check every
+    finished block, and mark each damaged one not done (warning), so the run recomputes it."""
+    ensure_digest_array(url, so, layout)
+    report = scan_store(url, layout, so)
+    if report.damaged:
+        forget_blocks(url, sorted(report.damaged), so)
+        warnings.warn(
+            f"store {url}: {len(report.damaged)} damaged block(s) marked not done and "
+            "recomputed by this run: " + " | ".join(report.lines()[: len(report.damaged)][:10]),
+            stacklevel=3,
+        )
 
 
 def _root_attrs(url: str, so) -> dict[str, Any]:
@@ -374,6 +398,8 @@ def _extend(url, spec, old_layout: Layout, new_layout: Layout, history, so, toke
     old_arrays = {k: g_old[k] for k in names}
     new_arrays = {k: g_new[k] for k in names}
     done_time_old = np.asarray(g_old[DONE_TIME][:], dtype=float)
+    digest_arr = g_new[DIGEST]
+    digest_names = list(digest_arr.attrs.get(DIGEST_VARIABLES, []))
 
     def copy(b: int) -> float | None:
         region = new_layout.block_region(b)
@@ -382,12 +408,16 @@ def _extend(url, spec, old_layout: Layout, new_layout: Layout, history, so, toke
             idx.append(np.asarray([m.get(v, -1) for v in c[sl]]))
         if any((i < 0).any() for i in idx) or not finished[np.ix_(*idx)].all():
             return None
+        copied = {}
         for k in names:  # orthogonal selection by label position, then an aligned write
             old_arr = old_arrays[k]
             extra = (slice(None),) * (len(old_arr.shape) - len(idx))
             data = old_arr.oindex[tuple(idx) + extra]
             _check_aligned(k, new_arrays[k], region)
             new_arrays[k][region + extra] = data
+            copied[k] = data
+        dtypes = {k: new_arrays[k].dtype for k in names}  # the digests a task would record:
+        digest_arr[b, :] = block_digests(digest_names, copied, dtypes)
         # Keep when the data was computed (evidence that it was reused, not recomputed): the
         # time of the old block holding the new block's first instance.
         first, _ = old_layout.block_of([int(i[0]) for i in idx])
@@ -495,7 +525,17 @@ async def _write_block(url, index, result, region, so, layout_token=None) -> Non
             for n, arr in zip(names, arrays, strict=True)
         )
     )
-    # The done flag goes last: a kill before it leaves a block that is simply recomputed.
+    # The block's digest row, then the done flag last: a kill before it leaves a block that
+    # is simply recomputed. A store without a digest array keeps its format (see prepare).
+    try:
+        dig = await g.getitem(DIGEST)
+    except KeyError:
+        dig = None
+    if dig is not None:
+        dig_names = list(dig.attrs.get(DIGEST_VARIABLES, []))
+        data = dict(zip(names, (result.data[n] for n in names), strict=True))
+        dtypes = {n: arr.dtype for n, arr in zip(names, arrays, strict=True)}
+        await dig.setitem((index, slice(None)), block_digests(dig_names, data, dtypes))
     done_time, done = await asyncio.gather(g.getitem(DONE_TIME), g.getitem(DONE))
     await done_time.setitem(index, _dt.datetime.now(_dt.UTC).timestamp())
     await done.setitem(index, True)
@@ -523,7 +563,8 @@ def clear_failed(url: str, storage_options=None) -> None:
 def read_done(url: str, storage_options=None) -> np.ndarray:
     """The ``done`` mask (one bool per block)."""
     g = zarr.open_group(url, mode="r", storage_options=_so(url, storage_options))
-    return np.asarray(g[DONE][:], dtype=bool)
+    # A damaged chunk reads as not done (`check` names it; the next run rewrites it).
+    return read_flags(g[DONE], g[DONE].shape[0], False)[0].astype(bool)
 
 
 def store_status(url: str, storage_options=None) -> StoreStatus:
@@ -531,8 +572,8 @@ def store_status(url: str, storage_options=None) -> StoreStatus:
     require_store(str(url), storage_options)
     _, layout = _stored_spec_and_layout(str(url), storage_options)
     g = zarr.open_group(url, mode="r", storage_options=_so(url, storage_options))
-    done = np.asarray(g[DONE][:], dtype=bool)
-    failed_mask = np.asarray(g[FAILED][:], dtype=bool) & ~done
+    done = read_done(url, storage_options)
+    failed_mask = read_flags(g[FAILED], done.size, False)[0].astype(bool) & ~done
     msgs = g[FAILED].attrs.get(FAILED_MESSAGES, {})
     failed = {int(i): msgs.get(str(int(i)), "") for i in np.flatnonzero(failed_mask)}
     n_inst_done = sum(layout.block_size(int(b)) for b in np.flatnonzero(done))

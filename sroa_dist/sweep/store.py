@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from . import certificates, storage
+from . import certificates, integrity, storage
 from .common import SweepSpec
 from .kinds import kind_of
 from .layout import BlockResult, BlockTask, Layout
@@ -179,6 +179,12 @@ class ResultStore:
     def verify_certificates(self, progress=None) -> certificates.VerifyReport:
         """Re-check every stored certificate (:func:`~.certificates.verify_store`)."""
         return certificates.verify_store(self.url, self.storage_options, progress)
+
+    # -- integrity -------------------------------------------------------------------------------
+    def check(self, progress=None) -> integrity.IntegrityReport:
+        """Read every chunk of every finished block and compare it with the digests recorded
+        when it was written (:func:`~.integrity.scan_store`; ``sroa-dist check``)."""
+        return integrity.scan_store(self.url, self.layout, self.storage_options, progress)
 
     # -- instances -------------------------------------------------------------------------------
     def locate(self, coords: Mapping[str, Any]) -> tuple[int, tuple[int, ...]]:

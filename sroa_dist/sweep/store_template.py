@@ -15,6 +15,7 @@ import numpy as np
 import xarray as xr
 
 from .common import SweepSpec
+from .integrity import compressors, ensure_digest_array
 from .kinds import kind_of
 from .layout import Layout
 from .schema import (
@@ -65,13 +66,15 @@ def template(
         arr = da.full(shape, var.fill, dtype=var.dtype, chunks=-1)
         data_vars[name] = (dims + var.dims, arr, var.attrs)
         chunks = layout.chunks + tuple(extent[d] for d in var.dims)
-        encoding[name] = {"chunks": chunks, "fill_value": var.fill}
+        encoding[name] = {"chunks": chunks, "fill_value": var.fill, "compressors": compressors()}
     # Bookkeeping: one chunk per block, so each task writes only its own element.
     for name, var in BOOKKEEPING.items():
         arr = da.full(layout.n_blocks, var.fill, dtype=var.dtype, chunks=-1)
         data_vars[name] = (var.dims, arr, var.attrs)
-        encoding[name] = {"chunks": (1,), "fill_value": var.fill}
+        encoding[name] = {"chunks": (1,), "fill_value": var.fill, "compressors": compressors()}
     ds = xr.Dataset(data_vars, coords=coords)
+    for name in coords:  # coordinates are checksummed too
+        encoding[name] = {"compressors": compressors()}
     for d in ds.dims:
         if d in ds.coords:
             ds[d].attrs.update(DIMS[d].attrs if d in DIMS else {})
@@ -125,3 +128,4 @@ def write_template(
             storage_options=storage_options_for(url, so),
             zarr_format=3,
         )
+    ensure_digest_array(url, so, layout)
