@@ -368,6 +368,13 @@ def find_threshold(
     return dataclasses.replace(out, certified_fraction=float(frac))
 
 
+def uses_matrix_free(n: int, p: int, family: str, params: Mapping[str, Any] | None = None) -> bool:
+    """Whether :func:`find_threshold` with ``matrix_free=None`` builds the instance matrix-free:
+    the family has a factored form and one dense ``n^p`` array would exceed
+    :data:`DENSE_BYTES_CAP` (sweeps size their memory estimate by it)."""
+    return _use_matrix_free(None, n, p, family, params)
+
+
 def _use_matrix_free(
     matrix_free: bool | None, n: int, p: int, family: str, params: Mapping[str, Any] | None
 ) -> bool:

@@ -12,7 +12,6 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -261,14 +260,8 @@ def test_progress_is_shown(tmp_path, client):
 # Shipped specs
 
 
-def _needs_matrix_free(path: Path) -> bool:
-    return path.stem == "threshold-tilt-p5"
-
-
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
 def test_shipped_threshold_specs_validate_with_an_estimate(path):
-    if _needs_matrix_free(path):
-        pytest.xfail("p = 5 up to n = 256 needs the matrix-free structured tensor (other branch)")
     out = run_cli("validate", str(path)).stdout
     assert "valid sweep" in out and "CPU hours" in out and "GiB per worker" in out
 

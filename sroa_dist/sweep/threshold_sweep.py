@@ -49,6 +49,7 @@ from sroa_dist.threshold_search import (
     SCAN_FACTOR,
     ThresholdResult,
     find_threshold,
+    uses_matrix_free,
 )
 
 from .common import COMMON_SCHEMA, SweepSpec, check_method_options, check_methods
@@ -374,18 +375,37 @@ def _combos(spec: ThresholdSweepSpec):
 STEP_FLOOR = 0.015
 
 
-def search_cost(method: str, n: int, p: int, evals: int) -> float:
-    """Seconds of a search of ``evals`` SROA runs (n steps each) at ``(method, n, p)``, plus
-    one norm bound (families without a closed form): the core's cost model."""
+#: CPU seconds of one full matrix-free SROA (rank n) of the coherent tilt at p = 5, n = 200
+#: (benchmarks/bench_structured.py, 2026-11-26); it grows about as n^4 (an n × n eigenproblem,
+#: the polish Hessian and the deflation terms per step, n steps).
+MATRIX_FREE_SROA_SECONDS = 8.3
+MATRIX_FREE_REFERENCE_N = 200
+
+
+def search_cost(method: str, n: int, p: int, evals: int, model: str = "gaussian") -> float:
+    """Seconds of a search of ``evals`` SROA runs (n steps each) at ``(method, n, p)`` of
+    ``model``, plus one norm bound (families without a closed form): the core's cost model, or
+    the measured matrix-free cost where the search builds the tensor matrix-free."""
+    if uses_matrix_free(n, p, model):
+        sroa = MATRIX_FREE_SROA_SECONDS * (n / MATRIX_FREE_REFERENCE_N) ** 4
+        return evals * max(sroa, n * STEP_FLOOR)
     norm = solve_cost(resolve_norm_method(method, n, p, None), n, p)
     return evals * n * max(solve_cost(method, n, p), STEP_FLOOR) + norm
+
+
+def _all_costs(spec: ThresholdSweepSpec) -> list[float]:
+    evals = spec.n_steps
+    return [
+        search_cost(m, n, p, evals, str(model))
+        for model in spec.axes["noise.model"].values
+        for m, n, p in _combos(spec)
+    ]
 
 
 def threshold_mean_cost(spec: ThresholdSweepSpec) -> float:
     """Estimated seconds per instance, averaged over the grid (every search assumed to make
     :func:`max_evals` evaluations)."""
-    evals = spec.n_steps
-    costs = [search_cost(m, n, p, evals) for m, n, p in _combos(spec)]
+    costs = _all_costs(spec)
     return sum(costs) / len(costs)
 
 
@@ -406,9 +426,21 @@ def search_memory(method: str, n: int, p: int, n_evals: int, iid: bool = True) -
     return WORKER_BASE_BYTES + 4 * tensor + max(solve, draw) + 24.0 * n_evals
 
 
+#: Bytes per n² of a matrix-free search: the basis and deflation vectors (n × n each), the
+#: starts and their gradients, and the n × n eigenproblems of the spectral starts.
+MATRIX_FREE_BYTES_PER_N2 = 8.0 * 16
+
+
 def _worst_memory(spec: ThresholdSweepSpec) -> tuple[float, tuple[str, int, int]]:
-    iid = any(_has_iid_part(m) for m in spec.axes["noise.model"].values)
-    return max((search_memory(*c, spec.n_steps, iid), c) for c in _combos(spec))
+    worst: tuple[float, tuple[str, int, int]] = (0.0, ("", 0, 0))
+    for model in spec.axes["noise.model"].values:
+        for m, n, p in _combos(spec):
+            if uses_matrix_free(n, p, str(model)):
+                need = WORKER_BASE_BYTES + MATRIX_FREE_BYTES_PER_N2 * n * n
+            else:
+                need = search_memory(m, n, p, spec.n_steps, _has_iid_part(str(model)))
+            worst = max(worst, (need, (m, n, p)))
+    return worst
 
 
 def _gib(x: float) -> str:
@@ -451,8 +483,7 @@ def describe_cost(spec: ThresholdSweepSpec, layout: Layout, workers: int) -> lis
     """Lines for ``sroa-dist validate``: estimated time (every search making the most
     evaluations) on ``workers`` workers and the peak memory of one search."""
     evals = spec.n_steps
-    per_combo = len(spec.axes["noise.model"].values) * spec.replicates
-    total = per_combo * sum(search_cost(m, n, p, evals) for m, n, p in _combos(spec))
+    total = spec.replicates * sum(_all_costs(spec))
     mem, worst = _worst_memory(spec)
     return [
         f"estimate: at most {evals} SROA runs per search; about {total / 3600:,.2f} CPU hours "
