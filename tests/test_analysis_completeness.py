@@ -129,14 +129,16 @@ def test_all_failed_store_gets_a_report_listing_the_failures(tmp_path):
 def test_figure2_titles_count_replicates_and_pooled_values_present():
     ds = figure2_cube(n_rep=4, n_steps=3)
     ds = _blank(ds, (ds["noise"] == "binary") & (ds["replicate"] == 3))
-    titles = [ax.get_title() for ax in figure2(ds).axes]
-    assert "binary: λ error (mean ± 2 std, 3 of 4 replicates)" in titles
-    assert "uniform: λ error (mean ± 2 std, 4 replicates)" in titles
+    # Titles wrap to the panel's width: compare them as one line.
+    titles = [" ".join(ax.get_title().split()) for ax in figure2(ds).axes]
+    assert any(t.startswith("binary: λ error (3 of 4 replicates)") for t in titles), titles
+    assert any(t.startswith("uniform: λ error (4 replicates)") for t in titles), titles
     # More than max_series σ values: pooled, and the title says how many have results.
     many = figure2_cube(n_rep=3, n_steps=2).expand_dims(sigma=np.linspace(0.01, 0.1, 10))
     many = _blank(many, many["sigma"] > 0.075)
     fig = figure2(many)
-    assert "pooled over sigma (7 of 10 values have results)" in fig.axes[0].get_title()
+    title = " ".join(fig.axes[0].get_title().split())
+    assert "pooled over sigma (7 of 10 values have results)" in title
     assert _suptitle(fig) == (
         "Incomplete: 63/90 instances; 3 of 3 noise values partial, 3 of 10 sigma values missing"
     )

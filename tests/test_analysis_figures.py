@@ -217,7 +217,8 @@ def test_plot_cube_rejects_unknown_format(tmp_path):
 def test_every_figure_states_completeness_and_the_criterion():
     ds = scaling_cube(ns=(4, 8), n_eps=5, n_rep=6)
     figs = build_figures(ds, criterion="value", c=2.0, n_boot=10)
-    assert list(figs) == list(FIGURES)
+    # Every figure of a tensor cube (the threshold-cube figures need a [threshold] cube).
+    assert list(figs) == [f for f in FIGURES if f not in ("threshold_rate", "rate_normalised")]
     for fig in figs.values():
         assert fig.get_suptitle() == "complete: 60 instances"
     assert "success: every step's |λ̂ − λ| ≤ 2·ε" in figs["threshold_scaling"].axes[0].get_title()
