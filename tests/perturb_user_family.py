@@ -30,3 +30,9 @@ def norm_missing(n, p, V, lambdas, rng):
 
 
 NOT_CALLABLE = 3
+
+
+def lying(n, p, V, lambdas, rng):
+    """A rank-one ``w^{⊗p}`` (norm 1) that claims a norm of 1e-9: a user's claim, not a proof."""
+    E, _ = rank_one(n, p, V, lambdas, rng)
+    return E, 1e-9

@@ -22,7 +22,7 @@ import numpy as np
 
 import sroa_dist as core
 from sroa_dist.norms import scale_factors
-from sroa_dist.perturbations import DEFAULT_WEIGHT, model_params
+from sroa_dist.perturbations import DEFAULT_WEIGHT, PROVEN_NORMS, model_params
 
 from .layout import BlockResult, BlockTask, allocate
 from .schema import TENSOR_VARIABLES, V_HAT, Variable, eps_scaled_target
@@ -136,15 +136,18 @@ def draw_group(
     Es = np.stack([inst.E for inst in insts])
     exact = [inst.E_norm for inst in insts]
     if all(x is not None for x in exact):
-        # The family states ||E|| in closed form: no solver, an exact (certified) bracket.
+        # The family states ||E|| in closed form: no solver. The bracket is the stated value;
+        # it is certified only where the package proves that closed form (a user's family
+        # only claims it, and a false claim must not make Theorem 2.2 "violations").
         value = np.array(exact, dtype=float)
+        proven = s.noise in PROVEN_NORMS
         nr = core.OperatorNormResult(
             value=value,
             lower=value.copy(),
             upper=value.copy(),
-            certified=np.ones(len(value), dtype=bool),
+            certified=np.full(len(value), proven, dtype=bool),
             x=None,
-            method="exact",
+            method="exact" if proven else "claimed",
             solve_time=np.zeros(len(value)),
         )
     else:
