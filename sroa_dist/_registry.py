@@ -5,8 +5,10 @@ Entries that are not registered can be named by import path (:func:`import_entry
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import importlib
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 
@@ -49,6 +51,8 @@ def import_entry(
         raise ValueError(
             f"{key}: expected an import path 'package.module:attribute', received {path!r}"
         )
+    if _NAMES_ONLY.get():
+        return _not_imported(path)
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
@@ -68,3 +72,29 @@ def import_entry(
             f"{key}: {path!r} is not callable; expected {expected}, received {type(obj).__name__}"
         )
     return obj
+
+
+_NAMES_ONLY: contextvars.ContextVar[bool] = contextvars.ContextVar("names_only", default=False)
+
+
+@contextlib.contextmanager
+def names_only() -> Iterator[None]:
+    """Within it, import paths are taken as names and not imported: reading a stored spec,
+    which was validated when its store was made, needs none of the user's code (``status``
+    opens a store made with a user family where that module is not installed)."""
+    token = _NAMES_ONLY.set(True)
+    try:
+        yield
+    finally:
+        _NAMES_ONLY.reset(token)
+
+
+def _not_imported(path: str) -> Callable[..., Any]:
+    def entry(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(
+            f"{path!r} was read as a name only (a stored spec) and cannot run here; "
+            "hint: install its module to compute with it"
+        )
+
+    entry.__name__ = path
+    return entry

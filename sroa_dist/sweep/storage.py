@@ -46,6 +46,8 @@ import zarr
 import zarr.api.asynchronous as za
 from zarr.core.sync import sync  # zarr's own event loop, which its stores are bound to
 
+from sroa_dist._registry import names_only
+
 from .common import SweepSpec
 from .integrity import (
     DIGEST,
@@ -570,7 +572,8 @@ def read_done(url: str, storage_options=None) -> np.ndarray:
 def store_status(url: str, storage_options=None) -> StoreStatus:
     """Blocks and instances done, failed blocks with their messages."""
     require_store(str(url), storage_options)
-    _, layout = _stored_spec_and_layout(str(url), storage_options)
+    with names_only():  # counting blocks needs no user code: do not import the spec's modules
+        _, layout = _stored_spec_and_layout(str(url), storage_options)
     g = zarr.open_group(url, mode="r", storage_options=_so(url, storage_options))
     done = read_done(url, storage_options)
     failed_mask = read_flags(g[FAILED], done.size, False)[0].astype(bool) & ~done

@@ -1,0 +1,66 @@
+"""status, check, info and report open a store made with a user family without its module."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SPEC = """
+name = "read-only"
+seed = 1
+replicates = 2
+[tensor]
+n = 4
+p = 3
+[noise]
+model = "perturb_user_family:rank_one"
+eps = 0.1
+[noise.params."perturb_user_family:rank_one"]
+strength = 2.0
+[solver]
+method = "sshopm"
+norm_method = "sshopm"
+"""
+
+
+def _cli(args, cwd, *, with_tests: bool) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *([str(ROOT / "tests")] if with_tests else [])])
+    return subprocess.run(
+        [sys.executable, "-m", "sroa_dist.cli", *args],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def user_store(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("ro")
+    (tmp / "spec.toml").write_text(SPEC)
+    proc = _cli(["run", "spec.toml", "--store", "u.zarr", "--workers", "1"], tmp, with_tests=True)
+    assert proc.returncode == 0, proc.stderr
+    return tmp / "u.zarr"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["status"], ["status", "--deep"], ["check"], ["info"], ["report", "--format", "md"]],
+    ids=lambda a: " ".join(a),
+)
+def test_reading_commands_need_no_user_code(user_store, args):
+    out = [] if args[0] != "report" else ["--out", str(user_store.parent / "rep")]
+    proc = _cli([args[0], str(user_store), *args[1:], *out], user_store.parent, with_tests=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "perturb_user_family" not in proc.stderr
+
+
+def test_computing_still_needs_the_module(user_store):
+    """A name read from a stored spec never runs: verify rebuilds instances, so it says why."""
+    proc = _cli(["run", "spec.toml", "--store", "v.zarr", "--workers", "1"], user_store.parent,
+                with_tests=False)  # fmt: skip
+    assert proc.returncode == 2
+    assert "cannot import module 'perturb_user_family'" in proc.stderr
