@@ -245,7 +245,8 @@ def test_every_imported_distribution_is_declared():
         if not _distributions(top) & allowed:
             missing.append(f"{where}: {top} ({' or '.join(sorted(_distributions(top)))})")
     test_files = sorted((ROOT / "tests").glob("*.py"))
-    local = {"sroa_dist"} | {f.stem for f in test_files}
+    # The repository's own modules: the package, the test helpers and the root's dev.py.
+    local = {"sroa_dist", "dev"} | {f.stem for f in test_files}
     for top, (where, _) in _third_party(test_files, local).items():
         if not _distributions(top) & (runtime | extras["test"]):
             missing.append(f"{where}: {top} (tests)")
