@@ -80,7 +80,7 @@ def test_figure_specs_match_the_paper():
         (("p = 3", "p = 2"), "tensor.p", "p >= 3"),
         (("n = 4", "n = 4\nrank = 5"), "tensor.rank", "rank <= n"),
         (('model = "gaussian"', 'model = "cauchy"'), "noise.model", "unknown noise model"),
-        (('method = "sshopm"', 'method = "newton"'), "solver.method", "unknown method"),
+        (('method = "sshopm"', 'method = "newton"'), "solver.method", "or an import path"),
         (
             ('method = "sshopm"', 'method = "sshopm"\noptions = {n_startz = 3}'),
             "solver.options.n_startz",

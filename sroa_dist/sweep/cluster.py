@@ -18,6 +18,7 @@ import json
 import os
 import queue
 import signal
+import socket
 import threading
 import warnings
 from collections.abc import Iterator, Mapping
@@ -242,10 +243,11 @@ def probe_scheduler(address: str, timeout: float | None = None) -> None:
     """
     from distributed.comm.addressing import parse_address, parse_host_port
 
+    host_port = None
     try:
         protocol, location = parse_address(address)
         if protocol in ("tcp", "tls"):
-            parse_host_port(location)  # a missing port is found here, not by the connect
+            host_port = parse_host_port(location)  # a missing port is found here
     except ValueError as exc:
         raise ClusterConnectError(
             f"--scheduler {address}: expected a scheduler address such as tcp://HOST:8786; "
@@ -253,6 +255,15 @@ def probe_scheduler(address: str, timeout: float | None = None) -> None:
             "give PROTOCOL://HOST:PORT, e.g. tcp://10.0.0.5:8786 or tls://host:8786",
         ) from None
     seconds = _connect_timeout(timeout)
+    if host_port is not None:
+        # Dask's connect retries a refused connection until its timeout, which would read as
+        # "no answer"; a plain TCP connect tells a refused port from a silent peer at once.
+        try:
+            socket.create_connection(host_port, timeout=seconds).close()
+        except OSError as exc:
+            raise ClusterConnectError(
+                f"scheduler {address}: could not connect ({exc})", _CONNECT_HINT
+            ) from None
     answers: queue.Queue = queue.Queue()
 
     def target() -> None:
