@@ -36,3 +36,8 @@ def lying(n, p, V, lambdas, rng):
     """A rank-one ``w^{⊗p}`` (norm 1) that claims a norm of 1e-9: a user's claim, not a proof."""
     E, _ = rank_one(n, p, V, lambdas, rng)
     return E, 1e-9
+
+
+def not_finite(n, p, V, lambdas, rng):
+    """Symmetric but with NaN entries: validate must refuse it before any worker runs it."""
+    return np.full((n,) * p, np.nan), 1.0

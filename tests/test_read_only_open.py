@@ -64,3 +64,25 @@ def test_computing_still_needs_the_module(user_store):
                 with_tests=False)  # fmt: skip
     assert proc.returncode == 2
     assert "cannot import module 'perturb_user_family'" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("family", "reason"),
+    [("not_symmetric", "not symmetric"), ("not_finite", "finite"), ("wrong_shape", "shape")],
+)
+def test_validate_draws_each_user_family_once(tmp_path, family, reason):
+    (tmp_path / "s.toml").write_text(
+        SPEC.replace("rank_one", family).split("[noise.params")[0]
+        + '[solver]\nmethod = "sshopm"\nnorm_method = "sshopm"\n'
+    )
+    proc = _cli(["validate", "s.toml"], tmp_path, with_tests=True)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    first = proc.stderr.splitlines()[0]
+    assert "noise.model" in first and reason in first and "Traceback" not in proc.stderr
+
+
+def test_validate_reports_the_trial_draw_of_a_good_family(tmp_path):
+    (tmp_path / "s.toml").write_text(SPEC)
+    proc = _cli(["validate", "s.toml"], tmp_path, with_tests=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "user family 'perturb_user_family:rank_one': one draw at n = 4 checked" in proc.stdout

@@ -102,7 +102,11 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         f"dims: {dims}, step={layout.n_steps}\n"
         f"instances: {layout.n_instances} in {layout.n_blocks} blocks of shape {layout.chunks}"
     )
-    # A kind may state its cost (time and memory) beside the grid.
+    # A kind may draw its user code once (tensor sweeps: user families) and state its cost.
+    trial = getattr(kind_of(spec), "trial_draws", None)
+    if trial is not None:
+        for line in trial(spec):
+            print(line)
     describe = getattr(kind_of(spec), "describe_cost", None)
     if describe is not None:
         print("\n".join(describe(spec, layout, default_workers())))

@@ -12,10 +12,13 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from sroa_dist.instances import Instance
 from sroa_dist.policy import solve_cost
 from sroa_dist.solvers import memory_estimate
 
+from .fields import SpecError
 from .layout import (
     WORKER_BASE_BYTES,
     BlockResult,
@@ -209,6 +212,34 @@ class TensorKind:
             "setting_lambdas": json.dumps(spec.tensor.lambdas),
             "setting_noise_scale": spec.scale,
         }
+
+    def trial_draws(self, spec: TensorSweepSpec) -> list[str]:
+        """Draw each user family of the ``noise.model`` axis (an import path) once, at the
+        grid's smallest n, as a block would: its shape, symmetry and finiteness are checked
+        before any worker runs it. Raises ``SpecError`` naming ``noise.model``."""
+        dims, coords = spec.instance_grid()
+        first = {d: values[0] for d, values in zip(dims, coords, strict=True)}
+        if "n" in first:
+            first["n"] = min(coords[dims.index("n")])
+        lines = []
+        for model in spec.axes["noise.model"].values:
+            if ":" not in str(model):
+                continue
+            point = {**first, **({"noise": model} if "noise" in first else {})}
+            try:
+                inst = self.instance(spec, self.settings(spec, point), 0)
+                if not np.all(np.isfinite(inst.T_hat)):
+                    raise ValueError("E has non-finite entries")
+            except (ValueError, TypeError) as exc:
+                raise SpecError(
+                    spec.source,
+                    "noise.model",
+                    "a family whose draw is a symmetric, finite tensor of shape (n,)*p",
+                    model,
+                    str(exc).splitlines()[0],
+                ) from None
+            lines.append(f"user family {model!r}: one draw at n = {inst.T_hat.shape[0]} checked")
+        return lines
 
     def instance(
         self, spec: TensorSweepSpec, settings: InstanceSettings, replicate: int
