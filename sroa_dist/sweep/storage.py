@@ -589,14 +589,10 @@ def store_layout(url: str, storage_options=None) -> tuple[SweepSpec, Layout]:
 
 
 def open_results(store: str | Path, storage_options: Mapping[str, Any] | None = None) -> xr.Dataset:
-    """Open a result cube lazily (dask-backed) for analysis.
-
-    Instances of unfinished blocks read as NaN (False for booleans); ``done`` tells which
-    blocks are finished.
-    """
+    """Open a result cube lazily (dask-backed) for analysis. Instances of unfinished blocks
+    read as NaN (False for booleans); ``done`` tells which blocks are finished."""
     url = str(store)
     require_store(url, storage_options)
     ds = xr.open_zarr(url, consolidated=False, storage_options=_so(url, storage_options))
-    # Documented order, not the store listing's.
-    order = dict.fromkeys([*variable_order(), *BOOKKEEPING])
+    order = dict.fromkeys([*variable_order(), *BOOKKEEPING])  # documented, not listed, order
     return ds[[v for v in order if v in ds.data_vars]]
