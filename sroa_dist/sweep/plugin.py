@@ -12,6 +12,8 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
+import signal
+import threading
 from typing import Any
 
 from distributed.diagnostics.plugin import WorkerPlugin
@@ -118,6 +120,7 @@ class WorkerSetup(WorkerPlugin):
             if not any(isinstance(f, _CancelledTaskNoise) for f in logger.filters):
                 logger.addFilter(_CancelledTaskNoise())
         start_watchdog(worker)
+        ignore_interrupts()
         profiler_stopped = stop_profiler(worker)
         _SETUP_STATE = {
             "pid": os.getpid(),
@@ -127,6 +130,14 @@ class WorkerSetup(WorkerPlugin):
             "parent_death_signal": die_with_parent(worker),
             "profiler_stopped": profiler_stopped,
         }
+
+
+def ignore_interrupts() -> None:
+    """A worker ignores SIGINT: the terminal's Ctrl-C goes to the whole process group, and the
+    client, not each worker, answers it (one line, then it closes the workers). Without this a
+    worker whose start did not inherit the client's blocked SIGINT prints a traceback."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def stop_profiler(worker: Any) -> bool:
