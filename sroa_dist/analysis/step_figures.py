@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from ._cube import REPLICATE, STEP, combinations, group_label, sweep_axes
 from ._plotting import noise_rows, present_text, status_title
@@ -156,10 +157,16 @@ def figure_step_accumulation(
                 ax.fill_between(steps, q[0][ok], q[2][ok], color=color, alpha=0.15, lw=0)
             prefix = f"{sel['noise']}, " if sel else ""
             pool = f", pooled over {', '.join(pooled)}" if pooled else ""
-            ax.set_title(_title(f"{prefix}ε = {e:g}{pool}"), fontsize="medium")
+            ax.set_title(_title(f"{prefix}ε = {e:.3g}{pool}"), fontsize="medium")
             ax.set_xlabel("SROA step i")
             ax.set_ylabel(_YLABEL[variable])
             ax.set_ylim(bottom=0)
-            ax.legend(loc="upper left", fontsize="small", title="median, 5–95 % band")
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    # One legend below the panels: inside them it covered the first steps' data.
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(
+        handles, labels, loc="outside lower center", ncols=len(labels), fontsize="small",
+        title="replicate median; shaded: 5–95 % band",
+    )  # fmt: skip
     status_title(fig, status)
     return fig
