@@ -241,9 +241,9 @@ def test_unreachable_scheduler_is_a_short_error_with_a_hint(tmp_path):
 SPEC2 = str(ROOT / SMOKE / "figure2.toml")
 
 
-def _cli(args, cwd, env=None, timeout=120, **kw):
+def _cli(args, cwd, env=None, timeout=120, wrap=(), **kw):
     return subprocess.run(
-        [sys.executable, "-m", "sroa_dist.cli", *args],
+        [*wrap, sys.executable, "-m", "sroa_dist.cli", *args],
         cwd=cwd,
         env={**cli_env(), **(env or {})},
         capture_output=True,
@@ -423,25 +423,27 @@ def test_run_never_clobbers_user_files(tmp_path, target, overwrite):
 
 def test_a_read_only_store_is_a_short_error(files, tmp_path):
     """Permission denied names the path and says the store must be writable (not the
-    scheduler/TLS hint). As root, the run is made as user nobody."""
+    scheduler/TLS hint). As root, the run drops the capabilities that bypass file modes
+    (switching to user nobody instead fails wherever nobody cannot reach the interpreter)."""
     import shutil
 
     store = tmp_path / "ro" / "cube.zarr"
     store.parent.mkdir()
     shutil.copytree(files / "cube.zarr", store)
-    kw = {}
+    wrap: tuple[str, ...] = ()
     if os.geteuid() == 0:
-        for p in (tmp_path, *tmp_path.parents):
-            if p != Path("/"):
-                os.chmod(p, os.stat(p).st_mode | 0o005)  # let nobody reach the store
-        kw = {"user": 65534, "group": 65534, "extra_groups": []}
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.skip("running as root without util-linux setpriv to drop CAP_DAC_OVERRIDE")
+        drop = "-dac_override,-dac_read_search"
+        wrap = (setpriv, "--inh-caps", drop, "--bounding-set", drop, "--")
     subprocess.run(["chmod", "-R", "a-w", str(store.parent)], check=True)
     try:
         proc = _cli(
             ["run", SPEC2, "--store", str(store), "--workers", "1", "--dashboard-address", ":0"],
             cwd=store.parent,
             env={"HOME": str(store.parent)},
-            **kw,
+            wrap=wrap,
         )
     finally:
         subprocess.run(["chmod", "-R", "u+w", str(store.parent)], check=True)
