@@ -11,6 +11,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "sweeps" / "smoke"
+#: Overrides that make each block of a smoke sweep last about 0.5 s by waiting, not computing
+#: (tests/paced.py), for tests that must kill or race a run in mid-flight.
+PACED = {"solver.method": "tests.paced:sshopm", "solver.options": {}}
 
 if str(ROOT) not in sys.path:  # run from a checkout without installing
     sys.path.insert(0, str(ROOT))

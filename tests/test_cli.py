@@ -13,12 +13,24 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import ROOT, assert_same_bits, cli_env, cube_values, run_cli
+from conftest import PACED, ROOT, assert_same_bits, cli_env, cube_values, run_cli
 
 from sroa_dist.sweep import run_sweep
 from sroa_dist.sweep.storage import read_done
 
 SMOKE = "sweeps/smoke"
+
+
+#: A run that lasts long enough to be raced or killed: blocks of 2 instances of about 0.5 s
+#: each, spent waiting (PACED), not computing.
+SLOW = [
+    "--block-size",
+    "2",
+    "--set",
+    'solver.method="tests.paced:sshopm"',
+    "--set",
+    "solver.options={}",
+]
 
 
 def test_validate_shows_the_grid():
@@ -105,10 +117,7 @@ def test_kill_9_of_the_process_tree_then_resume_equals_uninterrupted(tmp_path, c
         "2",
         "--set",
         "replicates=2",
-        "--set",
-        "tensor.n=10",
-        "--set",  # ~0.5 s per block, so that the kill lands mid-run
-        "solver.options={n_starts=2048}",
+        *SLOW[2:],  # about 0.5 s per block, so that the kill lands mid-run
     ]
     proc = subprocess.Popen(
         [sys.executable, "-m", "sroa_dist.cli", *args],
@@ -145,7 +154,7 @@ def test_kill_9_of_the_process_tree_then_resume_equals_uninterrupted(tmp_path, c
         client=client,
         block_size=16,
         replicates=2,
-        **{"tensor.n": 10, "solver.options": {"n_starts": 2048}},
+        **PACED,
     )
     assert ref.complete
     got, want = cube_values(store), cube_values(tmp_path / "ref.zarr")
@@ -470,14 +479,6 @@ def test_broken_pipe_exits_quietly(files):
 
 # ---- one writer per store: real processes racing ---------------------------------------------
 
-SLOW = [  # ~0.5 s per block of 2 on a loaded machine: a run lasts long enough to be raced
-    "--block-size",
-    "2",
-    "--set",
-    "tensor.n=10",
-    "--set",
-    "solver.options={n_starts=2048}",
-]
 FIG1 = f"{SMOKE}/figure1.toml"
 
 
@@ -514,7 +515,7 @@ def _reference(tmp_path, name, client, replicates):
             client=client,
             block_size=16,
             replicates=replicates,
-            **{"tensor.n": 10, "solver.options": {"n_starts": 2048}},
+            **PACED,
         )
         assert ref.complete
         _REFS[replicates] = cube_values(tmp_path / name)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import assert_same_bits, cube_values
+from conftest import PACED, assert_same_bits, cube_values
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from sroa_dist.sweep import open_results, run_sweep
@@ -307,8 +307,8 @@ def test_killed_worker_loses_nothing(tmp_path, client):
     """SIGKILL a worker process mid-run: its task is retried elsewhere, the run completes, and
     the cube equals an uninterrupted run bit for bit."""
     spec = SMOKE / "figure1.toml"
-    # ~0.25 s per block of 2, so that the kill lands mid-run
-    over = {"replicates": 2, "tensor.n": 10, "solver.options": {"n_starts": 2048}}
+    # about 0.5 s per block of 2, waited (tests/paced.py), so that the kill lands mid-run
+    over = {"replicates": 2, **PACED}
     store = tmp_path / "k.zarr"
     with connect(workers=2, dashboard_address=":0") as c:
         box = {}
@@ -428,7 +428,7 @@ def test_a_stale_writer_never_writes_into_a_new_layout(tmp_path, client, monkeyp
     from sroa_dist.sweep import lease as lease_mod
 
     spec = SMOKE / "figure1.toml"
-    slow = {"tensor.n": 10, "solver.options": {"n_starts": 2048}}
+    slow = PACED  # about 0.5 s per block, waited: A is still running when B takes over
     store = tmp_path / "s.zarr"
     monkeypatch.setattr(lease_mod.StoreLease, "start_heartbeat", lambda self, interval=None: None)
     box = {}

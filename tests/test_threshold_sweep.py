@@ -167,7 +167,7 @@ def test_cluster_sweep_equals_serial_find_threshold_bit_for_bit(tmp_path, client
 
 def _slow():
     """Searches of about a second each, so that a kill lands mid-run."""
-    return _small(**{"tensor.n": [9, 10], "replicates": 3, "threshold.rtol": 0.005})
+    return _small(**{"tensor.n": [8, 9], "replicates": 2, "threshold.rtol": 0.005})
 
 
 def test_sigkill_of_a_worker_loses_nothing(tmp_path, client):
@@ -199,9 +199,9 @@ def test_sigkill_of_the_runner_then_resume_equals_uninterrupted(tmp_path, client
     spec_path.write_text(
         """name = "thr-slow"
 seed = 5
-replicates = 3
+replicates = 2
 [tensor]
-n = [9, 10]
+n = [8, 9]
 p = 3
 [noise]
 model = ["coherent-tilt", "gaussian"]
