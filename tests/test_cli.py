@@ -602,6 +602,17 @@ def test_simultaneous_creations_one_wins(tmp_path, cluster, client):
 # ---- signals ------------------------------------------------------------------------------
 
 
+def _shell_status(returncode: int) -> int:
+    """The exit status a shell reports: 128 + N for a process ended by signal N.
+
+    A Ctrl-C during start-up's imports ends, about once in 16 tries on a loaded machine, with
+    the one closing line printed and ``main`` returning 130, yet the process ending by SIGINT:
+    CPython re-sends SIGINT to itself at exit when a KeyboardInterrupt went through code run
+    at C level (``Py_RunMain`` checks ``_Py_UnhandledKeyboardInterrupt``). That is the Unix
+    convention for an interrupted program; a shell reports 130 either way, Popen -2."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_interrupt_is_one_line_and_resumable(tmp_path, sig, code):
@@ -624,7 +635,7 @@ def test_interrupt_is_one_line_and_resumable(tmp_path, sig, code):
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode == code, err
+    assert _shell_status(proc.returncode) == code, err
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
     last = err.strip().splitlines()[-1]
     n_done = int(read_done(store).sum())
@@ -673,7 +684,7 @@ def test_a_signal_in_the_first_seconds_is_honoured(tmp_path, sig, code, delay):
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode == code, err
+    assert _shell_status(proc.returncode) == code, err
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
     assert "interrupted" in err.strip().splitlines()[-1], err
     assert not (store / "sroa_lease").exists()  # released on the way out, or never taken
