@@ -15,6 +15,7 @@ from sroa_dist.sroa_adjoint import eigen_residuals, sroa_vjp
 from sroa_dist.sweep import open_results, run_sweep
 
 
+@pytest.mark.slow
 def test_search_raises_the_metric_above_a_random_start():
     kw = dict(metric="lam", budget=16, starts=("gaussian",), n_random_starts=1)
     res = core.worst_case(4, 3, 0.3, rng=7, **kw)
@@ -84,6 +85,7 @@ def test_bad_arguments():
         core.draw_perturbation("adversarial", 3, 3, V, lam, rng=0)
 
 
+@pytest.mark.slow
 def test_adversarial_family_in_a_real_sweep(tmp_path, client):
     spec = {
         "name": "adversarial-smoke",
@@ -202,6 +204,7 @@ def test_least_norm_point_at_a_corner():
     ("metric", "starts"),
     [("lam", ("gaussian",)), ("vec", ("coherent-tilt", "sod-shrink", "gaussian"))],
 )
+@pytest.mark.slow
 def test_gradient_beats_the_es_at_equal_evaluations(metric, starts):
     # Tiny n, fixed seed, the same starts and SROA budget (certified steps and norms for both).
     kw = dict(metric=metric, budget=12, rng=0, starts=starts)

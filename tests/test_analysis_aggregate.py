@@ -141,6 +141,7 @@ def test_error_growth_matches_numpy():
     np.testing.assert_allclose(pooled["lam_err_growth"], lam / lam[0])
 
 
+@pytest.mark.slow
 def test_aggregation_stays_lazy_on_dask_and_zarr(tmp_path):
     eager = scaling_cube(ns=(4, 8), n_eps=4, n_rep=8)
     eager.to_zarr(tmp_path / "cube.zarr", consolidated=False)

@@ -68,6 +68,7 @@ def test_completeness_of_a_synthetic_cube_by_hand():
     assert full.replicates_text() == "4 replicates"
 
 
+@pytest.mark.slow
 def test_completeness_of_a_killed_store_matches_the_store_status(killed_store):
     ds = open_results(killed_store)
     st, status = completeness(ds), store_status(killed_store)
@@ -84,6 +85,7 @@ def test_completeness_of_a_killed_store_matches_the_store_status(killed_store):
     )
 
 
+@pytest.mark.slow
 def test_report_of_a_killed_store_says_so_first_and_in_every_figure(killed_store, tmp_path):
     ds = open_results(killed_store)
     with pytest.warns(IncompleteCubeWarning, match=r"6/10 blocks done, 1 failed, 3 not run"):
@@ -103,6 +105,7 @@ def test_report_of_a_killed_store_says_so_first_and_in_every_figure(killed_store
     assert "4 of 10 sigma values missing" in title
 
 
+@pytest.mark.slow
 def test_all_failed_store_gets_a_report_listing_the_failures(tmp_path):
     path = tmp_path / "failed.zarr"
     layout = partial_store(
@@ -173,6 +176,7 @@ def _degenerate_cubes():
 
 
 @pytest.mark.parametrize("name", list(_degenerate_cubes()))
+@pytest.mark.slow
 def test_no_numeric_warning_reaches_the_user(name, tmp_path):
     """Degenerate cubes, dask-backed from real zarr stores as ``open_results`` gives them.
 
@@ -193,6 +197,7 @@ def test_no_numeric_warning_reaches_the_user(name, tmp_path):
         write_report(lazy, tmp_path / "r", n_boot=20)
 
 
+@pytest.mark.slow
 def test_cli_report_and_plot_state_completeness_and_strict_exits_1(killed_store, tmp_path):
     out = str(tmp_path / "rep" / "r")
     proc = run_cli("report", str(killed_store), "--out", out, "--format", "md", check=False)
@@ -209,6 +214,7 @@ def test_cli_report_and_plot_state_completeness_and_strict_exits_1(killed_store,
     assert strict.returncode == 1
 
 
+@pytest.mark.slow
 def test_cli_strict_passes_a_complete_store(tmp_path):
     path = tmp_path / "done.zarr"
     partial_store(

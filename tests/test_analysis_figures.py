@@ -183,6 +183,7 @@ def test_heatmap_panels_per_noise_model():
         ),
     ],
 )
+@pytest.mark.slow
 def test_plot_cube_writes_the_supported_figures(tmp_path, cube, names, formats):
     paths = plot_cube(cube(), tmp_path / "figs", formats=formats, n_boot=20)
     assert [p.name for p in paths] == [f"{n}.{f}" for n in names for f in formats]

@@ -26,6 +26,7 @@ def test_summary_numbers_match_direct_computation():
     assert s["provenance"] == PROVENANCE | {"sigma": 0.01}
 
 
+@pytest.mark.slow
 def test_uncertified_steps_report_how_often_a_second_start_set_agreed(tmp_path):
     ds = figure2_cube(n_rep=20)
     assert summarize(ds, n_boot=0)["confirmed_fraction"] is None  # a cube from before
@@ -40,6 +41,7 @@ def test_uncertified_steps_report_how_often_a_second_start_set_agreed(tmp_path):
     assert f"(`confirmed`; evidence, not a certificate): {100 * want:.1f} %" in md
 
 
+@pytest.mark.slow
 def test_markdown_and_html_report_with_figures(tmp_path):
     ds = figure1_cube(n_sigma=10)
     ds["lam_err"].loc[{"noise": "gaussian", "sigma": ds.sigma.values[2]}] = 1.0
@@ -65,6 +67,7 @@ def test_markdown_and_html_report_with_figures(tmp_path):
     assert "Error growth" not in md  # one step: nothing to grow
 
 
+@pytest.mark.slow
 def test_scaling_report_has_thresholds_and_exponents(tmp_path):
     ds = scaling_cube(ns=(4, 8, 16), n_eps=8, n_rep=12)
     paths = write_report(ds, tmp_path / "scaling", formats=("md",), n_boot=30)
@@ -83,6 +86,7 @@ def test_scaling_report_has_thresholds_and_exponents(tmp_path):
     assert "| -0.5 | -1 |" in md  # references −1/(p−1) with p = 3 from attrs, and −1
 
 
+@pytest.mark.slow
 def test_report_without_attrs_and_html_only(tmp_path):
     ds = figure2_cube(n_rep=4)
     ds.attrs = {}
@@ -97,6 +101,7 @@ def test_report_rejects_unknown_format(tmp_path):
         write_report(figure2_cube(n_rep=3), tmp_path / "r", formats=("pdf",))
 
 
+@pytest.mark.slow
 def test_report_shows_every_criterion_per_family(tmp_path):
     ds = family_cube(n_rep=16)
     paths = write_report(ds, tmp_path / "fam", formats=("md",), criterion="value", n_boot=30)

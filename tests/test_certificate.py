@@ -87,6 +87,7 @@ CASES = {
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.slow
 def test_engine_certificates_verify_and_bound_the_true_maximum(name):
     T = CASES[name]()
     p = T.ndim
@@ -125,6 +126,7 @@ def test_planted_maxima_in_closed_form():
 
 @pytest.mark.parametrize("driver", DRIVERS)
 @pytest.mark.parametrize("p", [3, 4])
+@pytest.mark.slow
 def test_circle_exhaustive_search(p, driver):
     rng = np.random.default_rng(11)
     for _ in range(3):
@@ -137,6 +139,7 @@ def test_circle_exhaustive_search(p, driver):
 
 
 @pytest.mark.parametrize("driver", DRIVERS)
+@pytest.mark.slow
 def test_even_order_pieces_bound_each_sign(driver):
     T = sym(np.random.default_rng(5).standard_normal((3, 3, 3, 3)))
     r = solve_abs(T, with_certificate=True, driver=driver)
@@ -282,6 +285,7 @@ def test_certificate_of_an_extremely_scaled_tensor_is_for_that_tensor(exponent):
     )
 
 
+@pytest.mark.slow
 def test_certificate_past_n_26():
     n = 27
     T = nearly_sod(n, 3, 0.01, 5)
@@ -338,6 +342,7 @@ def _tamper_one(files):
     return key
 
 
+@pytest.mark.slow
 def test_sweep_stores_certificates_and_verify_checks_them(tmp_path, client):
     import json
 
@@ -393,6 +398,7 @@ def test_sweep_stores_certificates_and_verify_checks_them(tmp_path, client):
     assert res2.complete and verify_store(str(store)).ok
 
 
+@pytest.mark.slow
 def test_verify_rebuilds_perturbation_family_instances(tmp_path, client):
     # Families with a closed-form norm skip the norm solve in the worker; verify must rebuild
     # exactly those tensors (one construction shared by both), or every check would fail.

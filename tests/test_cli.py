@@ -39,6 +39,7 @@ def test_validate_shows_the_grid():
     assert "noise=3, sigma=2000, replicate=1, step=1" in out
 
 
+@pytest.mark.slow
 def test_validate_errors_name_file_key_reason(tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text('name = "x"\n[tensor]\nn = 3\np = 2\n[noise]\nsigma = 0.1\n')
@@ -49,6 +50,7 @@ def test_validate_errors_name_file_key_reason(tmp_path):
     assert proc.returncode == 2 and "'noise.model'" in proc.stderr and "cauchy" in proc.stderr
 
 
+@pytest.mark.slow
 def test_run_status_info_plot_report(tmp_path):
     store = tmp_path / "cli.zarr"
     proc = run_cli(
@@ -215,6 +217,7 @@ def test_running_cluster_by_address_env_and_scheduler_file(tmp_path, cluster):
         assert_same_bits(cube_values(tmp_path / "a.zarr"), cube_values(tmp_path / f"{name}.zarr"))
 
 
+@pytest.mark.slow
 def test_unreachable_scheduler_is_a_short_error_with_a_hint(tmp_path):
     """A refused connection ends with exit status 2 and a hint, not a traceback."""
     import socket
@@ -374,6 +377,7 @@ IN_A_PROCESS = {"spec-not-utf8", "scheduler-file-missing", "s3-no-credentials", 
 
 
 @pytest.mark.parametrize("case", BAD, ids=[c[0] for c in BAD])
+@pytest.mark.slow
 def test_bad_input_is_one_line_and_a_hint(files, case, monkeypatch, capsys):
     name, argv, expected = case
     args = [a.replace("{d}", str(files)) for a in argv]
@@ -430,6 +434,7 @@ def test_run_never_clobbers_user_files(tmp_path, target, overwrite):
     assert sorted(p.name for p in work.iterdir()) == ["mine.txt", "results"]
 
 
+@pytest.mark.slow
 def test_a_read_only_store_is_a_short_error(files, tmp_path):
     """Permission denied names the path and says the store must be writable (not the
     scheduler/TLS hint). As root, the run drops the capabilities that bypass file modes
@@ -462,6 +467,7 @@ def test_a_read_only_store_is_a_short_error(files, tmp_path):
     assert "TLS" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_broken_pipe_exits_quietly(files):
     """`sroa-dist info STORE | head -1`: the reader leaves first; no traceback, no message."""
     proc = subprocess.Popen(
@@ -785,6 +791,7 @@ class _Peer:
     "mode, expect",
     [("silent", "no Dask answer within 2 s"), ("http", "answered in another protocol")],
 )
+@pytest.mark.slow
 def test_a_peer_that_is_not_a_scheduler_is_one_line(tmp_path, mode, expect):
     """A port that accepts but never answers used to hang past --connect-timeout; one that
     answers HTTP 400 gave a traceback (a 3 EiB allocation). Both are one line and a hint, the

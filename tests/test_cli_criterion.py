@@ -38,6 +38,7 @@ def nscaling_store(tmp_path_factory) -> Path:
     return store
 
 
+@pytest.mark.slow
 def test_report_states_the_chosen_value_criterion(nscaling_store, tmp_path):
     out = tmp_path / "rep"
     proc = _cli(

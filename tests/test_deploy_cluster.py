@@ -54,6 +54,7 @@ def finish(runner, timeout: float = RUN_TIMEOUT) -> str:
     return out
 
 
+@pytest.mark.slow
 def test_compose_cluster_matches_embedded(plain, embedded, tmp_path):
     with Processes(tmp_path / "logs") as procs:
         runner, store = plain.runner(procs, store="/results/clean.zarr")
@@ -70,6 +71,7 @@ def test_compose_cluster_matches_embedded(plain, embedded, tmp_path):
     assert_cubes_equal(store, embedded)
 
 
+@pytest.mark.slow
 def test_worker_killed_mid_sweep(embedded, tmp_path):
     """kill -9 of one worker's process group (nanny and worker: the container is gone)."""
     with Processes(tmp_path / "logs") as procs:
@@ -89,6 +91,7 @@ def test_worker_killed_mid_sweep(embedded, tmp_path):
     assert_cubes_equal(store, embedded)
 
 
+@pytest.mark.slow
 def test_client_killed_then_resumed(plain, embedded, tmp_path):
     with Processes(tmp_path / "logs") as procs:
         runner, store = plain.runner(procs, store="/results/client-kill.zarr")

@@ -74,6 +74,7 @@ def test_secret_is_required():
         compose_service("runner", ("base", "s3"), {}, {"results": "/tmp"})
 
 
+@pytest.mark.slow
 def test_sweep_writes_to_and_reads_back_from_s3(s3_variables, embedded, tmp_path):
     import s3fs
 
@@ -113,6 +114,7 @@ def test_sweep_writes_to_and_reads_back_from_s3(s3_variables, embedded, tmp_path
         assert "exists" in again.output()
 
 
+@pytest.mark.slow
 def test_lease_and_extension_on_s3(s3_server, client, tmp_path):
     """The writer lease and the extension swap on an object store: a live holder refuses a
     second run (naming it), the extension's entry-by-entry copy keeps the lease in place, and

@@ -87,6 +87,7 @@ def test_failing_sinfo_names_slurm_conf(fake_sinfo):
         m.check_partition(None, 1, "1GB")
 
 
+@pytest.mark.slow
 def test_main_refuses_before_submitting(fake_sinfo, tmp_path):
     """The command line: exit 2, one line on stderr, no store (nothing was started)."""
     fake_sinfo()

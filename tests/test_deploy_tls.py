@@ -96,11 +96,13 @@ def test_make_certs_chain(certs, rogue_certs):
         assert (certs / f"{name}-key.pem").stat().st_mode & 0o077 == 0  # keys private
 
 
+@pytest.mark.slow
 def test_cluster_speaks_tls(tls_cluster):
     assert tls_cluster.address.startswith("tls://127.0.0.1:")
     assert not tls_cluster.hostport.startswith("tls://")  # compose addresses carry no scheme
 
 
+@pytest.mark.slow
 def test_authenticated_runner_completes(tls_cluster, embedded, tmp_path):
     with Processes(tmp_path / "logs") as procs:
         runner, store = tls_cluster.runner(procs, store="/results/tls.zarr")
@@ -111,6 +113,7 @@ def test_authenticated_runner_completes(tls_cluster, embedded, tmp_path):
     assert_cubes_equal(store, embedded)
 
 
+@pytest.mark.slow
 def test_plain_client_refused(tls_cluster, tmp_path):
     """The runner of docker-compose.yml alone (no TLS settings) cannot use the TLS cluster."""
     with Processes(tmp_path / "logs") as procs:

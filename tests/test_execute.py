@@ -57,6 +57,7 @@ def test_a_relative_store_is_where_the_caller_means(tmp_path, client, monkeypatc
     assert not any((Path(w) / "relative.zarr").exists() for w in workers_cwd)
 
 
+@pytest.mark.slow
 def test_bits_identical_for_worker_counts_and_block_sizes(tmp_path, client):
     spec = SMOKE / "nscaling.toml"
     a = run_sweep(spec, tmp_path / "a.zarr", client=client, block_size=2)
@@ -69,6 +70,7 @@ def test_bits_identical_for_worker_counts_and_block_sizes(tmp_path, client):
     assert_same_bits(cube_values(tmp_path / "a.zarr"), cube_values(tmp_path / "b.zarr"))
 
 
+@pytest.mark.slow
 def test_extending_axes_reuses_finished_blocks(tmp_path, client):
     spec = SMOKE / "figure1.toml"
     store = tmp_path / "ext.zarr"
@@ -180,6 +182,7 @@ def _run_with_fault(client, tmp_path, target, kind, store, **kw):
     return res, _attempts(markers)
 
 
+@pytest.mark.slow
 def test_kernel_errors_are_reported_at_once_and_rerun_by_the_next_run(tmp_path, client):
     """A deterministic error of the kernel is not retried (one attempt per block, although
     retries are allowed), every block is reported failed in the result and the store; the next
@@ -198,6 +201,7 @@ def test_kernel_errors_are_reported_at_once_and_rerun_by_the_next_run(tmp_path, 
     assert not store_status(store).failed
 
 
+@pytest.mark.slow
 def test_a_transient_fault_is_retried_and_changes_no_bit(tmp_path, client):
     """Every block's first write fails (an OSError, as a store hiccup would): with retries the
     run completes, each block took two attempts, and the cube equals a clean run bit for bit.
@@ -388,6 +392,7 @@ def test_no_cluster_no_store(tmp_path):
     assert not (tmp_path / "x.zarr").exists()
 
 
+@pytest.mark.slow
 def test_a_stale_lease_is_taken_over(tmp_path, client):
     """A run whose holder stopped heart-beating (another host, heartbeat older than the
     timeout) is taken over; a live holder is refused."""

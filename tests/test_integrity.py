@@ -92,6 +92,7 @@ def _repair_and_compare(store: Path, clean: Path, cluster, n_damaged: int = 1) -
 
 
 @pytest.mark.parametrize("var", ["lam_hat", "lam_err"])
+@pytest.mark.slow
 def test_garbage_in_a_data_chunk_is_named_and_repaired(clean, tmp_path, cluster, var):
     store = _copy(clean, tmp_path)
     _garbage(_chunk(store, var, 1))
@@ -99,6 +100,7 @@ def test_garbage_in_a_data_chunk_is_named_and_repaired(clean, tmp_path, cluster,
     _repair_and_compare(store, clean, cluster)
 
 
+@pytest.mark.slow
 def test_garbage_in_a_done_chunk_is_named_and_repaired(clean, tmp_path, cluster):
     store = _copy(clean, tmp_path)
     _garbage(_chunk(store, "done", 2))
@@ -108,6 +110,7 @@ def test_garbage_in_a_done_chunk_is_named_and_repaired(clean, tmp_path, cluster)
     _repair_and_compare(store, clean, cluster)
 
 
+@pytest.mark.slow
 def test_deleted_chunk_is_named_and_repaired(clean, tmp_path, cluster):
     store = _copy(clean, tmp_path)
     _chunk(store, "lam_hat", 0).unlink()
@@ -117,6 +120,7 @@ def test_deleted_chunk_is_named_and_repaired(clean, tmp_path, cluster):
     _repair_and_compare(store, clean, cluster)
 
 
+@pytest.mark.slow
 def test_chunk_replaced_by_another_blocks_chunk_is_named_and_repaired(clean, tmp_path, cluster):
     store = _copy(clean, tmp_path)
     shutil.copyfile(_chunk(store, "lam_hat", 1), _chunk(store, "lam_hat", 3))
@@ -135,6 +139,7 @@ def test_every_array_has_a_crc32c_codec(clean):
     assert report.ok and report.n_done == 4 and not report.unvouched
 
 
+@pytest.mark.slow
 def test_store_without_digests_resumes_gains_digests_and_is_not_vouched_for(
     clean, tmp_path, cluster
 ):

@@ -112,6 +112,7 @@ def test_warm_started_implicit_sroa_recovers_components_and_reports_true_values(
     np.testing.assert_allclose(res.gaps, res.upper_bounds - np.abs(res.lambdas))
 
 
+@pytest.mark.slow
 def test_implicit_sroa_allocates_no_tensor_sized_temporaries():
     """Peak extra memory of three implicit steps at n = 160 (a 33 MB tensor) stays far below
     the tensor: the deflated tensor is never formed and the symmetry check works in slabs."""

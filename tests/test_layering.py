@@ -145,6 +145,7 @@ def test_core_files_import_no_orchestration_or_storage():
     assert upward == []
 
 
+@pytest.mark.slow
 def test_core_import_pulls_in_no_orchestration_or_storage():
     modules = sorted({_module(f) for f in _core_files()})
     loaded = _loaded_after("\n".join(f"import {m}" for m in modules))
@@ -161,12 +162,14 @@ def test_pure_sweep_files_import_no_dask_zarr_or_xarray():
 
 
 @pytest.mark.parametrize("path", PURE_SWEEP)
+@pytest.mark.slow
 def test_pure_sweep_import_pulls_in_no_dask_zarr_or_xarray(path):
     assert (PKG / path).exists(), f"sroa_dist/{path} is listed in PURE_SWEEP but does not exist"
     loaded = _loaded_after(f"import {_module(PKG / path)}")
     assert loaded & (ORCHESTRATION | STORAGE) == set()
 
 
+@pytest.mark.slow
 def test_computing_blocks_pulls_in_no_dask_zarr_or_xarray():
     """The block kernel's lazy paths too: certificates collected, the certified method (the
     moment relaxation) and a model sweep (method of moments) each compute a block."""
@@ -229,6 +232,7 @@ def _third_party(files: list[Path], local: set[str]) -> dict[str, tuple[str, boo
     return out
 
 
+@pytest.mark.slow
 def test_every_imported_distribution_is_declared():
     """Each third-party module the package imports is a declared dependency (``[project]
     dependencies``; an import guarded by ``except ImportError`` may be declared in an extra

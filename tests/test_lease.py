@@ -140,6 +140,7 @@ def _race(url: str, start: float, out, stop) -> None:
     lease.release()
 
 
+@pytest.mark.slow
 def test_processes_racing_for_a_new_store_one_wins(tmp_path):
     ctx = mp.get_context("spawn")
     out, stop = ctx.Queue(), ctx.Event()
@@ -186,6 +187,7 @@ def s3():
         server.stop()
 
 
+@pytest.mark.slow
 def test_s3_conditional_acquire_takeover_release(s3):
     import s3fs
 

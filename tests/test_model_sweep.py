@@ -121,6 +121,7 @@ def test_layout_and_serial_block_pair_methods():
     assert set(res[0].data) == set(MODEL_VARIABLES)
 
 
+@pytest.mark.slow
 def test_model_sweep_end_to_end_on_workers(tmp_path, client):
     spec_path = SMOKE / "topics.toml"
     store = tmp_path / "topics.zarr"
@@ -169,6 +170,7 @@ def test_model_sweep_end_to_end_on_workers(tmp_path, client):
     assert_same_bits(cube_values(store), cube_values(other))
 
 
+@pytest.mark.slow
 def test_model_sweep_extends_n_and_replicates(tmp_path, client):
     spec_path = SMOKE / "gmm.toml"
     store = tmp_path / "gmm.zarr"

@@ -156,6 +156,7 @@ def test_simplex_projection_is_the_euclidean_projection():
     np.testing.assert_allclose(project_simplex(onsimplex), onsimplex, atol=1e-14)
 
 
+@pytest.mark.slow
 def test_moments_subpackage_stays_in_the_numerical_core():
     import subprocess
     import sys

@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "examples" / "topic_model_moments.ipynb"
 
 
+@pytest.mark.slow
 def test_topic_notebook_runs_and_recovers_the_planted_topics(tmp_path, monkeypatch):
     monkeypatch.setenv(
         "PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))

@@ -45,6 +45,7 @@ def test_default_store_refuses_an_escaping_name_even_unchecked():
             default_store(name)
 
 
+@pytest.mark.slow
 def test_cli_validate_refuses_an_escaping_name(tmp_path):
     spec = tmp_path / "bad.toml"
     spec.write_text('name = "../../../x"\n[tensor]\nn = 3\np = 3\n[noise]\nsigma = 0.01\n')

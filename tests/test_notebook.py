@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import nbformat
+import pytest
 import xarray as xr
 from analysis_cubes import figure2_cube
 from nbclient import NotebookClient
@@ -27,6 +28,7 @@ def _stdout(nb) -> str:
     )
 
 
+@pytest.mark.slow
 def test_notebook_runs_and_prints_the_api_number(tmp_path, monkeypatch):
     store = tmp_path / "cube.zarr"
     figure2_cube(n_rep=6, n_steps=4).to_zarr(store, consolidated=False)

@@ -192,6 +192,7 @@ def test_spec_validates_families_through_the_registry():
         spec_from_dict(_spec(["coherent-tilt+gaussian"], noise={"weight": [0.1, 0.2]}))
 
 
+@pytest.mark.slow
 def test_user_family_runs_through_a_real_sweep_on_real_workers(tmp_path, client):
     models = ["gaussian", "perturb_user_family:rank_one", "coherent-tilt"]
     spec = _spec(models, noise={"params": {"perturb_user_family:rank_one": {"strength": 2.0}}})

@@ -20,6 +20,7 @@ def _modules_after(code: str) -> set[str]:
     return set(out.stdout.split())
 
 
+@pytest.mark.slow
 def test_spec_validation_does_not_import_the_grid():
     loaded = _modules_after(
         "from sroa_dist.sweep.spec import spec_from_dict\n"
@@ -30,6 +31,7 @@ def test_spec_validation_does_not_import_the_grid():
     assert "sroa_dist.sweep.grid" not in loaded
 
 
+@pytest.mark.slow
 def test_policy_and_schema_are_free_of_the_sweep_machinery():
     loaded = _modules_after("import sroa_dist.policy")
     assert not {m for m in loaded if m.startswith("sroa_dist.sweep")}

@@ -51,6 +51,7 @@ def user_store(tmp_path_factory) -> Path:
     [["status"], ["status", "--deep"], ["check"], ["info"], ["report", "--format", "md"]],
     ids=lambda a: " ".join(a),
 )
+@pytest.mark.slow
 def test_reading_commands_need_no_user_code(user_store, args):
     out = [] if args[0] != "report" else ["--out", str(user_store.parent / "rep")]
     proc = _cli([args[0], str(user_store), *args[1:], *out], user_store.parent, with_tests=False)
@@ -58,6 +59,7 @@ def test_reading_commands_need_no_user_code(user_store, args):
     assert "perturb_user_family" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_computing_still_needs_the_module(user_store):
     """A name read from a stored spec never runs: verify rebuilds instances, so it says why."""
     proc = _cli(["run", "spec.toml", "--store", "v.zarr", "--workers", "1"], user_store.parent,
@@ -70,6 +72,7 @@ def test_computing_still_needs_the_module(user_store):
     ("family", "reason"),
     [("not_symmetric", "not symmetric"), ("not_finite", "finite"), ("wrong_shape", "shape")],
 )
+@pytest.mark.slow
 def test_validate_draws_each_user_family_once(tmp_path, family, reason):
     (tmp_path / "s.toml").write_text(
         SPEC.replace("rank_one", family).split("[noise.params")[0]
@@ -81,6 +84,7 @@ def test_validate_draws_each_user_family_once(tmp_path, family, reason):
     assert "noise.model" in first and reason in first and "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_validate_reports_the_trial_draw_of_a_good_family(tmp_path):
     (tmp_path / "s.toml").write_text(SPEC)
     proc = _cli(["validate", "s.toml"], tmp_path, with_tests=True)

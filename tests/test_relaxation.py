@@ -133,6 +133,7 @@ def test_validated_bound_holds_for_arbitrary_duals(n, p):
 
 @pytest.mark.parametrize("driver", DRIVERS)
 @pytest.mark.parametrize("p", [3, 4])
+@pytest.mark.slow
 def test_circle_against_exhaustive_search(p, driver):
     rng = np.random.default_rng(10 + p)
     for _ in range(4):
@@ -215,6 +216,7 @@ def test_nearly_sod_relaxation_is_tight():
         assert r.fx >= best_local - 1e-12
 
 
+@pytest.mark.slow
 def test_full_scs_solve_moment_matrix_is_rank_one():
     rng = np.random.default_rng(5)
     T = nearly_sod(6, 0.01, rng)
@@ -288,6 +290,7 @@ def test_even_order_abs_bounds_both_signs(driver):
 
 
 @pytest.mark.parametrize("p", [5, 6])
+@pytest.mark.slow
 def test_higher_orders_are_certified(p):
     rng = np.random.default_rng(13)
     n = 4
@@ -400,6 +403,7 @@ def test_monomial_keys_are_a_bijection():
     np.testing.assert_array_equal(kx.product(kx.tuples(a), kx.tuples(b)), kx.of(a + b))
 
 
+@pytest.mark.slow
 def test_certified_solve_past_n_26():
     """A nearly SOD cubic at n = 27 is certified (gap <= 1e-8), with x near a component."""
     n = 27

@@ -56,6 +56,7 @@ def test_operator_norm_bracket_contains_the_true_norm_at_extreme_scales(s):
     exponent=st.floats(min_value=-300, max_value=300),
     method=st.sampled_from(ALL_METHODS),
 )
+@pytest.mark.slow
 def test_values_and_bounds_scale_with_the_tensor(exponent, method):
     s = 10.0**exponent
     r = rank_one(T0 * s, method, rng=0)

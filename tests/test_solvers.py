@@ -90,6 +90,7 @@ def test_power_method_returns_z_eigenpairs_of_nearly_sod_tensors(p):
 
 @pytest.mark.parametrize("method", GLOBAL_METHODS)
 @pytest.mark.parametrize("p", [3, 4])
+@pytest.mark.slow
 def test_global_methods_agree_with_exhaustive_search_on_the_circle(method, p):
     rng = np.random.default_rng(100 + p)
     for _ in range(6):

@@ -325,6 +325,7 @@ def test_range_length_is_shared_capped_and_overflow_safe():
             range_length(table)
 
 
+@pytest.mark.slow
 def test_validation_never_materialises_the_grid(tmp_path):
     """A 10^12-instance grid (10^6 σ values × 10^6 replicates) validates or is refused without
     enumerating instances: validation allocates O(axes) memory, not O(instances)."""
@@ -436,6 +437,7 @@ def _issue_case(**edits):
 @example(raw=_issue_case(solver__options={"gap_tol": -1}))
 @example(raw=_issue_case(solver__method="sos", tensor__n=30))
 @example(raw=_issue_case(tensor__n=2000))
+@pytest.mark.slow
 def test_every_spec_that_validates_runs_one_instance(raw):
     """The contract of ``validate``: a spec it accepts computes, here one instance of the first
     block through the worker kernel, without error."""
@@ -454,6 +456,7 @@ def test_every_spec_that_validates_runs_one_instance(raw):
     assert np.all(np.isfinite(out.data["lam_hat"][..., : spec.data["solver"]["steps"] or 1]))
 
 
+@pytest.mark.slow
 def test_a_run_without_store_writes_the_specs_default_store(tmp_path):
     """``sroa-dist run`` without ``--store`` writes ``spec.default_store`` (relative to the
     current folder; its embedded cluster's workers share that folder)."""

@@ -81,6 +81,7 @@ def test_a_bad_model_on_the_command_line_is_still_refused():
     assert info.value.key == "noise.model" and "--set" in str(info.value)
 
 
+@pytest.mark.slow
 def test_a_shrunk_shipped_spec_runs_from_the_cli(tmp_path):
     spec = ROOT / "sweeps" / "nscaling-tilt-p3.toml"
     store = tmp_path / "s.zarr"

@@ -96,6 +96,7 @@ def _write_one(args):
     return b
 
 
+@pytest.mark.slow
 def test_concurrent_aligned_writes_lose_nothing(tmp_path):
     """All blocks written at once from 4 processes: every value and done flag arrives
     (the failure mode of shared chunks is silent loss, so check every value)."""
@@ -212,6 +213,7 @@ def test_store_kinds(tmp_path):
         store_status(str(tmp_path / "foreign.zarr"))
 
 
+@pytest.mark.slow
 def test_overwrite_and_extension_keep_the_lease_and_change_the_layout_token(tmp_path):
     """The writer lease lives in the store; neither replacing nor extending the store drops it,
     and each new layout gets a new token that stale writers are refused with."""

@@ -60,6 +60,7 @@ def _stored(ds, coords):
     return ds.sel({d: v for d, v in coords.items()})
 
 
+@pytest.mark.slow
 def test_result_store_writes_blocks_in_the_layouts_regions(tmp_path):
     rs = _filled(tmp_path, SIGMA, block_size=4)
     assert rs.kind == "sroa"
@@ -78,6 +79,7 @@ def test_result_store_writes_blocks_in_the_layouts_regions(tmp_path):
         assert np.array_equal(ds["lam_hat"].values[region], got, equal_nan=True)
 
 
+@pytest.mark.slow
 def test_locate_finds_each_instances_block(tmp_path):
     rs = _filled(tmp_path, SIGMA, block_size=4)
     layout = rs.layout
@@ -108,6 +110,7 @@ def _solve_like_the_worker(spec, stored):
 
 
 @pytest.mark.parametrize("raw", [SIGMA, EPS], ids=["sigma", "eps_scaled"])
+@pytest.mark.slow
 def test_every_stored_instance_is_rebuilt_bit_for_bit(tmp_path, raw):
     """instance_of rebuilds T_hat exactly: SROA on it with the instance's solver seed gives
     the stored lam_hat, lam_err and vec_err bit for bit, for every instance of the store."""
@@ -149,6 +152,7 @@ def test_sigma_instances_are_make_instance_itself(tmp_path):
         assert np.array_equal(inst.E, stored.instance.E)
 
 
+@pytest.mark.slow
 def test_opnorm_instances_are_make_instance_rescaled_by_scale_factors(tmp_path):
     """An eps sweep draws E with sigma = 1 and rescales it by ``scale_factors(||E||, target)``
     (the norm from the instance's norm seed, child 2): the stored instance is exactly that."""
@@ -182,6 +186,7 @@ def test_opnorm_instances_are_make_instance_rescaled_by_scale_factors(tmp_path):
         assert stored.instance.E_norm == pytest.approx(target, rel=1e-12)
 
 
+@pytest.mark.slow
 def test_result_store_writes_certificates_before_the_done_flag(tmp_path):
     """With [output] certificates, write() puts the block's certificate file beside the
     store; verify_certificates re-checks them against rebuilt tensors."""
@@ -200,6 +205,7 @@ def test_result_store_writes_certificates_before_the_done_flag(tmp_path):
     assert report.ok and len(report.checks) == 2 and not report.missing
 
 
+@pytest.mark.slow
 def test_a_stale_task_is_refused_and_writes_nothing(tmp_path):
     import dataclasses
 

@@ -21,6 +21,7 @@ RTOL = 0.01
 
 
 @pytest.mark.parametrize(("p", "n"), [(3, 6), (4, 6), (5, 5)])
+@pytest.mark.slow
 def test_dense_and_matrix_free_brackets_agree(p, n):
     kw = dict(family="coherent-tilt", c=0.5, method="sshopm", eps_range=(0.05, 1.5), rtol=RTOL)
     dense = sroa_dist.find_threshold(n, p, rng=7, matrix_free=False, **kw)

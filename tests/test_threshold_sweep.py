@@ -136,6 +136,7 @@ def _serial(spec_raw, coords):
     )
 
 
+@pytest.mark.slow
 def test_cluster_sweep_equals_serial_find_threshold_bit_for_bit(tmp_path, client):
     raw = _small()
     res = run_sweep(raw, tmp_path / "t.zarr", client=client)
@@ -170,6 +171,7 @@ def _slow():
     return _small(**{"tensor.n": [8, 9], "replicates": 2, "threshold.rtol": 0.005})
 
 
+@pytest.mark.slow
 def test_sigkill_of_a_worker_loses_nothing(tmp_path, client):
     raw = _slow()
     store = tmp_path / "k.zarr"
@@ -194,6 +196,7 @@ def test_sigkill_of_a_worker_loses_nothing(tmp_path, client):
     assert_same_bits(cube_values(store), cube_values(tmp_path / "ref.zarr"))
 
 
+@pytest.mark.slow
 def test_sigkill_of_the_runner_then_resume_equals_uninterrupted(tmp_path, client):
     spec_path = tmp_path / "slow.toml"
     spec_path.write_text(
@@ -247,6 +250,7 @@ rtol = 0.005
     assert_same_bits(cube_values(store), cube_values(tmp_path / "ref.zarr"))
 
 
+@pytest.mark.slow
 def test_progress_is_shown(tmp_path, client):
     import io
 
@@ -261,11 +265,13 @@ def test_progress_is_shown(tmp_path, client):
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
+@pytest.mark.slow
 def test_shipped_threshold_specs_validate_with_an_estimate(path):
     out = run_cli("validate", str(path)).stdout
     assert "valid sweep" in out and "CPU hours" in out and "GiB per worker" in out
 
 
+@pytest.mark.slow
 def test_the_p4_n128_run_its_header_documents_validates(monkeypatch):
     """n = 128 dense (p = 4): the tilt alone, one worker of 22 GiB, as the header says."""
     monkeypatch.setenv("SROA_DIST_WORKER_MEMORY", "22GiB")
@@ -302,6 +308,7 @@ def test_shipped_threshold_specs_cover_the_issue():
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
+@pytest.mark.slow
 def test_shipped_threshold_specs_run_shrunk(tmp_path, path, client):
     """Each spec on its own grid shrunk to n = 5, one replicate, the tilt and a coarse rtol."""
     over = {

@@ -28,6 +28,7 @@ def _spec(method: str) -> dict:
     }
 
 
+@pytest.mark.slow
 def test_import_path_method_runs_on_workers_in_another_folder(tmp_path, client, monkeypatch):
     workers_cwd = set(client.run(os.getcwd).values())
     monkeypatch.chdir(tmp_path)

@@ -64,6 +64,7 @@ def _change(store, name, change):
     return idx
 
 
+@pytest.mark.slow
 def test_a_clean_store_passes_and_says_what_it_checked(clean):
     rep = verify_store(str(clean))
     assert rep.ok and len(rep.checks) == 4 * 3 and rep.instances == 4 and rep.files == 2
@@ -86,6 +87,7 @@ def test_a_clean_store_passes_and_says_what_it_checked(clean):
     ],
     ids=["lam+0.3", "lam-1ulp", "U-rel1e-9", "U+1", "certified-flipped"],
 )
+@pytest.mark.slow
 def test_a_changed_stored_value_fails(store, name, change, expect):
     """A value changed in the cube (not in the certificate) is a FAIL naming the step, exit 1."""
     _change(store, name, change)
@@ -96,6 +98,7 @@ def test_a_changed_stored_value_fails(store, name, change, expect):
     assert out.returncode == 1 and "FAIL" in out.stdout and "1 failed" in out.stdout, out
 
 
+@pytest.mark.slow
 def test_a_garbage_certificate_file_fails_by_name_and_the_rest_are_checked(store):
     files = sorted((store.parent / "v.zarr.certificates").glob("*.npz"))
     files[0].write_bytes(b"this is not an npz file")
@@ -108,6 +111,7 @@ def test_a_garbage_certificate_file_fails_by_name_and_the_rest_are_checked(store
     assert "FAIL unreadable certificate file" in out.stdout and files[0].name in out.stdout
 
 
+@pytest.mark.slow
 def test_no_certificates_is_exit_2_not_a_pass(tmp_path, client):
     (tmp_path / "spec.toml").write_text(SPEC.replace("certificates = true", "vectors = false"))
     assert run_sweep(tmp_path / "spec.toml", tmp_path / "n.zarr", client=client).complete

@@ -52,6 +52,7 @@ def nscaling():
     return spec, _cube(spec, block_size=1)
 
 
+@pytest.mark.slow
 def test_a_block_is_the_concatenation_of_its_single_instance_blocks(nscaling):
     """One block of all 32 instances (batched core calls across the grid) equals 32 blocks of
     one instance each, bit for bit, and so does an uneven cut."""
