@@ -202,7 +202,9 @@ first_cube() {
 kill_worker() {
     local store=kill-worker.zarr worker
     SROA_STORE=/results/$store dc up -d runner
-    worker=$(dc ps -q worker | head -n 1)
+    # sed reads every line: `head -n 1` may close the pipe while compose still writes, and
+    # under pipefail compose's EPIPE (exit 255) ended the step.
+    worker=$(dc ps -q worker | sed -n 1p)
     wait_until 300 first_block_done "$store" || die "$store: no block done in 300 s"
     docker kill "$worker" >/dev/null
     log "killed worker $(docker inspect -f '{{.Name}}' "$worker") with $(check_mid_sweep "$store") of $REPLICATES blocks done"
