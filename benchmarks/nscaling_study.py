@@ -73,13 +73,16 @@ class Study:
     #: for the tilt at p >= 4, where a dense SS-HOPM step costs O(n^p) (6.5 s at p = 4,
     #: n = 64 here, so one SROA 7 min) and the factored one O(n²).
     matrix_free: bool | None = None
+    #: Name of the study this one adds sizes to: its results live in their own file (its own
+    #: process can run beside the other's) and are fitted together with that study's.
+    extends: str | None = None
 
 
 STUDIES = {
     s.name: s
     for s in [
-        Study("tilt-p3", 3, "coherent-tilt", "sshopm", (8, 16, 32, 64)),
-        Study("tiltg-p3", 3, "coherent-tilt+gaussian", "sshopm", (8, 16, 32, 64)),
+        Study("tilt-p3", 3, "coherent-tilt", "sshopm", (8, 16, 32, 64, 128)),
+        Study("tiltg-p3", 3, "coherent-tilt+gaussian", "sshopm", (8, 16, 32, 64, 128)),
         Study("gauss-p3", 3, "gaussian", "sshopm", (8, 16, 32, 64)),
         Study(
             "tilt-p4",
@@ -93,7 +96,7 @@ STUDIES = {
         Study("tiltg-p4", 4, "coherent-tilt+gaussian", "sshopm", (8, 16, 32)),
         Study("gauss-p4", 4, "gaussian", "sshopm", (8, 16, 32)),
         Study("tilt-p5", 5, "coherent-tilt", "sshopm", (32, 64, 128), (0.3, 1.2), matrix_free=True),
-        # The largest size on its own (own process and file): same seeds as tilt-p5 would use.
+        # The largest sizes on their own (own process and file): same seeds as tilt-p5 would use.
         Study(
             "tilt-p5-big",
             5,
@@ -102,15 +105,16 @@ STUDIES = {
             (192, 256, 384, 512),
             (0.3, 1.2),
             matrix_free=True,
+            extends="tilt-p5",
         ),
-        Study("power-tilt-p3", 3, "coherent-tilt", "power", (8, 16, 32, 64)),
+        Study("power-tilt-p3", 3, "coherent-tilt", "power", (8, 16, 32, 64, 128)),
         Study("power-gauss-p3", 3, "gaussian", "power", (8, 16, 32, 64)),
         Study(
             "power-tilt-p4",
             4,
             "coherent-tilt",
             "power",
-            (8, 16, 32, 48, 64, 96, 128),
+            (8, 16, 32, 48, 64, 96, 128, 192, 256),
             (0.1, 1.5),
             matrix_free=True,
         ),
@@ -249,7 +253,9 @@ def fit_all(n_ranges: dict[str, tuple[int, int]] | None = None) -> list[dict]:
     """fit_rate per study (one family, p, method, criterion) over its fitted n range."""
     out = []
     for name, study in STUDIES.items():
-        res = load(name)
+        if study.extends:
+            continue  # fitted with the study it extends
+        res = load(name) + [r for s in STUDIES.values() if s.extends == name for r in load(s.name)]
         if not res:
             continue
         n = np.array([r["n"] for r in res])
