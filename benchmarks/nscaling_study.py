@@ -410,10 +410,11 @@ def draw_figures(ranges: dict[str, tuple[int, int]]) -> None:
                 a1.fill_between(x, np.minimum(*ys), np.maximum(*ys), color=colour, alpha=0.15)
         for a in (a1, a2):
             a.set_xscale("log")
-            ticks = [7, 15, 31, 63, 127, 255]
+            right = 2 * max(s.ns[-1] for s in STUDIES.values() if s.p == p)
+            ticks = [2**k - 1 for k in range(3, 12) if 2**k - 1 < right]
             a.set_xticks(ticks, [str(t) for t in ticks])
             a.minorticks_off()
-            a.set_xlim(5, 2 * max(s.ns[-1] for s in STUDIES.values() if s.p == p))
+            a.set_xlim(5, right)
         xr = np.array(a1.get_xlim())
         yr = a1.get_ylim()
         y_ref = math.sqrt(yr[0] * yr[1])
