@@ -93,7 +93,7 @@ STUDIES = {
             (0.1, 1.5),
             matrix_free=True,
         ),
-        Study("tiltg-p4", 4, "coherent-tilt+gaussian", "sshopm", (8, 16, 32)),
+        Study("tiltg-p4", 4, "coherent-tilt+gaussian", "sshopm", (8, 16, 32, 48, 64)),
         Study("gauss-p4", 4, "gaussian", "sshopm", (8, 16, 32)),
         Study("tilt-p5", 5, "coherent-tilt", "sshopm", (32, 64, 128), (0.3, 1.2), matrix_free=True),
         # The largest sizes on their own (own process and file): same seeds as tilt-p5 would use.
