@@ -48,7 +48,7 @@ import numpy as np  # noqa: E402
 
 import sroa_dist  # noqa: E402
 from sroa_dist.analysis.threshold import fit_rate  # noqa: E402
-from sroa_dist.threshold_search import DENSE_BYTES_CAP  # noqa: E402
+from sroa_dist.threshold_search import uses_matrix_free  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DATA = ROOT / "docs" / "data" / "nscaling"
@@ -189,7 +189,7 @@ def _save(study: Study, results: list[dict]) -> None:
 def run_one(study: Study, n: int, rep: int) -> dict:
     matrix_free = study.matrix_free
     if matrix_free is None:  # find_threshold's own rule, recorded with the result
-        matrix_free = study.family == "coherent-tilt" and 8.0 * n**study.p > DENSE_BYTES_CAP
+        matrix_free = uses_matrix_free(n, study.p, study.family)
     t0 = time.perf_counter()
     res = sroa_dist.find_threshold(
         n,

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -75,6 +77,41 @@ def run_cli(*args: str, check: bool = True, timeout: float = 300) -> subprocess.
             f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
         )
     return proc
+
+
+def wait_blocks(store: Path, proc: subprocess.Popen, n: int = 1, timeout: float = 180) -> None:
+    """Return once ``n`` blocks of ``store`` are done; fail if ``proc`` ends or ``timeout``
+    passes first."""
+    from sroa_dist.sweep.storage import read_done
+
+    deadline = time.time() + timeout
+    while time.time() < deadline and proc.poll() is None:
+        if (store / "done" / "zarr.json").exists() and read_done(store).sum() >= n:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"no {n} blocks done while the run ran: {proc.communicate()}")
+
+
+def sigkill_run_mid_sweep(args: list[str], store: Path, n: int = 2, timeout: float = 180) -> None:
+    """Start ``sroa-dist ARGS`` in a process group of its own, wait until ``n`` blocks of
+    ``store`` are done, and SIGKILL the whole group (CLI, scheduler, workers) while the run is
+    still going: a kill with no chance to clean up, landing mid-sweep."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sroa_dist.cli", *args],
+        cwd=ROOT,
+        env=cli_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        wait_blocks(store, proc, n, timeout)
+        assert proc.poll() is None, "the run finished before it could be killed"
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
 
 
 def cube_values(store) -> dict:

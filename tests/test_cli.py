@@ -13,7 +13,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import PACED, ROOT, assert_same_bits, cli_env, cube_values, run_cli
+from conftest import (
+    PACED,
+    ROOT,
+    assert_same_bits,
+    cli_env,
+    cube_values,
+    run_cli,
+    sigkill_run_mid_sweep,
+    wait_blocks,
+)
 
 from sroa_dist.sweep import run_sweep
 from sroa_dist.sweep.storage import read_done
@@ -121,29 +130,7 @@ def test_kill_9_of_the_process_tree_then_resume_equals_uninterrupted(tmp_path, c
         "replicates=2",
         *SLOW[2:],  # about 0.5 s per block, so that the kill lands mid-run
     ]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "sroa_dist.cli", *args],
-        cwd=ROOT,
-        env=cli_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        deadline = time.time() + 120
-        n_done = 0
-        while time.time() < deadline and proc.poll() is None:
-            if (store / "done" / "zarr.json").exists():
-                n_done = int(read_done(store).sum())
-                if n_done >= 2:
-                    break
-            time.sleep(0.05)
-        assert proc.poll() is None, "the run finished before it could be killed"
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(30)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+    sigkill_run_mid_sweep(args, store)
     done = read_done(store)
     assert 2 <= done.sum() < done.size
     time.sleep(0.5)
@@ -500,15 +487,6 @@ def _start(args):
     )
 
 
-def _wait_blocks(store, proc, n=1, timeout=180):
-    deadline = time.time() + timeout
-    while time.time() < deadline and proc.poll() is None:
-        if (store / "done" / "zarr.json").exists() and read_done(store).sum() >= n:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"no {n} blocks done while the first run ran: {proc.communicate()}")
-
-
 _REFS: dict[int, dict] = {}
 
 
@@ -547,7 +525,7 @@ def test_a_second_writer_is_refused_while_the_first_runs(tmp_path, cluster, clie
     again = ["run", FIG1, "--store", str(store), *sched, *SLOW, *extra]
     a = _start(first)
     try:
-        _wait_blocks(store, a)
+        wait_blocks(store, a)
         b = subprocess.run(
             [sys.executable, "-m", "sroa_dist.cli", *again],
             cwd=ROOT,
@@ -632,7 +610,7 @@ def test_interrupt_is_one_line_and_resumable(tmp_path, sig, code):
     ]  # fmt: skip
     proc = _start(args)
     try:
-        _wait_blocks(store, proc, n=2)
+        wait_blocks(store, proc, n=2)
         if sig == signal.SIGINT:
             os.killpg(proc.pid, sig)
         else:
@@ -711,7 +689,7 @@ def test_killing_the_client_ends_its_workers(tmp_path):
     ]  # fmt: skip
     proc = _start(args)
     try:
-        _wait_blocks(store, proc, n=1)
+        wait_blocks(store, proc, n=1)
         children = _children(proc.pid)
         assert children, "the embedded cluster runs worker processes"
         proc.send_signal(signal.SIGKILL)

@@ -8,14 +8,12 @@ from __future__ import annotations
 import math
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 
 import numpy as np
 import pytest
-from conftest import ROOT, assert_same_bits, cli_env, cube_values, run_cli
+from conftest import ROOT, assert_same_bits, cube_values, run_cli, sigkill_run_mid_sweep
 
 from sroa_dist import find_threshold
 from sroa_dist.sweep import open_results, run_sweep
@@ -221,26 +219,7 @@ rtol = 0.005
     )
     store = tmp_path / "killed.zarr"
     args = ["run", str(spec_path), "--store", str(store), "--workers", "2"]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "sroa_dist.cli", *args],
-        cwd=ROOT,
-        env=cli_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-    try:
-        deadline = time.time() + 180
-        while time.time() < deadline and proc.poll() is None:
-            if (store / "done" / "zarr.json").exists() and read_done(store).sum() >= 2:
-                break
-            time.sleep(0.05)
-        assert proc.poll() is None, "the run finished before it could be killed"
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(30)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+    sigkill_run_mid_sweep(args, store)
     done = read_done(store)
     assert 2 <= done.sum() < done.size
     again = run_cli(*args, timeout=1200)
