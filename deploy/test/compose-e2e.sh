@@ -18,7 +18,7 @@
 #
 # Variables: SROA_E2E_DASHBOARD_PORT (host port of the dashboard, default 18787),
 # SROA_E2E_REPLICATES (instances of the certified smoke sweep per run; default: as many as keep
-# one worker busy for about 60 s on this machine, measured first, so there is time to kill
+# one worker busy for about 30 s on this machine, measured first, so there is time to kill
 # something mid-sweep),
 # SROA_E2E_WORK (scratch directory, default /var/tmp/sroa-e2e-compose), SROA_VENV (host venv of
 # the local reference run, default REPO/.venv, made by dev.py when missing).
@@ -157,7 +157,7 @@ PY=
 local_reference() {
     PY=$(host_python)
     if [ -z "$REPLICATES" ]; then
-        REPLICATES=$(calibrate_replicates "$SPEC" 60 24 600) || die "calibration run failed"
+        REPLICATES=$(calibrate_replicates "$SPEC" 30 24 600) || die "calibration run failed"
     fi
     # One instance per block so a sweep has many blocks to kill something in the middle of; a
     # short writer-lease timeout so a runner killed with SIGKILL can be resumed seconds later (a

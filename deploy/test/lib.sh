@@ -155,18 +155,18 @@ host_python() {
 
 # Instances of SPEC that keep one worker busy for about TARGET seconds on this machine now:
 # the kill and walltime checks need sweeps that outlast a kill or a walltime whatever the
-# machine's speed, and no longer than that. Timed with a short `sroa-dist run` (one worker, one
-# instance per block); the result is clamped to [MIN, MAX]. Prints the count. The short run's
-# time per instance includes the warm-up of the first instances (about twice the steady rate
-# on the machine this was written on), so sweeps come out shorter than TARGET, not longer.
+# machine's speed, and no longer than that. Timed with a short `sroa-dist run` (one worker, two
+# instances per block) by the spread of its blocks' completion times, which leaves out the
+# start-up and the first block's warm-up (imports, first solver call): a total task time
+# counts them, overstating the time per instance about 2.5-fold, and a sweep sized by it once
+# finished inside a SLURM worker's lifetime. The result is clamped to [MIN, MAX]. Prints the count.
 calibrate_replicates() {
-    local spec=$1 target=$2 min=$3 max=$4 n=8 task_s
+    local spec=$1 target=$2 min=$3 max=$4 n=16 pace
     "$(dirname "$PY")/sroa-dist" run "$spec" --store "$WORK/calibrate.zarr" --overwrite \
-        --workers 1 --set "replicates=$n" --block-size 1 --dashboard-address 127.0.0.1:0 \
+        --workers 1 --set "replicates=$n" --block-size 2 --dashboard-address 127.0.0.1:0 \
         >"$WORK/calibrate.log" 2>&1 || return 1
-    task_s=$(sed -n 's/.*(tasks \([0-9.]*\) s,.*/\1/p' "$WORK/calibrate.log")
-    [ -n "$task_s" ] || return 1
+    pace=$("$PY" "$REPO/deploy/test/cube_check.py" pace "$WORK/calibrate.zarr") || return 1
     rm -rf "$WORK/calibrate.zarr"
-    python3 -c "import math, sys; t, n, tgt, lo, hi = map(float, sys.argv[1:]); \
-print(int(min(hi, max(lo, math.ceil(tgt * n / max(t, 1e-3))))))" "$task_s" "$n" "$target" "$min" "$max"
+    python3 -c "import math, sys; t, tgt, lo, hi = map(float, sys.argv[1:]); \
+print(int(min(hi, max(lo, math.ceil(tgt / max(t, 1e-4))))))" "$pace" "$target" "$min" "$max"
 }
