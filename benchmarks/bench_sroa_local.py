@@ -38,59 +38,79 @@ def errors(result, insts):
     return m.lam_err, m.vec_err
 
 
+def run_ours(insts, Ts, batch: int, options: dict):
+    """``(instances/s wall, CPU seconds, lam errors, vector errors, share of steps that ran a
+    confirming start set)`` of sshopm SROA in blocks of ``batch``, like a sweep task."""
+    total, cpu, results, confirming, steps = 0.0, 0.0, [], 0, 0
+    for lo in range(0, len(insts), batch):
+        res, dt, dc = cpu_timed(
+            sd.sroa_batch,
+            Ts[lo : lo + batch],
+            method="sshopm",
+            rng=list(range(lo, min(lo + batch, len(insts)))),
+            **options,
+        )
+        total += dt
+        cpu += dc
+        results.append(errors(res, insts[lo : lo + batch]))
+        # Steps that paid for a confirming start set: more starts used than the first set's.
+        for step in res.steps:
+            confirming += int(np.sum(step.n_starts > step.n_starts.min()))
+            steps += len(step.n_starts)
+    lam = np.concatenate([r[0] for r in results])
+    vec = np.concatenate([r[1] for r in results])
+    return len(insts) / total, cpu, lam, vec, confirming / max(steps, 1)
+
+
+def run_tensorly(insts):
+    """``(instances/s wall, CPU seconds, lam errors, vector errors)`` of TensorLy's symmetric
+    power iteration (its starts drawn from the global RNG, seeded)."""
+    from tensorly.decomposition import symmetric_parafac_power_iteration
+
+    np.random.seed(0)  # noqa: NPY002  (TensorLy draws its starts from the global state)
+    lam, vec, wall, cpu = [], [], 0.0, 0.0
+    for inst in insts:
+        (w, f), dt, dc = cpu_timed(
+            symmetric_parafac_power_iteration, inst.T_hat, rank=10, n_repeat=20, n_iteration=30
+        )
+        wall += dt
+        cpu += dc
+        fake = sd.SROAResult(
+            np.asarray(w), np.asarray(f), np.zeros(10, bool), np.zeros(10), np.zeros(10), 3, "tl"
+        )
+        m = sd.match(fake, inst.lambdas, inst.V)
+        lam.append(m.lam_err)
+        vec.append(m.vec_err)
+    return len(insts) / wall, cpu, lam, vec
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--instances", type=int, default=500)
     ap.add_argument("--tensorly", type=int, default=10, help="instances run through TensorLy")
     ap.add_argument("--batch", type=int, default=250)
+    ap.add_argument("--repeats", type=int, default=3, help="interleaved rounds; fastest kept")
     args = ap.parse_args()
-
-    from tensorly.decomposition import symmetric_parafac_power_iteration
 
     insts = make(args.instances)
     Ts = np.stack([i.T_hat for i in insts])
-    # ours: batched, in blocks like a sweep task
-    total, cpu, results, confirming, steps = 0.0, 0.0, [], 0, 0
-    for lo in range(0, len(insts), args.batch):
-        res, dt, dc = cpu_timed(
-            sd.sroa_batch,
-            Ts[lo : lo + args.batch],
-            method="sshopm",
-            rng=list(range(lo, min(lo + args.batch, len(insts)))),
-        )
-        total += dt
-        cpu += dc
-        results.append(errors(res, insts[lo : lo + args.batch]))
-        # Steps that paid for a confirming start set: more starts used than the first set's.
-        for step in res.steps:
-            confirming += int(np.sum(step.n_starts > step.n_starts.min()))
-            steps += len(step.n_starts)
-    ours_rate = len(insts) / total
-    ours_lam = np.concatenate([r[0] for r in results])
-    ours_vec = np.concatenate([r[1] for r in results])
-
-    # TensorLy: the same instances' first few, its own global RNG seeded
-    np.random.seed(0)  # noqa: NPY002  (TensorLy draws its starts from the global state)
-    tl_lam, tl_vec, tl_time, tl_cpu = [], [], 0.0, 0.0
-    for inst in insts[: args.tensorly]:
-        (w, f), dt, dc = cpu_timed(
-            symmetric_parafac_power_iteration, inst.T_hat, rank=10, n_repeat=20, n_iteration=30
-        )
-        tl_time += dt
-        tl_cpu += dc
-        fake = sd.SROAResult(
-            np.asarray(w),
-            np.asarray(f),
-            np.zeros(10, bool),
-            np.zeros(10),
-            np.zeros(10),
-            3,
-            "tensorly",
-        )
-        m = sd.match(fake, inst.lambdas, inst.V)
-        tl_lam.append(m.lam_err)
-        tl_vec.append(m.vec_err)
-    tl_rate = args.tensorly / tl_time
+    legacy = sd.METHODS["sshopm"].options_at(1)
+    best: dict[str, tuple] = {}
+    # Interleaved repeats, the fastest of each side kept: on a shared machine a slow round
+    # is other tenants' load, not the method's cost.
+    for _ in range(args.repeats):
+        for name, run in (
+            ("ours", lambda: run_ours(insts, Ts, args.batch, {})),
+            # sshopm's previous revision, with the option values that reproduce it
+            ("previous", lambda: run_ours(insts, Ts, args.batch, legacy)),
+            ("tensorly", lambda: run_tensorly(insts[: args.tensorly])),
+        ):
+            out = run()
+            if name not in best or out[1] < best[name][1]:
+                best[name] = out
+    ours_rate, cpu, ours_lam, ours_vec, confirming = best["ours"]
+    previous = best["previous"]
+    tl_rate, tl_cpu, tl_lam, tl_vec = best["tensorly"]
     k = args.tensorly
     # Per instance (same instances): ours is "worse" where its mean vector error exceeds
     # TensorLy's by more than rounding.
@@ -109,7 +129,14 @@ def main() -> None:
         "ours_max_lam_err_same_instances": float(ours_lam[:k].max()),
         "tensorly_max_lam_err": float(np.max(tl_lam)),
         "instances_where_ours_is_worse": worse,
-        "steps_with_a_confirming_set": confirming / max(steps, 1),
+        "steps_with_a_confirming_set": confirming,
+        "revision": int(sd.METHODS["sshopm"].revision),
+        "revision1_instances_per_s": previous[0],
+        "speedup_revision1": previous[0] / tl_rate,
+        "speedup_cpu_seconds_revision1": (len(insts) / previous[1]) / (args.tensorly / tl_cpu),
+        "revision1_mean_vec_err": float(previous[3].mean()),
+        "revision1_steps_with_a_confirming_set": previous[4],
+        "max_abs_lam_err_change_vs_revision1": float(np.max(np.abs(ours_lam - previous[2]))),
     }
     print(
         f"sshopm SROA:   {ours_rate:9.1f} instances/s"
@@ -122,7 +149,12 @@ def main() -> None:
     )
     print(
         f"per instance: ours worse on {worse} of {k}; confirming start sets on "
-        f"{row['steps_with_a_confirming_set']:.1%} of steps"
+        f"{confirming:.1%} of steps"
+    )
+    print(
+        f"revision 1:    {previous[0]:9.1f} instances/s  (mean vec err {previous[3].mean():.4g};"
+        f" {row['speedup_revision1']:.0f}x wall, {row['speedup_cpu_seconds_revision1']:.0f}x"
+        f" CPU; confirming sets on {previous[4]:.1%} of steps)"
     )
     print(
         f"speed-up: {row['speedup']:.0f}x wall, {row['speedup_cpu_seconds']:.0f}x CPU seconds"

@@ -5,6 +5,7 @@ deflation (the deflated tensors are never formed)."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -157,6 +158,8 @@ def shifted_ascent(
     shift: str | float = "adaptive",
     deflation: Deflation | None = None,
     lazy: bool = False,
+    abandon_margin: float = math.inf,
+    kernel: str = "dense",
 ) -> tuple[FloatArray, FloatArray, NDArray[np.int64]]:
     """Shifted symmetric higher-order power method, batched: maximise ``T x^p`` from each start.
 
@@ -173,6 +176,13 @@ def shifted_ascent(
     ``lazy`` (deflated only) stops an instance as soon as its best converged start is at least
     as high as every unconverged one: the unconverged starts are returned where they are, to be
     continued as the next SROA step's warm starts, instead of being finished now.
+    ``abandon_margin`` (formed tensors only): an instance stops once it has a converged start
+    and every start still climbing is more than ``abandon_margin·|best|`` below the best
+    converged value. Such starts wander the flat region between components (late SROA steps,
+    where the residual holds one or two components and noise) for up to ``max_iter``
+    iterations; ``inf`` never abandons them. ``kernel`` (formed tensors only):
+    ``"symmetric"`` contracts p = 3 tensors over their ``n(n+1)/2`` distinct index pairs
+    (:class:`_Gradients`), ``"dense"`` over all ``n²`` (the unfolding GEMM).
 
     Returns ``X (B, S, n)``, ``f (B, S)`` and iterations per instance ``(B,)``.
     """
@@ -181,7 +191,8 @@ def shifted_ascent(
     B, S, n = X0.shape
     p = Ts.ndim - 1
     X = X0.copy()
-    G, F = _values(Ts, X)
+    grads = _Gradients(Ts, kernel)
+    G, F = grads.values(np.arange(B), X)
     scale = np.max(np.abs(F), axis=1, keepdims=True) + np.finfo(float).tiny
     # (p-1)·‖T‖_F ≥ (p-1)·‖T‖ makes T x^p + α‖x‖^p convex, so a larger shift is never needed.
     cap = (p - 1) * np.linalg.norm(Ts.reshape(B, -1), axis=1)[:, None] + np.finfo(float).tiny
@@ -198,30 +209,83 @@ def shifted_ascent(
     for _ in range(max_iter):
         if active.size == 0:
             break
-        # Indexing with all instances would copy every tensor once per iteration.
-        Ta = Ts if active.size == B else Ts[active]
-        Xa, Ga, Fa = X[active], G[active], F[active]
+        # A slice while every instance is active: views, not copies.
+        sel = slice(None) if active.size == B else active
+        Xa, Ga, Fa = X[sel], G[sel], F[sel]
         if shift == "adaptive":
-            H = contract(Ta, Xa, p - 2)
+            H = contract(Ts if active.size == B else Ts[active], Xa, p - 2)
             lmin = np.linalg.eigvalsh(H)[..., 0]
-            a = np.maximum(0.0, 1e-6 * scale[active] - (p - 1) * lmin)
+            a = np.maximum(0.0, 1e-6 * scale[sel] - (p - 1) * lmin)
         else:
-            a = alpha[active]
+            a = alpha[sel]
         Y = Ga + a[..., None] * Xa
-        Y /= np.linalg.norm(Y, axis=-1, keepdims=True)
-        Gy, Fy = _values(Ta, Y)
-        accept = (Fy >= Fa - slack * scale[active]) & ~done[active]
-        step = np.linalg.norm(Y - Xa, axis=-1)
-        X[active] = np.where(accept[..., None], Y, Xa)
-        G[active] = np.where(accept[..., None], Gy, Ga)
-        F[active] = np.where(accept, Fy, Fa)
+        Y /= _norms(Y, keepdims=True)
+        Gy, Fy = grads.values(active, Y)
+        accept = (Fy >= Fa - slack * scale[sel]) & ~done[sel]
+        step = _norms(Y - Xa)
+        X[sel] = np.where(accept[..., None], Y, Xa)
+        G[sel] = np.where(accept[..., None], Gy, Ga)
+        F[sel] = np.where(accept, Fy, Fa)
         if shift == "monotone":
-            grown = np.minimum(np.maximum(2.0 * a, 0.5 * scale[active]), cap[active])
-            alpha[active] = np.where(accept, 0.5 * a, grown)
-        done[active] |= accept & (step <= tol)
-        n_iter[active] += 1
-        active = active[~np.all(done[active], axis=1)]
+            grown = np.minimum(np.maximum(2.0 * a, 0.5 * scale[sel]), cap[sel])
+            alpha[sel] = np.where(accept, 0.5 * a, grown)
+        done[sel] |= accept & (step <= tol)
+        n_iter[sel] += 1
+        finished = np.all(done[sel], axis=1)
+        if abandon_margin < math.inf:
+            conv, Fa = done[sel], F[sel]
+            best = np.max(np.where(conv, Fa, -np.inf), axis=1)
+            climbing = np.max(np.where(conv, -np.inf, Fa), axis=1)
+            with np.errstate(invalid="ignore"):  # no converged start yet: -inf, never stops
+                finished |= climbing < best - abandon_margin * np.abs(best)
+        active = active[~finished]
     return X, F, n_iter
+
+
+def _norms(X: FloatArray, keepdims: bool = False) -> FloatArray:
+    """Euclidean norms along the last axis: ``np.linalg.norm(X, axis=-1)``'s arithmetic (the
+    same bits) without its argument handling, which costs more than the sums at these sizes."""
+    return np.sqrt(np.add.reduce(X * X, axis=-1, keepdims=keepdims))
+
+
+class _Gradients:
+    """``(T x^{p-1}, T x^p)`` of formed tensors for the instances still ascending, keeping
+    their copy of the tensors until that set shrinks (indexing copies every tensor).
+
+    ``kernel="symmetric"`` (p = 3): ``T x² = Σ_{j<=k} w_jk T[:, j, k] x_j x_k`` with ``w = 2``
+    off the diagonal, one GEMM against the ``n(n+1)/2`` distinct products ``x_j x_k`` instead of
+    the ``n²`` of the Kronecker square: 45 % fewer multiplications at n = 10 and half the
+    memory traffic, the same values up to rounding. Other orders use the dense kernel.
+    """
+
+    KERNELS = ("dense", "symmetric")
+
+    def __init__(self, Ts: FloatArray, kernel: str) -> None:
+        if kernel not in self.KERNELS:
+            raise ValueError(f"kernel: expected one of {list(self.KERNELS)}, received {kernel!r}")
+        n, p = Ts.shape[1], Ts.ndim - 1
+        self.symmetric = kernel == "symmetric" and p == 3 and not isinstance(Ts, TensorOperator)
+        if self.symmetric:
+            self.pairs = np.triu_indices(n)
+            j, k = self.pairs
+            Ts = np.ascontiguousarray(Ts[:, :, j, k] * np.where(j == k, 1.0, 2.0))  # (B, n, m)
+        self.all, self.rows = Ts, len(Ts)
+        self.sub = Ts
+
+    def values(self, rows: NDArray[np.intp], X: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """Gradients ``(len(rows), S, n)`` and values ``(len(rows), S)`` at ``X``; ``rows``
+        only ever shrinks between calls."""
+        if rows.size != self.rows:
+            self.sub = self.all if rows.size == len(self.all) else self.all[rows]
+            self.rows = rows.size
+        if not self.symmetric:
+            return _values(self.sub, X)
+        # Coordinates first: the pair products are rows of S contiguous numbers.
+        Xt = np.ascontiguousarray(X.transpose(0, 2, 1))  # (A, n, S)
+        j, k = self.pairs
+        K = np.take(Xt, j, axis=1) * np.take(Xt, k, axis=1)  # (A, m, S)
+        G = np.ascontiguousarray(np.matmul(self.sub, K).transpose(0, 2, 1))
+        return G, np.sum(G * X, axis=-1)
 
 
 def _ascent_deflated(
@@ -322,6 +386,7 @@ def newton_polish(
     B, n = x.shape
     p = Ts.ndim - 1
     x = x.copy()
+    fx = contract(Ts, x[:, None, :], p)[:, 0]
     for _ in range(steps):
         H = contract(Ts, x[:, None, :], p - 2)[:, 0]
         g = np.einsum("bij,bj->bi", H, x)
@@ -330,10 +395,10 @@ def newton_polish(
         y = x + d[:, :n]
         y /= np.linalg.norm(y, axis=-1, keepdims=True)
         fy = contract(Ts, y[:, None, :], p)[:, 0]
-        fx = contract(Ts, x[:, None, :], p)[:, 0]
         ok = np.isfinite(fy) & (np.abs(fy) >= np.abs(fx) - 1e-13 * (np.abs(fx) + 1e-300))
         ok &= np.sign(fy) * np.sign(fx) >= 0
         x = np.where(ok[:, None], y, x)
+        fx = np.where(ok, fy, fx)  # T x^p at the new x, bit for bit, without contracting again
     return x
 
 

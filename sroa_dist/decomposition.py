@@ -19,7 +19,7 @@ from .solvers import (
     RankOneResult,
     RngLike,
     check_options,
-    rank_one_batch,
+    rank_one_of_checked,
     resolve_method,
 )
 from .tensors import as_rng_list, check_symmetric_tensor, rank_one_tensor
@@ -134,7 +134,7 @@ def sroa_batch(
     times = np.empty((B, r))
     steps = []
     for j in range(r):
-        step = rank_one_batch(residual, method, rng=rngs, gap_tol=gap_tol, **options)
+        step = rank_one_of_checked(residual, method, rng=rngs, gap_tol=gap_tol, **options)
         steps.append(step)
         lambdas[:, j], vectors[:, :, j] = step.lam, step.x
         certified[:, j], upper[:, j], times[:, j] = (

@@ -100,6 +100,11 @@ OPTION_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
         lambda v: (_is_int(v) or isinstance(v, (float, np.floating))) and v >= 0,
         "a number >= 0 (inf: confirm every instance)",
     ),
+    "abandon_margin": (
+        lambda v: (_is_int(v) or isinstance(v, (float, np.floating))) and v >= 0,
+        "a number >= 0 (inf: run every start to convergence)",
+    ),
+    "kernel": (lambda v: v in ("dense", "symmetric"), "'dense' or 'symmetric'"),
     "warm": (lambda v: isinstance(v, (bool, np.bool_)), "true or false"),
     "lazy": (lambda v: isinstance(v, (bool, np.bool_)), "true or false"),
     "order": (lambda v: v is None or (_is_int(v) and v >= 1), "an integer relaxation order"),
@@ -182,6 +187,12 @@ class Method:
     check : callable or None
         ``check(name, n, p, options)``: raises :class:`OptionError` where the method cannot
         solve size ``(n, p)`` with these options.
+    revision : int
+        Its algorithm's revision, raised whenever a default changes its results. A sweep store
+        records the revision it was made with and keeps computing with it when resumed or
+        extended by newer code (:meth:`options_at`), so a cube never mixes two algorithms.
+    legacy : mapping
+        Earlier revision -> the option values that reproduce it with this code.
     """
 
     name: str
@@ -192,6 +203,24 @@ class Method:
     global_steps: bool = False
     moment_side: Callable[[int, int, Mapping[str, Any]], int | None] | None = None
     check: Callable[[str, int, int, Mapping[str, Any]], None] | None = None
+    revision: int = 1
+    legacy: Mapping[int, Mapping[str, Any]] = dataclasses.field(
+        default_factory=lambda: MappingProxyType({})
+    )
+
+    def options_at(self, revision: int | None) -> dict[str, Any]:
+        """The option values that make this code compute revision ``revision`` (``None``: the
+        current one): empty for the current revision. ``ValueError`` for a revision this
+        code cannot reproduce."""
+        if revision is None or revision == self.revision:
+            return {}
+        if revision not in self.legacy:
+            known = sorted({*self.legacy, self.revision})
+            raise ValueError(
+                f"method {self.name!r}: revision {revision!r} cannot be reproduced by this "
+                f"code (known revisions: {known})"
+            )
+        return dict(self.legacy[revision])
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
@@ -223,6 +252,8 @@ def make_method(
     global_steps: bool = False,
     moment_side: Callable[[int, int, Mapping[str, Any]], int | None] | None = None,
     check: Callable[[str, int, int, Mapping[str, Any]], None] | None = None,
+    revision: int = 1,
+    legacy: Mapping[int, Mapping[str, Any]] | None = None,
 ) -> Method:
     """A :class:`Method` record with the local defaults for what is not given."""
     rec = Method(name, fn, {}, cost or _local_cost(1e-7), memory or _local_memory)
@@ -233,6 +264,8 @@ def make_method(
         global_steps=global_steps,
         moment_side=moment_side,
         check=check,
+        revision=int(revision),
+        legacy=MappingProxyType({int(k): dict(v) for k, v in (legacy or {}).items()}),
     )
 
 
@@ -306,7 +339,16 @@ def _builtin_records() -> list[Method]:
             moment_side=_sos_side,
             check=_check_sos_indexable,
         ),
-        make_method("sshopm", _method_sshopm, cost=_local_cost(1e-8)),
+        make_method(
+            "sshopm",
+            _method_sshopm,
+            cost=_local_cost(1e-8),
+            # 2 (2026-11-27): starts far below the best are abandoned and do not ask for a
+            # confirming start set (ABANDON_MARGIN), and p = 3 gradients use the distinct
+            # index pairs (benchmarks/bench_sroa_local.py).
+            revision=2,
+            legacy={1: {"abandon_margin": math.inf, "kernel": "dense"}},
+        ),
         make_method("power", _method_power, cost=_local_cost(1e-7)),
     ]
 

@@ -48,11 +48,21 @@ RELAXATION_STOP_FRACTION = 0.9
 #: eigendecomposition of the m x m matrix per iteration dominates.
 COST_MODEL: dict[int, tuple[float, float]] = {3: (0.14, 1.86), 4: (0.099, 2.26), 5: (0.039, 3.11)}
 #: ``sshopm`` runs its confirming start set where fewer than two starts reached the best value,
-#: where a point of the first set was reached by one start only, or where a start away from the
-#: best point (another local maximum, or one still climbing) is within this relative distance
-#: of it (:func:`_first_set_settles`); elsewhere a second set could not change the answer.
-#: Miss rate against certified steps: benchmarks/bench_miss_rate.py.
+#: where a point near the best (within ``abandon_margin``) was reached by one start only, or
+#: where a start away from the best point (another local maximum, or one still climbing) is
+#: within this relative distance of it (:func:`_first_set_settles`); elsewhere a second set
+#: could not change the answer. Miss rate against certified steps: benchmarks/bench_miss_rate.py.
 CONFIRM_MARGIN = 1e-5
+#: On a formed tensor, ``sshopm`` treats a start that ends more than this fraction of the best
+#: value below it as irrelevant (``abandon_margin``): an instance's ascent stops once every
+#: start still climbing is that far below its best converged start (see
+#: :func:`~sroa_dist.ascent.shifted_ascent`), and such points are not counted as maxima seen
+#: once (:func:`_first_set_settles`). They wander the flat region between components, in late
+#: SROA steps for up to ``max_iter`` iterations. Measured (benchmarks/bench_sroa_local.py and
+#: a side-by-side run on the Figure-2 workload and Gaussian n = 16-32, 2026-11-27): no step's
+#: best value changed on 500 Figure-2 SROAs and 864 Gaussian steps; a margin of 0 (stop once
+#: the best converged start leads) lost up to 2 % of the value on 1 % of Figure-2 steps.
+ABANDON_MARGIN = 0.5
 #: Cost model of a local solve on a formed tensor, ``seconds ~ a + b·n^p`` (one core; orders of
 #: magnitude measured for block sizing, see docs/sweeps.md, Block sizing).
 LOCAL_COST = (1e-4, 2.5e-7)
@@ -208,17 +218,23 @@ def _by_instance(A: FloatArray, B: int) -> FloatArray:
 
 
 def _first_set_settles(
-    Xs: FloatArray, Fs: FloatArray, first: NDArray[np.intp], margin: float
+    Xs: FloatArray,
+    Fs: FloatArray,
+    first: NDArray[np.intp],
+    margin: float,
+    abandon_margin: float = math.inf,
 ) -> NDArray[np.bool_]:
     """Instances whose first start set already gives the confirmation evidence, so a second,
     independent set could not change the answer's standing: ``(B,)`` bool, true where
 
     * at least two starts reached the best value (within :data:`BEST_RTOL`: two independent
       uniform starts in the best basin, the evidence two agreeing sets give);
-    * every point the set ended at was reached by at least two starts (``|cos| >= 0.999``).
-      By the Good–Turing estimate, the chance that one more start ends at a maximum the set
-      has not seen is about the fraction of starts whose point no other start reached; with
-      none, a second set of the same size is unlikely to find a new (higher) maximum;
+    * every point the set ended at within ``abandon_margin`` of the best value (relative; all
+      of them with ``inf``) was reached by at least two starts (``|cos| >= 0.999``). By the
+      Good–Turing estimate, the chance that one more start ends at a maximum the set has not
+      seen is about the fraction of starts whose point no other start reached; with none, a
+      second set of the same size is unlikely to find a new (higher) maximum. Points far
+      below the best (abandoned starts, maxima of the noise) say nothing about that;
     * no start away from the best point (another local maximum, or one still climbing) is
       within ``margin`` of the best value (relative): a near tie is always re-checked.
     """
@@ -226,12 +242,15 @@ def _first_set_settles(
     top = Fs[rows, first]
     n_best = np.sum(Fs >= (top - BEST_RTOL * np.abs(top))[:, None], axis=1)
     cos = np.abs(np.matmul(Xs, Xs.transpose(0, 2, 1)))
-    # Padding rows of later sets carry -inf values and never reach this (first set only).
-    seen_twice = np.all(np.sum(cos >= 0.999, axis=2) >= 2, axis=1)
     away = cos[rows, first] < 0.999
     rival = np.max(np.where(away, Fs, -np.inf), axis=1)
+    # Padding rows of later sets carry -inf values and never reach this (first set only).
+    seen_twice = np.sum(cos >= 0.999, axis=2) >= 2
+    if abandon_margin < math.inf:
+        seen_twice |= Fs < (top - abandon_margin * np.abs(top))[:, None]
     with np.errstate(invalid="ignore"):  # margin = inf: every instance is confirmed
-        return (n_best >= 2) & seen_twice & (rival < top - margin * np.abs(top))
+        rival_ok = rival < top - margin * np.abs(top)
+    return (n_best >= 2) & np.all(seen_twice, axis=1) & rival_ok
 
 
 def _method_sshopm(
@@ -249,6 +268,8 @@ def _method_sshopm(
     warm: bool = True,
     lazy: bool = True,
     confirm_margin: float = CONFIRM_MARGIN,
+    abandon_margin: float = ABANDON_MARGIN,
+    kernel: str = "symmetric",
 ) -> MethodOutput:
     """Multi-start shifted symmetric higher-order power method with adaptive shift.
 
@@ -265,16 +286,24 @@ def _method_sshopm(
     on as warm starts (see :func:`shifted_ascent`); ``max_starts``: when at least
     ``2·n_starts``, the best value needs two independent witnesses. Where the first set
     already has them (at least two starts reached the best value, every point it ended at
-    was reached by two starts, and no start away from the best is within ``confirm_margin``
-    of it, relative; default :data:`CONFIRM_MARGIN`, ``inf`` confirms every instance; see
-    :func:`_first_set_settles`) it is ``confirmed`` at no cost; elsewhere a
-    second, independent start set (from a stream spawned off the instance's, so the first set
+    within ``abandon_margin`` of the best was reached by two starts, and no start away from the
+    best is within ``confirm_margin`` of it, relative; default :data:`CONFIRM_MARGIN`, ``inf``
+    confirms every instance; see :func:`_first_set_settles`) it is ``confirmed`` at no cost;
+    elsewhere a second, independent start set (from a stream spawned off the instance's, so the
+    first set
     and later SROA steps keep their draws) is run, and the starts are doubled until the best
     values of the old and the new set agree (``confirmed``) or ``max_starts`` would be
     exceeded; the first set's pick stands unless a later set beats it. Default (``None``):
     ``max(DEFAULT_MAX_STARTS, 4 n_starts)`` on a formed tensor, and 0 under implicit
     deflation (large n), where a cold second set would cost several times the warm-started
-    step; pass it there to confirm.
+    step; pass it there to confirm. ``abandon_margin`` (formed tensors): starts more than this
+    fraction of the best value below it are irrelevant: an instance's ascent ends once every
+    start still climbing is that far below its best converged start, and their points do not
+    count as maxima seen once (default :data:`ABANDON_MARGIN`; ``inf`` runs every start to
+    convergence and counts every point). ``kernel`` (formed tensors): ``"symmetric"``
+    contracts p = 3 tensors over their distinct index pairs, ``"dense"`` over all of them (see
+    :func:`~sroa_dist.ascent.shifted_ascent`). Revision 1 of this method, which stores made
+    before 2026-11-27 keep using, is ``abandon_margin=inf, kernel="dense"``.
     Converges to local maxima: fast, not certified. Besides ``x`` it reports how many starts
     reached the best value (``n_best``) and whether two independent witnesses reached it
     (``confirmed``; always false with ``max_starts < 2·n_starts``). Evidence, not a proof.
@@ -287,6 +316,8 @@ def _method_sshopm(
     kw: dict[str, Any] = {"max_iter": max_iter, "tol": tol, "shift": shift}
     if deflation is not None:
         kw["lazy"] = warm and lazy
+    else:
+        kw.update(abandon_margin=abandon_margin, kernel=kernel)
     X0 = random_starts(rngs, n_starts, n)
     if n_spectral:
         X0 = np.concatenate([X0, spectral_starts(Ts, rngs, n_spectral, deflation)], axis=1)
@@ -304,7 +335,8 @@ def _method_sshopm(
     if 2 * size <= max_starts:
         # A second start set can only change the answer where the first set's best is in
         # doubt: pay for it there only (see _first_set_settles).
-        confirmed = _first_set_settles(Xs, Fs, first, confirm_margin)
+        margin = abandon_margin if deflation is None else math.inf
+        confirmed = _first_set_settles(Xs, Fs, first, confirm_margin, margin)
     while 2 * size <= max_starts:
         rows = np.flatnonzero(~confirmed)
         if rows.size == 0:
@@ -513,8 +545,18 @@ def _method_certified(
     """
     n, p = Ts.shape[1], Ts.ndim - 1
     t0 = time.perf_counter()
+    # Every start runs to convergence: the candidate seeds the relaxation, whose cost
+    # dominates, and certified results keep their bits across sshopm revisions.
     local = _method_sshopm(
-        Ts, rngs, n_starts=n_starts, max_iter=max_iter, tol=tol, shift=shift, max_starts=0
+        Ts,
+        rngs,
+        n_starts=n_starts,
+        max_iter=max_iter,
+        tol=tol,
+        shift=shift,
+        max_starts=0,
+        abandon_margin=math.inf,
+        kernel="dense",
     )
     if not time_budget >= 0:
         raise ValueError(f"time_budget: expected seconds >= 0, received {time_budget!r}")

@@ -23,6 +23,7 @@ from numpy.typing import ArrayLike
 from .criteria import get_run_criterion
 from .decomposition import sroa_batch
 from .instances import BASES, draw_lambdas, make_instance
+from .method_records import METHODS
 from .metrics import match
 from .norms import operator_norm, scale_factors
 from .perturbations import DEFAULT_WEIGHT, check_model
@@ -261,6 +262,7 @@ def find_threshold(
     params: Mapping[str, Any] | None = None,
     rng: Any = None,
     matrix_free: bool | None = None,
+    revisions: Mapping[str, int] | None = None,
 ) -> ThresholdResult:
     """First ε at which SROA on ``T̂ = Σ λ_i v_i^{⊗p} + E``, ``‖E‖ = ε``, fails a criterion.
 
@@ -312,6 +314,10 @@ def find_threshold(
         :data:`DENSE_BYTES_CAP`. ``V`` and the weights are drawn from the same stream as the
         dense path draws them (the tilt itself draws nothing), so both paths search the same
         tensor; the solver's starts differ (operators add spectral starts to ``sshopm``).
+    revisions : mapping, optional
+        Method -> algorithm revision to compute with (:attr:`sroa_dist.solvers.Method.
+        revision`), for the SROA steps and the norm; ``None`` or a method not named: the
+        current one. A threshold sweep passes its store's, so a resumed store keeps them.
 
     Returns
     -------
@@ -335,6 +341,8 @@ def find_threshold(
         raise ValueError(f"n: expected an integer >= 2, received {n!r}")
     n, p = int(n), int(p)
     lam_spec = default_lambdas(n) if lambdas is None else lambdas
+    pinned = _revision_options(revisions)
+    options = pinned(method)
     inst_ss, solve_ss, norm_ss = _seed(rng).spawn(3)
     if _use_matrix_free(matrix_free, n, p, family, params):
         return _find_matrix_free(
@@ -351,13 +359,14 @@ def find_threshold(
             level,
             eps_range,
             rtol,
+            options,
         )
-    draw = _Draw(n, p, family, lam_spec, V, params, inst_ss, norm_ss, method)
+    draw = _Draw(n, p, family, lam_spec, V, params, inst_ss, norm_ss, method, pinned)
     steps = [0, 0]  # certified steps, all steps
 
     def evaluate(eps: float) -> tuple[float, bool]:
         T, E, lam, basis = draw.scaled(eps)
-        res = sroa_batch((T + E)[None], rank=n, method=method, rng=[_copy(solve_ss)])
+        res = sroa_batch((T + E)[None], rank=n, method=method, rng=[_copy(solve_ss)], **options)
         m = match(res, lam[None], basis[None])
         steps[0] += int(np.sum(res.certified))
         steps[1] += int(np.size(res.certified))
@@ -394,8 +403,32 @@ def _use_matrix_free(
     return True
 
 
+def _revision_options(revisions: Mapping[str, int] | None) -> Callable[[str], dict[str, Any]]:
+    """``method -> the option values of its revision in revisions`` (empty: current)."""
+    chosen = dict(revisions or {})
+
+    def options(method: str) -> dict[str, Any]:
+        record = METHODS.get(method)
+        return {} if record is None else record.options_at(chosen.get(method))
+
+    return options
+
+
 def _find_matrix_free(
-    n, p, family, lam_spec, V, params, inst_ss, solve_ss, method, crit, level, eps_range, rtol
+    n,
+    p,
+    family,
+    lam_spec,
+    V,
+    params,
+    inst_ss,
+    solve_ss,
+    method,
+    crit,
+    level,
+    eps_range,
+    rtol,
+    options,
 ) -> ThresholdResult:
     """:func:`find_threshold` on :func:`sroa_dist.structured_tensor` (never certified)."""
     gen = np.random.default_rng(_copy(inst_ss))
@@ -405,7 +438,7 @@ def _find_matrix_free(
 
     def evaluate(eps: float) -> tuple[float, bool]:
         op = structured_tensor(p, lam, V=basis, family=family, eps=eps, params=params)
-        res = sroa_batch(op.as_batch(), rank=n, method=method, rng=[_copy(solve_ss)])
+        res = sroa_batch(op.as_batch(), rank=n, method=method, rng=[_copy(solve_ss)], **options)
         m = match(res, lam[None], basis[None])
         return crit.evaluate(m.lam_err[0], m.vec_err[0], eps, m.lam_matched[0], level)
 
@@ -431,9 +464,10 @@ class _Draw:
         inst_ss: np.random.SeedSequence,
         norm_ss: np.random.SeedSequence,
         method: str,
+        pinned: Callable[[str], dict[str, Any]],
     ) -> None:
         self.args = (n, p, family, lam_spec, V, params, inst_ss)
-        self.norm_ss, self.method = norm_ss, method
+        self.norm_ss, self.method, self.pinned = norm_ss, method, pinned
         # check_model validates the name and parameters (and resolves mixtures and import paths).
         self.per_eps = bool(check_model(family, params).needs_eps)
         self.fixed = None if self.per_eps else self._build(None)
@@ -459,7 +493,9 @@ class _Draw:
         norm = inst.E_norm
         if norm is None:  # no closed form: bound it as the sweep does by default
             nm = resolve_norm_method(self.method, n, p, None)
-            norm = operator_norm(inst.E, nm, rng=np.random.default_rng(_copy(self.norm_ss))).value
+            norm = operator_norm(
+                inst.E, nm, rng=np.random.default_rng(_copy(self.norm_ss)), **self.pinned(nm)
+            ).value
         return inst.T, inst.E, inst.lambdas, inst.V, float(norm)
 
     def scaled(self, eps: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

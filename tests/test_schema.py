@@ -8,7 +8,9 @@ tensor cubes gained the per-step ``n_best`` and ``confirmed`` (how a local step'
 was found), which a store made before them does without when it is resumed. And (issue 20)
 every array carries a CRC32C codec after zstd, and stores hold ``block_digest`` (per-block
 content digests, :mod:`sroa_dist.sweep.integrity`), which is storage bookkeeping, not cube
-vocabulary.
+vocabulary. And (issue 18) the stored spec states the method revisions the store computes with
+(``solver.revisions``); a store without them ran revision 1 of every method and keeps it
+(tests/test_method_revisions.py).
 """
 
 from __future__ import annotations
@@ -75,7 +77,7 @@ def test_every_stored_array_is_described_by_the_schema(tmp_path, which):
         assert attrs == var.attrs, name
     # Only 'eps' is left out, and only where it is an axis (the coordinate is ||E||).
     assert set(described) - stored == ({"eps"} if "eps" in layout.dims else set())
-    assert g.attrs[schema.ATTR_SPEC] == spec.to_json()
+    assert g.attrs[schema.ATTR_SPEC] == spec.pinned().to_json()
     assert {k for k in g.attrs if k.startswith(schema.SETTING_PREFIX)}
 
 

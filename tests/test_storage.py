@@ -68,7 +68,7 @@ def test_template_chunks_equal_blocks_and_carry_provenance(tmp_path):
         "history",
     ):
         assert ds.attrs.get(key), key
-    assert json.loads(ds.attrs["spec"]) == spec.to_dict()
+    assert json.loads(ds.attrs["spec"]) == spec.pinned().to_dict()  # with its method revisions
     assert ds.attrs["history"].endswith("test: created")
     assert np.isnan(ds["lam_hat"].values).all()  # nothing computed yet
     assert not read_done(url).any()

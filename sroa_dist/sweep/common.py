@@ -12,7 +12,7 @@ import copy
 import functools
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -34,6 +34,7 @@ __all__ = [
     "default_store",
     "override_for",
     "override_items",
+    "resumable_as",
     "solver_options",
 ]
 
@@ -53,6 +54,7 @@ COMMON_SCHEMA: dict[str, Any] = {
         "options": ("table", {}, False),
         "norm_method": ("str", None, False),
         "norm_options": ("table", {}, False),
+        "revisions": ("table", {}, False),
     },
     "output": {
         "vectors": ("bool", False, False),
@@ -85,6 +87,10 @@ class SolverSection:
     options: Mapping[str, Any]
     norm_method: str | None
     norm_options: Mapping[str, Any]
+    #: Method -> the algorithm revision to compute with (:attr:`sroa_dist.solvers.Method.
+    #: revision`); a method not named runs its current revision. A store records the revisions
+    #: it was made with (:meth:`SweepSpec.pinned`) and keeps them when resumed or extended.
+    revisions: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def methods(self) -> tuple[str, ...]:
@@ -104,11 +110,26 @@ class SolverSection:
         Plain keys apply to every method; a sub-table named after a method (``[solver.options.
         certified]``) applies to that method only, so a ``method`` axis can tune each method.
         ``norm_options`` default to ``options`` when the norm uses the solver's own method.
+        An older revision of the method (``[solver.revisions]``) adds the option values that
+        reproduce it, under the spec's own.
         """
         table = getattr(self, self.norm_table_key(method) if norm else "options")
-        out = {k: v for k, v in table.items() if not isinstance(v, Mapping)}
+        out = revision_options(method, self.revisions.get(method))
+        out.update({k: v for k, v in table.items() if not isinstance(v, Mapping)})
         out.update(table.get(method, {}) if isinstance(table.get(method), Mapping) else {})
         return out
+
+
+def revision_options(method: str, revision: int | None) -> dict[str, Any]:
+    """The option values that make this code compute ``method``'s revision ``revision``
+    (empty for the current one, ``None``, and for a method given by import path)."""
+    record = METHODS.get(method)
+    return {} if record is None else record.options_at(revision)
+
+
+def current_revisions() -> dict[str, int]:
+    """Every registered method's current revision."""
+    return {name: int(record.revision) for name, record in METHODS.items()}
 
 
 @dataclass(frozen=True)
@@ -264,7 +285,55 @@ class SweepSpec:
             sect, leaf = key.split(".")
             ax = self.axes[key]
             d[sect][leaf] = "<axis>" if ax.swept else ax.scalar
+        # The store pins the revisions (pinned): a resumed store keeps computing with its own.
+        d["solver"].pop("revisions", None)
         return d
+
+    def pinned(self, stored: Mapping[str, int] | None = None) -> SweepSpec:
+        """This spec with every registered method's revision stated in ``[solver.revisions]``:
+        the spec's own entry, else ``stored`` (a store's; a method it does not name ran
+        revision 1, the revision of every method before revisions were recorded), else the
+        current revision (``stored`` None: a new store). ``ValueError`` naming the method where
+        the spec's own entry differs from the store's."""
+        own = dict(self.solver.revisions)
+        if stored is None:
+            base = current_revisions()
+        else:
+            base = {name: int(stored.get(name, 1)) for name in current_revisions()}
+            clash = sorted(m for m, r in own.items() if m in base and base[m] != r)
+            if clash:
+                m = clash[0]
+                raise ValueError(
+                    f"solver.revisions.{m}: the store was made with revision {base[m]} of "
+                    f"method {m!r}; received {own[m]}"
+                )
+        data = self.to_dict()
+        data["solver"]["revisions"] = {**base, **own}
+        return replace(self, data=data)
+
+
+def resumable_as(old: SweepSpec, new: SweepSpec) -> tuple[SweepSpec, str | None]:
+    """Whether a store of spec ``old`` can be resumed or extended with spec ``new``: ``new``
+    with the store's method revisions pinned (:meth:`SweepSpec.pinned`), and ``None`` or the
+    differences in their instance settings that forbid it."""
+    a, b = old.instance_settings(), new.instance_settings()
+    diffs = []
+    for sect in sorted(set(a) | set(b)):
+        va, vb = a.get(sect), b.get(sect)
+        if isinstance(va, dict) and isinstance(vb, dict):
+            diffs += [
+                f"{sect}.{k}: {va.get(k)!r} -> {vb.get(k)!r}"
+                for k in sorted(set(va) | set(vb))
+                if va.get(k) != vb.get(k)
+            ]
+        elif va != vb:
+            diffs.append(f"{sect}: {va!r} -> {vb!r}")
+    if diffs:
+        return new, "; ".join(diffs)
+    try:
+        return new.pinned(old.solver.revisions), None
+    except ValueError as exc:
+        return new, str(exc)
 
 
 def override_items(overrides: Sequence[str] | Mapping[str, Any]) -> tuple[str, ...]:
@@ -313,6 +382,19 @@ def check_methods(
     sub-tables of ``[solver.options]`` (and ``norm_options``) pass :func:`check_method`."""
     for m in methods_on_axis:
         check_method(m, "solver.method", source)
+    for m, revision in solver.get("revisions", {}).items():
+        key = f"solver.revisions.{m}"
+        if m not in METHODS:
+            raise SpecError(source, key, f"a registered method (one of {sorted(METHODS)})", m)
+        try:
+            if isinstance(revision, bool) or not isinstance(revision, int):
+                raise ValueError("not an integer")
+            METHODS[m].options_at(revision)
+        except ValueError:
+            known = sorted({*METHODS[m].legacy, METHODS[m].revision})
+            raise SpecError(
+                source, key, f"a revision of method {m!r} this code runs: one of {known}", revision
+            ) from None
     if solver.get("norm_method") is not None:
         check_method(solver["norm_method"], "solver.norm_method", source)
     for table_key in table_keys:

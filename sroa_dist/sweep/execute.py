@@ -388,6 +388,7 @@ def run_sweep(
         lease.renew(layout_token=prepared.layout_token)
         lease.start_heartbeat()
         layout = prepared.layout
+        spec = prepared.spec or spec  # the method revisions the store computes with
         done = read_done(url, storage_options)
         pending = [int(b) for b in (~done).nonzero()[0]]
         done_before = int(done.sum()) - prepared.reused_blocks

@@ -48,7 +48,7 @@ from zarr.core.sync import sync  # zarr's own event loop, which its stores are b
 
 from sroa_dist._registry import names_only
 
-from .common import SweepSpec
+from .common import SweepSpec, resumable_as
 from .integrity import (
     DIGEST,
     DIGEST_VARIABLES,
@@ -127,6 +127,8 @@ class PreparedStore:
     action: str  # "created", "resumed" or "extended"
     reused_blocks: int = 0
     layout_token: str = ""
+    #: The spec to compute with: the given one, its method revisions pinned to the store's.
+    spec: SweepSpec | None = None
 
 
 @dataclass(frozen=True)
@@ -157,7 +159,10 @@ def _stored_spec_and_layout(url: str, so: Mapping[str, Any] | None) -> tuple[Swe
             "received a zarr store without them. Hint: choose another --store, or "
             "--overwrite to replace it"
         )
-    spec = parse_spec(json.loads(ds.attrs[ATTR_SPEC]), source=f"{url} (stored spec)")
+    raw = json.loads(ds.attrs[ATTR_SPEC])
+    # A store made before method revisions were recorded ran revision 1 of every method.
+    raw.setdefault("solver", {}).setdefault("revisions", {})
+    spec = parse_spec(raw, source=f"{url} (stored spec)")
     kind = kind_of(spec)
     dims = spec.instance_grid()[0]  # the kind's dims; coordinates and blocks are the store's
     ref = next(
@@ -199,24 +204,6 @@ def _warn_if_other_code(url: str, so: Mapping[str, Any] | None) -> None:
         )
 
 
-def _incompatibility(old: SweepSpec, new: SweepSpec) -> str | None:
-    a, b = old.instance_settings(), new.instance_settings()
-    if a == b:
-        return None
-    diffs = []
-    for sect in sorted(set(a) | set(b)):
-        va, vb = a.get(sect), b.get(sect)
-        if isinstance(va, dict) and isinstance(vb, dict):
-            diffs += [
-                f"{sect}.{k}: {va.get(k)!r} -> {vb.get(k)!r}"
-                for k in sorted(set(va) | set(vb))
-                if va.get(k) != vb.get(k)
-            ]
-        elif va != vb:
-            diffs.append(f"{sect}: {va!r} -> {vb!r}")
-    return "; ".join(diffs)
-
-
 def prepare_store(
     url: str,
     spec: SweepSpec,
@@ -249,11 +236,12 @@ def prepare_store(
         token = uuid.uuid4().hex
         if kind == "sroa":
             _clear_store(url, storage_options)
+        spec = spec.pinned()
         write_template(url, spec, layout, history, storage_options, token, mode="a")
-        return PreparedStore(url, layout, "created", 0, token)
+        return PreparedStore(url, layout, "created", 0, token, spec)
     old_spec, old_layout = _stored_spec_and_layout(url, storage_options)
     _warn_if_other_code(url, storage_options)
-    why = _incompatibility(old_spec, spec)
+    spec, why = resumable_as(old_spec, spec)
     if why is None and old_layout.dims != layout.dims:
         why = f"dims {old_layout.dims} -> {layout.dims}"
     if why is not None:
@@ -273,7 +261,7 @@ def prepare_store(
             )
         _append_history(url, history, storage_options, spec)
         token = str(_root_attrs(url, storage_options).get(ATTR_LAYOUT_TOKEN, ""))
-        return PreparedStore(url, old_layout, "resumed", 0, token)
+        return PreparedStore(url, old_layout, "resumed", 0, token, spec)
     for dim, old_c, new_c in zip(layout.dims, old_layout.coords, layout.coords, strict=True):
         missing = set(old_c) - set(new_c)
         if missing:
@@ -286,7 +274,7 @@ def prepare_store(
     new_layout = Layout(layout.dims, layout.coords, chunks, layout.n_steps, layout.n_component)
     token = uuid.uuid4().hex
     reused = _extend(url, spec, old_layout, new_layout, history, storage_options, token)
-    return PreparedStore(url, new_layout, "extended", reused, token)
+    return PreparedStore(url, new_layout, "extended", reused, token, spec)
 
 
 def _repair_marks(url: str, layout: Layout, so) -> None:

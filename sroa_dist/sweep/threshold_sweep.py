@@ -34,7 +34,7 @@ import json
 import math
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -224,6 +224,7 @@ class ThresholdProblem:
     rtol: float
     seed: int
     spawn_key: tuple[int, ...]
+    revisions: Mapping[str, int] = field(default_factory=dict)
 
     def run(self) -> ThresholdResult:
         """:func:`sroa_dist.find_threshold` on this instance."""
@@ -239,6 +240,7 @@ class ThresholdProblem:
             rtol=self.rtol,
             params=self.params,
             rng=np.random.SeedSequence(self.seed, spawn_key=self.spawn_key),
+            revisions=self.revisions,
             **kwargs,
         )
 
@@ -261,6 +263,7 @@ def problem_of(
         rtol=t.rtol,
         seed=spec.seed,
         spawn_key=(*settings.seed_key(), int(replicate)),
+        revisions=dict(spec.solver.revisions),
     )
 
 

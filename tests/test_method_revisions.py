@@ -1,0 +1,173 @@
+"""Method revisions: ``sshopm`` revision 2 (abandoned starts) keeps its best values, revision 1
+is reproduced bit for bit by its legacy options, and a sweep store keeps computing with the
+revisions it was made with (a store made before revisions were recorded: revision 1)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zarr
+from conftest import assert_same_bits, cube_values
+
+import sroa_dist as sd
+from sroa_dist.method_records import METHODS, OptionError, check_options
+from sroa_dist.sweep import run_sweep
+from sroa_dist.sweep.fields import SpecError
+from sroa_dist.sweep.integrity import forget_blocks
+from sroa_dist.sweep.spec import spec_from_dict
+from sroa_dist.sweep.storage import StoreIncompatibleError, read_done
+from sroa_dist.tensors import rank_one_tensor
+
+#: sroa_batch(method="sshopm") outputs of the code before revision 2 (2026-11-26, commit
+#: 3f4db0c): Figure-2-like tensors (n = 10, p = 3) and n = 6, p = 4 ones.
+GOLDEN = Path(__file__).parent / "data" / "sshopm_revision1.npz"
+
+
+#: sroa_batch(method="certified") of the same code: its SS-HOPM candidate keeps revision 1's
+#: ascent, so certified results keep their bits.
+CERTIFIED_GOLDEN = Path(__file__).parent / "data" / "certified_revision1.npz"
+
+
+def _sroa(T: np.ndarray, **options):
+    return sd.sroa_batch(T, method="sshopm", rng=list(range(len(T))), **options)
+
+
+@pytest.mark.parametrize("p", [3, 4])
+def test_revision_1_options_reproduce_the_old_code_bit_for_bit(p):
+    g = np.load(GOLDEN)
+    res = _sroa(g[f"p{p}_T"], **METHODS["sshopm"].options_at(1))
+    assert np.array_equal(res.lambdas.view(np.int64), g[f"p{p}_lambdas"].view(np.int64))
+    assert np.array_equal(res.vectors.view(np.int64), g[f"p{p}_vectors"].view(np.int64))
+    assert np.array_equal(np.stack([s.n_starts for s in res.steps], 1), g[f"p{p}_n_starts"])
+    assert np.array_equal(res.n_best, g[f"p{p}_n_best"])
+    assert np.array_equal(res.confirmed, g[f"p{p}_confirmed"])
+
+
+@pytest.mark.parametrize("p", [3, 4])
+def test_revision_2_finds_the_same_components_with_fewer_starts(p):
+    """Abandoning starts far below the best changes no step of these SROAs (the measured
+    property behind the default), and the confirming sets it saves are real."""
+    g = np.load(GOLDEN)
+    res = _sroa(g[f"p{p}_T"])
+    np.testing.assert_allclose(res.lambdas, g[f"p{p}_lambdas"], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(res.vectors, g[f"p{p}_vectors"], rtol=0, atol=1e-10)
+    used = np.stack([s.n_starts for s in res.steps], 1)
+    assert used.sum() < g[f"p{p}_n_starts"].sum()
+
+
+@pytest.mark.parametrize("p", [3, 4])
+def test_certified_steps_keep_their_bits(p):
+    g = np.load(CERTIFIED_GOLDEN)
+    res = sd.sroa_batch(g[f"p{p}_T"], method="certified", rng=[0, 1, 2])
+    assert res.certified.all() and np.array_equal(res.certified, g[f"p{p}_certified"])
+    assert np.array_equal(res.lambdas.view(np.int64), g[f"p{p}_lambdas"].view(np.int64))
+    assert np.array_equal(res.vectors.view(np.int64), g[f"p{p}_vectors"].view(np.int64))
+
+
+def test_abandoned_starts_stop_a_late_step_early():
+    """The last SROA step: one component left plus noise. Starts that fall into the flat
+    region wander for up to max_iter iterations unless abandoned; the answer is the same."""
+    g = np.load(GOLDEN)
+    T = g["p3_T"]
+    lam, vec = g["p3_lambdas"], g["p3_vectors"]
+    R = T - sum(rank_one_tensor(lam[:, j], vec[:, :, j], 3) for j in range(9))
+    kept = sd.rank_one_batch(R, "sshopm", rng=list(range(len(R))), abandon_margin=math.inf)
+    cut = sd.rank_one_batch(R, "sshopm", rng=list(range(len(R))))
+    np.testing.assert_array_equal(cut.lam, kept.lam)
+    assert cut.n_iter.sum() < 0.7 * kept.n_iter.sum()
+
+
+def test_abandon_margin_is_checked():
+    assert check_options("sshopm", {"abandon_margin": math.inf})["abandon_margin"] == math.inf
+    with pytest.raises(OptionError, match="abandon_margin"):
+        check_options("sshopm", {"abandon_margin": -0.1})
+
+
+def test_only_known_revisions_run():
+    assert METHODS["sshopm"].revision == 2
+    assert METHODS["sshopm"].options_at(2) == {} == METHODS["sshopm"].options_at(None)
+    with pytest.raises(ValueError, match="revision 7 cannot be reproduced"):
+        METHODS["sshopm"].options_at(7)
+    with pytest.raises(ValueError, match="revision 7"):
+        sd.find_threshold(6, 3, rng=0, revisions={"sshopm": 7})
+
+
+# ---------------------------------------------------------------------------------------------
+# Sweeps pin the revisions of their store
+
+
+def _spec(**solver):
+    return spec_from_dict(
+        {
+            "name": "revisions",
+            "seed": 7,
+            "replicates": 4,
+            "tensor": {"n": 10, "p": 3, "basis": "identity", "lambdas": 1.0},
+            "noise": {"model": ["binary", "uniform", "gaussian"], "sigma": 0.01},
+            "solver": {"method": "sshopm", "norm_method": "sshopm", **solver},
+        }
+    )
+
+
+def _stored_solver(store: Path) -> dict:
+    return json.loads(zarr.open_group(str(store), mode="r").attrs["spec"])["solver"]
+
+
+@pytest.mark.slow
+def test_a_store_keeps_the_revision_it_was_made_with(tmp_path, client):
+    new, old, legacy = tmp_path / "new.zarr", tmp_path / "rev1.zarr", tmp_path / "legacy.zarr"
+    run_sweep(_spec(), new, client=client, block_size=2)
+    assert _stored_solver(new)["revisions"]["sshopm"] == 2
+    run_sweep(_spec(revisions={"sshopm": 1}), old, client=client, block_size=2)
+    assert _stored_solver(old)["revisions"]["sshopm"] == 1
+    # Not vacuous: the two revisions store different start statistics.
+    assert not np.array_equal(cube_values(new)["n_best"], cube_values(old)["n_best"])
+
+    # A store from before revisions were recorded: its spec has no [solver.revisions].
+    run_sweep(_spec(revisions={"sshopm": 1}), legacy, client=client, block_size=2)
+    group = zarr.open_group(str(legacy), mode="r+")
+    raw = json.loads(group.attrs["spec"])
+    del raw["solver"]["revisions"]
+    group.attrs["spec"] = json.dumps(raw, sort_keys=True, separators=(",", ":"))
+    n_blocks = len(read_done(str(legacy)))
+    forget_blocks(str(legacy), list(range(n_blocks)))  # every block is computed again
+    res = run_sweep(_spec(), legacy, client=client, block_size=2)
+    assert res.action == "resumed" and res.blocks_computed == n_blocks
+    assert_same_bits(cube_values(legacy), cube_values(old))
+
+    # A spec that names another revision than its store's is refused, naming the key.
+    with pytest.raises(StoreIncompatibleError, match=r"solver\.revisions\.sshopm"):
+        run_sweep(_spec(revisions={"sshopm": 1}), new, client=client, block_size=2)
+
+
+def test_a_spec_names_only_known_revisions():
+    with pytest.raises(SpecError, match=r"solver\.revisions\.sshopm"):
+        _spec(revisions={"sshopm": 9})
+    with pytest.raises(SpecError, match=r"solver\.revisions\.nosuch"):
+        _spec(revisions={"nosuch": 1})
+    legacy = {"abandon_margin": math.inf, "kernel": "dense"}
+    assert _spec(revisions={"sshopm": 1}).options_for("sshopm") == legacy
+    assert _spec().options_for("sshopm") == {}
+
+
+def test_a_threshold_search_runs_the_revision_it_is_given(monkeypatch):
+    import sroa_dist.threshold_search as ts
+
+    seen = []
+    real = ts.sroa_batch
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("abandon_margin"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ts, "sroa_batch", spy)
+    a = sd.find_threshold(6, 3, rng=3, revisions={"sshopm": 1}, rtol=0.1)
+    assert seen and set(seen) == {math.inf}
+    seen.clear()
+    b = sd.find_threshold(6, 3, rng=3, rtol=0.1)
+    assert seen and set(seen) == {None}
+    assert a.bracket == b.bracket  # the same components either way on this instance
