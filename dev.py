@@ -3,6 +3,7 @@
 
     python dev.py demo         # create .venv if needed, install, run the default sweep
     python dev.py test         # create .venv if needed, install with test extras, run pytest
+                               # in parallel worker processes (pytest-xdist, one per core, <= 4)
     python dev.py test --fast  # the everyday subset: tests not marked slow (a few minutes)
     python dev.py bench        # run the benchmarks (writes benchmarks/out/*.json)
 
@@ -107,6 +108,19 @@ def ensure_env(extras: str) -> None:
     stamp.touch()
 
 
+def pytest_args(rest: list[str], cores: int | None) -> list[str]:
+    """pytest's arguments for ``dev.py test REST``: ``--fast`` becomes ``-m "not slow"``, and
+    the suite runs in ``min(cores, 4)`` pytest-xdist workers unless REST chooses (``-n``, ``-p
+    no:xdist``) or there is one core. Many tests wait on Dask workers, subprocesses and
+    leases, and parallel workers overlap those waits."""
+    if "--fast" in rest:  # the slow marker is documented in pyproject.toml
+        rest = ["-m", "not slow", *(a for a in rest if a != "--fast")]
+    chosen = any(a == "-n" or a.startswith(("-n", "--numprocesses")) for a in rest)
+    chosen = chosen or "no:xdist" in rest
+    workers = min(cores or 1, 4)
+    return rest if chosen or workers < 2 else ["-n", str(workers), *rest]
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] not in {"demo", "test", "bench"}:
         print(__doc__)
@@ -117,9 +131,8 @@ def main(argv: list[str]) -> int:
         return subprocess.call([str(BIN / "sroa-dist"), *DEMO, *rest], cwd=ROOT)
     if command == "test":
         ensure_env("test")
-        if "--fast" in rest:  # the slow marker is documented in pyproject.toml
-            rest = ["-m", "not slow", *(a for a in rest if a != "--fast")]
-        return subprocess.call([str(BIN / "python"), "-m", "pytest", *rest], cwd=ROOT)
+        args = pytest_args(rest, os.cpu_count())
+        return subprocess.call([str(BIN / "python"), "-m", "pytest", *args], cwd=ROOT)
     ensure_env("test,bench")
     scripts = sorted((ROOT / "benchmarks").glob("bench_*.py"))
     return max(subprocess.call([str(BIN / "python"), str(s), *rest], cwd=ROOT) for s in scripts)

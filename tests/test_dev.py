@@ -40,3 +40,14 @@ def test_the_warning_is_given_once(tmp_path, monkeypatch, capsys):
     dev.warn_once()
     err = capsys.readouterr().err
     assert err.count("gh-106883") == 1 and "3.11.7" in err
+
+
+def test_the_suite_runs_in_one_worker_per_core_unless_told():
+    assert dev.pytest_args([], 2) == ["-n", "2"]
+    assert dev.pytest_args(["-q"], 16) == ["-n", "4", "-q"]
+    assert dev.pytest_args(["--fast"], 2) == ["-n", "2", "-m", "not slow"]
+    assert dev.pytest_args(["-n", "1"], 8) == ["-n", "1"]
+    assert dev.pytest_args(["-n3"], 8) == ["-n3"]
+    assert dev.pytest_args(["-p", "no:xdist"], 8) == ["-p", "no:xdist"]
+    assert dev.pytest_args(["tests/test_dev.py"], 1) == ["tests/test_dev.py"]
+    assert dev.pytest_args([], None) == []

@@ -97,8 +97,14 @@ need_packages() {
     command -v apt-get >/dev/null 2>&1 || die "$cmd is missing and there is no apt-get to install $*"
     log "installing $* (for $cmd)"
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -q >/dev/null || die "apt-get update failed (needed to install $*)"
-    apt-get install -y -q --no-install-recommends "$@" >/dev/null || die "apt-get install $* failed"
+    # One installer at a time: CI runs the deployment scripts side by side, and two apt-gets
+    # would fight over dpkg's lock.
+    (
+        flock 9
+        apt-get update -q >/dev/null || die "apt-get update failed (needed to install $*)"
+        apt-get install -y -q --no-install-recommends "$@" >/dev/null ||
+            die "apt-get install $* failed"
+    ) 9>/var/lock/sroa-e2e-apt.lock || exit 1
 }
 
 # The Debian archive URI of the machine's apt sources (deb822 *.sources or one-line *.list) that

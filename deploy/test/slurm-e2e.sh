@@ -21,8 +21,10 @@
 # Every daemon is stopped by the PID recorded when it was started.
 #
 # Variables: SROA_E2E_REPLICATES (instances of the certified smoke sweep; default: as many as
-# keep one worker busy for about 180 s on this machine, measured first, so that a 1-minute driver
-# cannot finish the sweep and a worker job's 35 s lifetime ends mid-sweep), SROA_E2E_WORK
+# keep one worker busy for about 240 s on this machine, measured first, so that a 1-minute driver
+# cannot finish the sweep and a worker job's 35 s lifetime ends mid-sweep, even when the
+# calibration ran under twice the load of the sweeps, as when CI runs the compose script beside
+# this one), SROA_E2E_WORK
 # (default /var/tmp/sroa-e2e-slurm),
 # SROA_E2E_SLURM_PORTS ("ctld slurmd", default "16817 16818"), SROA_VENV (host venv of the local
 # reference run, default REPO/.venv, made by dev.py when missing).
@@ -144,7 +146,7 @@ PY=
 local_reference() {
     PY=$(host_python)
     if [ -z "$REPLICATES" ]; then
-        REPLICATES=$(calibrate_replicates "$SPEC" 180 60 2000) || die "calibration run failed"
+        REPLICATES=$(calibrate_replicates "$SPEC" 240 60 3000) || die "calibration run failed"
     fi
     # Two instances per block: still hundreds of blocks to kill something in the middle of, and
     # half the chunks for the cube comparisons to read.
