@@ -21,10 +21,9 @@
 # Every daemon is stopped by the PID recorded when it was started.
 #
 # Variables: SROA_E2E_REPLICATES (instances of the certified smoke sweep; default: as many as
-# keep one worker busy for about 240 s on this machine, measured first, so that a 1-minute driver
-# cannot finish the sweep and a worker job's 35 s lifetime ends mid-sweep, even when the
-# calibration ran under twice the load of the sweeps, as when CI runs the compose script beside
-# this one), SROA_E2E_WORK
+# keep one worker busy for about 200 s on this machine, measured first, so that a 1-minute driver
+# cannot finish the sweep and a worker job's 20 s lifetime ends mid-sweep, also when CI runs the
+# compose script beside this one), SROA_E2E_WORK
 # (default /var/tmp/sroa-e2e-slurm),
 # SROA_E2E_SLURM_PORTS ("ctld slurmd", default "16817 16818"), SROA_VENV (host venv of the local
 # reference run, default REPO/.venv, made by dev.py when missing).
@@ -146,13 +145,14 @@ PY=
 local_reference() {
     PY=$(host_python)
     if [ -z "$REPLICATES" ]; then
-        REPLICATES=$(calibrate_replicates "$SPEC" 240 60 3000) || die "calibration run failed"
+        REPLICATES=$(calibrate_replicates "$SPEC" 200 60 2000) || die "calibration run failed"
     fi
-    # Two instances per block: still hundreds of blocks to kill something in the middle of, and
-    # half the chunks for the cube comparisons to read.
-    REPLICATES=$(((REPLICATES + 1) / 2 * 2))
-    BLOCKS=$((REPLICATES / 2))
-    SWEEP_ARGS=(--set "replicates=$REPLICATES" --block-size 2)
+    # Four instances per block: still hundreds of blocks to kill something in the middle of, and
+    # a quarter of the chunks for the cube comparisons to read (3000 instances in blocks of 2
+    # took 107 s to compare beside the compose script).
+    REPLICATES=$(((REPLICATES + 3) / 4 * 4))
+    BLOCKS=$((REPLICATES / 4))
+    SWEEP_ARGS=(--set "replicates=$REPLICATES" --block-size 4)
     log "sweep: $SPEC ${SWEEP_ARGS[*]}"
     rm -rf "$WORK/local.zarr"
     "$(dirname "$PY")/sroa-dist" run "$SPEC" --store "$WORK/local.zarr" --workers 2 \
@@ -252,7 +252,7 @@ driver_resumes() {
 }
 
 # sroa_slurm.py on the login node (no driver job: both CPUs run worker jobs) with 1-minute
-# worker jobs: lifetime = 60 - 20 - 5 = 35 s, so the first jobs retire mid-sweep.
+# worker jobs: lifetime = 60 - 35 - 5 = 20 s, so the first jobs retire mid-sweep.
 retirement() {
     local store=$WORK/retire.zarr first seen now at_retire=-1 driver
     rm -rf "$store" "$WORK/retire-logs"
@@ -260,7 +260,7 @@ retirement() {
         cd "$CLONE"
         exec .venv/bin/python deploy/slurm/sroa_slurm.py "$SPEC" --store "$store" \
             "${SWEEP_ARGS[@]}" --jobs 2 --cores 1 --memory 1GB --walltime 00:01:00 \
-            --lifetime-margin 20 --lifetime-stagger 5 --scheduler-host 127.0.0.1 \
+            --lifetime-margin 35 --lifetime-stagger 5 --scheduler-host 127.0.0.1 \
             --dashboard-address 127.0.0.1:0 --log-directory "$WORK/retire-logs" \
             --prologue "source $CLONE/.venv/bin/activate" --shared-temp-dir "$WORK/dask-tmp"
     ) >"$WORK/retire.log" 2>&1 &
