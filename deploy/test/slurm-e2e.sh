@@ -21,7 +21,7 @@
 # Every daemon is stopped by the PID recorded when it was started.
 #
 # Variables: SROA_E2E_REPLICATES (instances of the certified smoke sweep; default: as many as
-# keep one worker busy for about 200 s on this machine, measured first, so that a 1-minute driver
+# keep one worker busy for about 150 s on this machine, measured first, so that a 1-minute driver
 # cannot finish the sweep and a worker job's 20 s lifetime ends mid-sweep, also when CI runs the
 # compose script beside this one), SROA_E2E_WORK
 # (default /var/tmp/sroa-e2e-slurm),
@@ -145,14 +145,16 @@ PY=
 local_reference() {
     PY=$(host_python)
     if [ -z "$REPLICATES" ]; then
-        REPLICATES=$(calibrate_replicates "$SPEC" 200 60 2000) || die "calibration run failed"
+        REPLICATES=$(calibrate_replicates "$SPEC" 150 64 8000) || die "calibration run failed"
     fi
-    # Four instances per block: still hundreds of blocks to kill something in the middle of, and
-    # a quarter of the chunks for the cube comparisons to read (3000 instances in blocks of 2
-    # took 107 s to compare beside the compose script).
-    REPLICATES=$(((REPLICATES + 3) / 4 * 4))
-    BLOCKS=$((REPLICATES / 4))
-    SWEEP_ARGS=(--set "replicates=$REPLICATES" --block-size 4)
+    # Eight instances per block: still hundreds of blocks to kill something in the middle of, and
+    # few enough chunks for the cube comparisons to read (3000 instances in blocks of 2 took
+    # 107 s to compare beside the compose script). No lower cap than 8000: on an idle machine
+    # 150 s of one worker is about 3000 instances, and a capped sweep was 92 % done when its
+    # 1-minute driver was killed.
+    REPLICATES=$(((REPLICATES + 7) / 8 * 8))
+    BLOCKS=$((REPLICATES / 8))
+    SWEEP_ARGS=(--set "replicates=$REPLICATES" --block-size 8)
     log "sweep: $SPEC ${SWEEP_ARGS[*]}"
     rm -rf "$WORK/local.zarr"
     "$(dirname "$PY")/sroa-dist" run "$SPEC" --store "$WORK/local.zarr" --workers 2 \
