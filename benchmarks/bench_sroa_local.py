@@ -1,9 +1,10 @@
 """Full SROA of the paper's Figure 2 workload (n = 10, p = 3, σ = 0.01) with `sshopm`, side by
 side with TensorLy's symmetric_parafac_power_iteration, one core, in one run.
 
-Usage: python benchmarks/bench_sroa_local.py [--instances 500] [--tensorly 10]
+Usage: python benchmarks/bench_sroa_local.py [--instances 500] [--tensorly 10] [--repeats 3]
 Reports the speed-up in wall seconds and in CPU seconds of this process (the fair measure on
-a shared machine: both sides run single-threaded).
+a shared machine: both sides run single-threaded), from interleaved rounds with the fastest of
+each side kept, and sshopm's previous revision (its legacy options) measured in the same rounds.
 """
 
 from __future__ import annotations
