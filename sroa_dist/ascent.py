@@ -24,6 +24,8 @@ DEFAULT_MAX_STARTS = 64
 #: it grows with n up to 64: local misses of the global step grow with n (measured against
 #: certified steps by benchmarks/bench_miss_rate.py).
 DEFAULT_N_STARTS = 16
+#: ``shifted_ascent``'s gradient kernels on formed tensors (see :class:`_Gradients`).
+KERNELS = ("dense", "symmetric")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -258,11 +260,9 @@ class _Gradients:
     memory traffic, the same values up to rounding. Other orders use the dense kernel.
     """
 
-    KERNELS = ("dense", "symmetric")
-
     def __init__(self, Ts: FloatArray, kernel: str) -> None:
-        if kernel not in self.KERNELS:
-            raise ValueError(f"kernel: expected one of {list(self.KERNELS)}, received {kernel!r}")
+        if kernel not in KERNELS:
+            raise ValueError(f"kernel: expected one of {list(KERNELS)}, received {kernel!r}")
         n, p = Ts.shape[1], Ts.ndim - 1
         self.symmetric = kernel == "symmetric" and p == 3 and not isinstance(Ts, TensorOperator)
         if self.symmetric:

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ._registry import check_entry, import_entry
+from .ascent import KERNELS
 from .methods import (
     DEFAULT_TIME_BUDGET,
     MethodOutput,
@@ -38,10 +39,12 @@ __all__ = [
     "Method",
     "OptionError",
     "check_options",
+    "current_revisions",
     "memory_estimate",
     "method_options",
     "register_method",
     "resolve_method",
+    "revision_options",
     "unregister_method",
 ]
 
@@ -104,7 +107,7 @@ OPTION_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
         lambda v: (_is_int(v) or isinstance(v, (float, np.floating))) and v >= 0,
         "a number >= 0 (inf: run every start to convergence)",
     ),
-    "kernel": (lambda v: v in ("dense", "symmetric"), "'dense' or 'symmetric'"),
+    "kernel": (lambda v: v in KERNELS, f"one of {list(KERNELS)}"),
     "warm": (lambda v: isinstance(v, (bool, np.bool_)), "true or false"),
     "lazy": (lambda v: isinstance(v, (bool, np.bool_)), "true or false"),
     "order": (lambda v: v is None or (_is_int(v) and v >= 1), "an integer relaxation order"),
@@ -430,6 +433,19 @@ def resolve_method(method: str) -> Method:
         f"method: unknown rank-one method {method!r}; expected one of {sorted(METHODS)} or an "
         "import path 'package.module:function'"
     )
+
+
+def revision_options(method: str, revision: int | None) -> dict[str, Any]:
+    """The option values that make this code compute ``method``'s revision ``revision``
+    (:meth:`Method.options_at`): empty for the current one (``None``) and for a method given by
+    import path, which has one revision."""
+    record = METHODS.get(method)
+    return {} if record is None else record.options_at(revision)
+
+
+def current_revisions() -> dict[str, int]:
+    """Every registered method's current revision (what a new sweep store records)."""
+    return {name: int(record.revision) for name, record in METHODS.items()}
 
 
 def method_options(method: str) -> list[str]:

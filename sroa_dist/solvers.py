@@ -29,10 +29,12 @@ from .method_records import (  # noqa: F401  (re-exported: the front door's voca
     Method,
     OptionError,
     check_options,
+    current_revisions,
     memory_estimate,
     method_options,
     register_method,
     resolve_method,
+    revision_options,
     unregister_method,
 )
 from .methods import (  # noqa: F401  (re-exported)

@@ -23,7 +23,7 @@ from numpy.typing import ArrayLike
 from .criteria import get_run_criterion
 from .decomposition import sroa_batch
 from .instances import BASES, draw_lambdas, make_instance
-from .method_records import METHODS
+from .method_records import revision_options
 from .metrics import match
 from .norms import operator_norm, scale_factors
 from .perturbations import DEFAULT_WEIGHT, check_model
@@ -341,8 +341,8 @@ def find_threshold(
         raise ValueError(f"n: expected an integer >= 2, received {n!r}")
     n, p = int(n), int(p)
     lam_spec = default_lambdas(n) if lambdas is None else lambdas
-    pinned = _revision_options(revisions)
-    options = pinned(method)
+    revisions = dict(revisions or {})
+    options = revision_options(method, revisions.get(method))
     inst_ss, solve_ss, norm_ss = _seed(rng).spawn(3)
     if _use_matrix_free(matrix_free, n, p, family, params):
         return _find_matrix_free(
@@ -361,7 +361,7 @@ def find_threshold(
             rtol,
             options,
         )
-    draw = _Draw(n, p, family, lam_spec, V, params, inst_ss, norm_ss, method, pinned)
+    draw = _Draw(n, p, family, lam_spec, V, params, inst_ss, norm_ss, method, revisions)
     steps = [0, 0]  # certified steps, all steps
 
     def evaluate(eps: float) -> tuple[float, bool]:
@@ -401,17 +401,6 @@ def _use_matrix_free(
             "mixture with it has n^p independent entries); use matrix_free=False or None"
         )
     return True
-
-
-def _revision_options(revisions: Mapping[str, int] | None) -> Callable[[str], dict[str, Any]]:
-    """``method -> the option values of its revision in revisions`` (empty: current)."""
-    chosen = dict(revisions or {})
-
-    def options(method: str) -> dict[str, Any]:
-        record = METHODS.get(method)
-        return {} if record is None else record.options_at(chosen.get(method))
-
-    return options
 
 
 def _find_matrix_free(
@@ -464,10 +453,10 @@ class _Draw:
         inst_ss: np.random.SeedSequence,
         norm_ss: np.random.SeedSequence,
         method: str,
-        pinned: Callable[[str], dict[str, Any]],
+        revisions: Mapping[str, int],
     ) -> None:
         self.args = (n, p, family, lam_spec, V, params, inst_ss)
-        self.norm_ss, self.method, self.pinned = norm_ss, method, pinned
+        self.norm_ss, self.method, self.revisions = norm_ss, method, revisions
         # check_model validates the name and parameters (and resolves mixtures and import paths).
         self.per_eps = bool(check_model(family, params).needs_eps)
         self.fixed = None if self.per_eps else self._build(None)
@@ -494,7 +483,10 @@ class _Draw:
         if norm is None:  # no closed form: bound it as the sweep does by default
             nm = resolve_norm_method(self.method, n, p, None)
             norm = operator_norm(
-                inst.E, nm, rng=np.random.default_rng(_copy(self.norm_ss)), **self.pinned(nm)
+                inst.E,
+                nm,
+                rng=np.random.default_rng(_copy(self.norm_ss)),
+                **revision_options(nm, self.revisions.get(nm)),
             ).value
         return inst.T, inst.E, inst.lambdas, inst.V, float(norm)
 

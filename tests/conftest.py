@@ -92,18 +92,25 @@ def wait_blocks(store: Path, proc: subprocess.Popen, n: int = 1, timeout: float 
     raise AssertionError(f"no {n} blocks done while the run ran: {proc.communicate()}")
 
 
+def start_cli(args: list[str], output: int = subprocess.PIPE) -> subprocess.Popen:
+    """``sroa-dist ARGS`` started in a process group of its own (so a test can signal the
+    CLI with its scheduler and workers), text output to ``output``."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "sroa_dist.cli", *args],
+        cwd=ROOT,
+        env=cli_env(),
+        stdout=output,
+        stderr=output,
+        text=True,
+        start_new_session=True,
+    )
+
+
 def sigkill_run_mid_sweep(args: list[str], store: Path, n: int = 2, timeout: float = 180) -> None:
     """Start ``sroa-dist ARGS`` in a process group of its own, wait until ``n`` blocks of
     ``store`` are done, and SIGKILL the whole group (CLI, scheduler, workers) while the run is
     still going: a kill with no chance to clean up, landing mid-sweep."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "sroa_dist.cli", *args],
-        cwd=ROOT,
-        env=cli_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    proc = start_cli(args, output=subprocess.DEVNULL)
     try:
         wait_blocks(store, proc, n, timeout)
         assert proc.poll() is None, "the run finished before it could be killed"

@@ -21,6 +21,7 @@ from conftest import (
     cube_values,
     run_cli,
     sigkill_run_mid_sweep,
+    start_cli,
     wait_blocks,
 )
 
@@ -475,18 +476,6 @@ def test_broken_pipe_exits_quietly(files):
 FIG1 = f"{SMOKE}/figure1.toml"
 
 
-def _start(args):
-    return subprocess.Popen(
-        [sys.executable, "-m", "sroa_dist.cli", *args],
-        cwd=ROOT,
-        env=cli_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-
-
 _REFS: dict[int, dict] = {}
 
 
@@ -523,7 +512,7 @@ def test_a_second_writer_is_refused_while_the_first_runs(tmp_path, cluster, clie
         "same": ["--set", "replicates=2"],
     }[second]
     again = ["run", FIG1, "--store", str(store), *sched, *SLOW, *extra]
-    a = _start(first)
+    a = start_cli(first)
     try:
         wait_blocks(store, a)
         b = subprocess.run(
@@ -567,7 +556,7 @@ def test_simultaneous_creations_one_wins(tmp_path, cluster, client):
         "run", FIG1, "--store", str(store), "--scheduler", cluster.scheduler_address,
         *SLOW, "--set", "replicates=2",
     ]  # fmt: skip
-    procs = [_start(args) for _ in range(2)]
+    procs = [start_cli(args) for _ in range(2)]
     outs = [p.communicate(timeout=300) for p in procs]
     codes = sorted(p.returncode for p in procs)
     assert codes == [0, 2], outs
@@ -608,7 +597,7 @@ def test_interrupt_is_one_line_and_resumable(tmp_path, sig, code):
         "run", FIG1, "--store", str(store), "--workers", "2", "--dashboard-address", ":0",
         *SLOW, "--set", "replicates=2",
     ]  # fmt: skip
-    proc = _start(args)
+    proc = start_cli(args)
     try:
         wait_blocks(store, proc, n=2)
         if sig == signal.SIGINT:
@@ -657,7 +646,7 @@ def test_a_signal_in_the_first_seconds_is_honoured(tmp_path, sig, code, delay):
         "run", FIG1, "--store", str(store), "--workers", "2", "--dashboard-address", ":0",
         *SLOW, "--set", "replicates=2",
     ]  # fmt: skip
-    proc = _start(args)
+    proc = start_cli(args)
     try:
         time.sleep(delay)
         if sig == signal.SIGINT:
@@ -687,7 +676,7 @@ def test_killing_the_client_ends_its_workers(tmp_path):
         "run", FIG1, "--store", str(store), "--workers", "2", "--dashboard-address", ":0",
         *SLOW, "--set", "replicates=4",
     ]  # fmt: skip
-    proc = _start(args)
+    proc = start_cli(args)
     try:
         wait_blocks(store, proc, n=1)
         children = _children(proc.pid)

@@ -27,8 +27,8 @@ from sroa_dist.tensors import rank_one_tensor
 GOLDEN = Path(__file__).parent / "data" / "sshopm_revision1.npz"
 
 
-#: sroa_batch(method="certified") of the same code: its SS-HOPM candidate keeps revision 1's
-#: ascent, so certified results keep their bits.
+#: sroa_batch(method="certified") of the same code: certified results keep their bits across
+#: sshopm revisions (its candidate runs revision 1's ascent; the final bits are what is checked).
 CERTIFIED_GOLDEN = Path(__file__).parent / "data" / "certified_revision1.npz"
 
 

@@ -159,8 +159,7 @@ def test_instance_is_the_sweeps_instance():
     drawn = draw_group(spec, members)
     for b, (st, rep) in enumerate(members):
         inst_ss, _, norm_ss = _seed(instance_seed(spec.seed, st, rep)).spawn(3)
-        current = lambda method: {}  # noqa: E731  (every method's current revision)
-        draw = _Draw(n, p, "coherent-tilt", lam, None, None, inst_ss, norm_ss, "sshopm", current)
+        draw = _Draw(n, p, "coherent-tilt", lam, None, None, inst_ss, norm_ss, "sshopm", {})
         T, E, lam_b, V = draw.scaled(eps)
         np.testing.assert_array_equal(T + E, drawn.T_hat[b])
         np.testing.assert_array_equal(V, drawn.instances[b].V)

@@ -17,7 +17,14 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from sroa_dist import METHODS
-from sroa_dist.solvers import OptionError, check_options, method_options, resolve_method
+from sroa_dist.solvers import (
+    OptionError,
+    check_options,
+    current_revisions,
+    method_options,
+    resolve_method,
+    revision_options,
+)
 
 from .fields import Axis, SpecError
 from .schema import AXIS_ORDER, REPLICATE
@@ -118,18 +125,6 @@ class SolverSection:
         out.update({k: v for k, v in table.items() if not isinstance(v, Mapping)})
         out.update(table.get(method, {}) if isinstance(table.get(method), Mapping) else {})
         return out
-
-
-def revision_options(method: str, revision: int | None) -> dict[str, Any]:
-    """The option values that make this code compute ``method``'s revision ``revision``
-    (empty for the current one, ``None``, and for a method given by import path)."""
-    record = METHODS.get(method)
-    return {} if record is None else record.options_at(revision)
-
-
-def current_revisions() -> dict[str, int]:
-    """Every registered method's current revision."""
-    return {name: int(record.revision) for name, record in METHODS.items()}
 
 
 @dataclass(frozen=True)

@@ -159,10 +159,9 @@ def _stored_spec_and_layout(url: str, so: Mapping[str, Any] | None) -> tuple[Swe
             "received a zarr store without them. Hint: choose another --store, or "
             "--overwrite to replace it"
         )
-    raw = json.loads(ds.attrs[ATTR_SPEC])
-    # A store made before method revisions were recorded ran revision 1 of every method.
-    raw.setdefault("solver", {}).setdefault("revisions", {})
-    spec = parse_spec(raw, source=f"{url} (stored spec)")
+    # A store made before method revisions were recorded parses with no [solver.revisions]:
+    # SweepSpec.pinned reads each missing method as revision 1.
+    spec = parse_spec(json.loads(ds.attrs[ATTR_SPEC]), source=f"{url} (stored spec)")
     kind = kind_of(spec)
     dims = spec.instance_grid()[0]  # the kind's dims; coordinates and blocks are the store's
     ref = next(
