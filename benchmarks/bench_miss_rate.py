@@ -13,13 +13,15 @@ Policies, each evaluated on the residuals of the single-set policy's own SROA tr
 
 * ``single``: ``sshopm`` with one set of 16 starts (``max_starts=0``, the default until
   2026-11-26);
-* ``confirm``: ``sshopm`` with its defaults: a second independent start set, doubled until the
-  two agree, run only where the first set leaves the best value in doubt (fewer than two starts
-  reached it, or a start away from it within ``confirm_margin``);
+* ``confirm``: ``sshopm`` with its defaults (its current revision): a second independent start
+  set, doubled until the two agree, run only where the first set leaves the best value in doubt
+  (fewer than two starts reached it, or a start away from it within ``confirm_margin``);
 * ``confirm_all``: the same with ``confirm_margin=inf``: the second set on every step (the
   default until 2026-11-26, which halved sshopm's throughput);
 * ``revision1``: ``sshopm`` revision 1 (the default until 2026-11-27: every start run to
   convergence, every point counted for the confirmation evidence, dense p = 3 kernel);
+* ``revision2``: ``sshopm`` revision 2 (the default until 2026-11-26; revision 3 changes only
+  the layout of the p = 3 ascent, so its steps should equal these up to rounding);
 * ``implicit``: the large-n engine (implicit deflation, lazy warm-started steps).
 
 Run:  python benchmarks/bench_miss_rate.py [--sizes 16 20 24] [--instances 6] [--eps 0.2]
@@ -69,6 +71,7 @@ def study(family: str, n: int, seed: int, eps: float) -> dict:
         "confirm": [0, 0],
         "confirm_all": [0, 0],
         "revision1": [0, 0],
+        "revision2": [0, 0],
         "implicit": [0, 0],
     }
     flags = {"single_miss_nbest1": 0, "confirm_miss_unconfirmed": 0, "confirm_false_alarm": 0}
@@ -84,10 +87,17 @@ def study(family: str, n: int, seed: int, eps: float) -> dict:
         c = rank_one(R, "sshopm", rng=s)
         a = rank_one(R, "sshopm", rng=s, confirm_margin=math.inf)
         r1 = rank_one(R, "sshopm", rng=s, **METHODS["sshopm"].options_at(1))
+        r2 = rank_one(R, "sshopm", rng=s, **METHODS["sshopm"].options_at(2))
         star, ok = certify(R, s)
         if ok:
             cert_steps += 1
-            for name, res in (("single", d), ("confirm", c), ("confirm_all", a), ("revision1", r1)):
+            for name, res in (
+                ("single", d),
+                ("confirm", c),
+                ("confirm_all", a),
+                ("revision1", r1),
+                ("revision2", r2),
+            ):
                 miss = float(res.lam) < star - 1e-6 * fro
                 rows[name][0] += miss
                 rows[name][1] += 1

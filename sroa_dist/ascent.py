@@ -25,7 +25,9 @@ DEFAULT_MAX_STARTS = 64
 #: certified steps by benchmarks/bench_miss_rate.py).
 DEFAULT_N_STARTS = 16
 #: ``shifted_ascent``'s gradient kernels on formed tensors (see :class:`_Gradients`).
-KERNELS = ("dense", "symmetric")
+KERNELS = ("dense", "symmetric", "packed")
+#: Above this many starts (A·S) the packed kernel forms its pair products block by block.
+_BLOCKED_PRODUCTS = 1024
 
 
 @dataclasses.dataclass(frozen=True)
@@ -184,12 +186,20 @@ def shifted_ascent(
     where the residual holds one or two components and noise) for up to ``max_iter``
     iterations; ``inf`` never abandons them. ``kernel`` (formed tensors only):
     ``"symmetric"`` contracts p = 3 tensors over their ``n(n+1)/2`` distinct index pairs
-    (:class:`_Gradients`), ``"dense"`` over all ``n²`` (the unfolding GEMM).
+    (:class:`_Gradients`), ``"dense"`` over all ``n²`` (the unfolding GEMM); ``"packed"`` is
+    the symmetric contraction with the iterates held coordinates first (:func:`_ascent_packed`,
+    p = 3 with a shift other than ``"adaptive"``; otherwise ``"symmetric"``): the same iterates
+    up to rounding, at about 1.3 times the throughput. Other orders use the dense kernel.
 
     Returns ``X (B, S, n)``, ``f (B, S)`` and iterations per instance ``(B,)``.
     """
     if deflation is not None:
         return _ascent_deflated(Ts, X0, max_iter, tol, shift, deflation, lazy)[:3]
+    if kernel not in KERNELS:
+        raise ValueError(f"kernel: expected one of {list(KERNELS)}, received {kernel!r}")
+    formed_p3 = Ts.ndim == 4 and not isinstance(Ts, TensorOperator)
+    if kernel == "packed" and formed_p3 and shift != "adaptive":
+        return _ascent_packed(Ts, X0, max_iter, tol, shift, abandon_margin)
     B, S, n = X0.shape
     p = Ts.ndim - 1
     X = X0.copy()
@@ -258,17 +268,14 @@ class _Gradients:
     off the diagonal, one GEMM against the ``n(n+1)/2`` distinct products ``x_j x_k`` instead of
     the ``n²`` of the Kronecker square: 45 % fewer multiplications at n = 10 and half the
     memory traffic, the same values up to rounding. Other orders use the dense kernel.
+    ``"packed"`` reaches this class only with the adaptive shift, and runs as ``"symmetric"``.
     """
 
     def __init__(self, Ts: FloatArray, kernel: str) -> None:
-        if kernel not in KERNELS:
-            raise ValueError(f"kernel: expected one of {list(KERNELS)}, received {kernel!r}")
-        n, p = Ts.shape[1], Ts.ndim - 1
-        self.symmetric = kernel == "symmetric" and p == 3 and not isinstance(Ts, TensorOperator)
+        formed = not isinstance(Ts, TensorOperator)
+        self.symmetric = kernel != "dense" and Ts.ndim == 4 and formed
         if self.symmetric:
-            self.pairs = np.triu_indices(n)
-            j, k = self.pairs
-            Ts = np.ascontiguousarray(Ts[:, :, j, k] * np.where(j == k, 1.0, 2.0))  # (B, n, m)
+            Ts, *self.pairs = _packed_tensors(Ts)  # (B, n, m)
         self.all, self.rows = Ts, len(Ts)
         self.sub = Ts
 
@@ -433,3 +440,116 @@ def _signed_problems(Ts: FloatArray) -> tuple[FloatArray, int]:
     if p % 2 == 1:
         return Ts, 1
     return np.concatenate([Ts, -Ts]), 2
+
+
+def _packed_tensors(Ts: FloatArray) -> tuple[FloatArray, NDArray[np.intp], NDArray[np.intp]]:
+    """p = 3 tensors over their distinct index pairs ``j <= k``, weighted 2 off the diagonal:
+    ``(B, n, n(n+1)/2)``, with the pairs."""
+    n = Ts.shape[1]
+    j, k = np.triu_indices(n)
+    return np.ascontiguousarray(Ts[:, :, j, k] * np.where(j == k, 1.0, 2.0)), j, k
+
+
+def _coordinate_sums(P: FloatArray) -> FloatArray:
+    """``Σ_i P[i]`` over the leading (coordinate) axis of ``(n, A, S)``, accumulated in index
+    order whatever A and S are, so an instance's bits do not depend on its batch. (numpy's
+    reduce over a leading axis adds row after row, but sums a lone column pairwise.)"""
+    if P[0].size > 1:
+        return np.add.reduce(P, axis=0)
+    out = P[0].copy()
+    for row in P[1:]:
+        out += row
+    return out
+
+
+def _packed_values(
+    Tp: FloatArray, Xc: FloatArray, j: NDArray[np.intp], k: NDArray[np.intp]
+) -> tuple[FloatArray, FloatArray]:
+    """``(T x², T x³)`` in coordinates-first layout: ``Xc (n, A, S)`` → gradients ``(n, A, S)``
+    and values ``(A, S)``, the sums over coordinates in index order."""
+    n, A, S = Xc.shape
+    if A * S >= _BLOCKED_PRODUCTS:
+        # Row j's block x_j·x_{j..n-1} is contiguous in K: n products, no gathers.
+        K = np.empty((j.size, A, S))
+        lo = 0
+        for a in range(n):
+            np.multiply(Xc[a], Xc[a:], out=K[lo : lo + n - a])
+            lo += n - a
+    else:
+        K = np.take(Xc, j, axis=0)
+        K *= np.take(Xc, k, axis=0)  # (m, A, S): the distinct products x_j x_k
+    G = np.empty_like(Xc)
+    np.matmul(Tp, K.transpose(1, 0, 2), out=G.transpose(1, 0, 2))  # BLAS writes (n, A, S)
+    return G, _coordinate_sums(G * Xc)
+
+
+def _ascent_packed(
+    Ts: FloatArray,
+    X0: FloatArray,
+    max_iter: int,
+    tol: float,
+    shift: str | float,
+    abandon_margin: float,
+) -> tuple[FloatArray, FloatArray, NDArray[np.int64]]:
+    """:func:`shifted_ascent` of formed p = 3 tensors (``kernel="packed"``, shifts other than
+    ``"adaptive"``): the distinct-pair GEMM of the symmetric kernel, with every iterate held
+    coordinates first, ``(n, A, S)``, so each element-wise step and each sum over coordinates
+    runs over contiguous rows of ``A·S`` numbers (in ``(A, S, n)`` a sum over 10 coordinates
+    costs more than the GEMM). The sums over coordinates run in index order, so the values
+    differ from the other kernels' by rounding. An instance's results are taken when it stops;
+    its rows are dropped from the working arrays once a quarter of them have stopped."""
+    B, S, n = X0.shape
+    tiny = np.finfo(float).tiny
+    Tp, j, k = _packed_tensors(Ts)
+    X, F = np.empty_like(X0), np.empty((B, S))
+    Xc = np.ascontiguousarray(X0.transpose(2, 0, 1))
+    Gc, Fc = _packed_values(Tp, Xc, j, k)
+    scale = np.max(np.abs(Fc), axis=1, keepdims=True) + tiny
+    cap = 2 * np.linalg.norm(Ts.reshape(B, -1), axis=1)[:, None] + tiny
+    alpha = np.zeros((B, S)) if shift == "monotone" else np.full((B, S), float(shift))
+    n_iter = np.zeros(B, dtype=np.int64)
+    rows = np.arange(B)  # the instance of each working row
+    live = np.ones(B, dtype=bool)  # working rows whose instance is still ascending
+    done = np.zeros((B, S), dtype=bool)
+    slack = 64 * np.finfo(float).eps
+    iterations = 0
+    while iterations < max_iter and live.any():
+        iterations += 1
+        Y = alpha * Xc
+        Y += Gc
+        Y /= np.sqrt(_coordinate_sums(Y * Y))
+        Gy, Fy = _packed_values(Tp, Y, j, k)
+        accept = (Fy >= Fc - slack * scale) & ~done
+        D = Y - Xc
+        step = np.sqrt(_coordinate_sums(D * D))
+        np.copyto(Xc, Y, where=accept)
+        np.copyto(Gc, Gy, where=accept)
+        np.copyto(Fc, Fy, where=accept)
+        if shift == "monotone":
+            grown = np.minimum(np.maximum(2.0 * alpha, 0.5 * scale), cap)
+            alpha = np.where(accept, 0.5 * alpha, grown)
+        done |= accept & (step <= tol)
+        finished = np.all(done, axis=1)
+        if abandon_margin < math.inf:
+            best = np.max(np.where(done, Fc, -np.inf), axis=1)
+            climbing = np.max(np.where(done, -np.inf, Fc), axis=1)
+            with np.errstate(invalid="ignore"):  # no converged start yet: -inf, never stops
+                finished |= climbing < best - abandon_margin * np.abs(best)
+        finished &= live
+        if not finished.any():
+            continue
+        stopped = rows[finished]
+        n_iter[stopped] = iterations
+        X[stopped] = Xc[:, finished].transpose(1, 2, 0)
+        F[stopped] = Fc[finished]
+        live &= ~finished
+        if 4 * np.count_nonzero(live) <= 3 * live.size:
+            rows, Tp = rows[live], Tp[live]
+            Xc, Gc = Xc[:, live], Gc[:, live]
+            Fc, done, scale, cap, alpha = (v[live] for v in (Fc, done, scale, cap, alpha))
+            live = live[live]
+    last = rows[live]
+    n_iter[last] = iterations
+    X[last] = Xc[:, live].transpose(1, 2, 0)
+    F[last] = Fc[live]
+    return X, F, n_iter

@@ -269,7 +269,7 @@ def _method_sshopm(
     lazy: bool = True,
     confirm_margin: float = CONFIRM_MARGIN,
     abandon_margin: float = ABANDON_MARGIN,
-    kernel: str = "symmetric",
+    kernel: str = "packed",
 ) -> MethodOutput:
     """Multi-start shifted symmetric higher-order power method with adaptive shift.
 
@@ -300,10 +300,12 @@ def _method_sshopm(
     fraction of the best value below it are irrelevant: an instance's ascent ends once every
     start still climbing is that far below its best converged start, and their points do not
     count as maxima seen once (default :data:`ABANDON_MARGIN`; ``inf`` runs every start to
-    convergence and counts every point). ``kernel`` (formed tensors): ``"symmetric"``
-    contracts p = 3 tensors over their distinct index pairs, ``"dense"`` over all of them (see
-    :func:`~sroa_dist.ascent.shifted_ascent`). Revision 1 of this method, which stores made
-    before 2026-11-27 keep using, is ``abandon_margin=inf, kernel="dense"``.
+    convergence and counts every point). ``kernel`` (formed tensors): ``"packed"`` contracts
+    p = 3 tensors over their distinct index pairs with the iterates held coordinates first,
+    ``"symmetric"`` over the same pairs instance by instance, ``"dense"`` over all of them (see
+    :func:`~sroa_dist.ascent.shifted_ascent`); the three agree up to rounding. Revisions 1 and 2
+    of this method, which stores made with them keep using, are
+    ``abandon_margin=inf, kernel="dense"`` and ``kernel="symmetric"``.
     Converges to local maxima: fast, not certified. Besides ``x`` it reports how many starts
     reached the best value (``n_best``) and whether two independent witnesses reached it
     (``confirmed``; always false with ``max_starts < 2·n_starts``). Evidence, not a proof.

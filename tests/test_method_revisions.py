@@ -1,6 +1,7 @@
-"""Method revisions: ``sshopm`` revision 2 (abandoned starts) keeps its best values, revision 1
-is reproduced bit for bit by its legacy options, and a sweep store keeps computing with the
-revisions it was made with (a store made before revisions were recorded: revision 1)."""
+"""Method revisions: ``sshopm`` revision 2 (abandoned starts) keeps its best values, revision 3
+(the packed kernel) revision 2's steps up to rounding (tests/test_ascent_kernels.py), revisions
+1 and 2 are reproduced bit for bit by their legacy options, and a sweep store keeps computing
+with the revisions it was made with (a store made before revisions were recorded: revision 1)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ from sroa_dist.tensors import rank_one_tensor
 #: sroa_batch(method="sshopm") outputs of the code before revision 2 (2026-11-26, commit
 #: 3f4db0c): Figure-2-like tensors (n = 10, p = 3) and n = 6, p = 4 ones.
 GOLDEN = Path(__file__).parent / "data" / "sshopm_revision1.npz"
+#: The same tensors through the code before revision 3 (2026-11-26, commit cef0b1e).
+GOLDENS = {1: GOLDEN, 2: Path(__file__).parent / "data" / "sshopm_revision2.npz"}
 
 
 #: sroa_batch(method="certified") of the same code: certified results keep their bits across
@@ -36,10 +39,11 @@ def _sroa(T: np.ndarray, **options):
     return sd.sroa_batch(T, method="sshopm", rng=list(range(len(T))), **options)
 
 
+@pytest.mark.parametrize("revision", [1, 2])
 @pytest.mark.parametrize("p", [3, 4])
-def test_revision_1_options_reproduce_the_old_code_bit_for_bit(p):
-    g = np.load(GOLDEN)
-    res = _sroa(g[f"p{p}_T"], **METHODS["sshopm"].options_at(1))
+def test_legacy_options_reproduce_the_old_code_bit_for_bit(p, revision):
+    g = np.load(GOLDENS[revision])
+    res = _sroa(g[f"p{p}_T"], **METHODS["sshopm"].options_at(revision))
     assert np.array_equal(res.lambdas.view(np.int64), g[f"p{p}_lambdas"].view(np.int64))
     assert np.array_equal(res.vectors.view(np.int64), g[f"p{p}_vectors"].view(np.int64))
     assert np.array_equal(np.stack([s.n_starts for s in res.steps], 1), g[f"p{p}_n_starts"])
@@ -48,9 +52,10 @@ def test_revision_1_options_reproduce_the_old_code_bit_for_bit(p):
 
 
 @pytest.mark.parametrize("p", [3, 4])
-def test_revision_2_finds_the_same_components_with_fewer_starts(p):
-    """Abandoning starts far below the best changes no step of these SROAs (the measured
-    property behind the default), and the confirming sets it saves are real."""
+def test_later_revisions_find_the_same_components_with_fewer_starts(p):
+    """Abandoning starts far below the best (revision 2) changes no step of these SROAs (the
+    measured property behind the default), and the confirming sets it saves are real; the
+    packed kernel (revision 3) changes only rounding."""
     g = np.load(GOLDEN)
     res = _sroa(g[f"p{p}_T"])
     np.testing.assert_allclose(res.lambdas, g[f"p{p}_lambdas"], rtol=0, atol=1e-12)
@@ -88,8 +93,9 @@ def test_abandon_margin_is_checked():
 
 
 def test_only_known_revisions_run():
-    assert METHODS["sshopm"].revision == 2
-    assert METHODS["sshopm"].options_at(2) == {} == METHODS["sshopm"].options_at(None)
+    assert METHODS["sshopm"].revision == 3
+    assert METHODS["sshopm"].options_at(3) == {} == METHODS["sshopm"].options_at(None)
+    assert METHODS["sshopm"].options_at(2) == {"kernel": "symmetric"}
     with pytest.raises(ValueError, match="revision 7 cannot be reproduced"):
         METHODS["sshopm"].options_at(7)
     with pytest.raises(ValueError, match="revision 7"):
@@ -121,7 +127,7 @@ def _stored_solver(store: Path) -> dict:
 def test_a_store_keeps_the_revision_it_was_made_with(tmp_path, client):
     new, old, legacy = tmp_path / "new.zarr", tmp_path / "rev1.zarr", tmp_path / "legacy.zarr"
     run_sweep(_spec(), new, client=client, block_size=2)
-    assert _stored_solver(new)["revisions"]["sshopm"] == 2
+    assert _stored_solver(new)["revisions"]["sshopm"] == METHODS["sshopm"].revision
     run_sweep(_spec(revisions={"sshopm": 1}), old, client=client, block_size=2)
     assert _stored_solver(old)["revisions"]["sshopm"] == 1
     # Not vacuous: the two revisions store different start statistics.

@@ -10,7 +10,8 @@ every array carries a CRC32C codec after zstd, and stores hold ``block_digest`` 
 content digests, :mod:`sroa_dist.sweep.integrity`), which is storage bookkeeping, not cube
 vocabulary. And (issue 18) the stored spec states the method revisions the store computes with
 (``solver.revisions``); a store without them ran revision 1 of every method and keeps it
-(tests/test_method_revisions.py).
+(tests/test_method_revisions.py). The manifest states that every method's revision is pinned,
+not which numbers (a new revision of a method is not a format change).
 """
 
 from __future__ import annotations
