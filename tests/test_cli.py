@@ -477,6 +477,9 @@ FIG1 = f"{SMOKE}/figure1.toml"
 
 
 _REFS: dict[int, dict] = {}
+#: Replicates of a raced run: 60 paced blocks, about 15 s on the two test workers, so a second
+#: CLI process (several seconds to start on a loaded machine) meets it still running.
+RACED = 6
 
 
 def _reference(tmp_path, name, client, replicates):
@@ -504,12 +507,12 @@ def test_a_second_writer_is_refused_while_the_first_runs(tmp_path, cluster, clie
     store = tmp_path / "race.zarr"
     sched = ["--scheduler", cluster.scheduler_address]
     first = [
-        "run", FIG1, "--store", str(store), *sched, *SLOW, "--set", "replicates=2",
+        "run", FIG1, "--store", str(store), *sched, *SLOW, "--set", f"replicates={RACED}",
     ]  # fmt: skip
     extra = {
-        "extend": ["--set", "replicates=4"],
-        "overwrite": ["--set", "replicates=2", "--overwrite"],
-        "same": ["--set", "replicates=2"],
+        "extend": ["--set", f"replicates={RACED + 2}"],
+        "overwrite": ["--set", f"replicates={RACED}", "--overwrite"],
+        "same": ["--set", f"replicates={RACED}"],
     }[second]
     again = ["run", FIG1, "--store", str(store), *sched, *SLOW, *extra]
     a = start_cli(first)
@@ -534,7 +537,8 @@ def test_a_second_writer_is_refused_while_the_first_runs(tmp_path, cluster, clie
     assert "Traceback" not in b.stderr
     assert a.returncode == 0, err_a
     assert read_done(store).all()
-    assert_same_bits(cube_values(store), _reference(tmp_path, "ref.zarr", client, replicates=2))
+    reference = _reference(tmp_path, "ref.zarr", client, replicates=RACED)
+    assert_same_bits(cube_values(store), reference)
     from sroa_dist.sweep import open_results
 
     # the refused run changed nothing, not even the history
@@ -543,7 +547,7 @@ def test_a_second_writer_is_refused_while_the_first_runs(tmp_path, cluster, clie
         done = run_cli(*again)
         assert "(extended)" in done.stdout
         assert_same_bits(
-            cube_values(store), _reference(tmp_path, "ref4.zarr", client, replicates=4)
+            cube_values(store), _reference(tmp_path, "ref+.zarr", client, replicates=RACED + 2)
         )
 
 
@@ -554,7 +558,7 @@ def test_simultaneous_creations_one_wins(tmp_path, cluster, client):
     store = tmp_path / "new.zarr"
     args = [
         "run", FIG1, "--store", str(store), "--scheduler", cluster.scheduler_address,
-        *SLOW, "--set", "replicates=2",
+        *SLOW, "--set", f"replicates={RACED}",
     ]  # fmt: skip
     procs = [start_cli(args) for _ in range(2)]
     outs = [p.communicate(timeout=300) for p in procs]
@@ -564,7 +568,8 @@ def test_simultaneous_creations_one_wins(tmp_path, cluster, client):
     assert "writer lease held by" in loser[1] and "Traceback" not in loser[1]
     winner = next(o for p, o in zip(procs, outs, strict=True) if p.returncode == 0)
     assert "(created)" in winner[0]
-    assert_same_bits(cube_values(store), _reference(tmp_path, "ref.zarr", client, replicates=2))
+    reference = _reference(tmp_path, "ref.zarr", client, replicates=RACED)
+    assert_same_bits(cube_values(store), reference)
     again = run_cli(*args)  # the loser, run again, resumes the finished store
     assert "(resumed)" in again.stdout
     from sroa_dist.sweep import open_results

@@ -150,6 +150,24 @@ def test_a_store_keeps_the_revision_it_was_made_with(tmp_path, client):
         run_sweep(_spec(revisions={"sshopm": 1}), new, client=client, block_size=2)
 
 
+@pytest.mark.slow
+def test_a_revision_2_store_resumes_with_revision_2(tmp_path, client):
+    """A store made with revision 2 (the default before the packed kernel) and resumed by a
+    spec that names no revision computes its missing blocks with revision 2, bit for bit."""
+    rev2, rev3 = tmp_path / "rev2.zarr", tmp_path / "rev3.zarr"
+    run_sweep(_spec(revisions={"sshopm": 2}), rev2, client=client, block_size=2)
+    run_sweep(_spec(), rev3, client=client, block_size=2)
+    whole = cube_values(rev2)
+    # Not vacuous: the two revisions' cubes differ (in rounding).
+    assert not np.array_equal(whole["lam_err"], cube_values(rev3)["lam_err"])
+    n_blocks = len(read_done(str(rev2)))
+    forget_blocks(str(rev2), [0, n_blocks - 1])
+    res = run_sweep(_spec(), rev2, client=client, block_size=2)
+    assert res.action == "resumed" and res.blocks_computed == 2
+    assert _stored_solver(rev2)["revisions"]["sshopm"] == 2
+    assert_same_bits(cube_values(rev2), whole)
+
+
 def test_a_spec_names_only_known_revisions():
     with pytest.raises(SpecError, match=r"solver\.revisions\.sshopm"):
         _spec(revisions={"sshopm": 9})
