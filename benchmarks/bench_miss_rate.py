@@ -18,7 +18,7 @@ Policies, each evaluated on the residuals of the single-set policy's own SROA tr
   (fewer than two starts reached it, or a start away from it within ``confirm_margin``);
 * ``confirm_all``: the same with ``confirm_margin=inf``: the second set on every step (the
   default until 2026-11-26, which halved sshopm's throughput);
-* ``revision1``: ``sshopm`` revision 1 (the default until 2026-11-27: every start run to
+* ``revision1``: ``sshopm`` revision 1 (the default until 2026-11-26: every start run to
   convergence, every point counted for the confirmation evidence, dense p = 3 kernel);
 * ``revision2``: ``sshopm`` revision 2 (the default until 2026-11-26; revision 3 changes only
   the layout of the p = 3 ascent, so its steps should equal these up to rounding);

@@ -346,7 +346,7 @@ def _builtin_records() -> list[Method]:
             "sshopm",
             _method_sshopm,
             cost=_local_cost(1e-8),
-            # 2 (2026-11-27): starts far below the best are abandoned and do not ask for a
+            # 2 (2026-11-26): starts far below the best are abandoned and do not ask for a
             # confirming start set (ABANDON_MARGIN), and p = 3 gradients use the distinct
             # index pairs (benchmarks/bench_sroa_local.py).
             # 3 (2026-11-26): p = 3 ascents on formed tensors run coordinates first

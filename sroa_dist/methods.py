@@ -59,7 +59,7 @@ CONFIRM_MARGIN = 1e-5
 #: :func:`~sroa_dist.ascent.shifted_ascent`), and such points are not counted as maxima seen
 #: once (:func:`_first_set_settles`). They wander the flat region between components, in late
 #: SROA steps for up to ``max_iter`` iterations. Measured (benchmarks/bench_sroa_local.py and
-#: a side-by-side run on the Figure-2 workload and Gaussian n = 16-32, 2026-11-27): no step's
+#: a side-by-side run on the Figure-2 workload and Gaussian n = 16-32, 2026-11-26): no step's
 #: best value changed on 500 Figure-2 SROAs and 864 Gaussian steps; a margin of 0 (stop once
 #: the best converged start leads) lost up to 2 % of the value on 1 % of Figure-2 steps.
 ABANDON_MARGIN = 0.5
