@@ -17,10 +17,7 @@ from sroa_dist.ascent import random_starts, shifted_ascent
 def _tensors(count: int, n: int = 6, p: int = 3) -> np.ndarray:
     models = ["binary", "uniform", "gaussian"]
     return np.stack(
-        [
-            sd.make_instance(n, p, noise=models[s % 3], sigma=0.02, rng=s).T_hat
-            for s in range(count)
-        ]
+        [sd.make_instance(n, p, noise=models[s % 3], sigma=0.02, rng=s).T_hat for s in range(count)]
     )
 
 
