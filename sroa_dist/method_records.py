@@ -350,7 +350,7 @@ def _builtin_records() -> list[Method]:
             # confirming start set (ABANDON_MARGIN), and p = 3 gradients use the distinct
             # index pairs (benchmarks/bench_sroa_local.py).
             # 3 (2026-11-26): p = 3 ascents on formed tensors run coordinates first
-            # ("packed"): the same steps as revision 2 up to rounding, 1.3x its throughput.
+            # ("packed"): the same steps as revision 2 up to rounding, 1.2-1.5x its throughput.
             revision=3,
             legacy={1: {"abandon_margin": math.inf, "kernel": "dense"}, 2: {"kernel": "symmetric"}},
         ),
