@@ -205,15 +205,7 @@ def shifted_ascent(
     X = X0.copy()
     grads = _Gradients(Ts, kernel)
     G, F = grads.values(np.arange(B), X)
-    scale = np.max(np.abs(F), axis=1, keepdims=True) + np.finfo(float).tiny
-    # (p-1)·‖T‖_F ≥ (p-1)·‖T‖ makes T x^p + α‖x‖^p convex, so a larger shift is never needed.
-    cap = (p - 1) * np.linalg.norm(Ts.reshape(B, -1), axis=1)[:, None] + np.finfo(float).tiny
-    if shift == "monotone":
-        alpha = np.zeros((B, S))
-    elif shift == "adaptive":
-        alpha = None
-    else:
-        alpha = np.full((B, S), float(shift))
+    scale, cap, alpha = _shift_state(Ts, F, shift)
     n_iter = np.zeros(B, dtype=np.int64)
     active = np.arange(B)
     done = np.zeros((B, S), dtype=bool)
@@ -239,19 +231,49 @@ def shifted_ascent(
         G[sel] = np.where(accept[..., None], Gy, Ga)
         F[sel] = np.where(accept, Fy, Fa)
         if shift == "monotone":
-            grown = np.minimum(np.maximum(2.0 * a, 0.5 * scale[sel]), cap[sel])
-            alpha[sel] = np.where(accept, 0.5 * a, grown)
+            alpha[sel] = _monotone_shift(a, accept, scale[sel], cap[sel])
         done[sel] |= accept & (step <= tol)
         n_iter[sel] += 1
-        finished = np.all(done[sel], axis=1)
-        if abandon_margin < math.inf:
-            conv, Fa = done[sel], F[sel]
-            best = np.max(np.where(conv, Fa, -np.inf), axis=1)
-            climbing = np.max(np.where(conv, -np.inf, Fa), axis=1)
-            with np.errstate(invalid="ignore"):  # no converged start yet: -inf, never stops
-                finished |= climbing < best - abandon_margin * np.abs(best)
-        active = active[~finished]
+        active = active[~_stopped(done[sel], F[sel], abandon_margin)]
     return X, F, n_iter
+
+
+def _shift_state(
+    Ts: FloatArray, F: FloatArray, shift: str | float
+) -> tuple[FloatArray, FloatArray, FloatArray | None]:
+    """``(scale (B, 1), cap (B, 1), alpha (B, S))`` of an ascent from values ``F (B, S)``: the
+    value scale of the tolerances, the largest shift and the starting shifts (``None`` for the
+    adaptive shift, which is computed each step)."""
+    B, p = len(Ts), Ts.ndim - 1
+    tiny = np.finfo(float).tiny
+    scale = np.max(np.abs(F), axis=1, keepdims=True) + tiny
+    # (p-1)·‖T‖_F ≥ (p-1)·‖T‖ makes T x^p + α‖x‖^p convex, so a larger shift is never needed.
+    cap = (p - 1) * np.linalg.norm(Ts.reshape(B, -1), axis=1)[:, None] + tiny
+    if shift == "adaptive":
+        return scale, cap, None
+    alpha = np.zeros(F.shape) if shift == "monotone" else np.full(F.shape, float(shift))
+    return scale, cap, alpha
+
+
+def _monotone_shift(
+    a: FloatArray, accept: NDArray[np.bool_], scale: FloatArray, cap: FloatArray
+) -> FloatArray:
+    """The monotone shift's next values: halved after an accepted step, doubled (at least half
+    the value scale, at most ``cap``) after a rejected one."""
+    return np.where(accept, 0.5 * a, np.minimum(np.maximum(2.0 * a, 0.5 * scale), cap))
+
+
+def _stopped(done: NDArray[np.bool_], F: FloatArray, abandon_margin: float) -> NDArray[np.bool_]:
+    """Instances ``(A,)`` whose ascent ends: every start converged (``done (A, S)``), or, with
+    a finite ``abandon_margin``, every start still climbing is more than that fraction of the
+    best converged value below it (values ``F (A, S)``)."""
+    finished = np.all(done, axis=1)
+    if abandon_margin < math.inf:
+        best = np.max(np.where(done, F, -np.inf), axis=1)
+        climbing = np.max(np.where(done, -np.inf, F), axis=1)
+        with np.errstate(invalid="ignore"):  # no converged start yet: -inf, never stops
+            finished |= climbing < best - abandon_margin * np.abs(best)
+    return finished
 
 
 def _norms(X: FloatArray, keepdims: bool = False) -> FloatArray:
@@ -268,7 +290,8 @@ class _Gradients:
     off the diagonal, one GEMM against the ``n(n+1)/2`` distinct products ``x_j x_k`` instead of
     the ``n²`` of the Kronecker square: 45 % fewer multiplications at n = 10 and half the
     memory traffic, the same values up to rounding. Other orders use the dense kernel.
-    ``"packed"`` reaches this class only with the adaptive shift, and runs as ``"symmetric"``.
+    ``"packed"`` reaches this class only where its own loop does not apply: with the adaptive
+    shift it runs as ``"symmetric"``, on other orders and operators as ``"dense"``.
     """
 
     def __init__(self, Ts: FloatArray, kernel: str) -> None:
@@ -499,14 +522,11 @@ def _ascent_packed(
     differ from the other kernels' by rounding. An instance's results are taken when it stops;
     its rows are dropped from the working arrays once a quarter of them have stopped."""
     B, S, n = X0.shape
-    tiny = np.finfo(float).tiny
     Tp, j, k = _packed_tensors(Ts)
     X, F = np.empty_like(X0), np.empty((B, S))
     Xc = np.ascontiguousarray(X0.transpose(2, 0, 1))
     Gc, Fc = _packed_values(Tp, Xc, j, k)
-    scale = np.max(np.abs(Fc), axis=1, keepdims=True) + tiny
-    cap = 2 * np.linalg.norm(Ts.reshape(B, -1), axis=1)[:, None] + tiny
-    alpha = np.zeros((B, S)) if shift == "monotone" else np.full((B, S), float(shift))
+    scale, cap, alpha = _shift_state(Ts, Fc, shift)
     n_iter = np.zeros(B, dtype=np.int64)
     rows = np.arange(B)  # the instance of each working row
     live = np.ones(B, dtype=bool)  # working rows whose instance is still ascending
@@ -526,16 +546,9 @@ def _ascent_packed(
         np.copyto(Gc, Gy, where=accept)
         np.copyto(Fc, Fy, where=accept)
         if shift == "monotone":
-            grown = np.minimum(np.maximum(2.0 * alpha, 0.5 * scale), cap)
-            alpha = np.where(accept, 0.5 * alpha, grown)
+            alpha = _monotone_shift(alpha, accept, scale, cap)
         done |= accept & (step <= tol)
-        finished = np.all(done, axis=1)
-        if abandon_margin < math.inf:
-            best = np.max(np.where(done, Fc, -np.inf), axis=1)
-            climbing = np.max(np.where(done, -np.inf, Fc), axis=1)
-            with np.errstate(invalid="ignore"):  # no converged start yet: -inf, never stops
-                finished |= climbing < best - abandon_margin * np.abs(best)
-        finished &= live
+        finished = _stopped(done, Fc, abandon_margin) & live
         if not finished.any():
             continue
         stopped = rows[finished]
