@@ -7,11 +7,13 @@ numpy/scipy; ``run_sweep``, ``load_spec`` and ``open_results`` load Dask/zarr la
 
 from __future__ import annotations
 
-from importlib import metadata as _metadata
-from typing import Any
+# First of all, before even the standard library below: the `sroa-dist` command answers
+# Ctrl-C / SIGTERM with one line from here on, however long the rest takes to load.
+from . import _early_signals  # noqa: F401  # isort: skip
 
-# First: the `sroa-dist` command answers Ctrl-C before the core below has loaded.
-from . import _early_signals  # noqa: F401
+from importlib import metadata as _metadata  # noqa: E402
+from typing import Any  # noqa: E402
+
 from .adversarial import WorstCaseResult, worst_case
 from .certificate import Certificate
 from .decomposition import SROAResult, sroa, sroa_batch

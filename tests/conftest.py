@@ -106,6 +106,31 @@ def start_cli(args: list[str], output: int = subprocess.PIPE) -> subprocess.Pope
     )
 
 
+def wait_signal_handlers(proc: subprocess.Popen, timeout: float = 60) -> None:
+    """Return once ``proc`` catches SIGINT and SIGTERM itself (``SigCgt`` in
+    ``/proc/PID/status``), i.e. once ``sroa_dist``'s first line has run.
+
+    Before that the interpreter itself is still starting (site, ``.pth`` files), and a signal
+    there meets Python's defaults, which no program can change. On a busy machine that start
+    can outlast a test's chosen delay."""
+    wanted = (1 << (signal.SIGINT - 1)) | (1 << (signal.SIGTERM - 1))
+    status = Path(f"/proc/{proc.pid}/status")
+    deadline = time.time() + timeout
+    while time.time() < deadline and proc.poll() is None:
+        caught = next(
+            (
+                int(x.split()[1], 16)
+                for x in status.read_text().splitlines()
+                if x.startswith("SigCgt:")
+            ),
+            0,
+        )
+        if caught & wanted == wanted:
+            return
+        time.sleep(0.005)
+    raise AssertionError(f"sroa-dist never installed its signal handlers: {proc.communicate()}")
+
+
 def sigkill_run_mid_sweep(args: list[str], store: Path, n: int = 2, timeout: float = 180) -> None:
     """Start ``sroa-dist ARGS`` in a process group of its own, wait until ``n`` blocks of
     ``store`` are done, and SIGKILL the whole group (CLI, scheduler, workers) while the run is
