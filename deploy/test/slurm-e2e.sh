@@ -267,7 +267,7 @@ retirement() {
             --prologue "source $CLONE/.venv/bin/activate" --shared-temp-dir "$WORK/dask-tmp"
     ) >"$WORK/retire.log" 2>&1 &
     driver=$!
-    on_exit "kill -TERM $driver 2>/dev/null"
+    on_exit "kill -0 $driver 2>/dev/null && kill -TERM $driver 2>/dev/null || true"  # gone already: nothing to stop
     first=
     while kill -0 "$driver" 2>/dev/null; do
         now=$(worker_jobs | awk 'NR == 1 {print $1}')
