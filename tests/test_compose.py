@@ -238,7 +238,7 @@ def test_image_layout_matches_the_test_path_mapping():
         for src in sources:
             assert (ROOT / src).exists(), f"COPY {src}: missing from the repository"
             assert _in_context(src), f"COPY {src}: excluded by .dockerignore"
-            if dest_abs.endswith("/") and len(sources) > 1:
+            if dest_abs.endswith("/"):  # a directory, as Docker reads a trailing slash
                 target = dest_abs + Path(src).name
             else:
                 target = dest_abs

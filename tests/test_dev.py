@@ -1,10 +1,12 @@
-"""dev.py: the interpreter it chooses for a new environment, and the once-only warning."""
+"""dev.py: the interpreter it chooses for a new environment, the once-only warning, and the
+install into the environment (uv, or pip)."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 
+import pytest
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT))
@@ -51,3 +53,32 @@ def test_the_suite_runs_in_one_worker_per_core_unless_told():
     assert dev.pytest_args(["-p", "no:xdist"], 8) == ["-p", "no:xdist"]
     assert dev.pytest_args(["tests/test_dev.py"], 1) == ["tests/test_dev.py"]
     assert dev.pytest_args([], None) == []
+
+
+def _tiny_project(root):
+    """A one-module project with no dependencies: what dev.install does, minus the downloads."""
+    (root / "tiny_pkg").mkdir(parents=True)
+    (root / "tiny_pkg" / "__init__.py").write_text("ANSWER = 42\n")
+    (root / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools>=68"]\nbuild-backend = "setuptools.build_meta"\n'
+        '[project]\nname = "tiny-pkg"\nversion = "0.1"\n'
+    )
+    return root
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("installer", ["uv", "pip"])
+def test_install_puts_the_project_in_the_environment(tmp_path, monkeypatch, installer):
+    """A real environment, the tiny project installed editable by uv, or by pip when
+    SROA_INSTALLER=pip; either way it imports, and the edit of its source shows (editable)."""
+    project = _tiny_project(tmp_path / "proj")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    monkeypatch.setenv("SROA_INSTALLER", installer)
+    assert dev.install(".", venv / "bin", project) == installer
+    (project / "tiny_pkg" / "__init__.py").write_text("ANSWER = 43\n")
+    out = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import tiny_pkg; print(tiny_pkg.ANSWER)"],
+        cwd=tmp_path, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert out.stdout.strip() == "43"
