@@ -3,6 +3,7 @@ install into the environment (uv, or pip)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -24,8 +25,6 @@ def test_a_python_with_the_gh106883_fix_is_preferred():
 
 
 def test_sroa_python_is_honoured():
-    import os
-
     env = {**os.environ, "SROA_PYTHON": sys.executable}
     out = subprocess.run(
         [sys.executable, "-c", "import dev; print(dev.choose_python()[0])"],
@@ -70,15 +69,20 @@ def _tiny_project(root):
 @pytest.mark.parametrize("installer", ["uv", "pip"])
 def test_install_puts_the_project_in_the_environment(tmp_path, monkeypatch, installer):
     """A real environment, the tiny project installed editable by uv, or by pip when
-    SROA_INSTALLER=pip; either way it imports, and the edit of its source shows (editable)."""
+    SROA_INSTALLER=pip; either way it imports, the edit of its source shows (editable), and
+    what went into site-packages has its bytecode (nothing writes it later where
+    PYTHONDONTWRITEBYTECODE is set, as on CI machines)."""
     project = _tiny_project(tmp_path / "proj")
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     monkeypatch.setenv("SROA_INSTALLER", installer)
     assert dev.install(".", venv / "bin", project) == installer
     (project / "tiny_pkg" / "__init__.py").write_text("ANSWER = 43\n")
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     out = subprocess.run(
         [str(venv / "bin" / "python"), "-c", "import tiny_pkg; print(tiny_pkg.ANSWER)"],
-        cwd=tmp_path, capture_output=True, text=True, check=True,
+        cwd=tmp_path, env=env, capture_output=True, text=True, check=True,
     )  # fmt: skip
     assert out.stdout.strip() == "43"
+    (site,) = venv.glob("lib/python3*/site-packages")
+    assert list((site / "__pycache__").glob("__editable__*tiny_pkg*.pyc")), installer
