@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.optimize import nnls
 
 from .decomposition import SROAResult, sroa
 from .metrics import match
@@ -221,6 +220,8 @@ def _simplex_least_norm(M: FloatArray, g: FloatArray) -> FloatArray:
     ``g − conv(columns)``, by NNLS with the sum constraint as a heavily weighted row."""
     w = 1e3 * max(float(np.linalg.norm(M)), float(np.linalg.norm(g)), 1.0)
     A = np.vstack([M, np.full((1, M.shape[1]), w)])
+    from scipy.optimize import nnls  # on use: scipy.optimize costs 0.5 s to import
+
     lam = nnls(A, np.append(g, w))[0]
     return lam / lam.sum()
 

@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.optimize import linear_sum_assignment
 
 from ..norms import OperatorNormResult, operator_norm
 from ..solvers import RngLike, relaxation_tractable
@@ -100,6 +99,8 @@ def recovery_errors(
     tol = DEFAULT_TOLERANCES[fit.kind] if tolerances is None else tolerances
     dist = COMPONENT_DISTANCE[fit.kind](fit.components, model.components)
     finite = np.where(np.isfinite(dist), dist, np.finfo(float).max / 4)
+    from scipy.optimize import linear_sum_assignment  # on use: 0.5 s to import
+
     rows, cols = linear_sum_assignment(finite)
     perm = np.empty(fit.k, dtype=np.int64)
     perm[rows] = cols
