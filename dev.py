@@ -115,13 +115,13 @@ def install(target: str, bin_dir: Path, cwd: Path) -> str:
     process would compile dask, scipy and the rest from source again. uv does not read pip's
     configuration, so a machine that reaches packages only through a pip.conf mirror falls
     back to pip after uv fails (or sets SROA_INSTALLER=pip)."""
-    pip = [str(bin_dir / "python"), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
+    python = str(bin_dir / "python")
+    pip = [python, "-m", "pip", "install", "--disable-pip-version-check", "-q"]
     if os.environ.get("SROA_INSTALLER", "uv") != "pip":
         uv = bin_dir / ("uv.exe" if os.name == "nt" else "uv")
         if not uv.exists():
             subprocess.run(pip + ["uv"], cwd=cwd, capture_output=True)
         if uv.exists():
-            python = str(bin_dir / "python")
             command = [str(uv), "pip", "install", "-q", "--compile-bytecode", "--python", python]
             if subprocess.run([*command, "-e", target], cwd=cwd).returncode == 0:
                 return "uv"

@@ -648,7 +648,7 @@ def test_a_signal_in_the_first_seconds_is_honoured(tmp_path, sig, code, delay):
     traceback; exit 130 / 143 with one closing line; no lease left behind and the store, if
     it was created, resumes to completion with the same command. The delay counts from the
     start, but the signal waits for the package's first line: the interpreter's own start
-    (about 15 ms here, much longer on a loaded CI machine) meets Python's defaults."""
+    (about 60 ms here, much longer on a loaded CI machine) meets Python's defaults."""
     store = tmp_path / "early.zarr"
     args = [
         "run", FIG1, "--store", str(store), "--workers", "2", "--dashboard-address", ":0",
