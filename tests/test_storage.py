@@ -3,8 +3,10 @@ compatibility checks and reading back with open_results (real zarr stores, no Da
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -249,6 +251,110 @@ def test_overwrite_and_extension_keep_the_lease_and_change_the_layout_token(tmp_
         assert not read_done(url).any()
     assert read_lease(url) is None
     assert store_kind(url) == "sroa"
+
+
+class _LateChunkFS:
+    """A filesystem whose first recursive delete meets a stale writer's late chunk, exactly as
+    ``shutil.rmtree`` does when a file appears in a folder it has just emptied."""
+
+    def __init__(self, fs, url):
+        self._fs, self._url = fs, url
+        self.token_at_first_rm = None
+        self.late = None
+
+    def __getattr__(self, name):
+        return getattr(self._fs, name)
+
+    def rm(self, entry, recursive=False):
+        if self.late is None and recursive and os.path.isdir(entry):
+            self.token_at_first_rm = zarr.open_group(self._url, mode="r").attrs["layout_token"]
+            self.late = Path(entry) / "c" / "late-chunk"
+            self.late.parent.mkdir(parents=True, exist_ok=True)
+            self.late.write_bytes(b"stale")
+            raise OSError(errno.ENOTEMPTY, "Directory not empty", str(self.late.parent))
+        return self._fs.rm(entry, recursive=recursive)
+
+
+def test_an_overwrite_fences_stale_writers_then_outlasts_their_late_chunks(tmp_path, monkeypatch):
+    """The overwrite sets its new layout token before deleting anything, so a stale writer
+    checking from then on is refused; a chunk that lands while a folder is being removed (a
+    write already past its check) makes the clear start again instead of failing the run."""
+    import sroa_dist.sweep.storage as storage
+
+    spec = load_spec(SPEC)
+    url, _ = _store(tmp_path, spec)
+    old_token = zarr.open_group(url, mode="r").attrs["layout_token"]
+    real_fs = storage._fs
+    box = {}
+
+    def racing_fs(u, so):
+        fs, path = real_fs(u, so)
+        box["fs"] = _LateChunkFS(fs, url)
+        return box["fs"], path
+
+    monkeypatch.setattr(storage, "_fs", racing_fs)
+    over = prepare_store(url, spec, make_layout(spec, block_size=4), overwrite=True)
+    monkeypatch.undo()
+    racer = box["fs"]
+    assert racer.late is not None, "the late chunk was never written: the test proves nothing"
+    assert racer.token_at_first_rm == over.layout_token != old_token
+    assert not racer.late.exists()
+    assert over.action == "created" and not read_done(url).any()
+
+
+def test_an_overwrite_that_cannot_clear_names_the_store(tmp_path, monkeypatch):
+    import sroa_dist.sweep.storage as storage
+
+    spec = load_spec(SPEC)
+    url, _ = _store(tmp_path, spec)
+    real_fs = storage._fs
+
+    class _Busy(_LateChunkFS):
+        def rm(self, entry, recursive=False):
+            raise OSError(errno.ENOTEMPTY, "Directory not empty", entry)
+
+    monkeypatch.setattr(storage, "_fs", lambda u, so: (_Busy(real_fs(u, so)[0], url), u))
+    monkeypatch.setattr(storage, "CLEAR_PATIENCE_S", 0.2)
+    with pytest.raises(OSError, match=r"cube\.zarr: could not clear it for --overwrite"):
+        storage._clear_store(url, None, patience=0.2)
+
+
+@pytest.mark.slow
+def test_a_stale_writer_racing_an_overwrite_never_marks_a_block_done(tmp_path):
+    """Real writes: a thread keeps writing block 0 with the old layout token while the store is
+    overwritten. The overwrite succeeds, the writer ends refused, and no block of the new
+    layout is marked done."""
+    import threading
+
+    spec = load_spec(SPEC)
+    url, layout = _store(tmp_path, spec)
+    token = zarr.open_group(url, mode="r").attrs["layout_token"]
+    task = replace(block_task(spec, layout, 0), layout_token=token)
+    result = compute_block(task)
+    outcome, writes = {}, []
+
+    def stale_writer():
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                write_block(url, 0, result, layout_token=token)
+                writes.append(1)
+            except StaleLayoutError as exc:
+                outcome["refused"] = exc
+                return
+            except (OSError, KeyError, ValueError):  # mid-clear: Dask would retry the task
+                continue
+
+    t = threading.Thread(target=stale_writer, daemon=True)
+    t.start()
+    while not writes:
+        time.sleep(0.001)
+    more = load_spec(SPEC, ["replicates=8"])
+    over = prepare_store(url, more, make_layout(more, block_size=4), overwrite=True)
+    t.join(60)
+    assert "refused" in outcome
+    assert over.action == "created"
+    assert not read_done(url).any()
 
 
 def test_an_interrupted_swap_is_finished_on_the_next_run(tmp_path, monkeypatch):

@@ -1,11 +1,12 @@
-"""Result-cube storage: the only module that imports zarr.
+"""Result-cube storage: create, resume, extend, overwrite and read a store.
 
 One zarr (v3) store per sweep, local path or fsspec URL. Write pattern (xarray's documented
 one for distributed writers): the client writes a template with ``compute=False`` (metadata and
 coordinates only), then every task writes its own block with a chunk-aligned region write and
 finally flips its element of the ``done`` mask. Blocks *are* chunks, so no two writers ever
 share a chunk (concurrent writes into a shared chunk silently lose data); :func:`write_block`
-checks the alignment against the store's real chunks and refuses anything else.
+checks the alignment against the store's real chunks and refuses anything else (task-side
+writes live in :mod:`.block_write`).
 
 Completion is never inferred from chunk files (zarr 3 skips chunks equal to the fill value):
 only ``done`` says a block is finished, and it is written after the block's data, so a kill at
@@ -27,14 +28,13 @@ and extensions.
 
 from __future__ import annotations
 
-import asyncio
-import datetime as _dt
 import json
 import math
 import os
+import time
 import uuid
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,11 +43,10 @@ from typing import Any
 import numpy as np
 import xarray as xr
 import zarr
-import zarr.api.asynchronous as za
-from zarr.core.sync import sync  # zarr's own event loop, which its stores are bound to
 
 from sroa_dist._registry import names_only
 
+from .block_write import StaleLayoutError, check_chunk_aligned, write_block
 from .common import SweepSpec, resumable_as
 from .integrity import (
     DIGEST,
@@ -59,7 +58,7 @@ from .integrity import (
     scan_store,
 )
 from .kinds import kind_of, parse_spec, variable_order
-from .layout import BlockResult, Layout, block_region, check_region_aligned
+from .layout import Layout
 from .lease import LEASE_GROUP
 from .schema import (
     ATTR_LAYOUT_TOKEN,
@@ -70,7 +69,6 @@ from .schema import (
     DONE_TIME,
     FAILED,
     FAILED_MESSAGES,
-    REPLICATE,
     STEP,
 )
 from .store_target import (
@@ -112,10 +110,6 @@ __all__ = [
 
 # Short names of the two helpers every function here needs.
 _so, _fs, _now = storage_options_for, filesystem, now_iso
-
-
-class StaleLayoutError(RuntimeError):
-    """A task planned for one layout of a store tried to write into another (newer) one."""
 
 
 @dataclass(frozen=True)
@@ -234,6 +228,10 @@ def prepare_store(
     if overwrite or kind != "sroa":
         token = uuid.uuid4().hex
         if kind == "sroa":
+            # Fence first: from here on a stale writer (a run whose lease was taken over)
+            # finds another layout token and writes nothing; only a write already past its
+            # check can still land, and the clear below outlasts it.
+            _set_layout_token(url, token, storage_options)
             _clear_store(url, storage_options)
         spec = spec.pinned()
         write_template(url, spec, layout, history, storage_options, token, mode="a")
@@ -294,13 +292,37 @@ def _root_attrs(url: str, so) -> dict[str, Any]:
     return dict(zarr.open_group(url, mode="r", storage_options=_so(url, so)).attrs)
 
 
-def _clear_store(url: str, so) -> None:
-    """Delete a sroa-dist store's entries, keeping its writer lease (overwrite)."""
+def _set_layout_token(url: str, token: str, so) -> None:
+    zarr.open_group(url, mode="r+", storage_options=_so(url, so)).attrs[ATTR_LAYOUT_TOKEN] = token
+
+
+#: How long an overwrite keeps clearing a store that a stale writer is still writing into.
+CLEAR_PATIENCE_S = 30.0
+
+
+def _clear_store(url: str, so, patience: float = CLEAR_PATIENCE_S) -> None:
+    """Delete a sroa-dist store's entries, keeping its writer lease (overwrite).
+
+    A write that passed its layout check just before the fence can still create a chunk
+    while its folder is being removed ("directory not empty", or an entry already gone); the
+    clear starts again until the store holds only its lease, for at most ``patience`` seconds.
+    """
     fs, path = _fs(url, so)
-    for entry in fs.ls(path, detail=False):
-        name = entry.rstrip("/").rsplit("/", 1)[-1]
-        if name != LEASE_GROUP and entry.rstrip("/") != path.rstrip("/"):
-            fs.rm(entry, recursive=True)
+    give_up = time.monotonic() + patience
+    while True:
+        try:
+            for entry in fs.ls(path, detail=False, refresh=True):
+                name = entry.rstrip("/").rsplit("/", 1)[-1]
+                if name != LEASE_GROUP and entry.rstrip("/") != path.rstrip("/"):
+                    fs.rm(entry, recursive=True)
+            return
+        except OSError as exc:  # FileNotFoundError included
+            if time.monotonic() > give_up:
+                raise OSError(
+                    f"store {url}: could not clear it for --overwrite within {patience:.0f} s: "
+                    f"{exc} (is another process still writing into it?)"
+                ) from exc
+            time.sleep(0.05)
 
 
 def _append_history(url: str, line: str, so, spec: SweepSpec | None = None) -> None:
@@ -402,7 +424,7 @@ def _extend(url, spec, old_layout: Layout, new_layout: Layout, history, so, toke
             old_arr = old_arrays[k]
             extra = (slice(None),) * (len(old_arr.shape) - len(idx))
             data = old_arr.oindex[tuple(idx) + extra]
-            _check_aligned(k, new_arrays[k], region)
+            check_chunk_aligned(k, new_arrays[k], region)
             new_arrays[k][region + extra] = data
             copied[k] = data
         dtypes = {k: new_arrays[k].dtype for k in names}  # the digests a task would record:
@@ -434,100 +456,6 @@ def _extend(url, spec, old_layout: Layout, new_layout: Layout, history, so, toke
     fs.pipe_file(f"{nxt}/{_SWAP_MANIFEST}", json.dumps(names).encode())
     _swap_in(fs, path, nxt)
     return reused
-
-
-# --------------------------------------------------------------------------------------------
-# Task-side writes
-
-
-def _check_aligned(name: str, arr: Any, region: Sequence[slice]) -> None:
-    dims = tuple(arr.metadata.dimension_names)
-    check_region_aligned(region, arr.chunks, arr.shape, [f"'{name}' dim '{d}'" for d in dims])
-
-
-def write_block(
-    url: str,
-    index: int,
-    result: BlockResult,
-    *,
-    region: Sequence[slice] | None = None,
-    storage_options: Mapping[str, Any] | None = None,
-    layout_token: str | None = None,
-) -> None:
-    """Write one block's arrays into its region, then mark the block done.
-
-    ``region`` defaults to block ``index`` of the store's own chunk grid. The region is checked
-    against the real zarr chunks of every variable written: a region that does not cover whole
-    chunks raises ``ValueError`` and nothing is written. With ``layout_token`` (the token of
-    the layout the task was planned for), a store whose layout has another token raises
-    :class:`StaleLayoutError` and nothing is written: a stale writer never writes block ``index``
-    of a layout it did not plan.
-    """
-    sync(_write_block(url, index, result, region, _so(url, storage_options), layout_token))
-
-
-async def _write_block(url, index, result, region, so, layout_token=None) -> None:
-    # Region writes straight through zarr's async API: the same bytes as xarray's
-    # to_zarr(region=...) for these plain float64/bool variables (no CF encoding), with all
-    # arrays written concurrently (less per-task overhead than xarray; see docs/sweeps.md).
-    g = await za.open_group(store=url, mode="r+", storage_options=so)
-    if layout_token is not None and g.attrs.get(ATTR_LAYOUT_TOKEN, "") != layout_token:
-        raise StaleLayoutError(
-            f"store {url}: block {index} was planned for layout {layout_token!r}, but the store "
-            f"now has layout {g.attrs.get('layout_token', '')!r} (overwritten or extended by "
-            "another run); nothing written"
-        )
-    # The block grid's dims (ending in 'replicate') lead every result variable; 'step' and
-    # 'component' follow. Any stored result variable says what they are.
-    ref = None
-    for name in result.data:
-        try:
-            arr = await g.getitem(name)
-        except KeyError:  # a variable added since the store was made
-            continue
-        if REPLICATE in arr.metadata.dimension_names:
-            ref = arr
-            break
-    if ref is None:
-        raise ValueError(f"store {url}: no variable of block {index} is stored over the grid")
-    dims = tuple(d for d in ref.metadata.dimension_names if d not in (STEP, COMPONENT))
-    if region is None:
-        region = block_region(index, ref.chunks[: len(dims)], ref.shape[: len(dims)])
-    region = tuple(region)
-    # 'eps' is the coordinate when an axis; a store made by an earlier version lacks the
-    # variables added since (n_best, confirmed): it keeps its own format when resumed.
-    wanted = [n for n in result.data if n not in dims]
-    found = await asyncio.gather(*(g.getitem(n) for n in wanted), return_exceptions=True)
-    for got in found:
-        if isinstance(got, BaseException) and not isinstance(got, KeyError):
-            raise got
-    names = [n for n, got in zip(wanted, found, strict=True) if not isinstance(got, KeyError)]
-    arrays = [got for got in found if not isinstance(got, KeyError)]
-    # Check every target first so that a refused write leaves the store untouched.
-    for name, arr in zip(names, arrays, strict=True):
-        _check_aligned(name, arr, region)
-    await asyncio.gather(
-        *(
-            arr.setitem(
-                region + (slice(None),) * (result.data[n].ndim - len(region)), result.data[n]
-            )
-            for n, arr in zip(names, arrays, strict=True)
-        )
-    )
-    # The block's digest row, then the done flag last: a kill before it leaves a block that
-    # is simply recomputed. A store without a digest array keeps its format (see prepare).
-    try:
-        dig = await g.getitem(DIGEST)
-    except KeyError:
-        dig = None
-    if dig is not None:
-        dig_names = list(dig.attrs.get(DIGEST_VARIABLES, []))
-        data = dict(zip(names, (result.data[n] for n in names), strict=True))
-        dtypes = {n: arr.dtype for n, arr in zip(names, arrays, strict=True)}
-        await dig.setitem((index, slice(None)), block_digests(dig_names, data, dtypes))
-    done_time, done = await asyncio.gather(g.getitem(DONE_TIME), g.getitem(DONE))
-    await done_time.setitem(index, _dt.datetime.now(_dt.UTC).timestamp())
-    await done.setitem(index, True)
 
 
 def mark_failed(url: str, failures: Mapping[int, str], storage_options=None) -> None:
