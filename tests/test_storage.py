@@ -275,14 +275,18 @@ class _LateChunkFS:
         return self._fs.rm(entry, recursive=recursive)
 
 
-def test_an_overwrite_fences_stale_writers_then_outlasts_their_late_chunks(tmp_path, monkeypatch):
-    """The overwrite sets its new layout token before deleting anything, so a stale writer
-    checking from then on is refused; a chunk that lands while a folder is being removed (a
-    write already past its check) makes the clear start again instead of failing the run."""
+@pytest.mark.parametrize("how", ["overwrite", "extend"])
+def test_a_new_layout_fences_stale_writers_then_outlasts_their_late_chunks(
+    tmp_path, monkeypatch, how
+):
+    """An overwrite or extension sets its new layout token before deleting anything, so a stale
+    writer checking from then on is refused; a chunk that lands while a folder is being removed
+    (a write already past its check) makes the step start again instead of failing the run."""
     import sroa_dist.sweep.storage as storage
 
     spec = load_spec(SPEC)
     url, _ = _store(tmp_path, spec)
+    new_spec = load_spec(SPEC, ["replicates=8"]) if how == "extend" else spec
     old_token = zarr.open_group(url, mode="r").attrs["layout_token"]
     real_fs = storage._fs
     box = {}
@@ -293,13 +297,17 @@ def test_an_overwrite_fences_stale_writers_then_outlasts_their_late_chunks(tmp_p
         return box["fs"], path
 
     monkeypatch.setattr(storage, "_fs", racing_fs)
-    over = prepare_store(url, spec, make_layout(spec, block_size=4), overwrite=True)
+    layout = make_layout(new_spec, block_size=4)
+    new = prepare_store(url, new_spec, layout, overwrite=how == "overwrite")
     monkeypatch.undo()
     racer = box["fs"]
     assert racer.late is not None, "the late chunk was never written: the test proves nothing"
-    assert racer.token_at_first_rm == over.layout_token != old_token
+    assert racer.token_at_first_rm == new.layout_token != old_token
     assert not racer.late.exists()
-    assert over.action == "created" and not read_done(url).any()
+    assert new.action == {"overwrite": "created", "extend": "extended"}[how]
+    assert zarr.open_group(url, mode="r").attrs["layout_token"] == new.layout_token
+    assert open_results(url).sizes["replicate"] == new_spec.replicates
+    assert not (tmp_path / "cube.zarr.next").exists()
 
 
 def test_an_overwrite_that_cannot_clear_names_the_store(tmp_path, monkeypatch):

@@ -3,9 +3,9 @@
 A task carries the ``layout_token`` of the layout it was planned for. The token is checked
 before anything is written and again before the block is marked done, so a stale writer (a run
 whose lease was taken over, and the store overwritten or extended since) never writes a block
-of a layout it did not plan, and never marks one done there. An overwrite sets the new token
-before it clears the store (see :func:`.storage.prepare_store`), so only a write already past
-its first check can overlap the clear, and that write is never marked done.
+of a layout it did not plan, and never marks one done there. An overwrite or extension sets
+the new token before it deletes or replaces anything (see :func:`.storage.prepare_store`), so
+only a write already past its first check can overlap that step, and it is never marked done.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ import os
 import time
 import uuid
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -296,33 +296,42 @@ def _set_layout_token(url: str, token: str, so) -> None:
     zarr.open_group(url, mode="r+", storage_options=_so(url, so)).attrs[ATTR_LAYOUT_TOKEN] = token
 
 
-#: How long an overwrite keeps clearing a store that a stale writer is still writing into.
+#: How long an overwrite or an extension keeps replacing a store's entries while a stale
+#: writer is still writing into them.
 CLEAR_PATIENCE_S = 30.0
 
 
-def _clear_store(url: str, so, patience: float = CLEAR_PATIENCE_S) -> None:
-    """Delete a sroa-dist store's entries, keeping its writer lease (overwrite).
+def _patiently(step: Callable[[], None], url: str, what: str, patience: float) -> None:
+    """Run a repeatable ``step`` again while it fails with ``OSError``, for ``patience`` s.
 
-    A write that passed its layout check just before the fence can still create a chunk
-    while its folder is being removed ("directory not empty", or an entry already gone); the
-    clear starts again until the store holds only its lease, for at most ``patience`` seconds.
+    A write that passed its layout check just before the fence (see :func:`prepare_store`) can
+    still drop a chunk into a folder being removed ("directory not empty", or an entry already
+    gone); the step then starts again.
     """
-    fs, path = _fs(url, so)
     give_up = time.monotonic() + patience
     while True:
         try:
-            for entry in fs.ls(path, detail=False, refresh=True):
-                name = entry.rstrip("/").rsplit("/", 1)[-1]
-                if name != LEASE_GROUP and entry.rstrip("/") != path.rstrip("/"):
-                    fs.rm(entry, recursive=True)
-            return
+            return step()
         except OSError as exc:  # FileNotFoundError included
             if time.monotonic() > give_up:
                 raise OSError(
-                    f"store {url}: could not clear it for --overwrite within {patience:.0f} s: "
-                    f"{exc} (is another process still writing into it?)"
+                    f"store {url}: could not {what} within {patience:.0f} s: {exc} (is another "
+                    "process still writing into it?)"
                 ) from exc
             time.sleep(0.05)
+
+
+def _clear_store(url: str, so, patience: float = CLEAR_PATIENCE_S) -> None:
+    """Delete a sroa-dist store's entries, keeping its writer lease (overwrite)."""
+    fs, path = _fs(url, so)
+
+    def clear() -> None:
+        for entry in fs.ls(path, detail=False, refresh=True):
+            name = entry.rstrip("/").rsplit("/", 1)[-1]
+            if name != LEASE_GROUP and entry.rstrip("/") != path.rstrip("/"):
+                fs.rm(entry, recursive=True)
+
+    _patiently(clear, url, "clear it for --overwrite", patience)
 
 
 def _append_history(url: str, line: str, so, spec: SweepSpec | None = None) -> None:
@@ -355,27 +364,32 @@ def _swap_in(fs: Any, path: str, nxt: str) -> None:
     """Replace the store's entries by those of the complete ``nxt``, keeping the writer lease.
 
     The store folder itself never disappears (its lease stays in place, so no other run can
-    slip in), and every step can be repeated after a kill: entries not in the new layout are
-    deleted, each new entry replaces the old one of the same name (moved while ``nxt`` still
-    has it), and ``nxt`` goes last.
+    slip in), and every step can be repeated after a kill (or when a stale writer's late chunk
+    gets in the way, see :func:`_patiently`): entries not in the new layout are deleted, each
+    new entry replaces the old one of the same name (moved while ``nxt`` still has it), and
+    ``nxt`` goes last.
     """
     manifest = json.loads(fs.cat_file(f"{nxt}/{_SWAP_MANIFEST}"))
     keep = set(manifest) | {LEASE_GROUP}
-    for entry in fs.ls(path, detail=False):
-        name = entry.rstrip("/").rsplit("/", 1)[-1]
-        if name not in keep and entry.rstrip("/") != path.rstrip("/"):
-            fs.rm(entry, recursive=True)
     local = "file" in (fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,))
-    for name in manifest:
-        src, dst = f"{nxt}/{name}", f"{path}/{name}"
-        if not fs.exists(src):
-            continue  # moved before a kill
-        if fs.exists(dst):
-            fs.rm(dst, recursive=True)
-        if local:
-            os.rename(src, dst)  # atomic: src exists until dst is complete
-        else:  # object stores: copy, and delete the source only with all of .next below
-            fs.copy(src, dst, recursive=fs.isdir(src))
+
+    def swap() -> None:
+        for entry in fs.ls(path, detail=False, refresh=True):
+            name = entry.rstrip("/").rsplit("/", 1)[-1]
+            if name not in keep and entry.rstrip("/") != path.rstrip("/"):
+                fs.rm(entry, recursive=True)
+        for name in manifest:
+            src, dst = f"{nxt}/{name}", f"{path}/{name}"
+            if not fs.exists(src):
+                continue  # moved before a kill
+            if fs.exists(dst):
+                fs.rm(dst, recursive=True)
+            if local:
+                os.rename(src, dst)  # atomic: src exists until dst is complete
+            else:  # object stores: copy, and delete the source only with all of .next below
+                fs.copy(src, dst, recursive=fs.isdir(src))
+
+    _patiently(swap, path, "swap the extended layout in", CLEAR_PATIENCE_S)
     fs.rm(nxt, recursive=True)
 
 
@@ -383,6 +397,7 @@ def _extend(url, spec, old_layout: Layout, new_layout: Layout, history, so, toke
     """Copy finished blocks into a new template at ``url + '.next'`` and swap it in."""
     fs, path = _fs(url, so)
     nxt_url = str(url) + ".next"
+    _set_layout_token(url, token, so)  # fence: stale writers are refused from here on
     write_template(nxt_url, spec, new_layout, "", so, token)
     g_old = zarr.open_group(url, mode="r", storage_options=_so(url, so))
     g_new = zarr.open_group(nxt_url, mode="r+", storage_options=_so(nxt_url, so))
