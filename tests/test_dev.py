@@ -86,3 +86,25 @@ def test_install_puts_the_project_in_the_environment(tmp_path, monkeypatch, inst
     assert out.stdout.strip() == "43"
     (site,) = venv.glob("lib/python3*/site-packages")
     assert list((site / "__pycache__").glob("__editable__*tiny_pkg*.pyc")), installer
+
+
+@pytest.mark.slow
+def test_a_failing_uv_falls_back_to_pip(tmp_path, monkeypatch, capsys):
+    """uv present but failing (as where packages come only through a pip.conf mirror, which uv
+    does not read): dev.install says so in one line and installs with pip."""
+    project = _tiny_project(tmp_path / "proj")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    tried = tmp_path / "uv-was-called"
+    fake_uv = venv / "bin" / "uv"
+    fake_uv.write_text(f'#!/bin/sh\necho "$@" > {tried}\nexit 2\n')
+    fake_uv.chmod(0o755)
+    monkeypatch.delenv("SROA_INSTALLER", raising=False)
+    assert dev.install(".", venv / "bin", project) == "pip"
+    assert "-e ." in tried.read_text()  # uv was asked first, for the same target
+    assert "uv could not install; trying pip" in capsys.readouterr().err
+    out = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import tiny_pkg; print(tiny_pkg.ANSWER)"],
+        cwd=tmp_path, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert out.stdout.strip() == "42"
