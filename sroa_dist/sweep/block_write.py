@@ -23,7 +23,7 @@ from .layout import BlockResult, block_region, check_region_aligned
 from .schema import ATTR_LAYOUT_TOKEN, COMPONENT, DONE, DONE_TIME, REPLICATE, STEP
 from .store_target import storage_options_for as _so
 
-__all__ = ["StaleLayoutError", "write_block"]
+__all__ = ["StaleLayoutError", "check_chunk_aligned", "write_block"]
 
 
 class StaleLayoutError(RuntimeError):
@@ -31,6 +31,8 @@ class StaleLayoutError(RuntimeError):
 
 
 def check_chunk_aligned(name: str, arr: Any, region: Sequence[slice]) -> None:
+    """Refuse (``ValueError`` naming variable ``name`` and the dim) a region of zarr array
+    ``arr`` that does not cover whole chunks: two writers sharing a chunk lose data."""
     dims = tuple(arr.metadata.dimension_names)
     check_region_aligned(region, arr.chunks, arr.shape, [f"'{name}' dim '{d}'" for d in dims])
 
