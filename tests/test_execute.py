@@ -431,12 +431,21 @@ def test_a_stale_writer_never_writes_into_a_new_layout(tmp_path, client, monkeyp
     store with another spec. A's remaining tasks are refused by the layout token, A ends with
     LeaseLostError, and B's cube equals a clean run bit for bit."""
     from sroa_dist.sweep import lease as lease_mod
+    from sroa_dist.sweep import storage as storage_mod
 
     spec = SMOKE / "figure1.toml"
     slow = PACED  # about 0.5 s per block, waited: A is still running when B takes over
+    real_heartbeat = lease_mod.StoreLease.start_heartbeat
     store = tmp_path / "s.zarr"
     monkeypatch.setattr(lease_mod.StoreLease, "start_heartbeat", lambda self, interval=None: None)
-    box = {}
+    box, settles = {}, []
+    real_prepare = storage_mod.prepare_store
+
+    def prepare_recording_settle(*args, **kw):
+        settles.append(kw.get("settle"))
+        return real_prepare(*args, **kw)
+
+    monkeypatch.setattr(storage_mod, "prepare_store", prepare_recording_settle)
 
     def run_a():
         try:
@@ -454,7 +463,7 @@ def test_a_stale_writer_never_writes_into_a_new_layout(tmp_path, client, monkeyp
             break
         time.sleep(0.05)
     time.sleep(1.5)  # A's lease is now older than its timeout
-    monkeypatch.undo()  # B heart-beats normally
+    monkeypatch.setattr(lease_mod.StoreLease, "start_heartbeat", real_heartbeat)  # B beats
     b = run_sweep(
         spec,
         store,
@@ -468,6 +477,8 @@ def test_a_stale_writer_never_writes_into_a_new_layout(tmp_path, client, monkeyp
     t.join(300)
     assert b.complete and b.action == "created"
     assert isinstance(box["a"], lease_mod.LeaseLostError), box["a"]
+    # B took A's lease over, so it let A's writes in flight settle before clearing the store.
+    assert settles == [0.0, storage_mod.TAKEOVER_SETTLE_S]
     ref = run_sweep(spec, tmp_path / "ref.zarr", client=client, block_size=16, replicates=3, **slow)
     assert ref.complete
     assert_same_bits(cube_values(store), cube_values(tmp_path / "ref.zarr"))

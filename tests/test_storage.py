@@ -327,42 +327,68 @@ def test_an_overwrite_that_cannot_clear_names_the_store(tmp_path, monkeypatch):
         storage._clear_store(url, None, patience=0.2)
 
 
+def _slow_stale_writer(url: str, spec_path: str, block_size: int, token: str) -> dict:
+    """Another process: write block 0 again and again with layout ``token``, each write slow
+    (1 s between its layout check and its chunks), until it is refused."""
+    import sroa_dist.sweep.block_write as block_write
+
+    spec = load_spec(spec_path)
+    layout = make_layout(spec, block_size=block_size)
+    task = replace(block_task(spec, layout, 0), layout_token=token)
+    result = compute_block(task)
+    real_check = block_write.check_chunk_aligned
+
+    def slow_check(*args):
+        time.sleep(1.0 / len(result.data))
+        real_check(*args)
+
+    block_write.check_chunk_aligned = slow_check
+    writes, deadline = 0, time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            write_block(url, 0, result, layout_token=token)
+            writes += 1
+        except StaleLayoutError as exc:
+            return {"writes": writes, "refused": str(exc)}
+        except (OSError, KeyError, ValueError):  # mid-clear: Dask would retry the task
+            continue
+    return {"writes": writes}
+
+
 @pytest.mark.slow
-def test_a_stale_writer_racing_an_overwrite_never_marks_a_block_done(tmp_path):
-    """Real writes: a thread keeps writing block 0 with the old layout token while the store is
-    overwritten. The overwrite succeeds, the writer ends refused, and no block of the new
-    layout is marked done."""
-    import threading
+@pytest.mark.parametrize("settle", [2.0, 0.0])
+def test_a_stale_writer_racing_an_overwrite_never_marks_a_block_done(tmp_path, settle):
+    """Real writes from another process: it keeps writing block 0 with the old layout token,
+    each write slow, while the store is overwritten. The overwrite succeeds, the writer ends
+    refused, and no block of the new layout is marked done, even by the write that straddles
+    the fence. With a settle time (as after a lease takeover) that write finishes before the
+    clear, so none of its chunks is left in the new layout. (Without one they land in the new
+    layout's folders, never marked done: seen in 3 of 3 runs when this was written.)"""
+    import multiprocessing
 
     spec = load_spec(SPEC)
     url, layout = _store(tmp_path, spec)
     token = zarr.open_group(url, mode="r").attrs["layout_token"]
-    task = replace(block_task(spec, layout, 0), layout_token=token)
-    result = compute_block(task)
-    outcome, writes = {}, []
-
-    def stale_writer():
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                write_block(url, 0, result, layout_token=token)
-                writes.append(1)
-            except StaleLayoutError as exc:
-                outcome["refused"] = exc
-                return
-            except (OSError, KeyError, ValueError):  # mid-clear: Dask would retry the task
-                continue
-
-    t = threading.Thread(target=stale_writer, daemon=True)
-    t.start()
-    while not writes:
-        time.sleep(0.001)
-    more = load_spec(SPEC, ["replicates=8"])
-    over = prepare_store(url, more, make_layout(more, block_size=4), overwrite=True)
-    t.join(60)
-    assert "refused" in outcome
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        writer = pool.submit(_slow_stale_writer, url, str(SPEC), 4, token)
+        deadline = time.monotonic() + 120
+        while not read_done(url)[0] and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert read_done(url)[0], "the stale writer never wrote"
+        time.sleep(0.1)  # the next write is past its check
+        more = load_spec(SPEC, ["replicates=8"])
+        over = prepare_store(
+            url, more, make_layout(more, block_size=4), overwrite=True, settle=settle
+        )
+        outcome = writer.result(timeout=120)
+    assert "refused" in outcome, outcome
     assert over.action == "created"
     assert not read_done(url).any()
+    fresh, _ = _store(tmp_path, more, name="fresh.zarr")
+    coordinates = {p.parent.name for p in Path(fresh).glob("*/c")}
+    chunked = {p.parent.name for p in Path(url).glob("*/c")}
+    if settle:
+        assert chunked == coordinates  # nothing of the old run in the new layout
 
 
 def test_an_interrupted_swap_is_finished_on_the_next_run(tmp_path, monkeypatch):

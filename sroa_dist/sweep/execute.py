@@ -344,7 +344,14 @@ def run_sweep(
         This run's lease was taken over while it ran (its heartbeat stalled past
         ``lease_timeout``); its remaining writes are refused by the layout token.
     """
-    from .storage import check_store_target, clear_failed, mark_failed, prepare_store, read_done
+    from .storage import (
+        TAKEOVER_SETTLE_S,
+        check_store_target,
+        clear_failed,
+        mark_failed,
+        prepare_store,
+        read_done,
+    )
 
     t_start = time.perf_counter()
     _positive("workers", workers)
@@ -383,7 +390,14 @@ def run_sweep(
         )
         lease.acquire()
         prepared = prepare_store(
-            url, spec, layout, overwrite=overwrite, history=history, storage_options=storage_options
+            url,
+            spec,
+            layout,
+            overwrite=overwrite,
+            history=history,
+            storage_options=storage_options,
+            # The holder whose lease was taken over may still have block writes in flight.
+            settle=TAKEOVER_SETTLE_S if lease.took_over is not None else 0.0,
         )
         lease.renew(layout_token=prepared.layout_token)
         lease.start_heartbeat()

@@ -89,6 +89,7 @@ from .store_template import write_template
 
 __all__ = [
     "STORE_KINDS",
+    "TAKEOVER_SETTLE_S",
     "NotAStoreError",
     "PreparedStore",
     "StaleLayoutError",
@@ -205,6 +206,7 @@ def prepare_store(
     overwrite: bool = False,
     history: str = "",
     storage_options: Mapping[str, Any] | None = None,
+    settle: float = 0.0,
 ) -> PreparedStore:
     """Create the store, or check that an existing one can be resumed or extended.
 
@@ -221,6 +223,11 @@ def prepare_store(
     overwritten, extended) gets a new ``layout_token``; a resumed store keeps its own. The
     caller is expected to hold the store's writer lease (:class:`.lease.StoreLease`) and to
     have checked the target with :func:`check_store_target`, which is repeated here.
+
+    An overwrite or extension first writes its new token into the old store (a fence: stale
+    writers are refused from then on), waits ``settle`` seconds (give :data:`TAKEOVER_SETTLE_S`
+    when the lease was just taken over: the old holder's block writes already past their check
+    finish meanwhile), and only then deletes or replaces entries.
     """
     url = str(url)
     kind = check_store_target(url, overwrite=overwrite, storage_options=storage_options)
@@ -232,6 +239,7 @@ def prepare_store(
             # finds another layout token and writes nothing; only a write already past its
             # check can still land, and the clear below outlasts it.
             _set_layout_token(url, token, storage_options)
+            time.sleep(settle)
             _clear_store(url, storage_options)
         spec = spec.pinned()
         write_template(url, spec, layout, history, storage_options, token, mode="a")
@@ -270,7 +278,7 @@ def prepare_store(
     chunks = tuple(min(c, s) for c, s in zip(old_layout.chunks, layout.shape, strict=True))
     new_layout = Layout(layout.dims, layout.coords, chunks, layout.n_steps, layout.n_component)
     token = uuid.uuid4().hex
-    reused = _extend(url, spec, old_layout, new_layout, history, storage_options, token)
+    reused = _extend(url, spec, old_layout, new_layout, history, storage_options, token, settle)
     return PreparedStore(url, new_layout, "extended", reused, token, spec)
 
 
@@ -295,6 +303,11 @@ def _root_attrs(url: str, so) -> dict[str, Any]:
 def _set_layout_token(url: str, token: str, so) -> None:
     zarr.open_group(url, mode="r+", storage_options=_so(url, so)).attrs[ATTR_LAYOUT_TOKEN] = token
 
+
+#: How long an overwrite or extension waits, after its fence, for block writes of a run whose
+#: lease it took over (writes already past their layout check: one block per worker, well
+#: under a second each) before it deletes or replaces the store's entries.
+TAKEOVER_SETTLE_S = 2.0
 
 #: How long an overwrite or an extension keeps replacing a store's entries while a stale
 #: writer is still writing into them.
@@ -393,11 +406,14 @@ def _swap_in(fs: Any, path: str, nxt: str) -> None:
     fs.rm(nxt, recursive=True)
 
 
-def _extend(url, spec, old_layout: Layout, new_layout: Layout, history, so, token="") -> int:
+def _extend(
+    url, spec, old_layout: Layout, new_layout: Layout, history, so, token="", settle=0.0
+) -> int:
     """Copy finished blocks into a new template at ``url + '.next'`` and swap it in."""
     fs, path = _fs(url, so)
     nxt_url = str(url) + ".next"
     _set_layout_token(url, token, so)  # fence: stale writers are refused from here on
+    time.sleep(settle)
     write_template(nxt_url, spec, new_layout, "", so, token)
     g_old = zarr.open_group(url, mode="r", storage_options=_so(url, so))
     g_new = zarr.open_group(nxt_url, mode="r+", storage_options=_so(nxt_url, so))

@@ -95,7 +95,13 @@ class ResultStore:
         return StoreLease(self.url, self.storage_options, timeout=timeout, command=command)
 
     def prepare(
-        self, spec: SweepSpec, layout: Layout, *, overwrite: bool = False, history: str = ""
+        self,
+        spec: SweepSpec,
+        layout: Layout,
+        *,
+        overwrite: bool = False,
+        history: str = "",
+        settle: float = 0.0,
     ) -> storage.PreparedStore:
         """Create, resume or extend the store for ``spec`` (:func:`~.storage.prepare_store`);
         the caller holds the lease."""
@@ -107,6 +113,7 @@ class ResultStore:
             overwrite=overwrite,
             history=history,
             storage_options=self.storage_options,
+            settle=settle,
         )
 
     # -- what the store holds -------------------------------------------------------------------
