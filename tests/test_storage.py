@@ -322,7 +322,6 @@ def test_an_overwrite_that_cannot_clear_names_the_store(tmp_path, monkeypatch):
             raise OSError(errno.ENOTEMPTY, "Directory not empty", entry)
 
     monkeypatch.setattr(storage, "_fs", lambda u, so: (_Busy(real_fs(u, so)[0], url), u))
-    monkeypatch.setattr(storage, "CLEAR_PATIENCE_S", 0.2)
     with pytest.raises(OSError, match=r"cube\.zarr: could not clear it for --overwrite"):
         storage._clear_store(url, None, patience=0.2)
 

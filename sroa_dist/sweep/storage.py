@@ -235,11 +235,7 @@ def prepare_store(
     if overwrite or kind != "sroa":
         token = uuid.uuid4().hex
         if kind == "sroa":
-            # Fence first: from here on a stale writer (a run whose lease was taken over)
-            # finds another layout token and writes nothing; only a write already past its
-            # check can still land, and the clear below outlasts it.
-            _set_layout_token(url, token, storage_options)
-            time.sleep(settle)
+            _fence(url, token, storage_options, settle)
             _clear_store(url, storage_options)
         spec = spec.pinned()
         write_template(url, spec, layout, history, storage_options, token, mode="a")
@@ -300,8 +296,12 @@ def _root_attrs(url: str, so) -> dict[str, Any]:
     return dict(zarr.open_group(url, mode="r", storage_options=_so(url, so)).attrs)
 
 
-def _set_layout_token(url: str, token: str, so) -> None:
+def _fence(url: str, token: str, so, settle: float) -> None:
+    """Give the existing store its new layout token before anything is deleted or replaced:
+    from here on a stale writer (a run whose lease was taken over) is refused and writes
+    nothing. Then wait ``settle`` s for its writes already past their check."""
     zarr.open_group(url, mode="r+", storage_options=_so(url, so)).attrs[ATTR_LAYOUT_TOKEN] = token
+    time.sleep(settle)
 
 
 #: How long an overwrite or extension waits, after its fence, for block writes of a run whose
@@ -412,8 +412,7 @@ def _extend(
     """Copy finished blocks into a new template at ``url + '.next'`` and swap it in."""
     fs, path = _fs(url, so)
     nxt_url = str(url) + ".next"
-    _set_layout_token(url, token, so)  # fence: stale writers are refused from here on
-    time.sleep(settle)
+    _fence(url, token, so, settle)
     write_template(nxt_url, spec, new_layout, "", so, token)
     g_old = zarr.open_group(url, mode="r", storage_options=_so(url, so))
     g_new = zarr.open_group(nxt_url, mode="r+", storage_options=_so(nxt_url, so))
