@@ -11,6 +11,44 @@ from pathlib import Path
 
 import pytest
 
+#: The OpenBLAS kernel set the bit-for-bit goldens of SCS were recorded with
+#: (tests/data/relaxation_scs_golden.npz, certified_revision1.npz). SCS bundles its own
+#: OpenBLAS, which picks its kernels from the CPU: an AMD EPYC gets "Zen" and different last
+#: bits in every SCS iterate. Where the machine sets no kernel and the CPU can run the recorded
+#: one, the suite (and every process it starts) pins it, before any BLAS is loaded; elsewhere
+#: the golden tests skip, naming the kernel (see ``require_recorded_blas_kernel``).
+RECORDED_BLAS_KERNEL = "SkylakeX"
+_SKYLAKEX_FLAGS = {"avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl"}
+
+
+def _cpu_flags() -> set[str]:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return set()
+    line = next((ln for ln in text.splitlines() if ln.startswith("flags")), "")
+    return set(line.partition(":")[2].split())
+
+
+if "OPENBLAS_CORETYPE" not in os.environ and _SKYLAKEX_FLAGS <= _cpu_flags():
+    os.environ["OPENBLAS_CORETYPE"] = RECORDED_BLAS_KERNEL
+
+
+def require_recorded_blas_kernel() -> None:
+    """Skip a bit-for-bit golden test where SCS's OpenBLAS runs other kernels than the ones
+    the golden was recorded with (its last bits then differ on every iterate)."""
+    import scs  # noqa: F401  (loads SCS's bundled OpenBLAS so threadpoolctl sees it)
+    from threadpoolctl import threadpool_info
+
+    kernels = {d.get("architecture") for d in threadpool_info() if "scs" in d["filepath"]}
+    if kernels and kernels != {RECORDED_BLAS_KERNEL}:
+        pytest.skip(
+            f"SCS's OpenBLAS runs {sorted(kernels)} kernels here; the golden was recorded "
+            f"with {RECORDED_BLAS_KERNEL} (set OPENBLAS_CORETYPE={RECORDED_BLAS_KERNEL} on a "
+            "CPU that has AVX-512)"
+        )
+
+
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "sweeps" / "smoke"
 #: Overrides that make each block of a smoke sweep last about 0.5 s by waiting, not computing

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import require_recorded_blas_kernel
 
 from sroa_dist.relaxation import (
     SCS,
@@ -112,6 +113,7 @@ def _same_bits(a, b):
 def test_scs_results_are_bit_for_bit_those_recorded_before_the_driver_seam():
     """Sweeps are compared bit for bit after a resume, so the SCS path must not move: every
     float (x, bounds, values, certificate arrays) equals the recorded one exactly."""
+    require_recorded_blas_kernel()
     want = np.load(GOLDEN)
     got = record()
     assert sorted(got) == sorted(want.files)
