@@ -189,7 +189,7 @@ def cube_values(store) -> dict:
     from sroa_dist.sweep import open_results
 
     ds = open_results(store).load()
-    skip = {"done", "done_time", "failed", "solve_time"}
+    skip = {"done", "done_time", "failed", "damaged", "solve_time"}
     out = {name: ds[name].values for name in ds.data_vars if name not in skip}
     out.update({f"coord:{name}": ds[name].values for name in ds.coords if name != "block"})
     return out

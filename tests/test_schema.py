@@ -11,7 +11,10 @@ content digests, :mod:`sroa_dist.sweep.integrity`), which is storage bookkeeping
 vocabulary. And (issue 18) the stored spec states the method revisions the store computes with
 (``solver.revisions``); a store without them ran revision 1 of every method and keeps it
 (tests/test_method_revisions.py). The manifest states that every method's revision is pinned,
-not which numbers (a new revision of a method is not a format change).
+not which numbers (a new revision of a method is not a format change). And (issue 24) the
+``block_digest`` array keeps a copy of the root attributes (``store_attrs``, from which lost
+metadata is rebuilt), and stores with ``[output] certificates`` hold ``certificate_digest``
+(per-block digests of the certificate files): storage bookkeeping too.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from cube_format import SPECS, build
 
 from sroa_dist.analysis import _cube
 from sroa_dist.sweep import schema
+from sroa_dist.sweep.certificate_files import CERTIFICATE_DIGEST
 from sroa_dist.sweep.grid import block_task, make_layout
 from sroa_dist.sweep.integrity import DIGEST
 from sroa_dist.sweep.kinds import KINDS, kind_of
@@ -60,7 +64,7 @@ def test_every_stored_array_is_described_by_the_schema(tmp_path, which):
     described = {**kind_of(spec).variables(spec), **schema.BOOKKEEPING}
     stored = set()
     for name, arr in g.arrays():
-        if name == DIGEST:  # integrity bookkeeping of the storage layer, not a cube variable
+        if name in (DIGEST, CERTIFICATE_DIGEST):  # integrity bookkeeping, not cube variables
             continue
         dims = tuple(arr.metadata.dimension_names)
         dtype = json.loads((Path(url) / name / "zarr.json").read_text())["data_type"]

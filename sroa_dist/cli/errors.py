@@ -80,12 +80,14 @@ def _credentials(exc: BaseException) -> tuple[str, str | None]:
 def _error_types() -> list[tuple[tuple[type[BaseException], ...], Callable]]:
     """Expected failures, most specific first: (exception types, explain)."""
     from ..sweep.execute import ClusterConnectError, DiskFullError
+    from ..sweep.integrity import DamagedStoreError
     from ..sweep.lease import LeaseLostError, StoreLockedError
     from ..sweep.spec import SpecError
     from ..sweep.storage import StaleLayoutError, StoreIncompatibleError
 
     table: list[tuple[tuple[type[BaseException], ...], Callable]] = [
         ((CLIError, ClusterConnectError, StoreLockedError, DiskFullError), _hinted),
+        ((DamagedStoreError,), _hinted),
         ((SpecError, StoreIncompatibleError, LeaseLostError, StaleLayoutError), _hinted),
         ((FileNotFoundError,), _plain),
         ((PermissionError,), _permission),
