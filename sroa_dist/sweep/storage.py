@@ -165,12 +165,28 @@ def open_cube_metadata(url: str, so: Mapping[str, Any] | None) -> xr.Dataset:
             warnings.filterwarnings("ignore", message=".*not recognized as a component.*")
             return xr.open_zarr(url, consolidated=False, storage_options=_so(url, so))
     except Exception as exc:  # a codec or JSON error of any type, from zarr or xarray
-        text = str(exc).splitlines()[0][:160] if str(exc) else ""
         raise StoreMetadataError(
-            f"store {url}: expected readable metadata and coordinates; reading them failed "
-            f"({type(exc).__name__}: {text})",
+            f"store {url}: expected readable metadata and coordinates; {_unreadable(url, so, exc)}",
             _repair_hint(url),
         ) from None
+
+
+def _unreadable(url: str, so: Mapping[str, Any] | None, exc: BaseException) -> str:
+    """Which coordinate (or which metadata) could not be read, in a few words."""
+    try:
+        g = zarr.open_group(url, mode="r", storage_options=_so(url, so))
+        with warnings.catch_warnings():  # an entry without metadata is no coordinate
+            warnings.filterwarnings("ignore", message=".*not recognized as a component.*")
+            arrays = list(g.arrays())
+        for name, arr in arrays:
+            if tuple(arr.metadata.dimension_names or ()) == (name,):  # a coordinate
+                try:
+                    arr[...]
+                except Exception as err:  # a codec error of any type
+                    return f"coordinate '{name}' cannot be read ({type(err).__name__})"
+    except Exception as err:  # the group's own metadata
+        return f"its top-level metadata cannot be read ({type(err).__name__})"
+    return f"reading them failed ({type(exc).__name__}: {str(exc).splitlines()[0][:160]})"
 
 
 def _repair_hint(url: str) -> str:
