@@ -322,3 +322,22 @@ def test_rerunning_the_sweep_repairs_every_damage_kind_bit_for_bit(damaged, clus
         assert got.read_bytes() == want.read_bytes()  # the certificate files byte for byte
     assert main(["check", str(store)]) == 0, capsys.readouterr().out
     assert open_results(store)["done"].all()
+
+
+@pytest.mark.slow
+def test_an_extension_keeps_blocks_with_their_certificate_files(clean_certified, tmp_path, client):
+    """Extending replicates copies every finished block whose certificate file is stored under
+    its name (same coordinates), recording the file's digest: the extended store checks and
+    verifies whole, and only the new blocks were computed."""
+    from sroa_dist.sweep import run_sweep
+    from sroa_dist.sweep.certificates import verify_store
+
+    store = _copy(clean_certified, tmp_path)
+    spec = load_spec(SMOKE / "certified.toml", {**CERTIFIED, "replicates": 6})
+    res = run_sweep(spec, store, client=client, block_size=2)
+    assert res.action == "extended" and res.blocks_reused == 2 and res.blocks_computed == 1
+    assert ResultStore(store).check().ok
+    ds = open_results(store)
+    assert bool(ds["done"].all()) and ds.sizes["replicate"] == 6
+    rep = verify_store(str(store))
+    assert rep.ok and rep.instances == 6, (rep.failed, rep.missing, rep.damaged)
