@@ -26,6 +26,7 @@ provenance, :data:`STORE_ATTRS`, kept in step by :func:`mirror_store_attrs`), fr
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -34,7 +35,9 @@ from typing import Any
 
 import numpy as np
 import zarr
+import zarr.api.asynchronous as za
 from zarr.codecs import Crc32cCodec, ZstdCodec
+from zarr.core.sync import sync  # zarr's own event loop, which its stores are bound to
 
 from .certificate_files import (
     CERTIFICATE_DIGEST,
@@ -266,16 +269,22 @@ def _read(arr: Any, sel: Any) -> tuple[np.ndarray | None, str | None]:
 
 
 def _why(exc: BaseException) -> str:
+    """A read error in a few words (zarr's checksum message names neither store nor block)."""
     text = str(exc).splitlines()[0][:120] if str(exc) else ""
+    if "checksum" in text.lower():
+        return "its bytes fail their CRC32C checksum: garbled or truncated"
     return f"{type(exc).__name__}: {text}"
 
 
-def read_flags(arr: Any, n: int, fill: Any) -> tuple[np.ndarray, dict[int, str]]:
+def read_flags(
+    arr: Any, n: int, fill: Any, whole: tuple[Any, str | None] | None = None
+) -> tuple[np.ndarray, dict[int, str]]:
     """A per-block bookkeeping array (``done``, ``failed``, ...) and its unreadable elements;
-    read element by element when a whole read fails (those read as ``fill``)."""
-    data, err = _read(arr, slice(None))
+    read element by element when a whole read fails (those read as ``fill``). ``whole``: the
+    outcome of a whole read already made (:func:`_fetch`)."""
+    data, err = _read(arr, slice(None)) if whole is None else whole
     if err is None:
-        return data, {}
+        return np.asarray(data), {}
     values, bad = np.full(arr.shape, fill, dtype=arr.dtype), {}
     for b in range(n):
         v, e = _read(arr, b)
@@ -286,6 +295,26 @@ def read_flags(arr: Any, n: int, fill: Any) -> tuple[np.ndarray, dict[int, str]]
     return values, bad
 
 
+def _fetch(url: str, so: Mapping[str, Any] | None, names: Sequence[str]) -> dict[str, Any]:
+    """Whole reads of several arrays at once: ``{name: (data, None) or (None, why)}``. zarr
+    fetches the chunks of all of them concurrently (one array after the other would wait on
+    each array's chunks in turn: seconds for a store of a few hundred blocks)."""
+
+    async def run() -> dict[str, Any]:
+        g = await za.open_group(store=url, mode="r", storage_options=storage_options_for(url, so))
+
+        async def one(name: str) -> tuple[str, Any]:
+            try:
+                arr = await g.getitem(name)
+                return name, (np.asarray(await arr.getitem(Ellipsis)), None)
+            except Exception as exc:  # a damaged chunk raises a codec error of any type
+                return name, (None, _why(exc))
+
+        return dict(await asyncio.gather(*(one(k) for k in names)))
+
+    return sync(run()) if names else {}
+
+
 @dataclass
 class VerifiedRead:
     """What :func:`read_verified` read: the damage it found and the data it kept.
@@ -293,7 +322,9 @@ class VerifiedRead:
     ``done``: the blocks whose ``done`` flag was read as set; ``names``: the digest's
     variables; ``data``: the variables read whole and kept, as stored (blocks not done and
     damaged blocks included: the reader masks them); ``recorded``: the digest rows (0 where
-    none is recorded or the row is unreadable).
+    none is recorded or the row is unreadable); ``flags``: the per-block bookkeeping arrays
+    as read (``done``, ``done_time``, ``failed``, ``certificate_digest``; unreadable
+    elements as 0).
     """
 
     report: IntegrityReport
@@ -301,6 +332,7 @@ class VerifiedRead:
     names: list[str]
     recorded: np.ndarray
     data: dict[str, np.ndarray]
+    flags: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def read_verified(
@@ -315,72 +347,119 @@ def read_verified(
     """Read the store's bookkeeping and every chunk of every finished block once, and compare
     each finished block's variables (and certificate file) with their recorded digests.
 
-    A variable is read in one call (zarr fetches its chunks concurrently) when it fits the
-    remaining ``keep_bytes`` -- it is then kept in :attr:`VerifiedRead.data` -- or
-    :data:`WHOLE_READ_BYTES`; otherwise, and when a whole read meets an unreadable chunk, block
-    by block (only finished blocks). ``certificates``: the store's spec asks for certificate
-    files, so a finished block without a recorded certificate digest (a store made before
-    those digests) must still have a readable file. ``progress(i, n)`` is called per variable.
+    Variables are read whole, several at once (zarr fetches all their chunks concurrently),
+    while they fit ``keep_bytes`` -- they are then kept in :attr:`VerifiedRead.data` -- or, in
+    batches, :data:`WHOLE_READ_BYTES`; a larger variable, or one whose whole read meets an
+    unreadable chunk, is read block by block (only finished blocks). ``certificates``: the
+    store's spec asks for certificate files, so a finished block without a recorded
+    certificate digest (a store made before those digests) must still have a readable file.
+    ``progress(i, n)`` is called per variable.
     """
     g = zarr.open_group(url, mode="r", storage_options=storage_options_for(url, so))
     n = layout.n_blocks
     report = IntegrityReport(n)
-    done, bad_done = read_flags(g[DONE], n, False)
-    done = done.astype(bool)
-    for name in (DONE_TIME, FAILED):
-        if name in g:
-            for b, e in read_flags(g[name], n, 0)[1].items():
-                report.add(b, name, f"unreadable ({e})")
-    for b, e in bad_done.items():
-        report.add(b, DONE, f"unreadable ({e})")
+    flag_names = [k for k in (DONE, DONE_TIME, FAILED, CERTIFICATE_DIGEST, DIGEST) if k in g]
+    fetched = _fetch(url, so, flag_names)
+    flags, bad_flags = {}, {}
+    for name in flag_names:
+        if name != DIGEST:
+            flags[name], bad_flags[name] = read_flags(g[name], n, 0, fetched[name])
+    done = flags[DONE].astype(bool)
+    for name in (DONE, DONE_TIME, FAILED):
+        for b, e in bad_flags.get(name, {}).items():
+            report.add(b, name, f"unreadable ({e})")
     if DIGEST in g:
         dig_arr = g[DIGEST]
         names = list(dig_arr.attrs.get(DIGEST_VARIABLES, []))
-        recorded, bad_rows = _read_rows(dig_arr, n, len(names))
+        recorded, bad_rows = _read_rows(dig_arr, n, len(names), fetched[DIGEST])
     else:
         names = digest_variables(g, layout.dims)
         recorded, bad_rows = np.zeros((n, len(names)), dtype=np.uint64), {}
     finished = [int(b) for b in np.flatnonzero(done)]
+    regions = {b: tuple(layout.block_region(b)) for b in finished}
     report.n_done = len(finished)
     for b in finished:
         if b in bad_rows:
             report.add(b, DIGEST, f"unreadable ({bad_rows[b]})")
     kept: dict[str, np.ndarray] = {}
     budget = keep_bytes
-    for i, name in enumerate(names):
-        if name not in g:
+    present = [k for k in names if k in g]
+    for k in names:
+        if k not in present:
             for b in finished:
-                report.add(b, name, "array missing")
+                report.add(b, k, "array missing")
+    arrays = {k: g[k] for k in present}
+    sizes = {k: int(np.prod(a.shape)) * a.dtype.itemsize for k, a in arrays.items()}
+    batch: list[str] = []
+    done_count = 0
+
+    def flush() -> None:
+        nonlocal done_count
+        whole = _fetch(url, so, batch)
+        for k in batch:
+            data = _check_variable(
+                arrays[k], k, names.index(k), regions, recorded, whole[k][0], report
+            )
+            if k in keep:
+                kept[k] = data
+            done_count += 1
+            if progress is not None:
+                progress(done_count, len(present))
+        batch.clear()
+
+    keep = set()
+    for k in present:
+        if sizes[k] <= budget:
+            keep.add(k)
+            budget -= sizes[k]
+    cap = max(keep_bytes, WHOLE_READ_BYTES)
+    for k in sorted(present, key=lambda k: k not in keep):  # the kept ones first, together
+        if sizes[k] > cap and k not in keep:  # too large to read whole: block by block
+            _check_variable(arrays[k], k, names.index(k), regions, recorded, None, report)
+            done_count += 1
             continue
-        arr = g[name]
-        size = int(np.prod(arr.shape)) * arr.dtype.itemsize
-        whole = None
-        if size <= max(budget, WHOLE_READ_BYTES):
-            whole, _ = _read(arr, Ellipsis)
-        blocks = _blocks_of(arr, layout, finished, whole, report, name)
-        for b, data in blocks:
-            if recorded[b, i] and int(recorded[b, i]) != digest_of(data, arr.dtype):
-                report.add(b, name, "content differs from its digest")
-        if size <= budget:  # kept: as read whole, or assembled from the readable blocks
-            if whole is None:
-                whole = np.full(arr.shape, arr.fill_value, dtype=arr.dtype)
-                extra = (slice(None),) * (arr.ndim - len(layout.dims))
-                for b, data in blocks:
-                    whole[tuple(layout.block_region(b)) + extra] = data
-            kept[name] = whole
-            budget -= size
-        if progress is not None:
-            progress(i + 1, len(names))
-    _check_certificate_files(url, so, g, layout, finished, certificates, report)
+        if batch and sum(sizes[j] for j in batch) + sizes[k] > cap and k not in keep:
+            flush()
+        batch.append(k)
+    if batch:
+        flush()
+    _check_certificate_files(
+        url, so, g, layout, finished, certificates, report, flags, bad_flags.get(CERTIFICATE_DIGEST)
+    )
     report.unvouched = [
         b for b in finished if names and not recorded[b].any() and b not in report.damaged
     ]
-    return VerifiedRead(report, done, names, recorded, kept)
+    return VerifiedRead(report, done, names, recorded, kept, flags)
 
 
-def _read_rows(arr: Any, n: int, width: int) -> tuple[np.ndarray, dict[int, str]]:
+def _check_variable(
+    arr: Any,
+    name: str,
+    column: int,
+    regions: Mapping[int, tuple[slice, ...]],
+    recorded: np.ndarray,
+    whole: np.ndarray | None,
+    report: IntegrityReport,
+) -> np.ndarray:
+    """Compare every finished block (``regions``: block -> its region of the instance grid)
+    of one variable with its recorded digest, from ``whole`` (the variable read whole) or read
+    block by block; the variable as read (unreadable or unread blocks as fill values)."""
+    extra = (slice(None),) * (arr.ndim - len(next(iter(regions.values()), ())))
+    blocks = _blocks_of(arr, {b: r + extra for b, r in regions.items()}, whole, report, name)
+    for b, data in blocks:
+        if recorded[b, column] and int(recorded[b, column]) != digest_of(data, arr.dtype):
+            report.add(b, name, "content differs from its digest")
+    if whole is not None:
+        return whole
+    out = np.full(arr.shape, arr.fill_value, dtype=arr.dtype)
+    for b, data in blocks:
+        out[regions[b] + extra] = data
+    return out
+
+
+def _read_rows(arr: Any, n: int, width: int, whole=None) -> tuple[np.ndarray, dict[int, str]]:
     """The digest rows (zeros where unreadable) and the unreadable ones."""
-    data, err = _read(arr, Ellipsis)
+    data, err = _read(arr, Ellipsis) if whole is None else whole
     if err is None:
         return data.astype(np.uint64), {}
     rows, bad = np.zeros((n, width), dtype=np.uint64), {}
@@ -395,16 +474,15 @@ def _read_rows(arr: Any, n: int, width: int) -> tuple[np.ndarray, dict[int, str]
 
 def _blocks_of(
     arr: Any,
-    layout: Layout,
-    blocks: Sequence[int],
+    regions: Mapping[int, tuple[slice, ...]],
     whole: np.ndarray | None,
     report: IntegrityReport,
     name: str,
 ) -> Iterable[tuple[int, np.ndarray]]:
-    """``(block, data)`` of each readable block of ``blocks`` (from ``whole`` when it was read;
-    else read block by block, unreadable chunks recorded as damage)."""
-    extra = (slice(None),) * (arr.ndim - len(layout.dims))
-    regions = {b: tuple(layout.block_region(b)) + extra for b in blocks}
+    """``(block, data)`` of each readable block (``regions``: block -> its selection of
+    ``arr``), from ``whole`` when it was read, else read block by block (unreadable chunks
+    recorded as damage)."""
+    blocks = list(regions)
     if whole is not None:
         return [(b, whole[regions[b]]) for b in blocks]
 
@@ -429,15 +507,15 @@ def _check_certificate_files(
     finished: Sequence[int],
     expected: bool,
     report: IntegrityReport,
+    flags: Mapping[str, np.ndarray],
+    bad: Mapping[int, str] | None = None,
 ) -> None:
     """Every finished block's certificate file: present, and equal to its recorded digest (or,
     with none recorded and ``expected``, readable)."""
-    recorded = np.zeros(layout.n_blocks, dtype=np.uint64)
-    if CERTIFICATE_DIGEST in g:
-        recorded, bad = read_flags(g[CERTIFICATE_DIGEST], layout.n_blocks, 0)
-        for b, e in bad.items():
-            if b in finished:
-                report.add(b, CERTIFICATE_DIGEST, f"unreadable ({e})")
+    recorded = flags.get(CERTIFICATE_DIGEST, np.zeros(layout.n_blocks, dtype=np.uint64))
+    for b, e in (bad or {}).items():
+        if b in finished:
+            report.add(b, CERTIFICATE_DIGEST, f"unreadable ({e})")
     todo = [b for b in finished if recorded[b] != NO_CERTIFICATE_FILE and (recorded[b] or expected)]
     if not todo:
         return

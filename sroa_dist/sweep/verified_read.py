@@ -39,7 +39,7 @@ from dask.highlevelgraph import HighLevelGraph
 
 from sroa_dist._registry import names_only
 
-from .integrity import DamagedStoreError, digest_of, read_flags, read_verified
+from .integrity import DamagedStoreError, digest_of, read_verified
 from .kinds import variable_order
 from .layout import Layout
 from .schema import (
@@ -133,10 +133,10 @@ def open_results(
     n = layout.n_blocks
     flags = {
         DONE: passed,
-        DONE_TIME: read_flags(g[DONE_TIME], n, np.nan)[0].astype(float),
-        FAILED: read_flags(g[FAILED], n, False)[0].astype(bool),
+        DONE_TIME: read.flags[DONE_TIME].astype(float),
+        FAILED: read.flags[FAILED].astype(bool),
     }
-    flags[DONE_TIME][~passed & read.done] = np.nan  # damaged: as if never written
+    flags[DONE_TIME][list(report.damaged)] = np.nan  # damaged: as if never written
     for name, values in flags.items():
         if name in ds:
             ds[name] = ds[name].copy(data=da.from_array(values, chunks=-1, name=False))
