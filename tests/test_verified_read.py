@@ -216,7 +216,7 @@ def test_an_unknown_damaged_mode_is_refused(clean):
         open_results(clean, damaged="ignore")
 
 
-def test_check_names_every_damaged_block(damaged, capsys):
+def test_check_and_status_deep_name_every_damaged_block(damaged, capsys):
     from sroa_dist.cli import main
 
     store, _, expected = damaged
@@ -228,6 +228,9 @@ def test_check_names_every_damaged_block(damaged, capsys):
             assert any(ln.startswith(f"block {b}:") and var in ln for ln in lines), out
     assert len(lines) == len(_blocks(expected)), out
     assert "Stored and computed checksum" not in out  # zarr's words, naming nothing
+    assert main(["status", "--deep", str(store)]) == 1  # the same check
+    deep = capsys.readouterr().out
+    assert [ln for ln in deep.splitlines() if ln.startswith("block ")] == lines, deep
 
 
 # ---- a cube beyond the memory budget: lazy, each block checked as it is read ---------------
