@@ -26,7 +26,7 @@ def _deep_check(store: str) -> int:
     for line in report.lines():
         print(line)
     vouched = report.n_done - len(report.unvouched) - len(report.damaged)
-    files = " and certificate files" if spec.output.certificates else ""
+    files = " and certificate file" if spec.output.certificates else ""
     if report.damaged:
         print(
             f"{store}: {len(report.damaged)} damaged block(s) of {report.n_done} finished; "
