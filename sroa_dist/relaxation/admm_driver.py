@@ -121,14 +121,15 @@ class AdmmDriver:
     device : str
         ``"cpu"`` or ``"cuda"``; the arrays and every map live there.
     backend : ArrayBackend
-        The array namespace of ``device``; the relaxation runs its face certificates there
-        too (and validates the resulting bounds on the host).
+        The array namespace of ``device`` (given: used instead, e.g. by tests that run the
+        device's code paths on the host); the relaxation runs its face certificates there too
+        and validates the resulting bounds on the host.
     """
 
     setting_rules: Mapping[str, Rule | None] = ADMM_SETTING_RULES
 
-    def __init__(self, device: str = "cpu"):
-        self.backend: ArrayBackend = get_backend(device)
+    def __init__(self, device: str = "cpu", backend: ArrayBackend | None = None):
+        self.backend: ArrayBackend = get_backend(device) if backend is None else backend
         self.device = device
         self.name = f"ADMM ({device})"
 

@@ -238,7 +238,9 @@ class DeviceMaps:
         return FtAF, Ft, gram_F
 
 
-_MAPS: weakref.WeakKeyDictionary[SdpProblem, dict[str, DeviceMaps]] = weakref.WeakKeyDictionary()
+_MAPS: weakref.WeakKeyDictionary[SdpProblem, dict[ArrayBackend, DeviceMaps]] = (
+    weakref.WeakKeyDictionary()
+)
 _MAPS_LOCK = threading.Lock()
 
 
@@ -247,7 +249,7 @@ def device_maps(problem: SdpProblem, backend: ArrayBackend) -> DeviceMaps:
     the problem)."""
     with _MAPS_LOCK:
         per = _MAPS.setdefault(problem, {})
-        maps = per.get(backend.device)
+        maps = per.get(backend)
         if maps is None:
-            maps = per[backend.device] = DeviceMaps(problem, backend)
+            maps = per[backend] = DeviceMaps(problem, backend)
         return maps
