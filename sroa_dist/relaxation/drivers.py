@@ -27,6 +27,7 @@ __all__ = [
     "DriverEntry",
     "driver_label",
     "get_driver",
+    "relaxation_device",
     "selection",
     "split_selection",
 ]
@@ -94,3 +95,10 @@ def get_driver(name: str = DEFAULT_DRIVER, device: str = "cpu") -> SdpDriver:
 def driver_label(name: str, device: str) -> str:
     """How a result records the driver that bounded it, e.g. ``"admm/cuda"``."""
     return f"{name}/{device}"
+
+
+def relaxation_device(options: Mapping[str, Any]) -> str:
+    """The device a rank-one method's options run its relaxation on (``"cpu"`` unless their
+    ``relaxation`` table says otherwise), e.g. for routing the work to a worker with a GPU."""
+    table = options.get("relaxation") or {}
+    return str(table.get("device", "cpu")) if isinstance(table, Mapping) else "cpu"
