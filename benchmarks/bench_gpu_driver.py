@@ -25,6 +25,11 @@ Run:
     python benchmarks/bench_gpu_driver.py                      # every size, scs/cpu/cuda
     python benchmarks/bench_gpu_driver.py --sizes 3:24,3:32 --devices cpu --out out.json
     python benchmarks/bench_gpu_driver.py --smoke              # quick check of the CuPy path
+    python benchmarks/bench_gpu_driver.py --sizes '' --devices scs,cpu --figure2 5
+
+``--figure2 K`` also runs K full Figure 2 SROAs per noise model (n = 10, p = 3, sigma =
+0.01) and times every step's relaxation with each driver on the same step tensor: the CPU
+target is that the NumPy ADMM certifies every step SCS certifies, within 3x SCS's time.
 
 ``--smoke`` solves tiny relaxations on the CPU and the GPU and checks that the GPU's maps,
 duals and bounds agree with the CPU's (exit status 1 if not). Needs nothing beyond the
@@ -97,7 +102,8 @@ def _driver(device: str):
 
 
 def solve_row(rel, T, cand, device: str, max_iters: int, scs_iters: int) -> dict:
-    """Time one certified step's relaxation on ``device``."""
+    """Time one certified step's relaxation on ``device`` (``"x"``: its maximiser, for the
+    caller; not written out)."""
     settings = {"max_iters": scs_iters if device == "scs" else max_iters}
     gap_tol = RELAXATION_STOP_FRACTION * GAP_TOL
     t0 = time.perf_counter()
@@ -114,6 +120,7 @@ def solve_row(rel, T, cand, device: str, max_iters: int, scs_iters: int) -> dict
         "value": float(lam),
         "certificate": r.certificate,
         "status": r.status,
+        "x": r.x,
     }
 
 
@@ -187,6 +194,7 @@ def bench(args) -> list[dict]:
                 setup = prepare(device, rel)
                 row = {**base, "setup_seconds": setup}
                 row.update(solve_row(rel, T, cand, device, args.max_iters, args.scs_iters))
+                row.pop("x")
             except Exception as exc:  # one broken row must not cost the others
                 row = {**base, "error": f"{type(exc).__name__}: {exc}"}
                 rows.append(row)
@@ -231,6 +239,65 @@ def summary(rows: list[dict]) -> None:
         else:
             line += "; SCS not measured at this size in this run"
         print(line)
+
+
+# ---- Figure 2-sized steps ---------------------------------------------------------------------
+
+
+def figure2(instances: int, devices: list[str]) -> dict:
+    """Every SROA step of ``instances`` Figure 2 tensors per noise model (n = 10, p = 3,
+    sigma = 0.01, unit weights): each step's relaxation timed with each driver on the same
+    step tensor and candidate (the steps deflate by SCS's answer, so every driver sees the
+    same tensors). Counts certified steps, steps only SCS certified, and total seconds."""
+    n, p = 10, 3
+    rel = get_relaxation(n, p)
+    drivers = [d for d in devices if d != "cuda" or _usable("cuda")]
+    warm_up(drivers)
+    total = {d: 0.0 for d in drivers}
+    certified = {d: 0 for d in drivers}
+    scs_only = {d: 0 for d in drivers}
+    worst = {d: 0.0 for d in drivers}
+    steps = 0
+    for noise in ("binary", "uniform", "gaussian"):
+        for r in range(instances):
+            T = make_instance(n, p, noise=noise, sigma=0.01, rng=7000 + r).T_hat
+            for j in range(n):
+                cand = rank_one(T, "sshopm", rng=j).x[None, :]
+                rows = {d: solve_row(rel, T, cand, d, 2000, 5000) for d in drivers}
+                steps += 1
+                for d, row in rows.items():
+                    total[d] += row["seconds"]
+                    certified[d] += row["certified"]
+                    if "scs" in rows and rows["scs"]["certified"] and not row["certified"]:
+                        scs_only[d] += 1
+                    if "scs" in rows:
+                        worst[d] = max(worst[d], row["seconds"] / rows["scs"]["seconds"])
+                ref = rows.get("scs", next(iter(rows.values())))
+                T = T - rank_one_tensor(ref["value"], ref["x"], p)
+    out = {"instances": 3 * instances, "steps": steps, "drivers": {}}
+    print(f"\nFigure 2-sized steps (n = 10, p = 3, sigma = 0.01): {steps} steps")
+    for d in drivers:
+        ratio = total[d] / total["scs"] if "scs" in total else float("nan")
+        out["drivers"][_label(d)] = {
+            "seconds": total[d],
+            "certified": certified[d],
+            "certified_by_scs_only": scs_only[d],
+            "time_vs_scs": ratio,
+            "worst_step_vs_scs": worst[d],
+        }
+        print(
+            f"  {_label(d):>10}: {total[d]:7.2f} s, certified {certified[d]}/{steps}, "
+            f"SCS-only {scs_only[d]}, time {ratio:.2f}x SCS (worst step {worst[d]:.1f}x)"
+        )
+    return out
+
+
+def _usable(device: str) -> bool:
+    try:
+        _driver(device)
+    except ValueError:
+        return False
+    return True
 
 
 # ---- the smoke check of the CuPy path -----------------------------------------------------
@@ -313,7 +380,7 @@ def smoke() -> int:
 
 def parse_sizes(text: str) -> list[tuple[int, int]]:
     out = []
-    for item in text.split(","):
+    for item in filter(None, text.split(",")):
         p, _, n = item.partition(":")
         if not (p.isdigit() and n.isdigit()):
             raise argparse.ArgumentTypeError(f"--sizes: expected P:N[,P:N...], received {text!r}")
@@ -339,6 +406,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-iters", type=int, default=800, help="ADMM iterations at most")
     ap.add_argument("--scs-iters", type=int, default=1000, help="SCS full-solve iterations")
     ap.add_argument("--smoke", action="store_true", help="check the CuPy path, then exit")
+    ap.add_argument(
+        "--figure2", type=int, default=0, metavar="K", help="then K Figure 2 SROAs per model"
+    )
     ap.add_argument("--out", type=Path, help="write the rows as JSON here")
     args = ap.parse_args(argv)
     info = versions()
@@ -355,7 +425,10 @@ def main(argv: list[str] | None = None) -> int:
         "argv": sys.argv[1:],
     }
     t0 = time.perf_counter()
-    rows = bench(args)
+    rows = bench(args) if args.sizes else []
+    if args.figure2:
+        devices = [d for d in args.devices if not (args.skip_scs and d == "scs")]
+        _OUT["head"]["figure2"] = figure2(args.figure2, devices)
     total = time.perf_counter() - t0
     _OUT["head"]["total_seconds"] = total
     save(rows)

@@ -57,7 +57,7 @@ __all__ = [
 ADMM_SETTING_RULES: dict[str, Rule | None] = {
     "rho": (
         lambda v: v is None or (is_real(v) and v > 0),
-        "a finite number > 0 (or none: the default of the parity of p)",
+        "a finite number > 0 (or none: the default for the size and parity of p)",
     ),
     "max_iters": int_at_least(1),
     "anderson": int_at_least(0),
@@ -65,7 +65,7 @@ ADMM_SETTING_RULES: dict[str, Rule | None] = {
     "eps": NONNEG,
 }
 
-#: Defaults. ``rho`` ``None``: :data:`DEFAULT_RHO` by the parity of ``p``; ``anderson``: steps
+#: Defaults. ``rho`` ``None``: :func:`default_rho` (by the size and parity); ``anderson``: steps
 #: of memory (0: plain ADMM); ``eps``: the driver stops by itself once the relative
 #: fixed-point residual and duality gap are below it (the relaxation usually stops it earlier,
 #: as soon as a certificate closes the gap).
@@ -77,11 +77,21 @@ DEFAULT_ADMM_SETTINGS: dict[str, Any] = {
     "eps": 1e-10,
 }
 
-#: The penalty by parity of ``p``, for ``||T||_F = 1`` (the relaxation normalises). Measured
-#: on nearly SOD tensors and deflated coherent-tilt steps, n = 8-24 (iterations to a closed
-#: certificate): odd p do best with 1-2 and stall on some instances at 2; even p do best with
-#: 0.2-1 and need 4-8 times more iterations on some first steps at 1.
-DEFAULT_RHO = {"odd": 1.0, "even": 0.5}
+#: The default penalty is ``max(floor, c * sqrt(m))`` (``m`` the moment matrix's side) with
+#: ``(floor, c)`` by the parity of ``p``, for ``||T||_F = 1`` (the relaxation normalises).
+#: Measured in iterations to a closed certificate on nearly SOD tensors (Figure 2's included)
+#: and deflated coherent-tilt steps: the best penalty grows with the size (odd p: about 1 at
+#: n = 8-16, 1-2 at n = 24, 2-3 at n = 32; even p: 0.1-0.5 at n = 8, about 1 at n = 24-32), and
+#: a penalty off by 4x can cost 3-8x the iterations.
+DEFAULT_RHO = {"odd": (1.0, 0.1), "even": (0.0, 0.07)}
+
+
+def default_rho(p: int, m: int) -> float:
+    """The default penalty of a relaxation with moment matrix side ``m`` (:data:`DEFAULT_RHO`)."""
+    floor, c = DEFAULT_RHO["odd" if p % 2 else "even"]
+    return max(floor, c * float(np.sqrt(m)))
+
+
 #: Iterations before the first iterate is handed back (the warm-up chunk), by parity of p.
 WARMUP_ITERS = {"odd": 20, "even": 30}
 #: Tikhonov weight of Anderson's least-squares problem, relative to its largest entry.
@@ -207,7 +217,7 @@ class _Run:
         self.safeguard = float(config["safeguard"])
         B, m = C.shape[0], maps.m
         rho = config["rho"]
-        rho = DEFAULT_RHO["odd" if maps.problem.p % 2 else "even"] if rho is None else rho
+        rho = default_rho(maps.problem.p, maps.m) if rho is None else rho
         self.tensors = [_Tensor(b, float(rho)) for b in range(B)]
         self.active = list(range(B))
         self.C = self.be.asarray(C)
@@ -227,7 +237,7 @@ class _Run:
 
     def _map(self, P: Any, rows: list[int]) -> dict[str, Any]:
         """The ADMM step at the stack ``P`` of the tensors ``rows``: the map's value ``F``, and
-        the step's primal ``y``, dual ``(zeta, Z)``, ``X`` and ``M(y)``."""
+        the step's primal ``y``, dual ``(zeta, Z)`` and ``X``'s largest eigenvalues."""
         be, xp, maps = self.be, self.be.xp, self.maps
         rho = xp.asarray(np.array([self.tensors[b].rho for b in rows]))
         ev, Q = be.eigh(P)
@@ -248,14 +258,13 @@ class _Run:
         viol = (maps.A0 @ y0.T).T - maps.b0  # (B, k)
         zeta = xp.matmul(self.S0inv, viol[:, :, None])[:, :, 0] * rho[:, None]
         y = y0 - xp.matmul(self.GA_T, (zeta / rho[:, None])[:, :, None])[:, :, 0]
-        My = maps.moment_matrix(y)
         return {
-            "F": My + Xm,
+            "F": maps.moment_matrix(y) + Xm,  # the map's value
             "y": y,
             "zeta": zeta,
             "Z": -rho[:, None, None] * Xm,
-            "Xp": Xp,
-            "My": My,
+            # The two largest eigenvalues of X = P+(V) (for the rank ratio; X ~ M(y)).
+            "top": xp.maximum(ev[:, -2:], 0.0),
         }
 
     # ---- iterations ------------------------------------------------------------------------
@@ -287,45 +296,48 @@ class _Run:
         return np.sqrt(self.be.to_host((A * A).sum(axis=1)))
 
     def _step(self) -> None:
+        """Evaluate the map at every running tensor's proposal; keep each result unless it
+        was an extrapolation that raised the fixed-point residual (the safeguard)."""
         rows = self.active
         out = self._map(self.prop, rows)
-        G_new = out["F"] - self.prop
-        res_new = self._norms(G_new)
-        if self.F is None:  # the first evaluation: accept
-            self._accept_all(out, G_new, res_new, np.ones(len(rows), bool))
-            self._propose()
-            return
-        accept = np.ones(len(rows), bool)
-        for i, b in enumerate(rows):
-            t = self.tensors[b]
-            if t.extrapolated and not res_new[i] <= self.safeguard * t.res:
-                accept[i] = False
-        self._accept_all(out, G_new, res_new, accept)
+        F = out.pop("F")
+        G = F - self.prop
+        res = self._norms(G)
+        accept = np.array(
+            [
+                not (
+                    self.tensors[b].extrapolated
+                    and not res[i] <= self.safeguard * self.tensors[b].res
+                )
+                for i, b in enumerate(rows)
+            ]
+        )
+        self._accept(F, G, out, res, accept)
         self._propose()
 
-    def _accept_all(self, out: dict, G_new: Any, res_new: np.ndarray, accept: np.ndarray) -> None:
+    def _accept(self, F: Any, G: Any, out: dict, res: np.ndarray, accept: np.ndarray) -> None:
         """Take the evaluated points where ``accept`` (pushing Anderson's memory); elsewhere
         keep the last accepted point and clear the memory (the next step is plain)."""
-        if self.F is None:
-            self.V, self.F, self.G, self.out = self.prop, out["F"], G_new, out
-        else:
-            idx = self.be.xp.asarray(np.nonzero(accept)[0])
+        if self.F is not None:
             for i, b in enumerate(self.active):
                 t = self.tensors[b]
                 if accept[i] and self.mem:
-                    self._remember(t, out["F"][i] - self.F[i], G_new[i] - self.G[i])
+                    self._remember(t, F[i] - self.F[i], G[i] - self.G[i])
                 elif not accept[i]:
                     t.forget()
-            if len(idx):
-                self.V[idx] = self.prop[idx]
-                self.F[idx] = out["F"][idx]
-                self.G[idx] = G_new[idx]
-                for k in self.out:
-                    self.out[k][idx] = out[k][idx]
+        if self.F is None or accept.all():
+            self.V, self.F, self.G, self.out = self.prop, F, G, out
+        elif accept.any():
+            idx = self.be.xp.asarray(np.nonzero(accept)[0])
+            self.V[idx] = self.prop[idx]
+            self.F[idx] = F[idx]
+            self.G[idx] = G[idx]
+            for k in self.out:
+                self.out[k][idx] = out[k][idx]
         for i, b in enumerate(self.active):
             t = self.tensors[b]
             if accept[i]:
-                t.res = float(res_new[i])
+                t.res = float(res[i])
             t.extrapolated = False
 
     def _remember(self, t: _Tensor, dF: Any, dG: Any) -> None:
@@ -379,7 +391,7 @@ class _Run:
         zeta = be.to_host(o["zeta"])
         Z = be.to_host(o["Z"])
         obj = be.to_host((o["y"] * self.C[self.active]).sum(axis=1))
-        top = be.to_host(be.eigvalsh(o["My"])[:, -2:])
+        top = be.to_host(o["top"])
         V_norm = self._norms(self.V)
         out = []
         for i, b in enumerate(self.active):

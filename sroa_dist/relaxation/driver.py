@@ -105,8 +105,9 @@ class SdpIterate:
     y: np.ndarray | None = None
     #: ``c^T y`` as the solver reports it (the minimised objective); ``nan`` if unknown.
     primal_objective: float = float("nan")
-    #: Second over first eigenvalue of ``M(y)``, when the driver computed it where its arrays
-    #: live (``None``: the relaxation computes it from ``y`` on the host).
+    #: Second over first eigenvalue of the driver's moment matrix, when it has them at hand
+    #: (the ADMM driver: of its PSD iterate ``X``, which ``M(y)`` approaches; reported, never
+    #: decided on). ``None``: the relaxation computes it from ``M(y)`` on the host.
     rank_ratio: float | None = None
 
 
