@@ -96,6 +96,8 @@ def default_rho(p: int, m: int) -> float:
 WARMUP_ITERS = {"odd": 20, "even": 30}
 #: Tikhonov weight of Anderson's least-squares problem, relative to its largest entry.
 ANDERSON_REG = 1e-10
+#: Most entries of the dense (rows x variables) Schur-complement factor of the equality rows.
+MAX_DENSE_ROWS = 50_000_000
 
 
 @dataclass
@@ -103,7 +105,6 @@ class _Tensor:
     """One relaxation's bookkeeping in a batched run (host scalars; the Anderson memory is
     a ring of ``anderson`` slots of map-value and residual differences)."""
 
-    index: int
     rho: float
     #: Ring buffers (device arrays, ``(memory, m, m)``), allocated on first use, and the Gram
     #: matrix of the residual differences (host).
@@ -218,11 +219,18 @@ class _Run:
         B, m = C.shape[0], maps.m
         rho = config["rho"]
         rho = default_rho(maps.problem.p, maps.m) if rho is None else rho
-        self.tensors = [_Tensor(b, float(rho)) for b in range(B)]
+        self.tensors = [_Tensor(float(rho)) for _ in range(B)]
         self.active = list(range(B))
         self.C = self.be.asarray(C)
-        # Equality rows: A0 y = b0 through the Schur complement of the Gram solve.
+        # Equality rows: A0 y = b0 through the Schur complement of the Gram solve (dense in
+        # the rows: one for the homogeneous relaxation, a few hundred for small full ones).
         A0 = maps.problem.A0
+        if A0.shape[0] * A0.shape[1] > MAX_DENSE_ROWS:
+            raise ValueError(
+                f"the ADMM driver solves with {A0.shape[0]} equality rows densely over "
+                f"{A0.shape[1]} variables, too many; hint: use the homogeneous formulation "
+                "(the default, one row) or driver 'scs'"
+            )
         GA = maps.solve_gram(self.be.asarray(A0.toarray()))  # (k, N): rows (M^*M)^-1 a_i
         S0 = self.be.to_host(maps.A0 @ GA.T)  # (k, k)
         self.GA_T = GA.T.copy()  # (N, k)

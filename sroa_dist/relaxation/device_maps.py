@@ -45,7 +45,6 @@ class _HostParts:
     nondirect: np.ndarray
     K: sp.csr_matrix | None
     Cinv: np.ndarray | None
-    f_pattern: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None
 
 
 def _host_parts(problem: SdpProblem) -> _HostParts:
@@ -87,11 +86,10 @@ def _host_parts(problem: SdpProblem) -> _HostParts:
         nondirect=nd,
         K=K,
         Cinv=Cinv,
-        f_pattern=None,
     )
 
 
-def _face_pattern(problem: SdpProblem, parts: _HostParts):
+def _face_pattern(problem: SdpProblem):
     """CSR patterns of ``F`` (``n_vars x m``, ``F v = M^*(v q^T + q v^T)``) and ``F^T``, and
     the fixed 0/1 matrices that sum the ordered entries into their data for a given ``q``
     (row sums of a sparse product: no atomic adds, so the sums are reproducible)."""
@@ -196,7 +194,7 @@ class DeviceMaps:
     def _face_parts(self) -> Any:
         with self._lock:
             if self._face is None:
-                P, o_col, o_val, (fi, fp), (ti, tp, tord) = _face_pattern(self.problem, self._parts)
+                P, o_col, o_val, (fi, fp), (ti, tp, tord) = _face_pattern(self.problem)
                 be = self.backend
                 idx32 = np.int32 if not be.on_host else np.int64
                 self._face = {

@@ -136,6 +136,14 @@ class SdpDriver(Protocol):
     iterator early (a certificate closed the gap), so a driver must not rely on being run to
     its end. Results must be a pure function of ``(problem, c, config, schedule)``: sweeps are
     compared bit for bit after a resume.
+
+    Two members are optional. ``runs_batch(problem, C, config, schedule, retired)`` steps the
+    relaxations of several tensors (rows of ``C``) together and yields, after each chunk, a
+    list of ``(row, iterate, last)``; rows the caller adds to ``retired`` are dropped
+    (:meth:`~.core.MomentRelaxation.solve_batch` uses it, each result equal to that row's
+    :meth:`runs`). ``backend`` (an :class:`~.backend.ArrayBackend`) says where the driver's
+    arrays live: the relaxation then computes its face certificates there and validates their
+    bounds on the host (:class:`~.bound.DeviceFace`).
     """
 
     #: Short name, used in messages.
