@@ -496,11 +496,13 @@ def _method_sos(
     certificate: bool = False,
     gap_tol: float = GAP_TOL,
 ) -> MethodOutput:
-    """Lasserre moment relaxation (order ⌈p/2⌉ by default) solved with SCS.
+    """Lasserre moment relaxation (order ⌈p/2⌉ by default), solved by an SDP driver (SCS
+    unless the ``relaxation`` table names another).
 
     Maximiser candidates are extracted from the moments and polished; a validated dual bound
     is the certificate (see :mod:`sroa_dist.relaxation`). Options: ``order`` (relaxation
-    order), ``relaxation`` (keyword options of ``MomentRelaxation.solve``, e.g. SCS settings),
+    order), ``relaxation`` (keyword options of ``MomentRelaxation.solve``, the SDP ``driver``
+    and ``device`` — e.g. ``{"driver": "admm", "device": "cuda"}`` — and the driver's settings),
     ``certificate`` (export the SOS certificate; also set by ``rank_one(certificate=True)``),
     ``gap_tol`` (the certification tolerance, passed by ``rank_one``: the solve stops once its
     validated bound is within 0.9 of it).
