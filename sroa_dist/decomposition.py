@@ -12,7 +12,7 @@ from numpy.typing import ArrayLike
 
 from .ascent import DEFAULT_N_STARTS, Deflation
 from .finishing import finish_step, normalize
-from .matrix_free import TensorOperator, check_local_method, operator_options
+from .matrix_free import TensorOperator, check_local_method
 from .methods import IMPLICIT_BYTES, MethodOutput
 from .solvers import (
     GAP_TOL,
@@ -112,9 +112,7 @@ def sroa_batch(
     seed-likes), so results match one-at-a-time :func:`sroa` calls bit for bit.
     ``deflation`` is one of :data:`DEFLATION_MODES` (see :func:`sroa`).
     """
-    if isinstance(Ts, TensorOperator):  # checked when it was built; its start policy
-        options = operator_options(method, options)
-    else:
+    if not isinstance(Ts, TensorOperator):  # an operator was checked when it was built
         Ts = check_symmetric_tensor(Ts, "Ts", batched=True)
     B, n, p = Ts.shape[0], Ts.shape[1], Ts.ndim - 1
     r = n if rank is None else rank

@@ -221,7 +221,7 @@ TENSOR_VARIABLES: Mapping[str, Variable] = _by_name(
         "confirmed",
         _S,
         "bool",
-        "step j's best value found again by an independent start set (local methods)",
+        "no start of an independent confirmation rose above step j's best value (local methods)",
         extra=(("note", "evidence against a missed global step, not a certificate"),),
     ),
     Variable(
