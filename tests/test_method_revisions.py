@@ -31,8 +31,9 @@ GOLDEN = Path(__file__).parent / "data" / "sshopm_revision1.npz"
 #: The same tensors through the code before revision 3 (2026-11-26, commit cef0b1e).
 GOLDENS = {1: GOLDEN, 2: Path(__file__).parent / "data" / "sshopm_revision2.npz"}
 #: The code before revision 4 (2026-11-27, commit 59abfe9): the revision-2 golden's tensors
-#: through explicit and implicit deflation, and SROA of a matrix-free coherent tilt (p = 4,
-#: n = 12, ε = 0.3; its basis and weights stored).
+#: through explicit and implicit deflation, SROA of a matrix-free coherent tilt (p = 4,
+#: n = 12, ε = 0.3; its basis and weights stored), and a tilt + Gaussian draw (n = 6, p = 3,
+#: σ = 1, rng = 2), whose background weight comes from sshopm norm estimates.
 GOLDEN_3 = Path(__file__).parent / "data" / "sshopm_revision3.npz"
 
 
@@ -79,6 +80,22 @@ def test_revision_3_on_an_operator_is_reproduced_bit_for_bit():
     assert np.array_equal(res.lambdas.view(np.int64), g["mf_lambdas"].view(np.int64))
     assert np.array_equal(res.vectors.view(np.int64), g["mf_vectors"].view(np.int64))
     assert np.array_equal(np.array([s.n_starts for s in res.steps]), g["mf_n_starts"])
+
+
+def test_a_mixture_instance_does_not_follow_the_current_revision():
+    """Drawing a mixture estimates its parts' norms with sshopm: that is part of the instance,
+    so it runs revision 3 whatever the current one is, and a store's instances stay the same."""
+    g = np.load(GOLDEN_3)
+    inst = sd.make_instance(
+        6,
+        3,
+        basis="random",
+        lambdas=[1, 1, 1, 1, 1, 0.95],
+        noise="coherent-tilt+gaussian",
+        sigma=1.0,
+        rng=2,
+    )
+    assert np.array_equal(inst.E.view(np.int64), g["mixture_E"].view(np.int64))
 
 
 @pytest.mark.parametrize("p", [3, 4])
