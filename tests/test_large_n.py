@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 
 from sroa_dist import identity_basis, make_instance, match, rank_one, sod_tensor, sroa, sroa_batch
-from sroa_dist.decomposition import IMPLICIT_BYTES, _gram_bound
+from sroa_dist.decomposition import IMPLICIT_BYTES
 from sroa_dist.method_records import METHODS
 from sroa_dist.solvers import Deflation, _contract
+from sroa_dist.sroa_engines import _gram_bound
 from sroa_dist.tensors import contract, rank_one_tensor
 
 #: sshopm's revision 3 (confirmation by agreeing start sets, no spectral starts on formed

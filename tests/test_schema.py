@@ -13,7 +13,10 @@ vocabulary. And (issue 18) the stored spec states the method revisions the store
 (tests/test_method_revisions.py). The manifest states that every method's revision is pinned,
 not which numbers (a new revision of a method is not a format change). And (issue 24) the
 ``confirmed`` variable's long_name says what ``sshopm`` revision 4 confirms (no start of an
-independent confirmation rose above the step), not "found again".
+independent confirmation rose above the step), not "found again". And (issue 25) a threshold
+cube joined the manifest when search revision 2 added its variables (the global check's trace,
+artefacts, scan resolution, certified ends); a store made before them is resumed in its own
+format (tests/test_threshold_sweep.py).
 """
 
 from __future__ import annotations
