@@ -455,21 +455,31 @@ MATRIX_FREE_SROA_SECONDS = 8.3
 MATRIX_FREE_REFERENCE_N = 200
 
 
-def search_cost(method: str, n: int, p: int, evals: int, model: str = "gaussian") -> float:
+#: What the global check (with redo) multiplies an SROA's seconds by, at most: 1.3-1.8 on
+#: formed p = 3 tensors at n = 16-64, about 2 matrix-free (benchmarks/bench_global_check.py).
+CHECK_COST_FACTOR = 2.0
+
+
+def search_cost(
+    method: str, n: int, p: int, evals: int, model: str = "gaussian", checked: bool = False
+) -> float:
     """Seconds of a search of ``evals`` SROA runs (n steps each) at ``(method, n, p)`` of
     ``model``, plus one norm bound (families without a closed form): the core's cost model, or
-    the measured matrix-free cost where the search builds the tensor matrix-free."""
+    the measured matrix-free cost where the search builds the tensor matrix-free; ``checked``:
+    every step globally checked (:data:`CHECK_COST_FACTOR`)."""
+    factor = CHECK_COST_FACTOR if checked else 1.0
     if uses_matrix_free(n, p, model):
         sroa = MATRIX_FREE_SROA_SECONDS * (n / MATRIX_FREE_REFERENCE_N) ** 4
-        return evals * max(sroa, n * STEP_FLOOR)
+        return factor * evals * max(sroa, n * STEP_FLOOR)
     norm = solve_cost(resolve_norm_method(method, n, p, None), n, p)
-    return evals * n * max(solve_cost(method, n, p), STEP_FLOOR) + norm
+    return factor * evals * n * max(solve_cost(method, n, p), STEP_FLOOR) + norm
 
 
 def _all_costs(spec: ThresholdSweepSpec) -> list[float]:
     evals = spec.n_steps
+    checked = bool(spec.threshold.search["global_check"])
     return [
-        search_cost(m, n, p, evals, str(model))
+        search_cost(m, n, p, evals, str(model), checked)
         for model in spec.axes["noise.model"].values
         for m, n, p in _combos(spec)
     ]
