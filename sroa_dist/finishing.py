@@ -81,6 +81,10 @@ class RankOneResult:
         :mod:`sroa_dist.confirmation`; revisions 1–3: two agreeing start sets). A
         confirmation is evidence, measured against certified steps, not a proof: only
         ``certified`` is.
+    relaxation : str or None
+        Which SDP driver and device produced the relaxation's bound (provenance), e.g.
+        ``"scs/cpu"`` or ``"admm/cuda"``; ``None`` where no relaxation ran. The bound itself
+        was validated on the host whatever produced it.
     """
 
     lam: Any
@@ -95,6 +99,7 @@ class RankOneResult:
     certificate: Any = None
     n_best: Any = None
     confirmed: Any = None
+    relaxation: str | None = None
 
     @property
     def gap(self) -> Any:
@@ -116,6 +121,7 @@ class RankOneResult:
             certificate=None if self.certificate is None else self.certificate[i],
             n_best=None if self.n_best is None else int(self.n_best[i]),
             confirmed=None if self.confirmed is None else bool(self.confirmed[i]),
+            relaxation=self.relaxation,
         )
 
 
@@ -301,5 +307,6 @@ def finish_step(
         certificate=_scaled_certificates(out, k, B) if certificate else None,
         n_best=None if out.n_best is None else np.asarray(out.n_best),
         confirmed=None if out.confirmed is None else np.asarray(out.confirmed),
+        relaxation=out.relaxation,
     )
     return FinishedStep(result, lam_n, G[:, 0])

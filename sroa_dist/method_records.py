@@ -78,10 +78,14 @@ def _int_at_least(lo: int) -> tuple[Callable[[Any], bool], str]:
     return (lambda v: _is_int(v) and v >= lo), f"an integer >= {lo}"
 
 
-def _relaxation_keys() -> frozenset[str]:
-    from .relaxation import SCS_SETTING_NAMES, SOLVE_OPTIONS
+def _relaxation_rules(table: Mapping[str, Any]) -> dict[str, Rule | None]:
+    """The rules of a ``relaxation`` table: the relaxation's own (:func:`sroa_dist.relaxation.
+    option_rules`) for the driver the table names (checked first; static, no device needed)."""
+    from .relaxation import option_rules
+    from .relaxation.drivers import selection
 
-    return frozenset(SOLVE_OPTIONS) | SCS_SETTING_NAMES
+    name, _ = selection(table)
+    return option_rules(name)
 
 
 #: Value rules of the options the built-in methods share, by option name (one meaning per
@@ -118,37 +122,10 @@ OPTION_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "order": (lambda v: v is None or (_is_int(v) and v >= 1), "an integer relaxation order"),
     "max_gram_size": _int_at_least(1),
     "relaxation": (
-        lambda v: v is None or (isinstance(v, Mapping) and set(v) <= _relaxation_keys()),
-        "a table of MomentRelaxation.solve options and SCS settings",
+        lambda v: v is None or isinstance(v, Mapping),
+        "a table of MomentRelaxation.solve options, the driver's settings and the keys "
+        "driver and device",
     ),
-}
-
-_FLAG = (lambda v: isinstance(v, (bool, np.bool_)), "true or false")
-_NONNEG = (lambda v: _is_real(v) and v >= 0, "a finite number >= 0")
-_POSITIVE = (lambda v: _is_real(v) and v > 0, "a finite number > 0")
-#: Value rules of the ``relaxation`` sub-options (``MomentRelaxation.solve`` keywords and SCS
-#: settings); keys without a rule are checked by name only.
-RELAXATION_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "warmup_iters": (lambda v: v is None or (_is_int(v) and v >= 0), "an integer >= 0"),
-    "warmup_chunks": _int_at_least(1),
-    "refine_iters": _int_at_least(0),
-    "fallback_chunk": _int_at_least(1),
-    "gap_tol": _NONNEG,
-    "fallback": _FLAG,
-    "polish_steps": _int_at_least(0),
-    "flat_tol": _NONNEG,
-    "normalize": _FLAG,
-    "adaptive_scale": _FLAG,
-    "verbose": _FLAG,
-    "scale": _POSITIVE,
-    "rho_x": _POSITIVE,
-    "max_iters": _int_at_least(1),
-    "eps_abs": _NONNEG,
-    "eps_rel": _NONNEG,
-    "eps_infeas": _NONNEG,
-    "alpha": (lambda v: _is_real(v) and 0 < v < 2, "a number in (0, 2)"),
-    "time_limit_secs": _NONNEG,
-    "acceleration_interval": _int_at_least(1),
 }
 
 
@@ -503,27 +480,15 @@ def check_options(
         # gap_tol belongs to the front door: its rule holds whatever the method.
         rule = record.rules.get(name, OPTION_RULES["gap_tol"] if name == "gap_tol" else None)
         if rule is not None and not rule[0](value):
-            hint = ""
-            if name == "relaxation" and isinstance(value, Mapping):
-                bad = sorted(set(value) - _relaxation_keys())
-                hint = f" (unknown keys {bad}; valid: {sorted(_relaxation_keys())})"
             raise OptionError(
                 method,
                 name,
                 f"options: {name} of method {method!r}: expected {rule[1]}, received "
-                f"{value!r} ({type(value).__name__}){hint}",
-                rule[1] + hint,
-            )
-    for key, value in (options.get("relaxation") or {}).items():
-        rule = RELAXATION_RULES.get(key)
-        if rule is not None and not rule[0](value):
-            raise OptionError(
-                method,
-                "relaxation",
-                f"options: relaxation.{key} of method {method!r}: expected {rule[1]}, received "
                 f"{value!r} ({type(value).__name__})",
-                f"{rule[1]} for relaxation.{key}",
+                rule[1],
             )
+    if record.rules.get("relaxation") is OPTION_RULES["relaxation"]:
+        _check_relaxation_table(method, options.get("relaxation"))
     order = options.get("order")
     if p is not None and order is not None and order < (int(p) + 1) // 2:
         raise OptionError(
@@ -536,6 +501,39 @@ def check_options(
     if record.check is not None and n is not None and p is not None:
         record.check(method, int(n), int(p), options)
     return dict(options)
+
+
+def _check_relaxation_table(method: str, table: Mapping[str, Any] | None) -> None:
+    """Each key of a ``relaxation`` table against the rules of the driver it names."""
+    if not table:
+        return
+    try:
+        rules = _relaxation_rules(table)
+    except ValueError as exc:  # an unknown driver or device, or a device the driver lacks
+        key = str(exc).split(":", 1)[0].removeprefix("relaxation.")
+        raise OptionError(
+            method, "relaxation", f"options: {exc}", f"{exc} (relaxation.{key})"
+        ) from None
+    unknown = sorted(set(table) - set(rules))
+    if unknown:
+        name = table.get("driver", "scs")
+        raise OptionError(
+            method,
+            "relaxation",
+            f"options: relaxation of method {method!r}: unknown keys {unknown} for driver "
+            f"{name!r}; valid: {sorted(rules)}",
+            f"a table of keys among {sorted(rules)} (driver {name!r})",
+        )
+    for key, value in table.items():
+        rule = rules.get(key)
+        if rule is not None and not rule[0](value):
+            raise OptionError(
+                method,
+                "relaxation",
+                f"options: relaxation.{key} of method {method!r}: expected {rule[1]}, received "
+                f"{value!r} ({type(value).__name__})",
+                f"{rule[1]} for relaxation.{key}",
+            )
 
 
 def memory_estimate(

@@ -114,6 +114,9 @@ class MethodOutput:
     final_starts, final_values, final_grads : ndarrays, optional
         The local phase's final iterates ``(B, S, n)``, their values ``(B, S)`` and (under a
         deflation) unsigned gradients ``(B, S, n)``: SROA continues from them as warm starts.
+    relaxation : str, optional
+        Which SDP driver and device bounded the step, e.g. ``"scs/cpu"`` or ``"admm/cuda"``
+        (``None``: no relaxation ran).
     """
 
     x: FloatArray
@@ -128,6 +131,7 @@ class MethodOutput:
     final_starts: Any = None
     final_values: Any = None
     final_grads: Any = None
+    relaxation: str | None = None
 
     @classmethod
     def coerce(cls, out: Any, method: str) -> MethodOutput:
@@ -442,19 +446,23 @@ def _relax(
     order: int | None,
     options: dict[str, Any],
     candidates: FloatArray | None = None,
-) -> list[Any]:
-    """Solve the moment relaxation of ``max |T x^p|`` (odd p: ``max T x^p``) per instance,
-    optionally seeding each with a candidate maximiser ``candidates[b]``."""
+) -> tuple[list[Any], str]:
+    """Solve the moment relaxation of ``max |T x^p|`` (odd p: ``max T x^p``) of every tensor,
+    optionally seeding each with a candidate maximiser ``candidates[b]``, with the SDP driver
+    and device the options name (``driver``, ``device``; SCS on the CPU by default). Returns
+    the results and the driver's label (:func:`~sroa_dist.relaxation.drivers.driver_label`).
+    A driver that solves several relaxations at once gets the whole stack."""
     from .relaxation import get_relaxation
+    from .relaxation.drivers import driver_label, get_driver, split_selection
 
     n, p = Ts.shape[1], Ts.ndim - 1
+    options, name, device = split_selection(options)
+    driver = get_driver(name, device)
     relax = get_relaxation(n, p, order=order)
-    solve = relax.solve if p % 2 else relax.solve_abs
-    out = []
-    for b, T in enumerate(Ts):
-        extra = {} if candidates is None else {"candidates": candidates[b][None, :]}
-        out.append(solve(T, **extra, **options))
-    return out
+    cands = None if candidates is None else [c[None, :] for c in candidates]
+    return relax.solve_abs_batch(Ts, candidates=cands, driver=driver, **options), driver_label(
+        name, device
+    )
 
 
 def _relaxation_options(
@@ -480,20 +488,22 @@ def _method_sos(
     certificate: bool = False,
     gap_tol: float = GAP_TOL,
 ) -> MethodOutput:
-    """Lasserre moment relaxation (order ⌈p/2⌉ by default) solved with SCS.
+    """Lasserre moment relaxation (order ⌈p/2⌉ by default), solved by an SDP driver (SCS
+    unless the ``relaxation`` table names another).
 
     Maximiser candidates are extracted from the moments and polished; a validated dual bound
     is the certificate (see :mod:`sroa_dist.relaxation`). Options: ``order`` (relaxation
-    order), ``relaxation`` (keyword options of ``MomentRelaxation.solve``, e.g. SCS settings),
+    order), ``relaxation`` (keyword options of ``MomentRelaxation.solve``, the SDP ``driver``
+    and ``device`` — e.g. ``{"driver": "admm", "device": "cuda"}`` — and the driver's settings),
     ``certificate`` (export the SOS certificate; also set by ``rank_one(certificate=True)``),
     ``gap_tol`` (the certification tolerance, passed by ``rank_one``: the solve stops once its
     validated bound is within 0.9 of it).
     """
     options = _relaxation_options(relaxation, certificate, gap_tol)
-    return _sos_result(_relax(Ts, order, options))
+    return _sos_result(*_relax(Ts, order, options))
 
 
-def _sos_result(rel: list[Any]) -> MethodOutput:
+def _sos_result(rel: list[Any], label: str) -> MethodOutput:
     return MethodOutput(
         x=np.stack([r.x for r in rel]),
         upper_bound=np.array([r.upper_bound for r in rel]),
@@ -501,6 +511,7 @@ def _sos_result(rel: list[Any]) -> MethodOutput:
         n_iter=np.array([r.iterations for r in rel]),
         solve_time=np.array([r.solve_time for r in rel]),
         certificate=_object_array([r.sos_certificate for r in rel]),
+        relaxation=label,
     )
 
 
@@ -565,7 +576,7 @@ def _method_certified(
         return dataclasses.replace(local, notes=notes)
     local_share = (time.perf_counter() - t0) / len(Ts)
     options = _relaxation_options(relaxation, certificate, gap_tol)
-    sos = _sos_result(_relax(Ts, order, options, local.x))
+    sos = _sos_result(*_relax(Ts, order, options, local.x))
     return dataclasses.replace(
         sos,
         solve_time=sos.solve_time + local_share,

@@ -25,7 +25,6 @@ from .matrix_free import TensorOperator, operator_rank_one
 from .method_records import (  # noqa: F401  (re-exported: the front door's vocabulary)
     METHODS,
     OPTION_RULES,
-    RELAXATION_RULES,
     Method,
     OptionError,
     check_options,

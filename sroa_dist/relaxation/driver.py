@@ -105,6 +105,10 @@ class SdpIterate:
     y: np.ndarray | None = None
     #: ``c^T y`` as the solver reports it (the minimised objective); ``nan`` if unknown.
     primal_objective: float = float("nan")
+    #: Second over first eigenvalue of the driver's moment matrix, when it has them at hand
+    #: (the ADMM driver: of its PSD iterate ``X``, which ``M(y)`` approaches; reported, never
+    #: decided on). ``None``: the relaxation computes it from ``M(y)`` on the host.
+    rank_ratio: float | None = None
 
 
 @dataclass(frozen=True)
@@ -132,6 +136,14 @@ class SdpDriver(Protocol):
     iterator early (a certificate closed the gap), so a driver must not rely on being run to
     its end. Results must be a pure function of ``(problem, c, config, schedule)``: sweeps are
     compared bit for bit after a resume.
+
+    Two members are optional. ``runs_batch(problem, C, config, schedule, retired)`` steps the
+    relaxations of several tensors (rows of ``C``) together and yields, after each chunk, a
+    list of ``(row, iterate, last)``; rows the caller adds to ``retired`` are dropped
+    (:meth:`~.core.MomentRelaxation.solve_batch` uses it, each result equal to that row's
+    :meth:`runs`). ``backend`` (an :class:`~.backend.ArrayBackend`) says where the driver's
+    arrays live: the relaxation then computes its face certificates there and validates their
+    bounds on the host (:class:`~.bound.DeviceFace`).
     """
 
     #: Short name, used in messages.

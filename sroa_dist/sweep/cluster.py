@@ -26,11 +26,13 @@ from typing import Any
 
 __all__ = [
     "DEFAULT_DASHBOARD_ADDRESS",
+    "GPU_RESOURCE",
     "WORKER_CONFIG",
     "ClusterConnectError",
     "connect",
     "default_workers",
     "probe_scheduler",
+    "uses_embedded",
 ]
 
 #: Dashboard of the embedded cluster: loopback only.
@@ -44,6 +46,12 @@ DEFAULT_DASHBOARD_ADDRESS = "127.0.0.1:8787"
 WORKER_CONFIG: Mapping[str, Any] = {
     "distributed.worker.profile.enabled": False,
 }
+
+
+#: The Dask worker resource a GPU worker advertises (``dask worker ADDRESS --resources
+#: GPU=1``); a block whose relaxation runs on device ``"cuda"`` holds one while it runs, so it
+#: is scheduled on GPU workers only, and a cluster can mix CPU and GPU workers.
+GPU_RESOURCE = "GPU"
 
 
 class ClusterConnectError(OSError):
@@ -97,6 +105,15 @@ def check_workers(workers: int | None) -> None:
         )
 
 
+def uses_embedded(client: Any, scheduler: str | None, scheduler_file: str | None) -> bool:
+    """Whether :func:`connect` with these arguments starts the embedded LocalCluster (no
+    client, no scheduler address given or configured, no scheduler file)."""
+    import dask
+
+    address = scheduler or dask.config.get("scheduler-address", None)
+    return client is None and not address and not scheduler_file
+
+
 @contextlib.contextmanager
 def connect(
     client: Any = None,
@@ -107,6 +124,7 @@ def connect(
     dashboard_address: str = DEFAULT_DASHBOARD_ADDRESS,
     timeout: float | None = None,
     allowed_failures: int | None = None,
+    worker_resources: Mapping[str, float] | None = None,
 ) -> Iterator[Any]:
     """A Dask client: the one given, a running cluster, or an embedded LocalCluster.
 
@@ -119,7 +137,9 @@ def connect(
     ``timeout`` (seconds) bounds the connection to a running scheduler, handshake included
     (default: Dask's ``distributed.comm.timeouts.connect``, 30 s). ``allowed_failures`` sets
     the embedded scheduler's ``distributed.scheduler.allowed-failures`` (worker deaths a task
-    may cause before it is given up). Every failure to get a cluster raises
+    may cause before it is given up). ``worker_resources`` are the Dask resources each
+    embedded worker advertises (``{GPU_RESOURCE: 1}`` where blocks need this machine's GPU;
+    the workers then share it). Every failure to get a cluster raises
     :class:`ClusterConnectError` with a hint for its cause; ``workers < 1`` raises
     ``ValueError``.
     """
@@ -144,12 +164,18 @@ def connect(
         return
     _check_dashboard_address(dashboard_address)
     check_workers(workers)
-    with _embedded(workers or default_workers(), dashboard_address, allowed_failures) as c:
+    n = workers or default_workers()
+    with _embedded(n, dashboard_address, allowed_failures, worker_resources) as c:
         yield c
 
 
 @contextlib.contextmanager
-def _embedded(n: int, dashboard_address: str, allowed_failures: int | None) -> Iterator[Any]:
+def _embedded(
+    n: int,
+    dashboard_address: str,
+    allowed_failures: int | None,
+    resources: Mapping[str, float] | None = None,
+) -> Iterator[Any]:
     import dask
     from distributed import Client, LocalCluster
 
@@ -166,6 +192,7 @@ def _embedded(n: int, dashboard_address: str, allowed_failures: int | None) -> I
                         threads_per_worker=1,
                         processes=True,
                         dashboard_address=dashboard_address,
+                        **({"resources": dict(resources)} if resources else {}),
                     )
                 )
         except (RuntimeError, OSError, ValueError) as exc:

@@ -41,13 +41,16 @@ from typing import Any, TextIO
 
 from .cluster import (
     DEFAULT_DASHBOARD_ADDRESS,
+    GPU_RESOURCE,
     ClusterConnectError,
     _positive,
     connect,
+    uses_embedded,
 )
 from .grid import BlockTask, Layout, block_task, make_layout
 from .kinds import kind_of
 from .lease import DEFAULT_LEASE_TIMEOUT, StoreLease
+from .routing import block_resources, check_gpu_here, spec_needs_gpu, warn_without_gpu_workers
 from .spec import SweepSpec, apply_overrides, load_spec, spec_from_dict
 from .watchdog import DEADLINE_TOPIC, task_deadline
 
@@ -372,6 +375,10 @@ def run_sweep(
     command = history
     history = f"{_dt.datetime.now(_dt.UTC).isoformat(timespec='seconds')}: {history}"
     check_store_target(url, overwrite=overwrite, storage_options=storage_options)
+    gpu = spec_needs_gpu(spec)
+    embedded = uses_embedded(client, scheduler, scheduler_file)
+    if gpu and embedded:
+        check_gpu_here()
     lease = StoreLease(url, storage_options, timeout=lease_timeout, command=command)
     with contextlib.ExitStack() as stack:
         # Released last, after the client is closed: no task of this run still runs then.
@@ -386,6 +393,7 @@ def run_sweep(
                 dashboard_address=dashboard_address,
                 timeout=connect_timeout,
                 allowed_failures=retries,
+                worker_resources={GPU_RESOURCE: 1} if gpu and embedded else None,
             )
         )
         lease.acquire()
@@ -423,6 +431,8 @@ def run_sweep(
             from .plugin import WorkerSetup
 
             c.register_plugin(WorkerSetup())  # also reaches workers that join later
+            if gpu:
+                warn_without_gpu_workers(c, stream)
             if stream is not None:
                 stream.write(
                     f"sroa-dist: sweep '{spec.name}' -> {url} ({prepared.action}); "
@@ -495,7 +505,7 @@ def _submit_all(
         key = f"sroa_block-{run_id}-{b}"
         fut = client.submit(
             _run_block, url, task, storage_options, deadline, key, key=key, pure=False,
-            retries=plan.retries,
+            retries=plan.retries, resources=block_resources(plan.spec, task),
         )  # fmt: skip
         futures[fut.key] = (b, deadline)
         ac.add(fut)
