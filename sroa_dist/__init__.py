@@ -17,6 +17,7 @@ from typing import Any  # noqa: E402
 from .adversarial import WorstCaseResult, worst_case
 from .certificate import Certificate
 from .decomposition import SROAResult, sroa, sroa_batch
+from .first_crossing import ThresholdResult
 from .instances import Instance, make_instance
 from .metrics import MatchResult, match, theorem_2_2_bounds, theorem_3_1_bounds
 from .noise import NOISE_MODELS, noise_tensor, register_noise
@@ -39,7 +40,7 @@ from .solvers import (
 )
 from .structured import structured_tensor
 from .tensors import identity_basis, random_orthonormal_basis, sod_tensor, symmetrize
-from .threshold_search import ThresholdResult, find_threshold
+from .threshold_search import find_threshold
 
 try:  # the version is written once, in pyproject.toml
     __version__ = _metadata.version("sroa-dist")

@@ -75,9 +75,12 @@ class RankOneResult:
         a warning sign that the global maximiser's basin is small. ``None`` for methods
         without starts.
     confirmed : bool or None
-        Whether two independent random starts reached the best value (``sshopm`` with
-        ``max_starts``: two starts of the first set with no rival near the best, or two start
-        sets that agree). A confirmation is evidence, not a proof: only ``certified`` is.
+        Whether the method's confirmation upheld the best value (``sshopm`` with room in
+        ``max_starts``: since its revision 4, starts independent of the first set and aimed
+        at the directions it did not explore found no higher value, see
+        :mod:`sroa_dist.confirmation`; revisions 1–3: two agreeing start sets). A
+        confirmation is evidence, measured against certified steps, not a proof: only
+        ``certified`` is.
     relaxation : str or None
         Which SDP driver and device produced the relaxation's bound (provenance), e.g.
         ``"scs/cpu"`` or ``"admm/cuda"``; ``None`` where no relaxation ran. The bound itself

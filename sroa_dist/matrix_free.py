@@ -15,31 +15,10 @@ from .method_records import Method
 from .methods import MethodOutput
 from .operators import TensorOperator
 
-__all__ = [
-    "OPERATOR_OPTIONS",
-    "TensorOperator",
-    "check_local_method",
-    "operator_options",
-    "operator_rank_one",
-]
+__all__ = ["TensorOperator", "check_local_method", "operator_rank_one"]
 
 #: The note every step on an operator carries: no bound is known without the entries.
 OPERATOR_NOTE = "matrix-free operator, no global bound"
-
-
-#: Method defaults on operators (the user's options override them). ``sshopm`` adds spectral
-#: starts: operators are built for large n, where uniform starts drift into the basin of a
-#: coherent perturbation's sink. On the p = 5 coherent tilt (ε = 0.2), the share of uniform
-#: starts reaching the global first step halves as n doubles (about 0.9, 0.5 and 0.25 at
-#: n = 100, 200, 400; at n = 400 all 16 default starts of one seed missed it and SROA deflated
-#: the tilted component first), while every spectral start reached it. Four cost two
-#: ``T x^{p-2}`` contractions and n × n eigensolves per step.
-OPERATOR_OPTIONS: dict[str, dict[str, Any]] = {"sshopm": {"n_spectral": 4}}
-
-
-def operator_options(method: str, options: dict[str, Any]) -> dict[str, Any]:
-    """``options`` over :data:`OPERATOR_OPTIONS` of ``method``."""
-    return {**OPERATOR_OPTIONS.get(method, {}), **options}
 
 
 def check_local_method(method: str, record: Method) -> None:
@@ -74,7 +53,6 @@ def operator_rank_one(
     check_local_method(method, record)
     if certificate:
         raise ValueError("certificate: a matrix-free operator has no relaxation to certify")
-    options = operator_options(method, options)
     if "lazy" in record.options:
         # Lazy stopping hands unfinished starts to a next SROA step; a lone step has none.
         options = {"lazy": False, **options}

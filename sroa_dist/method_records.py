@@ -19,6 +19,7 @@ import numpy as np
 
 from ._registry import check_entry, import_entry
 from .ascent import KERNELS
+from .confirmation import CONFIRM_RULES
 from .methods import (
     DEFAULT_TIME_BUDGET,
     MethodOutput,
@@ -102,7 +103,11 @@ OPTION_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     ),
     "polish": (lambda v: isinstance(v, (bool, np.bool_)), "true or false"),
     "max_starts": (lambda v: v is None or (_is_int(v) and v >= 0), "an integer >= 0"),
-    "n_spectral": _int_at_least(0),
+    "n_spectral": (
+        lambda v: v == "operators" if isinstance(v, str) else _is_int(v) and v >= 0,
+        "an integer >= 0, or 'operators' (spectral starts on matrix-free operators only)",
+    ),
+    "confirm": (lambda v: v in CONFIRM_RULES, f"one of {list(CONFIRM_RULES)}"),
     "confirm_margin": (
         lambda v: (_is_int(v) or isinstance(v, (float, np.floating))) and v >= 0,
         "a number >= 0 (inf: confirm every instance)",
@@ -300,6 +305,11 @@ def _check_sos_indexable(name: str, n: int, p: int, options: Mapping[str, Any]) 
         )
 
 
+#: What revisions 1-3 of ``sshopm`` share and revision 4 changed: the confirmation rule and
+#: spectral starts on matrix-free operators only.
+_BEFORE_4: dict[str, Any] = {"confirm": "settle", "n_spectral": "operators"}
+
+
 def _builtin_records() -> list[Method]:
     return [
         make_method(
@@ -328,8 +338,16 @@ def _builtin_records() -> list[Method]:
             # index pairs (benchmarks/bench_sroa_local.py).
             # 3 (2026-11-26): p = 3 ascents on formed tensors run coordinates first
             # ("packed"): the same steps as revision 2 up to rounding, 1.2-1.5x its throughput.
-            revision=3,
-            legacy={1: {"abandon_margin": math.inf, "kernel": "dense"}, 2: {"kernel": "symmetric"}},
+            # 4 (2026-11-27): 'confirmed' means an exploration of the unexplored directions
+            # found nothing higher (confirm="explore"; the earlier rule confirmed steps that
+            # missed a whole basin), and spectral starts run on every path, formed tensors
+            # included (benchmarks/bench_miss_rate.py, bench_sroa_local.py).
+            revision=4,
+            legacy={
+                1: {**_BEFORE_4, "abandon_margin": math.inf, "kernel": "dense"},
+                2: {**_BEFORE_4, "kernel": "symmetric"},
+                3: dict(_BEFORE_4),
+            },
         ),
         make_method("power", _method_power, cost=_local_cost(1e-7)),
     ]

@@ -34,10 +34,17 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._registry import check_entry, import_entry
+from .method_records import revision_options
 from .noise import NOISE_MODELS, multiset_rank, noise_tensor, symmetric_from_multisets
 from .norms import operator_norm
 from .operators import SymmetricProducts
 from .tensors import check_symmetric_tensor, keyword_rng
+
+#: The ``sshopm`` revision that estimates a mixture's norms while its ``E`` is drawn. Drawing is
+#: part of the instance, so it must not follow the method's current revision (a stored
+#: instance is redrawn when a store resumes): every mixture instance has been drawn with
+#: revision 3's starts (revisions 1 and 2 differ from it only by rounding).
+DRAW_NORM_REVISION = 3
 
 __all__ = [
     "PERTURBATIONS",
@@ -486,7 +493,8 @@ def draw_perturbation(
         Background weight ``w`` of a mixture: ``E = (1-w) F/‖F‖ + w B/‖B‖`` with ``F`` the
         family's draw and ``B`` the i.i.d. background; ``‖B‖`` (and ``‖F‖`` when not exact)
         comes from an SS-HOPM multi-start (a lower bound, so ``w`` is the background's share
-        up to that estimate). The mixture's own norm is not known in closed form.
+        up to that estimate; ``sshopm`` revision :data:`DRAW_NORM_REVISION`, whatever the
+        current one). The mixture's own norm is not known in closed form.
     eps : float, optional
         The operator norm ``E`` will be scaled to, for families that need it
         (``Family.needs_eps``); their draw is then divided by ``eps`` so ``scale`` applies.
@@ -516,10 +524,11 @@ def draw_perturbation(
     else:
         E, norm = _checked(model, fam.draw(n, p, V, lam, gen, **full), n, p)
     if background is not None:
+        pinned = revision_options("sshopm", DRAW_NORM_REVISION)
         if norm is None:
-            norm = operator_norm(E, "sshopm", rng=gen).value
+            norm = operator_norm(E, "sshopm", rng=gen, **pinned).value
         B = noise_tensor(background, n, p, 1.0, rng=gen)
-        b_norm = operator_norm(B, "sshopm", rng=gen).value
+        b_norm = operator_norm(B, "sshopm", rng=gen, **pinned).value
         w = float(weight)
         E = (1.0 - w) * (E / norm if norm > 0 else E) + w * (B / b_norm)
         norm = None

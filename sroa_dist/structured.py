@@ -41,8 +41,8 @@ def structured_tensor(
     the local methods (``sshopm``, ``power``; implicit deflation); their steps are local
     optima, never certified (``upper_bound = inf``). ``sshopm`` there follows its implicit
     deflation policy (16 uniform starts per step plus the previous step's other local maxima
-    as warm starts, lazy stopping) plus 4 spectral starts per step
-    (:data:`sroa_dist.matrix_free.OPERATOR_OPTIONS`: at large n uniform starts drift to a
+    as warm starts, lazy stopping) plus its spectral starts, 4 per step
+    (:data:`sroa_dist.ascent.DEFAULT_N_SPECTRAL`: at large n uniform starts drift to a
     coherent perturbation's sink); ``benchmarks/bench_structured.py --policies`` compares it
     with other policies.
 

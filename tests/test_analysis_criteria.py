@@ -72,8 +72,10 @@ def test_registry_errors_list_valid_names_and_options():
         ValueError, match=r"unknown success criterion 'bogus'.*'recovery', 'value', 'theorem'"
     ):
         success(criteria_cube(), "bogus")
-    with pytest.raises(ValueError, match=r"'theorem' takes no option.*'radius'.*accepted: rtol"):
-        success(criteria_cube(), "theorem", radius=0.3)
+    with pytest.raises(
+        ValueError, match=r"'theorem' takes no option.*'variable'.*accepted: c, radius, rtol"
+    ):
+        success(criteria_cube(), "theorem", variable="vec_err")
     with pytest.raises(ValueError, match=r"c: expected a number > 0"):
         success(criteria_cube(), "value", c=0.0)
     with pytest.raises(ValueError, match=r"unknown success criterion"):

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ..criteria import DEFAULT_RADIUS, DEFAULT_VALUE_C
+from ..criteria import DEFAULT_RADIUS, DEFAULT_THEOREM_C, DEFAULT_VALUE_C
 from ._completeness import (  # noqa: F401  (re-exported: the analysis layer's vocabulary)
     Completeness,
     IncompleteCubeWarning,
@@ -256,9 +256,24 @@ def _value(ds: xr.Dataset, *, c: float, rtol: float) -> tuple[xr.DataArray, xr.D
     return (err <= c * eps * (1.0 + rtol)) | ~present, present
 
 
-def _theorem(ds: xr.Dataset, *, rtol: float) -> tuple[xr.DataArray, xr.DataArray]:
-    mask = violation_mask(ds, "3.1", rtol=rtol)
-    return ~mask["any"], ds["vec_err"].notnull() & ds["lam_err"].notnull()
+def _theorem(
+    ds: xr.Dataset, *, c: float, radius: float | None, rtol: float
+) -> tuple[xr.DataArray, xr.DataArray]:
+    present = ds["vec_err"].notnull() & ds["lam_err"].notnull()
+    if c == DEFAULT_THEOREM_C and radius is None:  # Theorem 3.1's own bounds, as stored
+        mask = violation_mask(ds, "3.1", rtol=rtol)
+        return ~mask["any"], present
+    if not c > 0:
+        raise ValueError(f"c: expected a number > 0 (|λ̂ − λ| ≤ c·ε); received {c!r}")
+    if radius is not None and not radius > 0:
+        raise ValueError(f"radius: expected a number > 0 (‖v̂ − v‖ ≤ radius); received {radius!r}")
+    require(ds, ["lam_err", "vec_err"], "success with criterion='theorem'")
+    lam_bound, vec_bound = theorem_bounds(ds, "3.1")
+    lam_bound = lam_bound * (c / DEFAULT_THEOREM_C)  # the stored bound is 2ε
+    if radius is not None:
+        vec_bound = xr.full_like(vec_bound, float(radius))
+    bad = (ds["lam_err"] > lam_bound * (1.0 + rtol)) | (ds["vec_err"] > vec_bound * (1.0 + rtol))
+    return ~bad, present
 
 
 @dataclass(frozen=True)
@@ -296,8 +311,10 @@ class SuccessCriterion:
 
     def label(self, **options: Any) -> str:
         """The statement with its options filled in, e.g. ``every step's vec_err ≤ 0.3``."""
+        # An option left at None takes the theorem's own bound (theorem's radius: 20ε/λ).
         values = {
-            k: f"{v:g}" if isinstance(v, float) else v for k, v in self.resolve(options).items()
+            k: f"{v:g}" if isinstance(v, float) else ("20ε/λ" if v is None else v)
+            for k, v in self.resolve(options).items()
         }
         return self.template.format(**values)
 
@@ -317,8 +334,8 @@ _CRITERIA = {
     ),
     "theorem": SuccessCriterion(
         "theorem",
-        "every step within the Theorem 3.1 bounds (|λ̂ − λ| ≤ 2ε, ‖v̂ − v‖ ≤ 20ε/λ)",
-        MappingProxyType({"rtol": 1e-9}),
+        "every step with |λ̂ − λ| ≤ {c}·ε and ‖v̂ − v‖ ≤ {radius}",
+        MappingProxyType({"c": DEFAULT_THEOREM_C, "radius": None, "rtol": 1e-9}),
         _theorem,
     ),
 }

@@ -81,8 +81,8 @@ def summarize(
         sweep axes, replicate and step), ``n_instances`` (instances with data) and
         ``n_planned``, ``certified_fraction`` (certified steps / steps run),
         ``all_certified_fraction`` (instances whose every step is certified),
-        ``confirmed_fraction`` (uncertified steps whose best value a second, independent
-        start set found again: evidence against a local miss, not a certificate),
+        ``confirmed_fraction`` (uncertified steps whose best value an independent
+        confirmation upheld: evidence against a local miss, not a certificate),
         ``eps_certified_fraction``, ``violations`` ({theorem: {lam, vec, any, n_checked}}),
         ``violation_rows`` ({theorem: DataFrame}), ``criteria`` ({name: label}),
         ``success_fraction`` ({criterion: fraction}), ``growth`` (:func:`error_growth`
@@ -485,7 +485,7 @@ def write_report(
             f"Instances with every step certified: {_pct(summary['all_certified_fraction'])}",
             *(
                 [
-                    "Uncertified steps whose best value a second start set found again "
+                    "Uncertified steps whose best value an independent confirmation upheld "
                     f"(`confirmed`; evidence, not a certificate): "
                     f"{_pct(summary['confirmed_fraction'])}"
                 ]

@@ -284,12 +284,15 @@ class SweepSpec:
         d["solver"].pop("revisions", None)
         return d
 
-    def pinned(self, stored: Mapping[str, int] | None = None) -> SweepSpec:
+    def pinned(
+        self, stored: Mapping[str, int] | None = None, old: SweepSpec | None = None
+    ) -> SweepSpec:
         """This spec with every registered method's revision stated in ``[solver.revisions]``:
         the spec's own entry, else ``stored`` (a store's; a method it does not name ran
         revision 1, the revision of every method before revisions were recorded), else the
         current revision (``stored`` None: a new store). ``ValueError`` naming the method where
-        the spec's own entry differs from the store's."""
+        the spec's own entry differs from the store's. ``old`` (the store's spec) lets a kind
+        pin its own revisions too (:meth:`pin_own`)."""
         own = dict(self.solver.revisions)
         if stored is None:
             base = current_revisions()
@@ -304,7 +307,12 @@ class SweepSpec:
                 )
         data = self.to_dict()
         data["solver"]["revisions"] = {**base, **own}
-        return replace(self, data=data)
+        return replace(self, data=data).pin_own(old)
+
+    def pin_own(self, old: SweepSpec | None) -> SweepSpec:
+        """This spec with the kind's own pinned settings stated (``old``: the store's spec,
+        ``None`` for a new store); a kind without any returns it unchanged."""
+        return self
 
 
 def resumable_as(old: SweepSpec, new: SweepSpec) -> tuple[SweepSpec, str | None]:
@@ -326,7 +334,7 @@ def resumable_as(old: SweepSpec, new: SweepSpec) -> tuple[SweepSpec, str | None]
     if diffs:
         return new, "; ".join(diffs)
     try:
-        return new.pinned(old.solver.revisions), None
+        return new.pinned(old.solver.revisions, old), None
     except ValueError as exc:
         return new, str(exc)
 
