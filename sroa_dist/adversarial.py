@@ -27,6 +27,7 @@ from .perturbations import coherent_tilt, register_perturbation
 from .policy import certified_tractable
 from .solvers import METHODS
 from .tensors import check_symmetric_tensor, identity_basis, sod_tensor
+from .threads import single_blas
 
 __all__ = ["METRICS", "SEARCH_METHODS", "WorstCaseResult", "tilt_alignment", "worst_case"]
 
@@ -174,6 +175,7 @@ def _starts(
     return candidates
 
 
+@single_blas
 def worst_case(
     n: int,
     p: int,

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from .monomials import exponent_tuples
+from .threads import single_blas
 
 __all__ = ["Certificate"]
 
@@ -183,6 +184,7 @@ class Certificate:
 
     # ---- verification -------------------------------------------------------------------------
 
+    @single_blas
     def verify(self, T: Any) -> float:
         """Rigorous upper bound of ``max_{||x||=1} sign * T x^p`` over the pieces' signs.
 

@@ -23,6 +23,7 @@ from .solvers import (
     resolve_method,
 )
 from .tensors import as_rng_list, check_symmetric_tensor, rank_one_tensor
+from .threads import single_blas
 
 __all__ = ["SROAResult", "sroa", "sroa_batch", "DEFLATION_MODES"]
 
@@ -96,6 +97,7 @@ class SROAResult:
         )
 
 
+@single_blas
 def sroa_batch(
     Ts: ArrayLike,
     rank: int | None = None,

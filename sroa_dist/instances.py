@@ -13,6 +13,7 @@ from numpy.typing import ArrayLike
 from .norms import scale_to_opnorm
 from .perturbations import DEFAULT_WEIGHT, draw_perturbation
 from .tensors import identity_basis, keyword_rng, random_orthonormal_basis, sod_tensor
+from .threads import single_blas
 
 __all__ = [
     "BASES",
@@ -179,6 +180,7 @@ def _check_basis(V: ArrayLike, n: int, r: int) -> np.ndarray:
     return V
 
 
+@single_blas
 def make_instance(
     n: int,
     p: int,

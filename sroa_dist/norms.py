@@ -12,6 +12,7 @@ from numpy.typing import ArrayLike
 
 from .solvers import GAP_TOL, RngLike, rank_one_batch
 from .tensors import check_symmetric_tensor
+from .threads import single_blas
 
 __all__ = [
     "OperatorNormResult",
@@ -52,6 +53,7 @@ class OperatorNormResult:
         )
 
 
+@single_blas
 def operator_norm_batch(
     Es: ArrayLike,
     method: str = "certified",

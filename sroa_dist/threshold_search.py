@@ -29,6 +29,7 @@ from .norms import operator_norm, scale_factors
 from .perturbations import DEFAULT_WEIGHT, check_model
 from .policy import resolve_norm_method
 from .structured import structured_tensor
+from .threads import single_blas
 
 __all__ = [
     "CONTINUE_POINTS",
@@ -247,6 +248,7 @@ def _copy(ss: np.random.SeedSequence) -> np.random.SeedSequence:
     return np.random.SeedSequence(ss.entropy, spawn_key=ss.spawn_key, pool_size=ss.pool_size)
 
 
+@single_blas
 def find_threshold(
     n: int,
     p: int,

@@ -24,6 +24,8 @@ import warnings
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from ..threads import blas_thread_env
+
 __all__ = [
     "DEFAULT_DASHBOARD_ADDRESS",
     "WORKER_CONFIG",
@@ -112,8 +114,9 @@ def connect(
 
     Precedence: ``client``; ``scheduler`` (address) or the ``DASK_SCHEDULER_ADDRESS`` setting;
     ``scheduler_file``; otherwise an in-process LocalCluster with ``workers`` processes
-    (default: the CPUs available; more than that is refused) of one thread each — the solvers
-    are single-threaded numpy, and processes avoid the GIL. Clients and clusters opened here
+    (default: the CPUs available; more than that is refused) of one thread each, with one
+    BLAS thread each (:func:`sroa_dist.threads.blas_thread_env`) — the solvers are small
+    numpy products, and processes avoid the GIL. Clients and clusters opened here
     are closed on exit.
 
     ``timeout`` (seconds) bounds the connection to a running scheduler, handshake included
@@ -154,6 +157,11 @@ def _embedded(n: int, dashboard_address: str, allowed_failures: int | None) -> I
     from distributed import Client, LocalCluster
 
     config = dict(WORKER_CONFIG)
+    # BLAS threads are set before numpy loads in each worker process (the nanny's environment
+    # of the processes it starts), not left to Dask's default; the worker plugin also limits
+    # the loaded libraries (sroa_dist.threads).
+    for var, value in blas_thread_env().items():
+        config[f"distributed.nanny.pre-spawn-environ.{var}"] = value
     if allowed_failures is not None:
         config["distributed.scheduler.allowed-failures"] = allowed_failures
     with contextlib.ExitStack() as stack:
