@@ -68,8 +68,20 @@ class InputTypeError(InputError, TypeError):
     a ``TypeError`` too, as Python raises for such calls."""
 
 
+def _blank(cls: type) -> InputError:
+    """An uninitialised ``cls``; an error that is also an ``OSError`` needs OSError's
+    ``__new__`` (the first builtin one that accepts the class)."""
+    for base in cls.__mro__:
+        if base.__module__ == "builtins" and "__new__" in base.__dict__:
+            try:
+                return base.__new__(cls)
+            except TypeError:
+                continue
+    raise RuntimeError(f"cannot rebuild {cls.__name__}")  # pragma: no cover
+
+
 def _rebuild(cls: type, message: str, hint: str, state: dict) -> InputError:
-    exc = InputError.__new__(cls)
+    exc = _blank(cls)
     InputError.__init__(exc, message, hint)
     exc.__dict__.update({k: v for k, v in state.items() if k != "__notes__"})
     return exc

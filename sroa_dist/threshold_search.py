@@ -22,6 +22,7 @@ from numpy.typing import ArrayLike
 
 from .criteria import get_run_criterion
 from .decomposition import sroa_batch
+from .errors import InputError, SroaWarning
 from .instances import BASES, draw_lambdas, make_instance
 from .method_records import revision_options
 from .metrics import match
@@ -103,15 +104,20 @@ def _check_range(eps_range: Any, rtol: Any) -> tuple[float, float, float]:
     try:
         lo, hi = (float(x) for x in eps_range)
     except (TypeError, ValueError):
-        raise ValueError(
-            f"eps_range: expected two numbers (start, stop), received {eps_range!r}"
+        raise InputError(
+            f"eps_range: expected two numbers (start, stop), received {eps_range!r}",
+            "e.g. eps_range=(0.02, 1.5)",
         ) from None
     if not (math.isfinite(lo) and math.isfinite(hi) and 0 < lo < hi):
-        raise ValueError(f"eps_range: expected finite 0 < start < stop, received {eps_range!r}")
+        raise InputError(
+            f"eps_range: expected finite 0 < start < stop, received {eps_range!r}",
+            "e.g. eps_range=(0.02, 1.5)",
+        )
     if not (isinstance(rtol, (int, float)) and 0 < rtol < SCAN_FACTOR - 1):
-        raise ValueError(
+        raise InputError(
             f"rtol: expected a relative bracket width in (0, {SCAN_FACTOR - 1:g}) (below the "
-            f"scan factor {SCAN_FACTOR}), received {rtol!r}"
+            f"scan factor {SCAN_FACTOR}), received {rtol!r}",
+            "e.g. rtol=0.01",
         )
     return lo, hi, float(rtol)
 
@@ -227,7 +233,7 @@ def default_lambdas(n: int) -> np.ndarray:
     The same default serves every family, which keeps thresholds of families comparable.
     """
     if n < 2:
-        raise ValueError(f"n: expected at least 2 components, received {n}")
+        raise InputError(f"n: expected at least 2 components, received {n}", "give n >= 2")
     return np.r_[np.ones(n - 1), SMALLEST_WEIGHT]
 
 
@@ -239,7 +245,10 @@ def _seed(rng: Any) -> np.random.SeedSequence:
         return np.random.SeedSequence(rng.integers(0, 2**63, size=4).tolist())
     if rng is None or (isinstance(rng, (int, np.integer)) and not isinstance(rng, bool)):
         return np.random.SeedSequence(None if rng is None else int(rng))
-    raise ValueError(f"rng: expected None, an int, a SeedSequence or a Generator, received {rng!r}")
+    raise InputError(
+        f"rng: expected None, an int, a SeedSequence or a Generator, received {rng!r}",
+        "e.g. rng=1 or rng=numpy.random.default_rng(1)",
+    )
 
 
 def _copy(ss: np.random.SeedSequence) -> np.random.SeedSequence:
@@ -332,15 +341,19 @@ def find_threshold(
         if c != 0.5:
             warnings.warn(
                 f"c={c!r} is ignored by criterion 'theorem' (Theorem 3.1's bounds are fixed)",
+                SroaWarning,
                 stacklevel=2,
             )
         level = None
     else:
         if not (isinstance(c, (int, float)) and not isinstance(c, bool) and c > 0):
-            raise ValueError(f"c: expected a number > 0 ({crit.level_name}), received {c!r}")
+            raise InputError(
+                f"c: expected a number > 0 ({crit.level_name}), received {c!r}",
+                "give a number > 0, e.g. c=0.5",
+            )
         level = float(c)
     if isinstance(n, bool) or int(n) != n or n < 2:
-        raise ValueError(f"n: expected an integer >= 2, received {n!r}")
+        raise InputError(f"n: expected an integer >= 2, received {n!r}", "give an integer n >= 2")
     n, p = int(n), int(p)
     lam_spec = default_lambdas(n) if lambdas is None else lambdas
     revisions = dict(revisions or {})
@@ -390,7 +403,10 @@ def _use_matrix_free(
     matrix_free: bool | None, n: int, p: int, family: str, params: Mapping[str, Any] | None
 ) -> bool:
     if matrix_free is not None and not isinstance(matrix_free, bool):
-        raise ValueError(f"matrix_free: expected True, False or None, received {matrix_free!r}")
+        raise InputError(
+            f"matrix_free: expected True, False or None, received {matrix_free!r}",
+            "give matrix_free=True, False or None (decide from the family)",
+        )
     if matrix_free is False:
         return False
     fam = check_model(family, params)
@@ -398,9 +414,10 @@ def _use_matrix_free(
     if matrix_free is None:
         return factored and 8 * float(n) ** p > DENSE_BYTES_CAP
     if not factored:
-        raise ValueError(
+        raise InputError(
             f"matrix_free: family {family!r} declares no factored form (i.i.d. noise or a "
-            "mixture with it has n^p independent entries); use matrix_free=False or None"
+            "mixture with it has n^p independent entries); use matrix_free=False or None",
+            "use matrix_free=False or None with this family",
         )
     return True
 

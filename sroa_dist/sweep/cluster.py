@@ -14,6 +14,7 @@ as they have started, not lost.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import queue
@@ -24,6 +25,7 @@ import warnings
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from ..errors import InputError, SroaWarning
 from ..threads import blas_thread_env
 
 __all__ = [
@@ -32,6 +34,7 @@ __all__ = [
     "ClusterConnectError",
     "connect",
     "default_workers",
+    "free_dashboard_address",
     "probe_scheduler",
 ]
 
@@ -71,7 +74,10 @@ def _positive(name: str, value: int | None, least: int = 1) -> None:
     if value is not None and (
         isinstance(value, bool) or not isinstance(value, int) or value < least
     ):
-        raise ValueError(f"{name}: expected an integer >= {least}; received {value!r}")
+        raise InputError(
+            f"{name}: expected an integer >= {least}; received {value!r}",
+            "e.g. workers=2 (at most the CPUs available)",
+        )
 
 
 def _check_dashboard_address(address: str) -> None:
@@ -134,6 +140,7 @@ def connect(
         warnings.warn(
             f"workers={workers} is ignored: it sizes only the embedded LocalCluster, and a "
             "client or running cluster was given",
+            SroaWarning,
             stacklevel=3,
         )
     if client is not None:
@@ -147,8 +154,39 @@ def connect(
         return
     _check_dashboard_address(dashboard_address)
     check_workers(workers)
+    dashboard_address = free_dashboard_address(dashboard_address)
     with _embedded(workers or default_workers(), dashboard_address, allowed_failures) as c:
         yield c
+
+
+def free_dashboard_address(address: str) -> str:
+    """``address``, or the same host with port 0 (any free port) when its port is taken.
+
+    Checked before the embedded cluster starts, so that a taken port (another Dask cluster on
+    this machine) is one line of warning, not Dask's four, and the dashboard URL the run
+    prints is where it really is.
+    """
+    host, _, port = str(address).rpartition(":")
+    if not port.isdigit() or int(port) == 0:
+        return address
+    probe = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    try:
+        # As the dashboard's server binds: address reuse on, so a port in TIME_WAIT is free.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind((host.strip("[]") or "", int(port)))
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            return address  # not an address of this machine: Dask's start says so
+        warnings.warn(
+            f"dashboard port {port} is in use (another Dask cluster on this machine?); the "
+            "dashboard is served on a free port instead (--dashboard-address :PORT chooses)",
+            SroaWarning,
+            stacklevel=4,
+        )
+        return f"{host}:0"
+    finally:
+        probe.close()
+    return address
 
 
 @contextlib.contextmanager
