@@ -5,6 +5,7 @@ for the same blocks computed in one plain process, same machine, same run.
     python benchmarks/bench_certified_sweep.py                     # 60 instances, 2 rounds
     python benchmarks/bench_certified_sweep.py --replicates 100 --rounds 3
     python benchmarks/bench_certified_sweep.py --full               # also the whole 1,500
+    python benchmarks/bench_certified_sweep.py --default-threads    # also unlimited BLAS
 
 Writes ``benchmarks/out/bench_certified_sweep.json``. Target: ratio <= 1.1 on an idle machine.
 
@@ -12,13 +13,15 @@ Each round runs the sweep, then the one-process solves, in a fresh process each 
 the relaxation's cached structure once, as a fresh worker does). Rounds interleave the two
 sides so that a change in the machine's load hits both. Measured per round:
 
-* ``sweep_task_cpu``: CPU seconds the block tasks used in the workers (their process CPU while
-  the task ran: solves, store writes and any Dask thread that ran meanwhile);
-* ``sweep_worker_cpu``: CPU seconds of the whole worker processes from the start of the run to
-  its end (plugin set-up, heartbeats and idle tails included);
-* ``solo_cpu``: CPU seconds of ``compute_block`` over every block in one plain process with one
-  BLAS thread (``sroa_dist.threads.limit_blas_threads``), imports excluded;
-* ``ratio_task`` and ``ratio_worker``: the two sweep figures over ``solo_cpu``;
+* ``sweep.task_cpu_s``: CPU seconds the block tasks used in the workers (their process CPU
+  while the task ran: solves, store writes and any Dask thread that ran meanwhile);
+* ``sweep.worker_cpu_s``: CPU seconds of the whole worker processes from the start of the run
+  to its end (plugin set-up, heartbeats and idle tails included);
+* ``solo.cpu_s``: CPU seconds of ``compute_block`` over every block in one plain process with
+  one BLAS thread (``sroa_dist.threads.limit_blas_threads``), imports excluded;
+* ``ratio_task`` and ``ratio_worker``: the two sweep figures per instance over the solo's;
+* with ``--default-threads``, the one-process side again with the machine's default BLAS
+  threads (what a process without an explicit limit burns), and its ratio to one thread;
 * the run's wall time, cluster start-up included, and the load average around it.
 """
 
@@ -49,14 +52,18 @@ SPEC = ROOT / "sweeps/figure2.toml"
 # other, with the BLAS thread limit the library sets for a single process.
 _SOLO = r"""
 import json, sys, time
-from sroa_dist.threads import limit_blas_threads
 from sroa_dist.sweep import load_spec
 from sroa_dist.sweep.grid import make_layout
 from sroa_dist.sweep.layout import block_task
 from sroa_dist.sweep.worker import compute_block
 spec = load_spec(sys.argv[1], [f"replicates={sys.argv[2]}"])
 layout = make_layout(spec)
-limit_blas_threads(1)
+if sys.argv[3] == "one":
+    try:
+        from sroa_dist.threads import limit_blas_threads
+    except ImportError:  # a tree before sroa_dist.threads (a baseline): the same limit
+        from threadpoolctl import threadpool_limits as limit_blas_threads
+    limit_blas_threads(1)
 c0, t0 = time.process_time(), time.perf_counter()
 n = 0
 for b in range(layout.n_blocks):
@@ -102,15 +109,23 @@ def sweep_round(replicates: int, workers: int, tmp: Path) -> dict:
     }
 
 
-def solo_round(replicates: int) -> dict:
-    """The same blocks computed one after the other in a fresh plain process."""
+def solo_round(replicates: int, threads: str = "one") -> dict:
+    """The same blocks computed one after the other in a fresh plain process: with one BLAS
+    thread (``threads="one"``), or with the BLAS default of the machine (``"default"``, and
+    ``$SROA_BLAS_THREADS`` at the CPU count so the front doors do not limit it either)."""
     load0 = os.getloadavg()[0]
+    env = dict(os.environ)
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        env.pop(var, None)  # _common sets them for this process; the child chooses its own
+    if threads == "default":
+        env["SROA_BLAS_THREADS"] = str(os.cpu_count() or 1)
     out = subprocess.run(
-        [sys.executable, "-c", _SOLO, str(SPEC), str(replicates)],
+        [sys.executable, "-c", _SOLO, str(SPEC), str(replicates), threads],
         capture_output=True,
         text=True,
         check=True,
         cwd=ROOT,
+        env=env,
     )
     res = json.loads(out.stdout.strip().splitlines()[-1])
     return {
@@ -128,6 +143,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--full", action="store_true", help="also time the whole 1,500-instance run")
+    ap.add_argument(
+        "--default-threads",
+        action="store_true",
+        help="also run the one-process side with the machine's default BLAS threads",
+    )
     args = ap.parse_args(argv)
     layout = make_layout(load_spec(SPEC, [f"replicates={args.replicates}"]))
     out: dict = {
@@ -150,6 +170,19 @@ def main(argv: list[str] | None = None) -> int:
                     sw["worker_cpu_per_instance_s"] / so["cpu_per_instance_s"], 3
                 ),
             }
+            if args.default_threads:
+                free = solo_round(args.replicates, "default")
+                rnd["solo_default_blas_threads"] = free
+                rnd["ratio_default_threads"] = round(
+                    free["cpu_per_instance_s"] / so["cpu_per_instance_s"], 3
+                )
+                print(
+                    f"round {k + 1}: one process with the default BLAS threads: "
+                    f"{free['cpu_per_instance_s']} s CPU per instance "
+                    f"({rnd['ratio_default_threads']}x one thread), wall {free['wall_s']} s vs "
+                    f"{so['wall_s']} s",
+                    flush=True,
+                )
             out["rounds"].append(rnd)
             print(
                 f"round {k + 1}: sweep {sw['instances']} instances in {sw['wall_s']} s wall "

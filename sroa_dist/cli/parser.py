@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Callable
 
 from ..criteria import DEFAULT_RADIUS, RUN_CRITERIA
@@ -33,8 +34,6 @@ class _Parser(argparse.ArgumentParser):
     exit 2) instead of the usage block: raised as :class:`ArgumentsError` for ``main``."""
 
     def error(self, message: str):  # type: ignore[override]
-        import re
-
         choice = re.search(r"^(.*): invalid choice: '([^']*)' \(choose from (.*)\)", message)
         if choice and "COMMAND" in message:
             names = choice.group(3).replace("'", "")
