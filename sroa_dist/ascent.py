@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from .errors import InputError
 from .operators import TensorOperator
 from .tensors import FloatArray, contract, kron_power, sphere_newton_step
 
@@ -127,7 +128,10 @@ def _contract(
         return out - np.matmul(W, U.transpose(0, 2, 1))
     if times == p - 2:
         return out - np.einsum("bsk,bik,bjk->bsij", W, U, U)
-    raise ValueError(f"times: implicit deflation supports times >= p - 2, received {times}")
+    raise InputError(
+        f"times: implicit deflation supports times >= p - 2, received {times}",
+        "contract at least p - 2 times under implicit deflation",
+    )
 
 
 def random_starts(rngs: Sequence[np.random.Generator], n_starts: int, n: int) -> FloatArray:
@@ -212,7 +216,10 @@ def shifted_ascent(
     if deflation is not None:
         return _ascent_deflated(Ts, X0, max_iter, tol, shift, deflation, lazy)[:3]
     if kernel not in KERNELS:
-        raise ValueError(f"kernel: expected one of {list(KERNELS)}, received {kernel!r}")
+        raise InputError(
+            f"kernel: expected one of {list(KERNELS)}, received {kernel!r}",
+            "use one of the listed kernels",
+        )
     formed_p3 = Ts.ndim == 4 and not isinstance(Ts, TensorOperator)
     if kernel == "packed" and formed_p3 and shift != "adaptive":
         return _ascent_packed(Ts, X0, max_iter, tol, shift, abandon_margin)

@@ -28,6 +28,7 @@ from types import MappingProxyType
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .errors import InputError
 from .metrics import theorem_3_1_bounds
 
 __all__ = [
@@ -162,9 +163,9 @@ RUN_CRITERIA: Mapping[str, RunCriterion] = MappingProxyType(
 def get_run_criterion(name: str) -> RunCriterion:
     """The :class:`RunCriterion` called ``name``; an unknown name lists the valid ones."""
     if name not in RUN_CRITERIA:
-        raise ValueError(
-            f"criterion: expected one of {tuple(RUN_CRITERIA)}, received {name!r}. Hint: "
+        raise InputError(
+            f"criterion: expected one of {tuple(RUN_CRITERIA)}, received {name!r}",
             "'value' = max |λ̂ − λ| ≤ c·ε, 'recovery' = max ‖v̂ − v‖ ≤ radius, "
-            "'theorem' = value and vector together (Theorem 3.1's bounds by default)"
+            "'theorem' = value and vector together (Theorem 3.1's bounds by default)",
         )
     return RUN_CRITERIA[name]

@@ -12,6 +12,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .ascent import Deflation
+from .errors import InputError
 from .finishing import normalize
 from .global_check import GLOBAL_RTOL, check_step, estimate_values, remaining_estimates
 from .matrix_free import TensorOperator, check_local_method
@@ -19,6 +20,7 @@ from .methods import IMPLICIT_BYTES
 from .solvers import GAP_TOL, RankOneResult, RngLike, resolve_method
 from .sroa_engines import make_engine
 from .tensors import as_rng_list, check_symmetric_tensor
+from .threads import single_blas
 
 __all__ = ["SROAResult", "sroa", "sroa_batch", "DEFLATION_MODES"]
 
@@ -119,6 +121,7 @@ class SROAResult:
         )
 
 
+@single_blas
 def sroa_batch(
     Ts: ArrayLike,
     rank: int | None = None,
@@ -142,8 +145,9 @@ def sroa_batch(
     B, n, p = Ts.shape[0], Ts.shape[1], Ts.ndim - 1
     r = n if rank is None else rank
     if isinstance(r, bool) or int(r) != r or not 1 <= int(r) <= n:
-        raise ValueError(
-            f"rank: expected an integer number of steps 1 <= rank <= n = {n}, got {rank!r}"
+        raise InputError(
+            f"rank: expected an integer number of steps 1 <= rank <= n = {n}, got {rank!r}",
+            "give rank=None for n steps, or an integer between 1 and n",
         )
     for name, flag in (("global_check", global_check), ("redo", redo)):
         if not isinstance(flag, (bool, np.bool_)):
@@ -235,23 +239,25 @@ def sroa(
 
 def _deflation_mode(deflation: str, method: str, Ts: np.ndarray) -> str:
     if deflation not in DEFLATION_MODES:
-        raise ValueError(
-            f"deflation: expected one of {DEFLATION_MODES}, received {deflation!r}; hint: "
-            "'implicit' saves memory at large n for local methods"
+        raise InputError(
+            f"deflation: expected one of {DEFLATION_MODES}, received {deflation!r}",
+            "'auto' chooses; 'implicit' saves memory at large n for local methods",
         )
     local = resolve_method(method).implicit
     if isinstance(Ts, TensorOperator):
         check_local_method(method, resolve_method(method))
         if deflation == "explicit":
-            raise ValueError(
+            raise InputError(
                 "deflation: 'explicit' forms each deflated tensor, which a matrix-free operator "
-                "never does; use 'implicit' or 'auto'"
+                "never does; use 'implicit' or 'auto'",
+                "use deflation='implicit' or 'auto' with a matrix-free operator",
             )
         return "implicit"
     if deflation == "implicit" and not local:
-        raise ValueError(
+        raise InputError(
             f"deflation: method {method!r} needs the deflated tensor itself (its relaxation "
-            "reads every entry); use deflation='explicit' or a local method (sshopm, power)"
+            "reads every entry); use deflation='explicit' or a local method (sshopm, power)",
+            "use deflation='explicit' (or 'auto'), or a local method such as 'sshopm'",
         )
     if deflation == "auto":
         return "implicit" if local and Ts[0].nbytes > IMPLICIT_BYTES else "explicit"

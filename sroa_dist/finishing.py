@@ -25,6 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .ascent import Deflation, _values
+from .errors import InputError
 from .methods import MethodOutput, _object_array
 from .operators import TensorOperator
 from .tensors import (
@@ -253,7 +254,7 @@ def finish_step(
         cheap = normalized_unfolding_norm(Tn)
     else:
         if unfolding_bound is None:
-            raise ValueError("unfolding_bound: required with a deflation (no tensor is formed)")
+            raise RuntimeError("unfolding_bound: required with a deflation (no tensor is formed)")
         fro_n, cheap = deflation.fro, unfolding_bound
     upper_n = cheap if out.upper_bound is None else np.minimum(out.upper_bound, cheap)
     # Dividing by 2^k (k > 0) is exact unless an entry became subnormal; then it moved by at
@@ -266,9 +267,10 @@ def finish_step(
         lam = np.ldexp(lam_n, k)
     if not np.all(np.isfinite(lam)):
         b = int(np.flatnonzero(~np.isfinite(lam))[0])
-        raise ValueError(
+        raise InputError(
             f"Ts: the best rank-one value of tensor {b} is {lam_n[b]!r} · 2^{k[b]}, beyond the "
-            "float64 range; hint: divide the tensor by a power of two and scale the result back"
+            "float64 range",
+            "divide the tensor by a power of two and scale the result back",
         )
     upper = scale_up_bound(upper_n, k)
     lam = np.where(zero, 0.0, lam)

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from .ascent import Deflation
+from .errors import InputError
 from .finishing import RankOneResult, finish_step, normalize
 from .method_records import Method
 from .methods import MethodOutput
@@ -26,10 +27,11 @@ def check_local_method(method: str, record: Method) -> None:
     only local methods (those that run under SROA's implicit deflation) contract without
     reading entries."""
     if not record.implicit:
-        raise ValueError(
+        raise InputError(
             f"method: {method!r} needs every entry of the tensor (its moment relaxation reads "
             "them) and a matrix-free operator offers only contractions; use a local method "
-            "('sshopm' or 'power'), whose steps are local optima, never certified"
+            "('sshopm' or 'power'), whose steps are local optima, never certified",
+            "use a local method ('sshopm' or 'power') on a matrix-free operator",
         )
 
 
@@ -52,7 +54,10 @@ def operator_rank_one(
     """
     check_local_method(method, record)
     if certificate:
-        raise ValueError("certificate: a matrix-free operator has no relaxation to certify")
+        raise InputError(
+            "certificate: a matrix-free operator has no relaxation to certify",
+            "pass certificate=False, or a dense tensor to certify",
+        )
     if "lazy" in record.options:
         # Lazy stopping hands unfinished starts to a next SROA step; a lone step has none.
         options = {"lazy": False, **options}

@@ -20,6 +20,7 @@ import numpy as np
 from ._registry import check_entry, import_entry
 from .ascent import KERNELS
 from .confirmation import CONFIRM_RULES
+from .errors import InputError
 from .methods import (
     DEFAULT_TIME_BUDGET,
     MethodOutput,
@@ -54,16 +55,26 @@ MethodFn = Callable[..., MethodOutput]
 Rule = tuple[Callable[[Any], bool], str]
 
 
-class OptionError(ValueError):
+class OptionError(InputError):
     """A rank-one method option has an unknown name or an invalid value.
 
     ``option`` is the offending keyword and ``method`` the method, so callers (the sweep spec)
-    can name the key in their own terms.
+    can name the key in their own terms; ``hint`` defaults to where the options are listed.
     """
 
-    def __init__(self, method: str, option: str, message: str, expected: str | None = None):
+    def __init__(
+        self,
+        method: str,
+        option: str,
+        message: str,
+        expected: str | None = None,
+        hint: str = "",
+    ):
         self.method, self.option, self.expected = method, option, expected
-        super().__init__(message)
+        super().__init__(
+            message,
+            hint or f"sroa_dist.solvers.method_options({method!r}) lists its options and values",
+        )
 
 
 def _is_int(v: Any) -> bool:
@@ -201,9 +212,10 @@ class Method:
             return {}
         if revision not in self.legacy:
             known = sorted({*self.legacy, self.revision})
-            raise ValueError(
+            raise InputError(
                 f"method {self.name!r}: revision {revision!r} cannot be reproduced by this "
-                f"code (known revisions: {known})"
+                f"code (known revisions: {known})",
+                "use one of the known revisions, or make a new store for this code's revision",
             )
         return dict(self.legacy[revision])
 
@@ -300,8 +312,9 @@ def _check_sos_indexable(name: str, n: int, p: int, options: Mapping[str, Any]) 
             name,
             "order" if order is not None else "method",
             f"method {name!r}: the order-{d} moment relaxation cannot index n = {n} variables "
-            "(its int64 monomial keys would overflow); hint: use method 'certified', which "
-            "skips the relaxation where it is intractable, or 'sshopm'",
+            "(its int64 monomial keys would overflow)",
+            hint="use method 'certified', which skips the relaxation where it is intractable, "
+            "or 'sshopm'",
         )
 
 
@@ -409,7 +422,10 @@ def register_method(
 def unregister_method(name: str) -> None:
     """Remove a method added with :func:`register_method` (the built-in ones stay)."""
     if name in _BUILTIN:
-        raise ValueError(f"method {name!r} is built in and cannot be removed")
+        raise InputError(
+            f"method {name!r} is built in and cannot be removed",
+            "built-in methods stay; register yours under another name",
+        )
     _REGISTRY.pop(name, None)
 
 
@@ -426,9 +442,11 @@ def resolve_method(method: str) -> Method:
         return _REGISTRY[method]
     if isinstance(method, str) and ":" in method:
         return _import_method(method)
-    raise ValueError(
+    raise InputError(
         f"method: unknown rank-one method {method!r}; expected one of {sorted(METHODS)} or an "
-        "import path 'package.module:function'"
+        "import path 'package.module:function'",
+        "use one of the listed methods, register one (sroa_dist.register_method) or give "
+        "'package.module:function'",
     )
 
 

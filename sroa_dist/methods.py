@@ -29,6 +29,7 @@ from .ascent import (
     spectral_starts,
 )
 from .confirmation import CONFIRM_RULES, ROUND_COMPLEMENT, ROUND_UNIFORM, explore, settle
+from .errors import InputError, InputTypeError, SroaDeprecationWarning
 from .operators import TensorOperator
 from .tensors import FloatArray
 
@@ -144,7 +145,7 @@ class MethodOutput:
                 f"method {method!r} returned a {type(out).__name__}; return a "
                 "sroa_dist.solvers.MethodOutput instead (mappings are deprecated and will be "
                 "refused in the next release)",
-                DeprecationWarning,
+                SroaDeprecationWarning,
                 stacklevel=3,
             )
             d = dict(out)
@@ -153,14 +154,16 @@ class MethodOutput:
             names = {f.name for f in dataclasses.fields(cls)}
             unknown = sorted(set(d) - names)
             if unknown:
-                raise ValueError(
+                raise InputError(
                     f"method {method!r}: returned unknown keys {unknown}; expected the fields "
-                    f"of MethodOutput: {sorted(names)}"
+                    f"of MethodOutput: {sorted(names)}",
+                    "return only the fields of MethodOutput",
                 )
             return cls(**d)
-        raise TypeError(
+        raise InputTypeError(
             f"method {method!r}: expected it to return a MethodOutput, received "
-            f"{type(out).__name__}"
+            f"{type(out).__name__}",
+            "return sroa_dist.solvers.MethodOutput(x=..., n_starts=..., n_iter=...)",
         )
 
 
@@ -472,7 +475,10 @@ def _relaxation_options(
     certificate export, and (unless the table sets it) a stopping gap that certification
     accepts, :data:`RELAXATION_STOP_FRACTION` of ``gap_tol``."""
     if not (isinstance(gap_tol, (int, float)) and gap_tol >= 0):
-        raise ValueError(f"gap_tol: expected a number >= 0, received {gap_tol!r}")
+        raise InputError(
+            f"gap_tol: expected a number >= 0, received {gap_tol!r}",
+            "give a tolerance >= 0, e.g. gap_tol=1e-6",
+        )
     out = {"gap_tol": RELAXATION_STOP_FRACTION * float(gap_tol), **(options or {})}
     if certificate:
         out["with_certificate"] = True
@@ -565,7 +571,10 @@ def _method_certified(
         kernel="dense",
     )
     if not time_budget >= 0:
-        raise ValueError(f"time_budget: expected seconds >= 0, received {time_budget!r}")
+        raise InputError(
+            f"time_budget: expected seconds >= 0, received {time_budget!r}",
+            "give seconds >= 0, e.g. time_budget=5",
+        )
     if not relaxation_tractable(n, p, max_gram_size, time_budget):
         notes = (
             f"relaxation skipped (moment matrix larger than {max_gram_size})"

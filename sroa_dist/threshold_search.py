@@ -19,6 +19,7 @@ from numpy.typing import ArrayLike
 
 from .criteria import RunCriterion, get_run_criterion
 from .decomposition import SROAResult, sroa_batch
+from .errors import InputError
 from .first_crossing import (
     SCAN_PHASES,
     ThresholdResult,
@@ -32,6 +33,7 @@ from .norms import operator_norm, scale_factors
 from .perturbations import DEFAULT_WEIGHT, check_model
 from .policy import resolve_norm_method
 from .structured import structured_tensor
+from .threads import single_blas
 
 __all__ = [
     "CERTIFY_ENDS_MAX_N",
@@ -92,7 +94,7 @@ def default_lambdas(n: int) -> np.ndarray:
     The same default serves every family, which keeps thresholds of families comparable.
     """
     if n < 2:
-        raise ValueError(f"n: expected at least 2 components, received {n}")
+        raise InputError(f"n: expected at least 2 components, received {n}", "give n >= 2")
     return np.r_[np.ones(n - 1), SMALLEST_WEIGHT]
 
 
@@ -104,7 +106,10 @@ def _seed(rng: Any) -> np.random.SeedSequence:
         return np.random.SeedSequence(rng.integers(0, 2**63, size=4).tolist())
     if rng is None or (isinstance(rng, (int, np.integer)) and not isinstance(rng, bool)):
         return np.random.SeedSequence(None if rng is None else int(rng))
-    raise ValueError(f"rng: expected None, an int, a SeedSequence or a Generator, received {rng!r}")
+    raise InputError(
+        f"rng: expected None, an int, a SeedSequence or a Generator, received {rng!r}",
+        "e.g. rng=1 or rng=numpy.random.default_rng(1)",
+    )
 
 
 def _copy(ss: np.random.SeedSequence) -> np.random.SeedSequence:
@@ -113,6 +118,7 @@ def _copy(ss: np.random.SeedSequence) -> np.random.SeedSequence:
     return np.random.SeedSequence(ss.entropy, spawn_key=ss.spawn_key, pool_size=ss.pool_size)
 
 
+@single_blas
 def find_threshold(
     n: int,
     p: int,
@@ -383,7 +389,10 @@ def _use_matrix_free(
     matrix_free: bool | None, n: int, p: int, family: str, params: Mapping[str, Any] | None
 ) -> bool:
     if matrix_free is not None and not isinstance(matrix_free, bool):
-        raise ValueError(f"matrix_free: expected True, False or None, received {matrix_free!r}")
+        raise InputError(
+            f"matrix_free: expected True, False or None, received {matrix_free!r}",
+            "give matrix_free=True, False or None (decide from the family)",
+        )
     if matrix_free is False:
         return False
     fam = check_model(family, params)
@@ -391,9 +400,10 @@ def _use_matrix_free(
     if matrix_free is None:
         return factored and 8 * float(n) ** p > DENSE_BYTES_CAP
     if not factored:
-        raise ValueError(
+        raise InputError(
             f"matrix_free: family {family!r} declares no factored form (i.i.d. noise or a "
-            "mixture with it has n^p independent entries); use matrix_free=False or None"
+            "mixture with it has n^p independent entries); use matrix_free=False or None",
+            "use matrix_free=False or None with this family",
         )
     return True
 

@@ -306,7 +306,7 @@ def test_a_registered_method_is_callable_by_name(scratch_methods):
 
 def test_registering_twice_needs_overwrite(scratch_methods):
     register_method("first-axis", _first_axis)
-    with pytest.raises(ValueError, match="already registered.*overwrite=True"):
+    with pytest.raises(ValueError, match="(?s)already registered.*overwrite=True"):
         register_method("first-axis", _first_axis)
     with pytest.raises(ValueError, match="already registered"):
         register_method("sshopm", _first_axis)
@@ -430,7 +430,7 @@ def test_register_method_accepts_an_import_path_and_a_record(scratch_methods):
     "path, message",
     [
         # The same errors as user perturbation families by import path.
-        ("no_such_module_xyz:f", "cannot import module 'no_such_module_xyz'.*every worker"),
+        ("no_such_module_xyz:f", "(?s)cannot import module 'no_such_module_xyz'.*every worker"),
         ("user_method:missing", "has no attribute 'missing'"),
         ("user_method:NOT_CALLABLE", "is not callable"),
         ("user_method:", "expected an import path 'package.module:attribute'"),

@@ -395,3 +395,37 @@ def test_shipped_threshold_specs_run_shrunk(tmp_path, path, client):
     assert res.complete, res.failed
     ds = open_results(tmp_path / "s.zarr").load()
     assert (ds.n_evals > 0).all() and (ds.eps_lo < ds.eps_hi).all()
+
+
+def test_replicates_of_a_deterministic_family_are_flagged_once():
+    """The pure coherent tilt turns with the basis: its replicates repeat one threshold (the
+    README suggested replicates = 2 for it). `advice` says so; `run` warns with it."""
+    from sroa_dist.perturbations import is_deterministic
+    from sroa_dist.sweep.kinds import advice
+
+    assert is_deterministic("coherent-tilt")
+    assert not is_deterministic("coherent-tilt+gaussian") and not is_deterministic("gaussian")
+    alone = advice(spec_from_dict(_small(**{"noise.model": "coherent-tilt"}), source="s.toml"))
+    assert len(alone) == 1 and "set replicates = 1" in alone[0] and "\n" not in alone[0]
+    mixed = advice(spec_from_dict(_small(), source="s.toml"))
+    assert len(mixed) == 1 and "they spread only ['gaussian']" in mixed[0]
+    iid = _small(**{"noise.model": "gaussian"})
+    del iid["noise"]["params"]
+    assert advice(spec_from_dict(iid)) == []
+    one = _small(**{"noise.model": "coherent-tilt", "replicates": 1})
+    assert advice(spec_from_dict(one)) == []
+
+
+def test_the_readme_does_not_suggest_replicates_for_the_pure_tilt():
+    readme = (ROOT / "README.md").read_text()
+    for line in readme.splitlines():
+        if '"coherent-tilt"' in line and "--set replicates=" in line:
+            assert "--set replicates=1" in line, line
+
+
+def test_random_weights_make_deterministic_family_replicates_differ():
+    from sroa_dist.sweep.kinds import advice
+
+    raw = _small(**{"noise.model": "coherent-tilt"})
+    raw["tensor"]["lambdas"] = {"dist": "uniform", "low": 0.9, "high": 1.0}
+    assert advice(spec_from_dict(raw)) == []

@@ -189,6 +189,8 @@ def make_cluster(args: argparse.Namespace):
     """The SLURMCluster of these options (no job is submitted until it is scaled)."""
     from dask_jobqueue import SLURMCluster
 
+    from sroa_dist.threads import blas_thread_env
+
     sec = security(args)
     scheduler_options: dict[str, Any] = {"dashboard_address": args.dashboard_address}
     if args.scheduler_host:
@@ -207,9 +209,11 @@ def make_cluster(args: argparse.Namespace):
         interface=args.interface,
         log_directory=args.log_directory,
         job_extra_directives=list(args.sbatch or []),
-        # Dask's profiler can deadlock a worker on CPython < 3.11.9 (gh-106883): off.
+        # Dask's profiler can deadlock a worker on CPython < 3.11.9 (gh-106883): off. One BLAS
+        # thread per worker process, set before numpy loads (sroa_dist.threads).
         job_script_prologue=[
             "export DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False",
+            *(f"export {var}={value}" for var, value in blas_thread_env().items()),
             *list(args.prologue or []),
         ],
         # No worker dashboards on the compute nodes: the scheduler's dashboard shows the workers.

@@ -13,6 +13,7 @@ import pandas as pd
 import xarray as xr
 
 from ..criteria import DEFAULT_RADIUS, DEFAULT_THEOREM_C, DEFAULT_VALUE_C
+from ..errors import InputError
 from ._completeness import (  # noqa: F401  (re-exported: the analysis layer's vocabulary)
     Completeness,
     IncompleteCubeWarning,
@@ -137,7 +138,10 @@ def violation_mask(
         dims axes + replicate (+ step for Theorem 3.1).
     """
     if theorem not in THEOREMS:
-        raise ValueError(f"unknown theorem {theorem!r}: expected one of {THEOREMS}")
+        raise InputError(
+            f"unknown theorem {theorem!r}: expected one of {THEOREMS}",
+            "use one of the listed theorems",
+        )
     require(ds, ["lam_err", "vec_err"], f"checking the Theorem {theorem} bounds")
     lam_bound, vec_bound = theorem_bounds(ds, theorem)
     lam_err, vec_err = ds["lam_err"], ds["vec_err"]
@@ -241,7 +245,10 @@ def list_violations(
 def _recovery(ds: xr.Dataset, *, radius: float, variable: str) -> tuple[xr.DataArray, xr.DataArray]:
     require(ds, [variable], f"success with criterion='recovery' on `{variable}`")
     if not radius >= 0:
-        raise ValueError(f"radius: expected a number >= 0; received {radius!r}")
+        raise InputError(
+            f"radius: expected a number >= 0; received {radius!r}",
+            "give a radius >= 0, e.g. radius=0.3",
+        )
     err = ds[variable]
     return (err <= radius) | err.isnull(), err.notnull()
 
@@ -249,7 +256,9 @@ def _recovery(ds: xr.Dataset, *, radius: float, variable: str) -> tuple[xr.DataA
 def _value(ds: xr.Dataset, *, c: float, rtol: float) -> tuple[xr.DataArray, xr.DataArray]:
     require(ds, ["lam_err"], "success with criterion='value' (|λ̂ − λ| ≤ c·ε)")
     if not c > 0:
-        raise ValueError(f"c: expected a number > 0 (error ≤ c·ε); received {c!r}")
+        raise InputError(
+            f"c: expected a number > 0 (error ≤ c·ε); received {c!r}", "give c > 0, e.g. c=0.5"
+        )
     eps = measured_eps(ds)
     err = ds["lam_err"]
     present = err.notnull() & eps.notnull()
@@ -303,9 +312,10 @@ class SuccessCriterion:
         unknown = sorted(set(options) - set(self.options))
         if unknown:
             accepted = ", ".join(self.options) or "none"
-            raise ValueError(
+            raise InputError(
                 f"success criterion {self.name!r} takes no option(s) {unknown} "
-                f"(accepted: {accepted})"
+                f"(accepted: {accepted})",
+                "pass only the accepted options",
             )
         return {**self.options, **options}
 
@@ -351,10 +361,10 @@ def get_criterion(name: str | SuccessCriterion) -> SuccessCriterion:
         return name
     key = _ALIASES.get(name, name) if isinstance(name, str) else None
     if key not in CRITERIA:
-        raise ValueError(
-            f"unknown success criterion {name!r}: expected one of {tuple(CRITERIA)}. "
-            "Hint: 'recovery' = vector error within a radius, 'value' = |λ̂ − λ| ≤ c·ε, "
-            "'theorem' = the Theorem 3.1 bounds"
+        raise InputError(
+            f"criterion: expected one of {tuple(CRITERIA)}; received {name!r}",
+            "'recovery' = vector error within a radius, 'value' = |λ̂ − λ| ≤ c·ε, "
+            "'theorem' = the Theorem 3.1 bounds",
         )
     return CRITERIA[key]
 

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ..errors import InputError
 from ._cube import REPLICATE, STEP, combinations, group_label, scalar_p, sweep_axes
 from .aggregate import (
     CRITERIA,
@@ -389,8 +390,9 @@ def check_report_formats(formats: str | Sequence[str]) -> list[str]:
     formats = [formats] if isinstance(formats, str) else list(formats)
     unknown = [f for f in formats if f not in REPORT_FORMATS]
     if unknown:
-        raise ValueError(
-            f"unknown report format(s) {unknown}: expected one or more of {list(REPORT_FORMATS)}"
+        raise InputError(
+            f"unknown report format(s) {unknown}: expected one or more of {list(REPORT_FORMATS)}",
+            "e.g. formats=('md', 'html')",
         )
     return formats
 
@@ -439,8 +441,10 @@ def write_report(
     get_criterion(criterion)  # fail before any work on an unknown name
     out_path = Path(out_path)
     base = out_path.with_suffix("") if out_path.suffix in (".md", ".html") else out_path
-    base.parent.mkdir(parents=True, exist_ok=True)
     status = completeness(ds) if status is None else status
+    base.parent.mkdir(
+        parents=True, exist_ok=True
+    )  # after the cube's check: bad input makes nothing
     warn_incomplete(status)
     summary = summarize(
         ds,

@@ -18,6 +18,8 @@ from typing import Any, Protocol
 import numpy as np
 import scipy.sparse as sp
 
+from ..errors import InputError
+
 __all__ = ["Rule", "Schedule", "SdpDriver", "SdpIterate", "SdpProblem"]
 
 #: A value rule of one option: ``(predicate, what is expected)``; ``None``: checked by name only.
@@ -167,7 +169,8 @@ def check_setting_names(driver: SdpDriver, settings: Mapping[str, Any], also: st
     (``also``: more valid names to list, e.g. the solve options)."""
     unknown = set(settings) - set(driver.setting_rules)
     if unknown:
-        raise ValueError(
+        raise InputError(
             f"unknown option(s) {sorted(unknown)}; valid {driver.name} settings: "
-            f"{sorted(driver.setting_rules)}" + (f"; {also}" if also else "")
+            f"{sorted(driver.setting_rules)}" + (f"; {also}" if also else ""),
+            "pass only the listed settings",
         )

@@ -14,6 +14,7 @@ as they have started, not lost.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import queue
@@ -24,6 +25,9 @@ import warnings
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from ..errors import InputError, SroaWarning
+from ..threads import blas_thread_env
+
 __all__ = [
     "DEFAULT_DASHBOARD_ADDRESS",
     "GPU_RESOURCE",
@@ -31,6 +35,7 @@ __all__ = [
     "ClusterConnectError",
     "connect",
     "default_workers",
+    "free_dashboard_address",
     "probe_scheduler",
     "uses_embedded",
 ]
@@ -77,7 +82,10 @@ def _positive(name: str, value: int | None, least: int = 1) -> None:
     if value is not None and (
         isinstance(value, bool) or not isinstance(value, int) or value < least
     ):
-        raise ValueError(f"{name}: expected an integer >= {least}; received {value!r}")
+        raise InputError(
+            f"{name}: expected an integer >= {least}; received {value!r}",
+            "e.g. workers=2 (at most the CPUs available)",
+        )
 
 
 def _check_dashboard_address(address: str) -> None:
@@ -130,8 +138,9 @@ def connect(
 
     Precedence: ``client``; ``scheduler`` (address) or the ``DASK_SCHEDULER_ADDRESS`` setting;
     ``scheduler_file``; otherwise an in-process LocalCluster with ``workers`` processes
-    (default: the CPUs available; more than that is refused) of one thread each — the solvers
-    are single-threaded numpy, and processes avoid the GIL. Clients and clusters opened here
+    (default: the CPUs available; more than that is refused) of one thread each, with one
+    BLAS thread each (:func:`sroa_dist.threads.blas_thread_env`) — the solvers are small
+    numpy products, and processes avoid the GIL. Clients and clusters opened here
     are closed on exit.
 
     ``timeout`` (seconds) bounds the connection to a running scheduler, handshake included
@@ -151,6 +160,7 @@ def connect(
         warnings.warn(
             f"workers={workers} is ignored: it sizes only the embedded LocalCluster, and a "
             "client or running cluster was given",
+            SroaWarning,
             stacklevel=3,
         )
     if client is not None:
@@ -165,8 +175,39 @@ def connect(
     _check_dashboard_address(dashboard_address)
     check_workers(workers)
     n = workers or default_workers()
+    dashboard_address = free_dashboard_address(dashboard_address)
     with _embedded(n, dashboard_address, allowed_failures, worker_resources) as c:
         yield c
+
+
+def free_dashboard_address(address: str) -> str:
+    """``address``, or the same host with port 0 (any free port) when its port is taken.
+
+    Checked before the embedded cluster starts, so that a taken port (another Dask cluster on
+    this machine) is one line of warning, not Dask's four, and the dashboard URL the run
+    prints is where it really is.
+    """
+    host, _, port = str(address).rpartition(":")
+    if not port.isdigit() or int(port) == 0:
+        return address
+    probe = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    try:
+        # As the dashboard's server binds: address reuse on, so a port in TIME_WAIT is free.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind((host.strip("[]") or "", int(port)))
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            return address  # not an address of this machine: Dask's start says so
+        warnings.warn(
+            f"dashboard port {port} is in use (another Dask cluster on this machine?); the "
+            "dashboard is served on a free port instead (--dashboard-address :PORT chooses)",
+            SroaWarning,
+            stacklevel=4,
+        )
+        return f"{host}:0"
+    finally:
+        probe.close()
+    return address
 
 
 @contextlib.contextmanager
@@ -180,6 +221,11 @@ def _embedded(
     from distributed import Client, LocalCluster
 
     config = dict(WORKER_CONFIG)
+    # BLAS threads are set before numpy loads in each worker process (the nanny's environment
+    # of the processes it starts), not left to Dask's default; the worker plugin also limits
+    # the loaded libraries (sroa_dist.threads).
+    for var, value in blas_thread_env().items():
+        config[f"distributed.nanny.pre-spawn-environ.{var}"] = value
     if allowed_failures is not None:
         config["distributed.scheduler.allowed-failures"] = allowed_failures
     with contextlib.ExitStack() as stack:

@@ -45,6 +45,7 @@ import xarray as xr
 import zarr
 
 from sroa_dist._registry import names_only
+from sroa_dist.errors import SroaWarning
 
 from .block_write import StaleLayoutError, check_chunk_aligned, write_block
 from .common import SweepSpec, resumable_as
@@ -151,8 +152,8 @@ def _stored_spec_and_layout(url: str, so: Mapping[str, Any] | None) -> tuple[Swe
     if ATTR_SPEC not in ds.attrs or DONE not in ds:
         raise StoreIncompatibleError(
             f"store {url}: expected a sroa-dist result store (attrs 'spec', variable 'done'); "
-            "received a zarr store without them. Hint: choose another --store, or "
-            "--overwrite to replace it"
+            "received a zarr store without them",
+            "choose another --store, or --overwrite to replace it",
         )
     # A store made before method revisions were recorded parses with no [solver.revisions]:
     # SweepSpec.pinned reads each missing method as revision 1.
@@ -170,7 +171,8 @@ def _stored_spec_and_layout(url: str, so: Mapping[str, Any] | None) -> tuple[Swe
     if ref is None:
         raise StoreIncompatibleError(
             f"store {url}: expected the {kind.name} sweep's variables over dims {dims}; "
-            "received a store without them. Hint: choose another --store, or --overwrite"
+            "received a store without them",
+            "choose another --store, or --overwrite",
         )
     coords = tuple(tuple(ds[d].values.tolist()) for d in dims)
     chunks = tuple(int(c) for c in ref.encoding["chunks"][: len(dims)])
@@ -194,6 +196,7 @@ def _warn_if_other_code(url: str, so: Mapping[str, Any] | None) -> None:
             f"store {url}: created by commit {stored}, continued by {current}; blocks computed "
             "by different code versions may differ in their last bits (use --overwrite for a "
             "single-version cube)",
+            SroaWarning,
             stacklevel=3,
         )
 
@@ -248,8 +251,8 @@ def prepare_store(
     if why is not None:
         raise StoreIncompatibleError(
             f"store {url}: expected results of a compatible spec (same instance settings and "
-            f"dims; axes may only grow); received a spec that differs in: {why}. Hint: use "
-            "--overwrite to discard the stored results, or another --store"
+            f"dims; axes may only grow); received a spec that differs in: {why}",
+            "use --overwrite to discard the stored results, or another --store",
         )
     _repair_marks(url, old_layout, storage_options)
     same_axes = old_layout.coords == layout.coords
@@ -258,6 +261,7 @@ def prepare_store(
             warnings.warn(
                 f"store {url}: keeping its block shape {old_layout.chunks} (requested "
                 f"{layout.chunks}); blocks are fixed when a store is created",
+                SroaWarning,
                 stacklevel=2,
             )
         _append_history(url, history, storage_options, spec)
@@ -268,8 +272,8 @@ def prepare_store(
         if missing:
             raise StoreIncompatibleError(
                 f"store {url}: axis '{dim}' expected to contain the stored values (axes may only "
-                f"grow); received a spec without {sorted(missing)[:5]}. Hint: use --overwrite or "
-                "another --store"
+                f"grow); received a spec without {sorted(missing)[:5]}",
+                "use --overwrite or another --store",
             )
     chunks = tuple(min(c, s) for c, s in zip(old_layout.chunks, layout.shape, strict=True))
     new_layout = Layout(layout.dims, layout.coords, chunks, layout.n_steps, layout.n_component)
@@ -288,6 +292,7 @@ def _repair_marks(url: str, layout: Layout, so) -> None:
         warnings.warn(
             f"store {url}: {len(report.damaged)} damaged block(s) marked not done and "
             "recomputed by this run: " + " | ".join(report.lines()[: len(report.damaged)][:10]),
+            SroaWarning,
             stacklevel=3,
         )
 

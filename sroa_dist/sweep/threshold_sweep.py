@@ -45,6 +45,7 @@ import numpy as np
 
 from sroa_dist import NOISE_MODELS
 from sroa_dist.criteria import RUN_CRITERIA
+from sroa_dist.errors import with_hint
 from sroa_dist.first_crossing import SCAN_FACTOR, SCAN_PHASES, ThresholdResult, max_evals
 from sroa_dist.perturbations import PERTURBATIONS, check_model, model_params
 from sroa_dist.policy import resolve_norm_method, solve_cost
@@ -58,7 +59,13 @@ from sroa_dist.threshold_search import (
     uses_matrix_free,
 )
 
-from .common import COMMON_SCHEMA, SweepSpec, check_method_options, check_methods
+from .common import (
+    COMMON_SCHEMA,
+    SweepSpec,
+    check_method_options,
+    check_methods,
+    replicate_advice,
+)
 from .fields import SpecError, build_axes, check_replicates, prune_model_params, validate_table
 from .layout import (
     WORKER_BASE_BYTES,
@@ -332,7 +339,13 @@ def threshold_spec_from_dict(raw: Mapping[str, Any], source: str = "<dict>") -> 
     check_replicates(data["replicates"], source)
     ns, ps = axes["tensor.n"].values, axes["tensor.p"].values
     if min(ns) < 2:
-        raise SpecError(source, "tensor.n", "dimensions n >= 2", min(ns))
+        raise SpecError(
+            source,
+            "tensor.n",
+            "dimensions n >= 2",
+            min(ns),
+            "give integers >= 2, e.g. tensor.n = [8, 16, 32]",
+        )
     if min(ps) < 3:
         raise SpecError(source, "tensor.p", "tensor order p >= 3", min(ps))
     _check_threshold(data["threshold"], source)
@@ -345,7 +358,7 @@ def threshold_spec_from_dict(raw: Mapping[str, Any], source: str = "<dict>") -> 
         except ValueError as exc:
             known = sorted(PERTURBATIONS)
             raise SpecError(
-                source, "noise.model", f"a perturbation model (e.g. {known})", name, str(exc)
+                source, "noise.model", f"a perturbation model (e.g. {known})", name, with_hint(exc)
             ) from None
     return ThresholdSweepSpec(data=data, source=source, axes=axes)
 
@@ -635,6 +648,11 @@ class ThresholdKind:
     name = "threshold"
     marker = "threshold"
     all_variables: Mapping[str, Variable] = THRESHOLD_VARIABLES
+    #: What the cube's ``step`` dim counts (``sroa-dist validate`` says it).
+    step_meaning = (
+        "search evaluations, each one SROA run at one eps: the trace of a first-crossing "
+        "search, not SROA steps"
+    )
 
     def parse(self, raw: Mapping[str, Any], source: str) -> ThresholdSweepSpec:
         """Validate a raw spec (:func:`threshold_spec_from_dict`)."""
@@ -686,6 +704,10 @@ class ThresholdKind:
     ) -> ThresholdProblem:
         """The search of ``(settings, replicate)``; its ``run()`` gives the stored values."""
         return problem_of(spec, settings, replicate)
+
+    def advice(self, spec: ThresholdSweepSpec) -> list[str]:
+        """See :func:`.common.replicate_advice` (weights drawn from a distribution differ)."""
+        return replicate_advice(spec, isinstance(spec.lambdas, Mapping))
 
     def describe_cost(self, spec: ThresholdSweepSpec, layout: Layout, workers: int) -> list[str]:
         """See :func:`describe_cost`."""
