@@ -25,10 +25,12 @@ WORKDIR /opt/sroa
 # The dependencies first, in a layer keyed on pyproject.toml alone (an empty stand-in package
 # takes the project's place): a change to the code or the README then rebuilds in seconds
 # instead of reinstalling dask, scipy and the rest, about 100 s. s3fs for s3:// stores; bokeh
-# (dashboard), dask/distributed, zarr, xarray come with the project.
+# (dashboard), dask/distributed, zarr, xarray come with the project. SROA_EXTRAS adds extras:
+# "s3,gpu" is the GPU workers' image (docker-compose.gpu.yml: CuPy and its CUDA libraries).
+ARG SROA_EXTRAS=s3
 COPY pyproject.toml ./
 RUN mkdir sroa_dist && touch sroa_dist/__init__.py README.md \
-    && pip install ".[s3]" \
+    && pip install ".[${SROA_EXTRAS}]" \
     && pip uninstall --yes sroa-dist \
     && rm -rf sroa_dist README.md build ./*.egg-info
 COPY README.md ./

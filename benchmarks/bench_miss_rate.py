@@ -1,30 +1,28 @@
-"""Miss rate of local SS-HOPM SROA steps against certified global steps, n = 16…24, p = 3.
+"""Miss rate and false-confirmation rate of local SS-HOPM SROA steps against certified global
+steps (p = 3): the Figure 1/2 instances and the n-scaling families.
 
 A step *misses* when the certified global value of the same deflated tensor exceeds the local
-value by more than ``1e-6·‖T̂_j‖_F`` (only certified steps count). Two instance families:
+value by more than ``1e-6·‖T̂_j‖_F`` (only steps the relaxation certified count). A *false
+confirmation* is a missed step whose ``confirmed`` flag is true. Families:
 
+* ``figure1``: n = 10, identity basis, λ = 1, σ ∈ {0.02, 0.05, 0.1, 0.2} (binary, uniform,
+  Gaussian entries): the first step only, as Figure 1;
+* ``figure2``: n = 10, identity basis, λ = 1, σ = 0.01: every step, as Figure 2;
+* ``close``: the same at size n (λ = 1, σ = 0.01: maxima 1e-2 apart, the hard case for a
+  confirmation; at n = 6 revision 3 confirmed every first step it missed);
 * ``tilt``: the coherent tilt, T̂ = Σ_{i<n} e_i^{⊗3} + 0.95 e_n^{⊗3} + E with
-  E x³ = c·(Σ_{j<n} x_j²)·x_n scaled to ‖E‖ = ε (its unscaled norm is 2/(3√3)): every v̂_j
-  leans toward e_n, the hard case for the order of deflation;
-* ``gauss``: T̂ = Σ_i e_i^{⊗3} + E, E Gaussian symmetric rescaled to ‖E‖ ≈ ε (local norm).
+  E x³ = c·(Σ_{j<n} x_j²)·x_n scaled to ‖E‖ = ε: every v̂_j leans toward e_n;
+* ``tiltg``: coherent tilt + Gaussian background (random basis), ‖E‖ = ε;
+* ``gauss``: Σ_i e_i^{⊗3} + E, E Gaussian symmetric rescaled to ‖E‖ ≈ ε.
 
-Policies, each evaluated on the residuals of the single-set policy's own SROA trajectory
-(``single`` and ``confirm``) or on its own trajectory (``implicit``):
+Policies, each evaluated on the residuals of the current revision's own SROA trajectory:
+``revision1`` … ``revisionN`` (``sshopm`` with the option values that reproduce each revision;
+the last is the current one), ``single`` (the current revision with ``max_starts=0``: one
+start set, no confirmation) and ``implicit`` (the large-n engine on its own trajectory:
+implicit deflation, lazy warm-started steps, no confirmation).
 
-* ``single``: ``sshopm`` with one set of 16 starts (``max_starts=0``, the default until
-  2026-11-26);
-* ``confirm``: ``sshopm`` with its defaults (its current revision): a second independent start
-  set, doubled until the two agree, run only where the first set leaves the best value in doubt
-  (fewer than two starts reached it, or a start away from it within ``confirm_margin``);
-* ``confirm_all``: the same with ``confirm_margin=inf``: the second set on every step (the
-  default until 2026-11-26, which halved sshopm's throughput);
-* ``revision1``: ``sshopm`` revision 1 (the default until 2026-11-26: every start run to
-  convergence, every point counted for the confirmation evidence, dense p = 3 kernel);
-* ``revision2``: ``sshopm`` revision 2 (the default until 2026-11-26; revision 3 changes only
-  the layout of the p = 3 ascent, so its steps should equal these up to rounding);
-* ``implicit``: the large-n engine (implicit deflation, lazy warm-started steps).
-
-Run:  python benchmarks/bench_miss_rate.py [--sizes 16 20 24] [--instances 6] [--eps 0.2]
+Run:  python benchmarks/bench_miss_rate.py [--families ...] [--sizes 6 8 12 16 20 24]
+      [--instances 5] [--eps 0.2] [--seed-offset 0]
 Writes benchmarks/out/miss_rate.json.
 """
 
@@ -39,6 +37,10 @@ import numpy as np
 
 from sroa_dist import METHODS, make_instance, rank_one, sroa
 from sroa_dist.tensors import rank_one_tensor
+from sroa_dist.threshold_search import default_lambdas
+
+FAMILIES = ("figure1", "figure2", "close", "tilt", "tiltg", "gauss")
+_MODELS = ("binary", "uniform", "gaussian")
 
 
 def coherent_tilt(n: int, eps: float) -> np.ndarray:
@@ -55,8 +57,33 @@ def coherent_tilt(n: int, eps: float) -> np.ndarray:
     return T
 
 
-def gaussian(n: int, eps: float, seed: int) -> np.ndarray:
-    return make_instance(n, 3, noise="gaussian", eps=eps, rng=seed, norm_method="sshopm").T_hat
+def instance(family: str, n: int, seed: int, eps: float) -> tuple[np.ndarray, int]:
+    """``(T̂, steps to check)`` of instance ``seed`` of a family."""
+    if family == "figure1":
+        sigma = (0.02, 0.05, 0.1, 0.2)[seed % 4]
+        return make_instance(10, 3, noise=_MODELS[seed % 3], sigma=sigma, rng=seed).T_hat, 1
+    if family == "figure2":
+        return make_instance(10, 3, noise=_MODELS[seed % 3], sigma=0.01, rng=seed).T_hat, 10
+    if family == "close":
+        return make_instance(n, 3, noise="gaussian", sigma=0.01, rng=seed).T_hat, n
+    if family == "tilt":
+        return coherent_tilt(n, eps), n
+    if family == "tiltg":
+        inst = make_instance(
+            n,
+            3,
+            basis="random",
+            lambdas=default_lambdas(n),
+            noise="coherent-tilt+gaussian",
+            eps=eps,
+            rng=seed,
+            norm_method="sshopm",
+        )
+        return inst.T_hat, n
+    if family == "gauss":
+        inst = make_instance(n, 3, noise="gaussian", eps=eps, rng=seed, norm_method="sshopm")
+        return inst.T_hat, n
+    raise ValueError(f"family: expected one of {FAMILIES}, received {family!r}")
 
 
 def certify(R: np.ndarray, seed: int) -> tuple[float, bool]:
@@ -64,102 +91,113 @@ def certify(R: np.ndarray, seed: int) -> tuple[float, bool]:
     return float(res.lam), bool(res.certified)
 
 
+def _tally() -> dict:
+    return {"checked": 0, "misses": 0, "false_confirmations": 0, "confirmed": 0, "worst": 0.0}
+
+
 def study(family: str, n: int, seed: int, eps: float) -> dict:
-    T = coherent_tilt(n, eps) if family == "tilt" else gaussian(n, eps, seed)
-    rows = {
-        "single": [0, 0],
-        "confirm": [0, 0],
-        "confirm_all": [0, 0],
-        "revision1": [0, 0],
-        "revision2": [0, 0],
-        "implicit": [0, 0],
-    }
-    flags = {"single_miss_nbest1": 0, "confirm_miss_unconfirmed": 0, "confirm_false_alarm": 0}
-    worst = {k: 0.0 for k in rows}  # largest (global − local) / global over the missed steps
+    T, steps = instance(family, n, seed, eps)
+    n = T.shape[0]
+    record = METHODS["sshopm"]
+    policies = {f"revision{r}": record.options_at(r) for r in range(1, record.revision + 1)}
+    policies["single"] = {"max_starts": 0}
+    rows = {k: _tally() for k in [*policies, "implicit"]}
     t0 = time.perf_counter()
     R = T.copy()
     rng = np.random.default_rng(seed)
     cert_steps = 0
-    for _ in range(n):
+
+    def count(name: str, lam: float, confirmed: bool, star: float, fro: float) -> None:
+        row = rows[name]
+        miss = lam < star - 1e-6 * fro
+        row["checked"] += 1
+        row["misses"] += miss
+        row["confirmed"] += confirmed
+        row["false_confirmations"] += miss and confirmed
+        row["worst"] = max(row["worst"], (star - lam) / abs(star))
+
+    for _ in range(steps):
         fro = float(np.linalg.norm(R))
         s = int(rng.integers(2**31))
-        d = rank_one(R, "sshopm", rng=s, max_starts=0)
-        c = rank_one(R, "sshopm", rng=s)
-        a = rank_one(R, "sshopm", rng=s, confirm_margin=math.inf)
-        r1 = rank_one(R, "sshopm", rng=s, **METHODS["sshopm"].options_at(1))
-        r2 = rank_one(R, "sshopm", rng=s, **METHODS["sshopm"].options_at(2))
+        results = {name: rank_one(R, "sshopm", rng=s, **opts) for name, opts in policies.items()}
         star, ok = certify(R, s)
         if ok:
             cert_steps += 1
-            for name, res in (
-                ("single", d),
-                ("confirm", c),
-                ("confirm_all", a),
-                ("revision1", r1),
-                ("revision2", r2),
-            ):
-                miss = float(res.lam) < star - 1e-6 * fro
-                rows[name][0] += miss
-                rows[name][1] += 1
-                worst[name] = max(worst[name], (star - float(res.lam)) / abs(star))
-                if name == "single" and miss and res.n_best == 1:
-                    flags["single_miss_nbest1"] += 1
-                if name == "confirm":
-                    if miss and not res.confirmed:
-                        flags["confirm_miss_unconfirmed"] += 1
-                    if not miss and not res.confirmed:
-                        flags["confirm_false_alarm"] += 1
-        R = R - rank_one_tensor(d.lam, d.x, 3)
-    imp = sroa(T, method="sshopm", rng=seed, deflation="implicit")
+            for name, res in results.items():
+                count(name, float(res.lam), bool(res.confirmed), star, fro)
+        current = results[f"revision{record.revision}"]
+        R = R - rank_one_tensor(current.lam, current.x, 3)
+    imp = sroa(T, rank=steps, method="sshopm", rng=seed, deflation="implicit")
     R = T.copy()
-    for j in range(n):
+    for j in range(steps):
+        fro = float(np.linalg.norm(R))
         star, ok = certify(R, j)
         if ok:
-            rows["implicit"][0] += float(imp.lambdas[j]) < star - 1e-6 * float(np.linalg.norm(R))
-            rows["implicit"][1] += 1
-            worst["implicit"] = max(worst["implicit"], (star - float(imp.lambdas[j])) / abs(star))
+            count("implicit", float(imp.lambdas[j]), bool(imp.confirmed[j]), star, fro)
         R = R - rank_one_tensor(imp.lambdas[j], imp.vectors[:, j], 3)
     return {
         "family": family,
         "n": n,
         "seed": seed,
         "eps": eps,
-        "steps": n,
+        "steps": steps,
         "certified_steps": cert_steps,
-        "misses": {k: v[0] for k, v in rows.items()},
-        "checked": {k: v[1] for k, v in rows.items()},
-        "worst_relative_miss": worst,
-        **flags,
+        "policies": rows,
         "seconds": time.perf_counter() - t0,
     }
 
 
+def summarise(out: list[dict]) -> dict:
+    total: dict[str, dict] = {}
+    for r in out:
+        for name, row in r["policies"].items():
+            t = total.setdefault(f"{r['family']}/{name}", _tally())
+            for k in ("checked", "misses", "false_confirmations", "confirmed"):
+                t[k] += row[k]
+            t["worst"] = max(t["worst"], row["worst"])
+    return total
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", type=int, nargs="+", default=[16, 20, 24])
-    ap.add_argument("--instances", type=int, default=5, help="Gaussian instances per n")
-    ap.add_argument("--tilt-instances", type=int, default=2, help="solver seeds per n")
+    ap.add_argument("--families", nargs="+", default=list(FAMILIES), choices=FAMILIES)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[6, 8, 12, 16, 20, 24])
+    ap.add_argument("--instances", type=int, default=5, help="instances per family and n")
+    ap.add_argument("--tilt-instances", type=int, default=2, help="solver seeds per n (tilt)")
     ap.add_argument("--eps", type=float, default=0.2)
+    ap.add_argument("--seed-offset", type=int, default=0, help="first instance seed")
+    ap.add_argument("--out", default="miss_rate", help="name of the output file")
     args = ap.parse_args()
-    out = []
-    for n in args.sizes:
-        for family in ("tilt", "gauss"):
-            # The tilt is deterministic; its replicates differ only in the solvers' seeds.
-            for seed in range(args.tilt_instances if family == "tilt" else args.instances):
+    out: list[dict] = []
+    for family in args.families:
+        sizes = [10] if family in ("figure1", "figure2") else args.sizes
+        count = args.tilt_instances if family == "tilt" else args.instances
+        if family == "figure1":
+            count *= 4  # first steps only: cheap
+        for n in sizes:
+            for seed in range(args.seed_offset, args.seed_offset + count):
                 r = study(family, n, seed, args.eps)
                 out.append(r)
-                print(r, flush=True)
-                _common.write("miss_rate", {"rows": out, "eps": args.eps})
-    total: dict[str, list[int]] = {}
-    for r in out:
-        for k in r["misses"]:
-            t = total.setdefault(f"{r['family']}/{k}", [0, 0])
-            t[0] += r["misses"][k]
-            t[1] += r["checked"][k]
-    summary = {k: {"misses": m, "steps": s, "rate": m / max(s, 1)} for k, (m, s) in total.items()}
+                print(
+                    f"{family:7s} n={r['n']:3d} seed={seed:4d} certified {r['certified_steps']}"
+                    f"/{r['steps']} "
+                    + " ".join(
+                        f"{k}={v['misses']}/{v['false_confirmations']}"
+                        for k, v in r["policies"].items()
+                    )
+                    + f" ({r['seconds']:.1f} s)",
+                    flush=True,
+                )
+                _common.write(args.out, {"rows": out, "eps": args.eps})
+    summary = summarise(out)
+    print(f"{'family/policy':22s} {'misses':>14s} {'false conf.':>12s} {'confirmed':>10s}")
     for k, v in sorted(summary.items()):
-        print(f"{k:20s} {v['misses']:4d} / {v['steps']:4d} = {v['rate']:.3f}")
-    print(_common.write("miss_rate", {"rows": out, "eps": args.eps, "summary": summary}))
+        print(
+            f"{k:22s} {v['misses']:5d} / {v['checked']:5d} {v['false_confirmations']:12d}"
+            f" {v['confirmed'] / max(v['checked'], 1):10.1%}"
+        )
+    payload = {"rows": out, "eps": args.eps, "args": vars(args), "summary": summary}
+    print(_common.write(args.out, payload))
 
 
 if __name__ == "__main__":

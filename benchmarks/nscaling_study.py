@@ -7,6 +7,11 @@ Usage::
     python benchmarks/nscaling_study.py fit            # fits and a table, writes fits.json
     python benchmarks/nscaling_study.py figures        # docs/figures/nscaling_*.png
     python benchmarks/nscaling_study.py list           # the studies and their grids
+    python benchmarks/nscaling_study.py rerun          # the published studies again, with the
+                                                       # global check (docs/data/nscaling-global)
+
+``--data DIR`` (run, fit, figures) reads and writes another results directory than
+docs/data/nscaling; ``rerun`` writes next to the published files and never touches them.
 
 Every threshold is one ``sroa_dist.find_threshold`` call (value criterion, c = 0.5 unless the
 study says otherwise) whose seed is a pure function of (master seed, study, n, p, family,
@@ -76,6 +81,8 @@ class Study:
     #: Name of the study this one adds sizes to: its results live in their own file (its own
     #: process can run beside the other's) and are fitted together with that study's.
     extends: str | None = None
+    #: The theorem criterion's vector bound (``c`` is then its value bound); None otherwise.
+    radius: float | None = None
 
 
 STUDIES = {
@@ -143,15 +150,43 @@ STUDIES = {
         ),
         Study("cert-tilt-p3", 3, "coherent-tilt", "certified", (8, 12, 16)),
         Study("cert-gauss-p3", 3, "gaussian", "certified", (8, 12, 16)),
+        # Value and vector together (issue 25): the theorem criterion at the study levels
+        # c = 0.5, radius = 0.3 beside the value studies of p = 3.
+        Study(
+            "tilt-p3-theorem",
+            3,
+            "coherent-tilt",
+            "sshopm",
+            (8, 16, 32, 64, 128),
+            criterion="theorem",
+            radius=0.3,
+        ),
+        Study(
+            "tiltg-p3-theorem",
+            3,
+            "coherent-tilt+gaussian",
+            "sshopm",
+            (8, 16, 32, 64, 128),
+            criterion="theorem",
+            radius=0.3,
+        ),
     ]
 }
+#: The published studies' results (docs/results.md), and where ``rerun`` writes them again.
+PUBLISHED = DATA
+RERUN = ROOT / "docs" / "data" / "nscaling-global"
+#: Studies ``rerun`` adds after the published ones: the theorem criterion beside value.
+COMPANIONS = ("tilt-p3-theorem", "tiltg-p3-theorem")
 
 
 def seed_of(study: Study, n: int, rep: int) -> np.random.SeedSequence:
     """The search's seed: a pure function of (master seed, n, p, family, method, replicate).
 
-    crc32 of the strings (stable across processes and Python versions, unlike ``hash``).
+    crc32 of the strings (stable across processes and Python versions, unlike ``hash``). A
+    theorem companion draws the instance of the value study it stands beside.
     """
+    if study.radius is not None:
+        study = dataclasses.replace(study, criterion="value", radius=None)
     key = (
         n,
         study.p,
@@ -164,12 +199,12 @@ def seed_of(study: Study, n: int, rep: int) -> np.random.SeedSequence:
     return np.random.SeedSequence(MASTER_SEED, spawn_key=key)
 
 
-def _path(name: str) -> pathlib.Path:
-    return DATA / f"{name}.json"
+def _path(name: str, data: pathlib.Path | None = None) -> pathlib.Path:
+    return (data or DATA) / f"{name}.json"
 
 
-def load(name: str) -> list[dict]:
-    path = _path(name)
+def load(name: str, data: pathlib.Path | None = None) -> list[dict]:
+    path = _path(name, data)
     if not path.exists():
         return []
     try:
@@ -178,18 +213,52 @@ def load(name: str) -> list[dict]:
         raise SystemExit(f"{path}: not a study result file ({exc})") from None
 
 
-def _save(study: Study, results: list[dict]) -> None:
-    DATA.mkdir(parents=True, exist_ok=True)
-    tmp = _path(study.name).with_suffix(".tmp")
-    doc = {"study": dataclasses.asdict(study), "master_seed": MASTER_SEED, "results": results}
+def _save(study: Study, results: list[dict], data: pathlib.Path | None = None) -> None:
+    (data or DATA).mkdir(parents=True, exist_ok=True)
+    tmp = _path(study.name, data).with_suffix(".tmp")
+    doc = {
+        "study": dataclasses.asdict(study),
+        "master_seed": MASTER_SEED,
+        "code": _code_facts(),
+        "results": results,
+    }
     tmp.write_text(json.dumps(doc, indent=1))
-    tmp.replace(_path(study.name))  # atomic: a kill never leaves half a file
+    tmp.replace(_path(study.name, data))  # atomic: a kill never leaves half a file
 
 
-def run_one(study: Study, n: int, rep: int) -> dict:
+def _code_facts() -> dict:
+    """The revisions the results were computed with (sshopm, power, the search)."""
+    from sroa_dist.threshold_search import SEARCH_REVISION
+
+    return {
+        "method_revisions": {m: int(r.revision) for m, r in sroa_dist.METHODS.items()},
+        "search_revision": SEARCH_REVISION,
+    }
+
+
+#: The trace's fields in each stored evaluation (sroa_dist.first_crossing.Evaluation).
+TRACE_FIELDS = (
+    "eps",
+    "metric",
+    "passed",
+    "global_gap",
+    "non_global",
+    "redone",
+    "lam_err",
+    "vec_err",
+)
+
+
+def run_one(study: Study, n: int, rep: int, certify_max_n: int = 0) -> dict:
+    """One threshold of ``study`` at size n, replicate ``rep``; ``certify_ends`` where ``n`` is
+    at most ``certify_max_n`` and within find_threshold's own budget."""
+    from sroa_dist.criteria import RUN_CRITERIA, STUDY_THEOREM
+    from sroa_dist.threshold_search import CERTIFY_ENDS_MAX_N
+
     matrix_free = study.matrix_free
     if matrix_free is None:  # find_threshold's own rule, recorded with the result
         matrix_free = uses_matrix_free(n, study.p, study.family)
+    certify = not matrix_free and n <= min(certify_max_n, CERTIFY_ENDS_MAX_N.get(study.p, 0))
     t0 = time.perf_counter()
     res = sroa_dist.find_threshold(
         n,
@@ -197,12 +266,17 @@ def run_one(study: Study, n: int, rep: int) -> dict:
         family=study.family,
         criterion=study.criterion,
         c=study.c,
+        radius=study.radius,
         method=study.method,
         eps_range=study.eps_range,
         rtol=study.rtol,
         rng=seed_of(study, n, rep),
         matrix_free=study.matrix_free,
+        certify_ends=certify,
     )
+    # Value and vector together beside every evaluation: the theorem criterion at the study
+    # levels, judged from each evaluation's largest errors.
+    theorem = res.judged(RUN_CRITERIA["theorem"], **STUDY_THEOREM)
     return {
         "n": n,
         "replicate": rep,
@@ -212,50 +286,140 @@ def run_one(study: Study, n: int, rep: int) -> dict:
         "reached": res.reached,
         "n_evals": res.n_evals,
         "non_monotone": res.non_monotone,
+        "artefacts": res.artefacts,
+        "scan_resolution": res.scan_resolution,
+        "certified_ends": res.certified_ends,
         "certified_fraction": res.certified_fraction,
+        "evals_with_redone_steps": sum(e.redone > 0 for e in res.trace),
+        "evals_non_global": sum(bool(e.non_global) for e in res.trace),
+        # Value passes at or below the bracket whose vector fails the theorem's radius.
+        "theorem_fails_below_bracket": sum(
+            e.passed and e.eps <= res.bracket[0] and not ok
+            for e, ok in zip(res.trace, theorem, strict=True)
+        ),
         "matrix_free": matrix_free,
         "seconds": time.perf_counter() - t0,
-        "trace": [list(t) for t in res.trace],
+        "trace_fields": list(TRACE_FIELDS),
+        "trace": [[getattr(e, f) for f in TRACE_FIELDS] for e in res.trace],
+        "theorem_trace": theorem,
     }
 
 
-def run(names: list[str], reps: int, until: str | None, ns: list[int] | None) -> None:
-    stop = None
-    if until:
-        h, m = (int(x) for x in until.split(":"))
-        now = dt.datetime.now(dt.UTC)
-        stop = now.replace(hour=h, minute=m, second=0, microsecond=0)
+def _deadline(until: str | None) -> dt.datetime | None:
+    if not until:
+        return None
+    h, m = (int(x) for x in until.split(":"))
+    return dt.datetime.now(dt.UTC).replace(hour=h, minute=m, second=0, microsecond=0)
+
+
+def _run_pairs(
+    study: Study,
+    pairs: list[tuple[int, int]],
+    data: pathlib.Path | None,
+    stop: dt.datetime | None,
+    certify_max_n: int = 0,
+) -> bool:
+    """Run the (n, replicate) ``pairs`` of ``study`` missing from its file in ``data``, saving
+    after each threshold; False when the deadline stopped it."""
+    results = load(study.name, data)
+    done = {(r["n"], r["replicate"]) for r in results}
+    for n, rep in pairs:
+        if (n, rep) in done:
+            continue
+        if stop and dt.datetime.now(dt.UTC) >= stop:
+            print(f"{study.name}: deadline reached, stopping", flush=True)
+            return False
+        r = run_one(study, n, rep, certify_max_n)
+        results.append(r)
+        _save(study, results, data)
+        print(
+            f"{study.name} n={n:4d} rep={rep} eps*={r['eps_star']:.4f} "
+            f"({r['lo']:.4f}, {r['hi']:.4f}] evals={r['n_evals']} nonmono={r['non_monotone']} "
+            f"artefacts={r.get('artefacts')} redone-evals={r.get('evals_with_redone_steps')} "
+            f"mf={r['matrix_free']} {r['seconds']:.1f}s",
+            flush=True,
+        )
+    return True
+
+
+def run(
+    names: list[str],
+    reps: int,
+    until: str | None,
+    ns: list[int] | None,
+    data: pathlib.Path | None = None,
+) -> None:
+    stop = _deadline(until)
     for name in names:
         study = STUDIES[name]
-        results = load(name)
-        done = {(r["n"], r["replicate"]) for r in results}
-        for n in study.ns:
-            if ns and n not in ns:
-                continue
-            for rep in range(reps):
-                if (n, rep) in done:
-                    continue
-                if stop and dt.datetime.now(dt.UTC) >= stop:
-                    print(f"{name}: --until {until} reached, stopping", flush=True)
-                    return
-                r = run_one(study, n, rep)
-                results.append(r)
-                _save(study, results)
-                print(
-                    f"{name} n={n:4d} rep={rep} eps*={r['eps_star']:.4f} "
-                    f"({r['lo']:.4f}, {r['hi']:.4f}] evals={r['n_evals']} "
-                    f"nonmono={r['non_monotone']} mf={r['matrix_free']} {r['seconds']:.1f}s",
-                    flush=True,
-                )
+        pairs = [(n, rep) for n in study.ns if not ns or n in ns for rep in range(reps)]
+        if not _run_pairs(study, pairs, data, stop):
+            return
 
 
-def fit_all(n_ranges: dict[str, tuple[int, int]] | None = None) -> list[dict]:
+def rerun_plan(
+    old: pathlib.Path, max_n: int | None = None, studies: list[str] | None = None
+) -> list[tuple[Study, list[tuple[int, int]]]]:
+    """The published studies (those with a results file in ``old``), each with the (n,
+    replicate) pairs it published, cheapest study first (by its published seconds), then the
+    theorem companions (:data:`COMPANIONS`) with the pairs of the study they stand beside.
+    ``max_n`` drops larger sizes (a smoke test); ``studies`` keeps only those named."""
+    plan = []
+    for name, study in STUDIES.items():
+        published = load(name, old)
+        if not published or (studies and name not in studies):
+            continue
+        pairs = sorted({(r["n"], r["replicate"]) for r in published})
+        cost = sum(r["seconds"] for r in published)
+        plan.append((cost, name, study, pairs))
+    plan.sort(key=lambda t: (t[0], t[1]))
+    out = [(study, pairs) for _, _, study, pairs in plan]
+    for name in COMPANIONS:
+        if studies and name not in studies:
+            continue
+        base = load(name.removesuffix("-theorem"), old)
+        pairs = sorted({(r["n"], r["replicate"]) for r in base})
+        if pairs:
+            out.append((STUDIES[name], pairs))
+    if max_n is not None:
+        out = [(s, [(n, r) for n, r in pairs if n <= max_n]) for s, pairs in out]
+    return [(s, pairs) for s, pairs in out if pairs]
+
+
+def rerun(
+    out: pathlib.Path,
+    old: pathlib.Path = PUBLISHED,
+    max_n: int | None = None,
+    studies: list[str] | None = None,
+    until: str | None = None,
+    certify_max_n: int = 16,
+) -> None:
+    """Every published threshold again with the current code (the global check, redo and two
+    scan phases on: search revision 2), into ``out`` (one file per study, saved after every
+    threshold, resumable); the published files in ``old`` are only read."""
+    if out.resolve() == old.resolve():
+        raise SystemExit(f"--out {out}: the rerun must not overwrite the published results")
+    stop = _deadline(until)
+    plan = rerun_plan(old, max_n, studies)
+    for study, pairs in plan:
+        print(f"{study.name}: {len(pairs)} thresholds", flush=True)
+    for study, pairs in plan:
+        if not _run_pairs(study, pairs, out, stop, certify_max_n):
+            return
+        print(f"{study.name}: done -> {_path(study.name, out)}", flush=True)
+
+
+def fit_all(
+    n_ranges: dict[str, tuple[int, int]] | None = None, data: pathlib.Path | None = None
+) -> list[dict]:
     """fit_rate per study (one family, p, method, criterion) over its fitted n range."""
     out = []
     for name, study in STUDIES.items():
         if study.extends:
             continue  # fitted with the study it extends
-        res = load(name) + [r for s in STUDIES.values() if s.extends == name for r in load(s.name)]
+        res = load(name, data) + [
+            r for s in STUDIES.values() if s.extends == name for r in load(s.name, data)
+        ]
         if not res:
             continue
         n = np.array([r["n"] for r in res])
@@ -350,12 +514,15 @@ def _per_size(res: list[dict]) -> tuple[np.ndarray, ...]:
     )
 
 
-def draw_figures(ranges: dict[str, tuple[int, int]]) -> None:
+def draw_figures(ranges: dict[str, tuple[int, int]], data: pathlib.Path | None = None) -> None:
     """ε*(n) log-log per p (bracket bars, fitted line and band, reference slope) and the
-    rate-normalised threshold (n − 1)^{1/(p−1)} ε*."""
+    rate-normalised threshold (n − 1)^{1/(p−1)} ε*; named after ``data`` when it is not the
+    published directory."""
     FIGURES.mkdir(parents=True, exist_ok=True)
-    fits = {r["study"]: r for r in fit_all(ranges)}
-    orders = sorted({s.p for s in STUDIES.values() if load(s.name)})
+    fits = {r["study"]: r for r in fit_all(ranges, data)}
+    prefix = "nscaling" if data is None or data.resolve() == DATA.resolve() else data.name
+
+    orders = sorted({s.p for s in STUDIES.values() if load(s.name, data)})
     fig1, ax1 = plt.subplots(1, len(orders), figsize=(5.2 * len(orders), 6.2), squeeze=False)
     fig2, ax2 = plt.subplots(1, len(orders), figsize=(5.2 * len(orders), 6.2), squeeze=False)
     for k, p in enumerate(orders):
@@ -363,9 +530,9 @@ def draw_figures(ranges: dict[str, tuple[int, int]]) -> None:
         groups: dict[tuple[str, str, str], list[dict]] = {}
         names: dict[tuple[str, str, str], list[str]] = {}
         for s in STUDIES.values():
-            if s.p == p and load(s.name):
+            if s.p == p and load(s.name, data):
                 crit = "" if s.criterion == "value" else f" ({s.criterion} r = {s.c:g})"
-                groups.setdefault((s.family, s.method, crit), []).extend(load(s.name))
+                groups.setdefault((s.family, s.method, crit), []).extend(load(s.name, data))
                 names.setdefault((s.family, s.method, crit), []).append(s.name)
         for key, res in groups.items():
             colour, marker, label = STYLE.get(key[:2], ("k", "x", f"{key[0]}, {key[1]}"))
@@ -439,7 +606,7 @@ def draw_figures(ranges: dict[str, tuple[int, int]]) -> None:
     fig2.suptitle(
         "Rate-normalised threshold (n − 1)^(1/(p−1)) · ε*: flat where Theorem 3.1's rate holds"
     )
-    for fig, name in ((fig1, "nscaling_eps_star.png"), (fig2, "nscaling_normalised.png")):
+    for fig, name in ((fig1, f"{prefix}_eps_star.png"), (fig2, f"{prefix}_normalised.png")):
         fig.tight_layout(rect=(0, 0, 1, 0.94))
         fig.savefig(FIGURES / name, dpi=110)
         print(FIGURES / name)
@@ -462,22 +629,39 @@ def main(argv: list[str] | None = None) -> int:
     )
     g = sub.add_parser("figures")
     g.add_argument("--range", nargs="*", default=[], help="as for fit")
+    for parser in (r, f, g):
+        parser.add_argument("--data", type=pathlib.Path, help=f"results directory ({DATA})")
     sub.add_parser("list")
+    rr = sub.add_parser("rerun", help="the published studies again, with the global check")
+    rr.add_argument("--out", type=pathlib.Path, default=RERUN, help=f"default {RERUN}")
+    rr.add_argument("--old", type=pathlib.Path, default=PUBLISHED, help=f"default {PUBLISHED}")
+    rr.add_argument("--max-n", type=int, help="only sizes up to this n (a smoke run)")
+    rr.add_argument("--studies", nargs="*", help="only these studies")
+    rr.add_argument("--until", help="UTC HH:MM after which no new threshold starts")
+    rr.add_argument(
+        "--certify-max-n",
+        type=int,
+        default=16,
+        help="certify the bracket ends up to this n (within find_threshold's budget)",
+    )
     args = ap.parse_args(argv)
     if args.cmd == "list":
         for s in STUDIES.values():
             print(s)
         return 0
     if args.cmd == "run":
-        run(args.studies, args.reps, args.until, args.ns)
+        run(args.studies, args.reps, args.until, args.ns, args.data)
+        return 0
+    if args.cmd == "rerun":
+        rerun(args.out, args.old, args.max_n, args.studies, args.until, args.certify_max_n)
         return 0
     if args.cmd == "fit":
-        rows = fit_all(_ranges(args.range))
+        rows = fit_all(_ranges(args.range), args.data)
         print_table(rows)
-        (DATA / "fits.json").write_text(json.dumps(rows, indent=1))
+        ((args.data or DATA) / "fits.json").write_text(json.dumps(rows, indent=1))
         return 0
     if args.cmd == "figures":
-        draw_figures(_ranges(args.range) if hasattr(args, "range") else {})
+        draw_figures(_ranges(args.range) if hasattr(args, "range") else {}, args.data)
         return 0
     return 1
 

@@ -17,6 +17,8 @@ from typing import Any  # noqa: E402
 from .adversarial import WorstCaseResult, worst_case
 from .certificate import Certificate
 from .decomposition import SROAResult, sroa, sroa_batch
+from .errors import InputError, SroaWarning, install_warning_format
+from .first_crossing import ThresholdResult
 from .instances import Instance, make_instance
 from .metrics import MatchResult, match, theorem_2_2_bounds, theorem_3_1_bounds
 from .noise import NOISE_MODELS, noise_tensor, register_noise
@@ -39,7 +41,9 @@ from .solvers import (
 )
 from .structured import structured_tensor
 from .tensors import identity_basis, random_orthonormal_basis, sod_tensor, symmetrize
-from .threshold_search import ThresholdResult, find_threshold
+from .threshold_search import find_threshold
+
+install_warning_format()  # the package's warnings are one line, never a source line
 
 try:  # the version is written once, in pyproject.toml
     __version__ = _metadata.version("sroa-dist")
@@ -59,6 +63,8 @@ __all__ = [
     "WorstCaseResult",
     "worst_case",
     "Instance",
+    "InputError",
+    "SroaWarning",
     "ThresholdResult",
     "find_threshold",
     "MatchResult",

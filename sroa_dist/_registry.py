@@ -11,6 +11,8 @@ import importlib
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from .errors import InputError
+
 
 def check_entry(
     registry: Mapping[str, Any],
@@ -27,12 +29,19 @@ def check_entry(
     the callable it takes (e.g. ``"(rng, size, sigma) -> array"``).
     """
     if not isinstance(name, str) or not name:
-        raise ValueError(f"name: expected a non-empty string, received {name!r}")
+        raise InputError(
+            f"name: expected a non-empty string, received {name!r}",
+            "give the name it is registered and looked up under, e.g. 'my-method'",
+        )
     if not callable(fn):
-        raise ValueError(f"{kind} {name!r}: expected a callable {expected}, received {fn!r}")
+        raise InputError(
+            f"{kind} {name!r}: expected a callable {expected}, received {fn!r}",
+            "pass the function itself (not its result or its name)",
+        )
     if name in registry and not overwrite:
-        raise ValueError(
-            f"{kind} {name!r} is already registered; hint: pass overwrite=True to replace it"
+        raise InputError(
+            f"{kind} {name!r}: expected a new name; received one already registered",
+            "pass overwrite=True to replace it, or choose another name",
         )
 
 
@@ -48,28 +57,31 @@ def import_entry(
     """
     module_name, _, attr = path.partition(":")
     if not module_name or not attr:
-        raise ValueError(
-            f"{key}: expected an import path 'package.module:attribute', received {path!r}"
+        raise InputError(
+            f"{key}: expected an import path 'package.module:attribute', received {path!r}",
+            "e.g. 'mypkg.families:my_family' (module path, a colon, then the name)",
         )
     if _NAMES_ONLY.get():
         return _not_imported(path)
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise ValueError(
-            f"{key}: cannot import module {module_name!r} of {kind} {path!r} ({exc}). "
-            "Hint: the module must be importable on every worker (install it or add its "
-            "directory to PYTHONPATH)"
+        raise InputError(
+            f"{key}: cannot import module {module_name!r} of {kind} {path!r} ({exc})",
+            "the module must be importable on every worker (install it or add its directory "
+            "to PYTHONPATH)",
         ) from None
     try:
         obj = getattr(module, attr)
     except AttributeError:
-        raise ValueError(
-            f"{key}: module {module_name!r} has no attribute {attr!r} ({kind} {path!r})"
+        raise InputError(
+            f"{key}: module {module_name!r} has no attribute {attr!r} ({kind} {path!r})",
+            "check the attribute's spelling after the colon",
         ) from None
     if not isinstance(obj, accept) and not callable(obj):
-        raise ValueError(
-            f"{key}: {path!r} is not callable; expected {expected}, received {type(obj).__name__}"
+        raise InputError(
+            f"{key}: {path!r} is not callable; expected {expected}, received {type(obj).__name__}",
+            "the path must name a function or a callable object",
         )
     return obj
 
@@ -97,8 +109,8 @@ def is_names_only() -> bool:
 def _not_imported(path: str) -> Callable[..., Any]:
     def entry(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError(
-            f"{path!r} was read as a name only (a stored spec) and cannot run here; "
-            "hint: install its module to compute with it"
+            f"{path!r} was read as a name only (a stored spec) and cannot run here: install "
+            "its module to compute with it"
         )
 
     entry.__name__ = path

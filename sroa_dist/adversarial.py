@@ -22,11 +22,13 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .adversarial_search import METRICS, SEARCHES, SMOOTH_METRICS, Objective, Point
+from .errors import InputError, SroaDeprecationWarning
 from .noise import noise_tensor
 from .perturbations import coherent_tilt, register_perturbation
 from .policy import certified_tractable
 from .solvers import METHODS
 from .tensors import check_symmetric_tensor, identity_basis, sod_tensor
+from .threads import single_blas
 
 __all__ = ["METRICS", "SEARCH_METHODS", "WorstCaseResult", "tilt_alignment", "worst_case"]
 
@@ -131,13 +133,14 @@ def _resolve_methods(
         warnings.warn(
             f"worst_case(method={method!r}) now names the search ({list(SEARCHES)}); "
             f"pass step_method={method!r} for SROA's rank-one steps",
-            DeprecationWarning,
+            SroaDeprecationWarning,
             stacklevel=3,
         )
         method, step_method = "es", method
     if method not in SEARCHES:
-        raise ValueError(
-            f"method: expected a search method, one of {list(SEARCHES)}, received {method!r}"
+        raise InputError(
+            f"method: expected a search method, one of {list(SEARCHES)}, received {method!r}",
+            "use one of the listed search methods (steps' method: step_method=...)",
         )
     tractable = certified_tractable(n, p)
     if step_method is None:
@@ -148,7 +151,10 @@ def _resolve_methods(
         norm_method = "certified" if method == "es" or tractable else "sshopm"
     for name, m in (("step_method", step_method), ("norm_method", norm_method)):
         if m not in METHODS:
-            raise ValueError(f"{name}: expected one of {list(METHODS)}, received {m!r}")
+            raise InputError(
+                f"{name}: expected one of {list(METHODS)}, received {m!r}",
+                "use one of the listed rank-one methods",
+            )
     return method, step_method, norm_method
 
 
@@ -166,14 +172,19 @@ def _starts(
             for i in range(k):
                 candidates.append((f"gaussian-{i}", noise_tensor("gaussian", n, p, 1.0, rng=gen)))
         else:
-            raise ValueError(
-                f"starts: expected 'coherent-tilt', 'sod-shrink' or 'gaussian', received {s!r}"
+            raise InputError(
+                f"starts: expected 'coherent-tilt', 'sod-shrink' or 'gaussian', received {s!r}",
+                "use 'coherent-tilt', 'sod-shrink' or 'gaussian'",
             )
     if not candidates:
-        raise ValueError("starts: expected at least one start")
+        raise InputError(
+            "starts: expected at least one start",
+            "give at least one start, e.g. starts=('coherent-tilt',)",
+        )
     return candidates
 
 
+@single_blas
 def worst_case(
     n: int,
     p: int,
@@ -263,18 +274,27 @@ def worst_case(
     WorstCaseResult
     """
     if metric not in METRICS:
-        raise ValueError(f"metric: expected one of {list(METRICS)}, received {metric!r}")
+        raise InputError(
+            f"metric: expected one of {list(METRICS)}, received {metric!r}",
+            "use one of the listed metrics",
+        )
     if not (isinstance(budget, int) and budget >= 1):
-        raise ValueError(f"budget: expected an integer >= 1 (SROA evaluations), got {budget!r}")
+        raise InputError(
+            f"budget: expected an integer >= 1 (SROA evaluations), got {budget!r}",
+            "give an integer budget >= 1, e.g. budget=40",
+        )
     eps = float(eps)
     if not (math.isfinite(eps) and eps > 0):
-        raise ValueError(f"eps: expected a finite operator norm > 0, received {eps}")
+        raise InputError(
+            f"eps: expected a finite operator norm > 0, received {eps}", "give a finite eps > 0"
+        )
     n, p = int(n), int(p)
     method, step_method, norm_method = _resolve_methods(method, step_method, norm_method, n, p)
     if method == "gradient" and metric not in SMOOTH_METRICS:
-        raise ValueError(
+        raise InputError(
             f"metric: the gradient search needs one of {list(SMOOTH_METRICS)} ({metric!r} is "
-            "integer-valued, so its gradient is zero); hint: use method='es'"
+            "integer-valued, so its gradient is zero)",
+            "use method='es' with this metric",
         )
     gen = np.random.default_rng(rng)
     V = identity_basis(n) if V is None else np.asarray(V, dtype=float)

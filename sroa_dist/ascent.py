@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from .errors import InputError
 from .operators import TensorOperator
 from .tensors import FloatArray, contract, kron_power, sphere_newton_step
 
@@ -24,6 +25,14 @@ DEFAULT_MAX_STARTS = 64
 #: it grows with n up to 64: local misses of the global step grow with n (measured against
 #: certified steps by benchmarks/bench_miss_rate.py).
 DEFAULT_N_STARTS = 16
+#: ``sshopm``'s spectral starts (:func:`spectral_starts`) on every path since its revision 4
+#: (before it: on matrix-free operators only). At large n uniform starts drift into the basin
+#: of a coherent perturbation's sink: on the p = 5 coherent tilt (ε = 0.2) the share of
+#: uniform starts reaching the global first step halves as n doubles (about 0.9, 0.5 and 0.25
+#: at n = 100, 200, 400), while every spectral start reached it; on the dense p = 3 tilt at
+#: n = 256 (ε = 0.055) uniform starts deflated the tilted component at step 2. Four cost two
+#: ``T x^{p-2}`` contractions and two n × n eigensolves per step.
+DEFAULT_N_SPECTRAL = 4
 #: ``shifted_ascent``'s gradient kernels on formed tensors (see :class:`_Gradients`).
 KERNELS = ("dense", "symmetric", "packed")
 #: Above this many starts (A·S) the packed kernel forms its pair products block by block.
@@ -119,7 +128,10 @@ def _contract(
         return out - np.matmul(W, U.transpose(0, 2, 1))
     if times == p - 2:
         return out - np.einsum("bsk,bik,bjk->bsij", W, U, U)
-    raise ValueError(f"times: implicit deflation supports times >= p - 2, received {times}")
+    raise InputError(
+        f"times: implicit deflation supports times >= p - 2, received {times}",
+        "contract at least p - 2 times under implicit deflation",
+    )
 
 
 def random_starts(rngs: Sequence[np.random.Generator], n_starts: int, n: int) -> FloatArray:
@@ -141,8 +153,16 @@ def spectral_starts(
     n, p = Ts.shape[1], Ts.ndim - 1
     theta = random_starts(rngs, -(-n_starts // 2), n)
     # T(I, I, θ, ...) = Σ_i λ_i (v_i·θ)^{p-2} v_i v_iᵀ + noise: both extreme eigenvalues.
-    _, V = np.linalg.eigh(_contract(Ts, theta, p - 2, deflation))
-    X = np.concatenate([V[..., -1], V[..., 0]], axis=1)[:, :n_starts]
+    w, V = np.linalg.eigh(_contract(Ts, theta, p - 2, deflation))
+    ends = [V[..., -1], V[..., 0]]
+    # An extreme eigenvalue that is zero (a tensor of rank below n, no negative part) has an
+    # eigenvector in the null space, where T x^{p-1} = 0 and no ascent can start: θ instead.
+    scale = np.max(np.abs(w), axis=-1)
+    for k, col in enumerate((-1, 0)):
+        null = np.abs(w[..., col]) <= 1e-12 * scale
+        if np.any(null):
+            ends[k] = np.where(null[..., None], theta, ends[k])
+    X = np.concatenate(ends, axis=1)[:, :n_starts]
     return X / np.linalg.norm(X, axis=-1, keepdims=True)
 
 
@@ -196,7 +216,10 @@ def shifted_ascent(
     if deflation is not None:
         return _ascent_deflated(Ts, X0, max_iter, tol, shift, deflation, lazy)[:3]
     if kernel not in KERNELS:
-        raise ValueError(f"kernel: expected one of {list(KERNELS)}, received {kernel!r}")
+        raise InputError(
+            f"kernel: expected one of {list(KERNELS)}, received {kernel!r}",
+            "use one of the listed kernels",
+        )
     formed_p3 = Ts.ndim == 4 and not isinstance(Ts, TensorOperator)
     if kernel == "packed" and formed_p3 and shift != "adaptive":
         return _ascent_packed(Ts, X0, max_iter, tol, shift, abandon_margin)

@@ -33,7 +33,9 @@ from typing import Any
 
 import numpy as np
 
+from .errors import InputError
 from .monomials import exponent_tuples
+from .threads import single_blas
 
 __all__ = ["Certificate"]
 
@@ -86,11 +88,16 @@ class Certificate:
         }
         for name, (want, got) in shapes.items():
             if want != got:
-                raise ValueError(f"Certificate.{name}: expected shape {want}, received {got}")
+                raise InputError(
+                    f"Certificate.{name}: expected shape {want}, received {got}",
+                    "load the certificate's arrays as saved (Certificate.load)",
+                )
         if n != self.n or not set(np.asarray(self.signs).tolist()) <= {1, -1}:
-            raise ValueError(
+            raise InputError(
                 f"Certificate: expected exponents with n = {self.n} columns and signs in "
-                f"{{+1, -1}}, received {n} columns and signs {list(self.signs)}"
+                f"{{+1, -1}}, received {n} columns and signs {list(self.signs)}",
+                "a certificate's exponents have n columns and its signs are +1 or -1; load it "
+                "as saved",
             )
 
     # ---- serialisation ------------------------------------------------------------------------
@@ -139,7 +146,10 @@ class Certificate:
         c0 = certs[0]
         for c in certs[1:]:
             if (c.n, c.p) != (c0.n, c0.p) or not np.array_equal(c.exponents, c0.exponents):
-                raise ValueError("Certificate.combine: expected the same n, p and monomials")
+                raise InputError(
+                    "Certificate.combine: expected the same n, p and monomials",
+                    "combine only certificates of one relaxation (same n, p and monomials)",
+                )
         hx = np.unique(np.vstack([c.h_exponents for c in certs]), axis=0)
         coefs = []
         for c in certs:
@@ -183,6 +193,7 @@ class Certificate:
 
     # ---- verification -------------------------------------------------------------------------
 
+    @single_blas
     def verify(self, T: Any) -> float:
         """Rigorous upper bound of ``max_{||x||=1} sign * T x^p`` over the pieces' signs.
 
@@ -198,9 +209,10 @@ class Certificate:
         T = np.asarray(T, dtype=float)
         n, p = self.n, self.p
         if T.shape != (n,) * p or not np.all(np.isfinite(T)):
-            raise ValueError(
+            raise InputError(
                 f"T: expected a finite tensor of shape {(n,) * p} for this certificate, "
-                f"received shape {T.shape}"
+                f"received shape {T.shape}",
+                "verify a certificate against the tensor it was made for (same n and p)",
             )
         # Squares of entries beyond ~2^500 overflow (and below ~2^-500 underflow) in the norms
         # the check takes, so tensor and certificate are first brought to unit scale by a power
@@ -225,7 +237,10 @@ class Certificate:
         n, p = self.n, self.p
         E = np.asarray(self.exponents, dtype=np.int64)
         if len(np.unique(E, axis=0)) != len(E) or np.any(E < 0):
-            raise ValueError("Certificate.exponents: expected distinct nonnegative rows")
+            raise InputError(
+                "Certificate.exponents: expected distinct nonnegative rows",
+                "a certificate's exponents are distinct nonnegative rows; load it as saved",
+            )
         Hx = np.asarray(self.h_exponents, dtype=np.int64)
         deg_m = E.sum(axis=1)
         width = max(p, 2 * int(deg_m.max(initial=0)), int(Hx.sum(axis=1).max(initial=-2)) + 2)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -10,19 +11,16 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .ascent import DEFAULT_N_STARTS, Deflation
-from .finishing import finish_step, normalize
-from .matrix_free import TensorOperator, check_local_method, operator_options
-from .methods import IMPLICIT_BYTES, MethodOutput
-from .solvers import (
-    GAP_TOL,
-    RankOneResult,
-    RngLike,
-    check_options,
-    rank_one_of_checked,
-    resolve_method,
-)
-from .tensors import as_rng_list, check_symmetric_tensor, rank_one_tensor
+from .ascent import Deflation
+from .errors import InputError
+from .finishing import normalize
+from .global_check import GLOBAL_RTOL, check_step, estimate_values, remaining_estimates
+from .matrix_free import TensorOperator, check_local_method
+from .methods import IMPLICIT_BYTES
+from .solvers import GAP_TOL, RankOneResult, RngLike, resolve_method
+from .sroa_engines import make_engine
+from .tensors import as_rng_list, check_symmetric_tensor
+from .threads import single_blas
 
 __all__ = ["SROAResult", "sroa", "sroa_batch", "DEFLATION_MODES"]
 
@@ -55,8 +53,20 @@ class SROAResult:
     n_best : (r,) int ndarray
         Starts that reached each step's best value (``-1`` for methods without starts).
     confirmed : (r,) bool ndarray
-        Whether two independent random starts reached each step's best value (see
+        Whether the method's confirmation upheld each step's best value (see
         :class:`RankOneResult`); evidence against a missed global step, not a certificate.
+    global_gap : (r,) ndarray
+        The global check of each step (``sroa(..., global_check=True)``,
+        :mod:`sroa_dist.global_check`): the best value ``T̂_{j-1} x^p`` (``|·|`` for even p)
+        its check starts reached, minus the step's, in the tensor's units. NaN where no check
+        ran; 0 for certified steps (their certificate bounds it by proof) and for redone
+        steps (their value is the best the check reached).
+    redone : (r,) bool ndarray
+        Steps redone from the check's better point (``redo=True``); the steps after a redone
+        one are computed again on the new branch.
+    step_norms : (r,) ndarray
+        ``‖T̂_{j-1}‖_F`` of each step's tensor, the scale of :attr:`non_global` (NaN where no
+        check ran).
     """
 
     lambdas: np.ndarray
@@ -69,6 +79,18 @@ class SROAResult:
     steps: list[RankOneResult] = dataclasses.field(default_factory=list)
     n_best: np.ndarray | None = None
     confirmed: np.ndarray | None = None
+    global_gap: np.ndarray | None = None
+    redone: np.ndarray | None = None
+    step_norms: np.ndarray | None = None
+
+    @property
+    def non_global(self) -> np.ndarray:
+        """Steps whose check found a value above theirs by more than
+        :data:`~sroa_dist.global_check.GLOBAL_RTOL` · ``‖T̂_{j-1}‖_F`` (False where unchecked)."""
+        if self.global_gap is None or self.step_norms is None:
+            return np.zeros(self.lambdas.shape, dtype=bool)
+        with np.errstate(invalid="ignore"):
+            return np.asarray(self.global_gap > GLOBAL_RTOL * self.step_norms)
 
     @property
     def rank(self) -> int:
@@ -93,9 +115,13 @@ class SROAResult:
             [step[i] for step in self.steps],
             None if self.n_best is None else self.n_best[i],
             None if self.confirmed is None else self.confirmed[i],
+            None if self.global_gap is None else self.global_gap[i],
+            None if self.redone is None else self.redone[i],
+            None if self.step_norms is None else self.step_norms[i],
         )
 
 
+@single_blas
 def sroa_batch(
     Ts: ArrayLike,
     rank: int | None = None,
@@ -104,49 +130,42 @@ def sroa_batch(
     rng: RngLike | Sequence[RngLike] = None,
     gap_tol: float = GAP_TOL,
     deflation: str = "auto",
+    global_check: bool = False,
+    redo: bool = False,
     **options: Any,
 ) -> SROAResult:
     """Algorithm 1 on every tensor of a stack ``(B, n, ..., n)``, all steps batched.
 
     Each instance draws from its own stream in ``rng`` (one seed-like spawned into B, or B
     seed-likes), so results match one-at-a-time :func:`sroa` calls bit for bit.
-    ``deflation`` is one of :data:`DEFLATION_MODES` (see :func:`sroa`).
+    ``deflation``, ``global_check`` and ``redo``: see :func:`sroa`.
     """
-    if isinstance(Ts, TensorOperator):  # checked when it was built; its start policy
-        options = operator_options(method, options)
-    else:
+    if not isinstance(Ts, TensorOperator):  # an operator was checked when it was built
         Ts = check_symmetric_tensor(Ts, "Ts", batched=True)
     B, n, p = Ts.shape[0], Ts.shape[1], Ts.ndim - 1
     r = n if rank is None else rank
     if isinstance(r, bool) or int(r) != r or not 1 <= int(r) <= n:
-        raise ValueError(
-            f"rank: expected an integer number of steps 1 <= rank <= n = {n}, got {rank!r}"
+        raise InputError(
+            f"rank: expected an integer number of steps 1 <= rank <= n = {n}, got {rank!r}",
+            "give rank=None for n steps, or an integer between 1 and n",
         )
+    for name, flag in (("global_check", global_check), ("redo", redo)):
+        if not isinstance(flag, (bool, np.bool_)):
+            raise ValueError(f"{name}: expected true or false, received {flag!r}")
+    if redo and not global_check:
+        raise ValueError("redo: redoing a step needs its check; pass global_check=True too")
     r = int(r)
     rngs = as_rng_list(rng, B)
-    if _deflation_mode(deflation, method, Ts) == "implicit":
-        return _sroa_implicit(Ts, r, method, rngs, gap_tol, options)
-    residual = Ts.copy()
-    lambdas = np.empty((B, r))
-    vectors = np.empty((B, n, r))
-    certified = np.empty((B, r), dtype=bool)
-    upper = np.empty((B, r))
-    times = np.empty((B, r))
+    mode = _deflation_mode(deflation, method, Ts)
+    engine = make_engine(mode, Ts, method, rngs, gap_tol, options)
     steps = []
-    for j in range(r):
-        step = rank_one_of_checked(residual, method, rng=rngs, gap_tol=gap_tol, **options)
-        steps.append(step)
-        lambdas[:, j], vectors[:, :, j] = step.lam, step.x
-        certified[:, j], upper[:, j], times[:, j] = (
-            step.certified,
-            step.upper_bound,
-            step.solve_time,
-        )
-        # Deflation, Algorithm 1 line 4: T̂_j = T̂_{j-1} − λ̂_j v̂_j^{⊗p}.
-        residual -= rank_one_tensor(step.lam, step.x, p)
-    return SROAResult(
-        lambdas, vectors, certified, upper, times, p, method, steps, *_start_stats(steps)
-    )
+    for _ in range(r):
+        steps.append(engine.propose())
+        engine.commit()
+    res = _assemble(steps, p, method)
+    if global_check:
+        res = _checked(res, Ts, mode, method, rngs, gap_tol, options, redo)
+    return res
 
 
 def sroa(
@@ -157,6 +176,8 @@ def sroa(
     rng: RngLike = None,
     gap_tol: float = GAP_TOL,
     deflation: str = "auto",
+    global_check: bool = False,
+    redo: bool = False,
     **options: Any,
 ) -> SROAResult:
     """Successive rank-one approximation of a symmetric tensor (Algorithm 1).
@@ -185,6 +206,16 @@ def sroa(
         the values in tests; the iterates can then take different but equivalent paths).
         ``"auto"``: implicit for local methods when one tensor exceeds ``IMPLICIT_BYTES``
         (1 MiB), else explicit (which keeps small-n results bit for bit).
+    global_check : bool
+        Check every step that is not certified (:mod:`sroa_dist.global_check`): ascend a set
+        of check starts (the components not yet deflated, as an SROA of the same tensor
+        estimates them, spectral and random starts) on the step's tensor and record in
+        ``global_gap`` how far the best of them rises above the step. Works on formed tensors
+        and matrix-free operators alike.
+    redo : bool
+        With ``global_check``: where a check finds a value higher than the step's by more
+        than ``GLOBAL_RTOL·‖T̂_{j-1}‖_F``, take its point as the step instead (``redone``) and
+        compute the later steps again from there, so SROA continues on the global branch.
 
     Returns
     -------
@@ -192,33 +223,69 @@ def sroa(
         With per-step :class:`RankOneResult` in ``steps``.
     """
     T = T.as_batch() if isinstance(T, TensorOperator) else check_symmetric_tensor(T, "T")[None]
-    res = sroa_batch(T, rank, method, rng=[rng], gap_tol=gap_tol, deflation=deflation, **options)
+    res = sroa_batch(
+        T,
+        rank,
+        method,
+        rng=[rng],
+        gap_tol=gap_tol,
+        deflation=deflation,
+        global_check=global_check,
+        redo=redo,
+        **options,
+    )
     return res[0]
 
 
 def _deflation_mode(deflation: str, method: str, Ts: np.ndarray) -> str:
     if deflation not in DEFLATION_MODES:
-        raise ValueError(
-            f"deflation: expected one of {DEFLATION_MODES}, received {deflation!r}; hint: "
-            "'implicit' saves memory at large n for local methods"
+        raise InputError(
+            f"deflation: expected one of {DEFLATION_MODES}, received {deflation!r}",
+            "'auto' chooses; 'implicit' saves memory at large n for local methods",
         )
     local = resolve_method(method).implicit
     if isinstance(Ts, TensorOperator):
         check_local_method(method, resolve_method(method))
         if deflation == "explicit":
-            raise ValueError(
+            raise InputError(
                 "deflation: 'explicit' forms each deflated tensor, which a matrix-free operator "
-                "never does; use 'implicit' or 'auto'"
+                "never does; use 'implicit' or 'auto'",
+                "use deflation='implicit' or 'auto' with a matrix-free operator",
             )
         return "implicit"
     if deflation == "implicit" and not local:
-        raise ValueError(
+        raise InputError(
             f"deflation: method {method!r} needs the deflated tensor itself (its relaxation "
-            "reads every entry); use deflation='explicit' or a local method (sshopm, power)"
+            "reads every entry); use deflation='explicit' or a local method (sshopm, power)",
+            "use deflation='explicit' (or 'auto'), or a local method such as 'sshopm'",
         )
     if deflation == "auto":
         return "implicit" if local and Ts[0].nbytes > IMPLICIT_BYTES else "explicit"
     return deflation
+
+
+def _assemble(steps: list[RankOneResult], p: int, method: str) -> SROAResult:
+    """The :class:`SROAResult` of batched per-step results (no check run)."""
+    lambdas = np.stack([s.lam for s in steps], axis=1)
+    vectors = np.stack([s.x for s in steps], axis=2)
+    certified = np.stack([s.certified for s in steps], axis=1).astype(bool)
+    upper = np.stack([s.upper_bound for s in steps], axis=1).astype(float)
+    times = np.stack([s.solve_time for s in steps], axis=1).astype(float)
+    gap = np.where(certified, 0.0, np.nan)
+    return SROAResult(
+        lambdas,
+        vectors,
+        certified,
+        upper,
+        times,
+        p,
+        method,
+        steps,
+        *_start_stats(steps),
+        global_gap=gap,
+        redone=np.zeros(certified.shape, dtype=bool),
+        step_norms=np.full(certified.shape, np.nan),
+    )
 
 
 def _start_stats(steps: list[RankOneResult]) -> tuple[np.ndarray, np.ndarray]:
@@ -234,133 +301,96 @@ def _start_stats(steps: list[RankOneResult]) -> tuple[np.ndarray, np.ndarray]:
     return n_best.astype(np.int64), conf.astype(bool)
 
 
-def _gram_bound(
-    gram0: np.ndarray, W: np.ndarray, U: np.ndarray, lam: np.ndarray, p: int, slack: np.ndarray
-) -> np.ndarray:
-    """Spectral norm of the unfolding of ``T̂ − Σ_j λ_j u_j^{⊗p}`` from ``gram0 = M Mᵀ``.
-
-    With ``k_j = u_j^{⊗(p-1)}`` and ``w_j = M k_j = T̂ u_j^{p-1}``, the residual unfolding is
-    ``M − U Λ Kᵀ`` and its Gram matrix ``M Mᵀ − W Λ Uᵀ − U Λ Wᵀ + U Λ C Λ Uᵀ`` with
-    ``C = (UᵀU)^{∘(p-1)}``: n × n work per step instead of a pass over the tensor. ``slack``
-    (B,) is a worst-case rounding allowance on the Gram matrix, added before the square root
-    so the result stays an upper bound.
-    """
-    WL = W * lam[:, None, :]
-    C = np.matmul(U.transpose(0, 2, 1), U) ** (p - 1)
-    G = gram0 - np.matmul(WL, U.transpose(0, 2, 1))
-    G = G - np.matmul(U, WL.transpose(0, 2, 1))
-    UL = U * lam[:, None, :]
-    G = G + np.matmul(UL, np.matmul(C, UL.transpose(0, 2, 1)))
-    top = np.linalg.eigvalsh(0.5 * (G + G.transpose(0, 2, 1)))[:, -1]
-    return np.sqrt(np.maximum(top + slack, 0.0))
+def _row(Ts: Any, b: int) -> Any:
+    """Instance ``b`` of a stack (array or operator) as a stack of one."""
+    return Ts[b : b + 1] if not isinstance(Ts, TensorOperator) else Ts.take([b])
 
 
-def _leftovers(
-    X: np.ndarray, F: np.ndarray, G: np.ndarray, x: np.ndarray, keep: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Up to ``keep`` distinct final iterates per instance away from the chosen ``x``, with their
-    gradients: the other local maxima a step found (or is still climbing to), which stay near
-    local maxima after ``x`` is deflated and so are nearly converged starts for the next step.
-    ``(B, keep, n)`` twice, padded by repetition."""
-    B, S, n = X.shape
-    out, grad = np.empty((B, keep, n)), np.empty((B, keep, n))
-    for b in range(B):
-        chosen: list[int] = []
-        cos = np.abs(X[b] @ X[b].T)
-        for s in np.argsort(-F[b], kind="stable"):
-            if abs(X[b, s] @ x[b]) >= 0.5 or (chosen and cos[s, chosen].max() > 0.99):
-                continue
-            chosen.append(int(s))
-            if len(chosen) == keep:
-                break
-        rows = np.array(chosen or [int(np.argmax(F[b]))])[np.arange(keep) % max(1, len(chosen))]
-        out[b], grad[b] = X[b, rows], G[b, rows]
-    return out, grad
+def _set_row(step: RankOneResult, b: int, new: RankOneResult) -> RankOneResult:
+    """``step`` (batched) with instance ``b`` replaced by ``new`` (a batch of one)."""
+    fields = {}
+    for f in dataclasses.fields(step):
+        old, val = getattr(step, f.name), getattr(new, f.name)
+        if isinstance(old, np.ndarray):
+            arr = old.copy()
+            if val is None:
+                arr[b] = None if arr.dtype == object else (False if arr.dtype == bool else -1)
+            else:
+                arr[b] = np.asarray(val)[0]
+            fields[f.name] = arr
+        else:
+            fields[f.name] = old
+    return RankOneResult(**fields)
 
 
-def _sroa_implicit(
-    Ts: np.ndarray,
-    r: int,
+def _checked(
+    res: SROAResult,
+    Ts: Any,
+    mode: str,
     method: str,
     rngs: list[np.random.Generator],
     gap_tol: float,
     options: dict[str, Any],
+    redo: bool,
 ) -> SROAResult:
-    """Algorithm 1 with implicit deflation (see :func:`sroa`, ``deflation="implicit"``)."""
-    fn = resolve_method(method)
-    B, n, p = Ts.shape[0], Ts.shape[1], Ts.ndim - 1
-    check_options(method, {**options, "gap_tol": gap_tol}, n=n, p=p)
-    # Every step runs on T̂ / 2^k, as the front door's steps do (one k per instance, from T̂:
-    # the deflated tensors are no larger), so the Gram matrix and the deflation terms neither
-    # underflow nor overflow; finish_step scales the answers back.
-    norm = normalize(Ts)
-    Tn = norm.T
-    eps = np.finfo(float).eps
-    if isinstance(Tn, TensorOperator):
-        # Matrix-free: no unfolding to bound the steps with (upper_bound = inf, never
-        # certified); the Frobenius norm, which scales the shift and tolerances, is exact.
-        gram0, fro2 = None, Tn.fro2()
-    else:
-        M = Tn.reshape(B, n, -1)
-        gram0 = np.matmul(M, M.transpose(0, 2, 1))
-        fro2 = np.array([np.dot(m, m) for m in Tn.reshape(B, -1)])  # no n^p temporary
-    # Worst-case rounding of the Gram entries (inner dimension n^{p-1}) and of the update.
-    gamma = (n ** (p - 1) + 8 * n) * eps
-    U = np.zeros((B, n, 0))
-    W = np.zeros((B, n, 0))
-    lams = np.zeros((B, 0))
-    abs_sum = np.zeros(B)
-    keep = int(options.get("n_starts", DEFAULT_N_STARTS))
-    warm = None
-    lambdas, certified, upper, times = (np.empty((B, r)) for _ in range(4))
-    vectors = np.empty((B, n, r))
-    steps: list[RankOneResult] = []
-    for j in range(r):
-        t0 = time.perf_counter()
-        fro = np.sqrt(np.maximum(fro2, 0.0))
-        defl = Deflation(U, lams, fro, 1.0, *(warm or (None, None)))
-        slack = gamma * (fro2 + 2 * abs_sum * np.sqrt(np.maximum(fro2, 0)) + abs_sum**2)
-        bound = np.full(B, np.inf) if gram0 is None else _gram_bound(gram0, W, U, lams, p, slack)
-        out = MethodOutput.coerce(fn(Tn, rngs, defl, **options), method)
-        done = finish_step(
-            norm,
-            out,
-            method,
-            gap_tol=gap_tol,
-            elapsed=time.perf_counter() - t0,
-            deflation=defl,
-            unfolding_bound=bound,
-            notes="implicit deflation",
-        )
-        x, lam = out.x, done.lam_n
-        # T̂ x^{p-1} (undeflated) = deflated gradient + the deflation terms at x.
-        w = done.grad_n + np.einsum(
-            "bk,bik->bi", lams * np.einsum("bi,bik->bk", x, U) ** (p - 1), U
-        )
-        U = np.concatenate([U, x[:, :, None]], axis=2)
-        W = np.concatenate([W, w[:, :, None]], axis=2)
-        lams = np.concatenate([lams, lam[:, None]], axis=1)
-        abs_sum = abs_sum + np.abs(lam)
-        fro2 = fro2 - lam**2  # ‖R − λ x^{⊗p}‖² = ‖R‖² − λ² exactly when λ = R x^p, ‖x‖ = 1
-        if out.final_grads is not None and options.get("warm", True):
-            Xw, Gw = _leftovers(out.final_starts, out.final_values, out.final_grads, x, keep)
-            # Their gradients under the next deflated tensor: subtract λ̂ (x·w)^{p-1} x.
-            Gw -= (lam[:, None] * np.einsum("bsi,bi->bs", Xw, x) ** (p - 1))[..., None] * x[
-                :, None, :
-            ]
-            warm = (Xw, Gw)
-        res = done.result
-        lambdas[:, j], vectors[:, :, j], upper[:, j] = res.lam, x, res.upper_bound
-        certified[:, j], times[:, j] = res.certified, res.solve_time
-        steps.append(res)
-    return SROAResult(
-        lambdas,
-        vectors,
-        certified.astype(bool),
-        upper,
-        times,
-        p,
-        method,
-        steps,
-        *_start_stats(steps),
-    )
+    """``res`` with every uncertified step checked (``global_gap``) and, with ``redo``, the
+    non-global ones redone from the check's point, the later steps computed again."""
+    B, r, p = res.lambdas.shape[0], res.rank, res.p
+    steps = list(res.steps)
+    gap = res.global_gap.copy()
+    redone = res.redone.copy()
+    norms = res.step_norms.copy()
+    for b in range(B):
+        T1 = _row(Ts, b)
+        norm = normalize(T1)
+        Tn, k = norm.T, int(norm.k[0])
+        fro2_0 = float(Tn.fro2()[0] if isinstance(Tn, TensorOperator) else np.sum(Tn * Tn))
+        # The remaining component estimates: the components this SROA found.
+        E = res.vectors[b].T.copy()
+        base = estimate_values(Tn, E)
+        check_rng = rngs[b].spawn(1)[0]
+        lam_n = np.ldexp(res.lambdas[b], -k)
+        X = res.vectors[b].T.copy()  # (r, n): the steps' vectors as they stand
+        engine = None  # a one-instance engine from the first redo on
+        j = 0
+        while j < r:
+            t0 = time.perf_counter()
+            if engine is not None:  # after a redo: the later steps are computed again
+                new = engine.propose()
+                steps[j] = _set_row(steps[j], b, new)
+                lam_n[j], X[j] = np.ldexp(new.lam[0], -k), new.x[0]
+            fro_j = math.sqrt(max(fro2_0 - float(np.sum(lam_n[:j] ** 2)), 0.0))
+            norms[b, j] = math.ldexp(fro_j, k)
+            if steps[j].certified[b]:
+                gap[b, j] = 0.0
+            else:
+                U = X[:j].T
+                est, _ = remaining_estimates(E, base, U, lam_n[:j], X[j], p)
+                defl = Deflation(U[None], lam_n[None, :j], np.array([fro_j]))
+                own = lam_n[j] if p % 2 else abs(lam_n[j])
+                point = check_step(Tn, defl, est, check_rng, against=own, own=X[j])
+                gap_n = point.objective - own
+                if redo and gap_n > GLOBAL_RTOL * fro_j:
+                    if engine is None:
+                        engine = make_engine(mode, T1, method, [rngs[b]], gap_tol, options)
+                        for i in range(j):
+                            engine.replay(np.ldexp(lam_n[i : i + 1], k), X[i : i + 1])
+                    new = engine.propose(forced=point.x[None])
+                    steps[j] = _set_row(steps[j], b, new)
+                    lam_n[j], X[j] = np.ldexp(new.lam[0], -k), new.x[0]
+                    redone[b, j] = True
+                    gap_n = 0.0
+                gap[b, j] = math.ldexp(gap_n, k)
+            if engine is not None:
+                engine.commit()
+            dt = time.perf_counter() - t0
+            steps[j] = dataclasses.replace(steps[j], solve_time=_add_at(steps[j].solve_time, b, dt))
+            j += 1
+    out = _assemble(steps, p, method)
+    return dataclasses.replace(out, global_gap=gap, redone=redone, step_norms=norms)
+
+
+def _add_at(times: np.ndarray, b: int, dt: float) -> np.ndarray:
+    out = np.array(times, dtype=float)
+    out[b] += dt
+    return out

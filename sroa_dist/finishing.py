@@ -25,6 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .ascent import Deflation, _values
+from .errors import InputError
 from .methods import MethodOutput, _object_array
 from .operators import TensorOperator
 from .tensors import (
@@ -75,9 +76,16 @@ class RankOneResult:
         a warning sign that the global maximiser's basin is small. ``None`` for methods
         without starts.
     confirmed : bool or None
-        Whether two independent random starts reached the best value (``sshopm`` with
-        ``max_starts``: two starts of the first set with no rival near the best, or two start
-        sets that agree). A confirmation is evidence, not a proof: only ``certified`` is.
+        Whether the method's confirmation upheld the best value (``sshopm`` with room in
+        ``max_starts``: since its revision 4, starts independent of the first set and aimed
+        at the directions it did not explore found no higher value, see
+        :mod:`sroa_dist.confirmation`; revisions 1–3: two agreeing start sets). A
+        confirmation is evidence, measured against certified steps, not a proof: only
+        ``certified`` is.
+    relaxation : str or None
+        Which SDP driver and device produced the relaxation's bound (provenance), e.g.
+        ``"scs/cpu"`` or ``"admm/cuda"``; ``None`` where no relaxation ran. The bound itself
+        was validated on the host whatever produced it.
     """
 
     lam: Any
@@ -92,6 +100,7 @@ class RankOneResult:
     certificate: Any = None
     n_best: Any = None
     confirmed: Any = None
+    relaxation: str | None = None
 
     @property
     def gap(self) -> Any:
@@ -113,6 +122,7 @@ class RankOneResult:
             certificate=None if self.certificate is None else self.certificate[i],
             n_best=None if self.n_best is None else int(self.n_best[i]),
             confirmed=None if self.confirmed is None else bool(self.confirmed[i]),
+            relaxation=self.relaxation,
         )
 
 
@@ -244,7 +254,7 @@ def finish_step(
         cheap = normalized_unfolding_norm(Tn)
     else:
         if unfolding_bound is None:
-            raise ValueError("unfolding_bound: required with a deflation (no tensor is formed)")
+            raise RuntimeError("unfolding_bound: required with a deflation (no tensor is formed)")
         fro_n, cheap = deflation.fro, unfolding_bound
     upper_n = cheap if out.upper_bound is None else np.minimum(out.upper_bound, cheap)
     # Dividing by 2^k (k > 0) is exact unless an entry became subnormal; then it moved by at
@@ -257,9 +267,10 @@ def finish_step(
         lam = np.ldexp(lam_n, k)
     if not np.all(np.isfinite(lam)):
         b = int(np.flatnonzero(~np.isfinite(lam))[0])
-        raise ValueError(
+        raise InputError(
             f"Ts: the best rank-one value of tensor {b} is {lam_n[b]!r} · 2^{k[b]}, beyond the "
-            "float64 range; hint: divide the tensor by a power of two and scale the result back"
+            "float64 range",
+            "divide the tensor by a power of two and scale the result back",
         )
     upper = scale_up_bound(upper_n, k)
     lam = np.where(zero, 0.0, lam)
@@ -298,5 +309,6 @@ def finish_step(
         certificate=_scaled_certificates(out, k, B) if certificate else None,
         n_best=None if out.n_best is None else np.asarray(out.n_best),
         confirmed=None if out.confirmed is None else np.asarray(out.confirmed),
+        relaxation=out.relaxation,
     )
     return FinishedStep(result, lam_n, G[:, 0])

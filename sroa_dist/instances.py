@@ -10,9 +10,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .errors import InputError
 from .norms import scale_to_opnorm
 from .perturbations import DEFAULT_WEIGHT, draw_perturbation
 from .tensors import identity_basis, keyword_rng, random_orthonormal_basis, sod_tensor
+from .threads import single_blas
 
 __all__ = [
     "BASES",
@@ -53,8 +55,9 @@ def check_level(value: Any, name: str = "sigma") -> float:
     """Validate a noise level (``sigma`` entry scale or ``eps`` target norm): a finite number
     in ``[0, MAX_SCALE]``. Returns it as a float; raises ``ValueError`` naming ``name``."""
     if not _is_real(value) or not 0 <= value <= MAX_SCALE:
-        raise ValueError(
-            f"{name}: expected a finite number between 0 and {MAX_SCALE:g}, received {value!r}"
+        raise InputError(
+            f"{name}: expected a finite number between 0 and {MAX_SCALE:g}, received {value!r}",
+            "give a finite number >= 0, e.g. sigma=0.01 or eps=0.1",
         )
     return float(value)
 
@@ -70,16 +73,21 @@ def _is_real(v: Any) -> bool:
 def _check_uniform(params: Mapping[str, Any]) -> dict[str, Any]:
     low, high = params["low"], params["high"]
     if not (_is_real(low) and _is_real(high)):
-        raise ValueError(
+        raise InputError(
             f"lambdas: uniform low and high must be finite numbers, received low={low!r}, "
-            f"high={high!r}"
+            f"high={high!r}",
+            "e.g. lambdas={'dist': 'uniform', 'low': 1, 'high': 2}",
         )
     if max(abs(low), abs(high)) > MAX_SCALE:
-        raise ValueError(f"lambdas: uniform bounds must be at most {MAX_SCALE:g} in magnitude")
+        raise InputError(
+            f"lambdas: uniform bounds must be at most {MAX_SCALE:g} in magnitude",
+            "rescale the weights: results are scale-free",
+        )
     if not low < high:
-        raise ValueError(
+        raise InputError(
             f"lambdas: uniform needs low < high, received low={low}, high={high} (for equal "
-            "weights give the number itself, e.g. lambdas = 1.0)"
+            "weights give the number itself, e.g. lambdas = 1.0)",
+            "give low < high, or a single number for equal weights",
         )
     return {"low": float(low), "high": float(high)}
 
@@ -107,43 +115,66 @@ def check_lambdas(spec: Any, r: int | None = None) -> float | list[float] | dict
     if isinstance(spec, np.ndarray) and spec.ndim == 0:
         spec = spec.item()
     if isinstance(spec, np.ndarray) and spec.ndim != 1:
-        raise ValueError(f"lambdas: expected a scalar or a 1-d list, received shape {spec.shape}")
+        raise InputError(
+            f"lambdas: expected a scalar or a 1-d list, received shape {spec.shape}",
+            "give one number (equal weights) or a flat list of r numbers",
+        )
     if isinstance(spec, Mapping):
         dist = spec.get("dist")
         if dist not in LAMBDA_DISTRIBUTIONS:
-            raise ValueError(
-                f"lambdas.dist: expected one of {sorted(LAMBDA_DISTRIBUTIONS)}, received {dist!r}"
+            raise InputError(
+                f"lambdas.dist: expected one of {sorted(LAMBDA_DISTRIBUTIONS)}, received {dist!r}",
+                "use one of the listed distributions, e.g. "
+                "{'dist': 'uniform', 'low': 1, 'high': 2}",
             )
         names, check, _ = LAMBDA_DISTRIBUTIONS[dist]
         given = set(spec) - {"dist"}
         if given != set(names):
-            raise ValueError(
+            raise InputError(
                 f"lambdas: distribution {dist!r} takes exactly the parameters {list(names)}, "
-                f"received {sorted(given)}"
+                f"received {sorted(given)}",
+                "give exactly the listed parameters",
             )
         return {"dist": dist, **check(spec)}
     if isinstance(spec, (list, tuple, np.ndarray)):
         values = list(spec)
         if not values or not all(_is_real(v) for v in values):
-            raise ValueError(f"lambdas: expected a non-empty list of finite numbers, got {spec!r}")
+            raise InputError(
+                f"lambdas: expected a non-empty list of finite numbers, got {spec!r}",
+                "give a non-empty list of finite numbers",
+            )
         if any(abs(v) > MAX_SCALE for v in values):
-            raise ValueError(f"lambdas: weights must be at most {MAX_SCALE:g} in magnitude")
+            raise InputError(
+                f"lambdas: weights must be at most {MAX_SCALE:g} in magnitude",
+                "rescale the weights: results are scale-free",
+            )
         if any(v == 0 for v in values):
-            raise ValueError(f"lambdas: every component weight must be non-zero, got {spec!r}")
+            raise InputError(
+                f"lambdas: every component weight must be non-zero, got {spec!r}",
+                "drop the zero weights and lower the rank",
+            )
         if r is not None and len(values) != r:
-            raise ValueError(f"lambdas: expected a scalar or {r} values, received {len(values)}")
+            raise InputError(
+                f"lambdas: expected a scalar or {r} values, received {len(values)}",
+                "give one number for equal weights, or one weight per component",
+            )
         return [float(v) for v in values]
     if not _is_real(spec):
-        raise ValueError(
+        raise InputError(
             "lambdas: expected a number, a list of r numbers or a distribution table such as "
-            f"{{dist = 'uniform', low = 1, high = 2}}, received {spec!r} ({type(spec).__name__})"
+            f"{{dist = 'uniform', low = 1, high = 2}}, received {spec!r} ({type(spec).__name__})",
+            "e.g. lambdas=1.0, lambdas=[1, 0.9, 0.8] or {'dist': 'uniform', 'low': 1, 'high': 2}",
         )
     if abs(spec) > MAX_SCALE:
-        raise ValueError(f"lambdas: weights must be at most {MAX_SCALE:g} in magnitude")
+        raise InputError(
+            f"lambdas: weights must be at most {MAX_SCALE:g} in magnitude",
+            "rescale the weights: results are scale-free",
+        )
     if spec == 0:
-        raise ValueError(
+        raise InputError(
             "lambdas: every component weight must be non-zero, received 0 (a zero weight is no "
-            "component: use a smaller rank instead)"
+            "component: use a smaller rank instead)",
+            "use a smaller rank instead of a zero weight",
         )
     return float(spec)
 
@@ -173,12 +204,14 @@ BASES: Mapping[str, Any] = MappingProxyType(
 def _check_basis(V: ArrayLike, n: int, r: int) -> np.ndarray:
     V = np.asarray(V, dtype=float)
     if V.shape != (n, r) or not np.allclose(V.T @ V, np.eye(r), atol=1e-10):
-        raise ValueError(
-            f"V: expected an ({n}, {r}) matrix with orthonormal columns, got {V.shape}"
+        raise InputError(
+            f"V: expected an ({n}, {r}) matrix with orthonormal columns, got {V.shape}",
+            "pass V with n rows and r orthonormal columns, or basis='random' / 'identity'",
         )
     return V
 
 
+@single_blas
 def make_instance(
     n: int,
     p: int,
@@ -214,13 +247,19 @@ def make_instance(
     gen = np.random.default_rng(rng)
     r = n if rank is None else rank
     if (sigma is None) == (eps is None):
-        raise ValueError("sigma/eps: give exactly one of sigma (entry scale) or eps (target ‖E‖)")
+        raise InputError(
+            "sigma/eps: give exactly one of sigma (entry scale) or eps (target ‖E‖)",
+            "pass sigma=... (entry scale) or eps=... (operator norm), not both and not neither",
+        )
     if sigma is not None:
         check_level(sigma, "sigma")
     else:
         check_level(eps, "eps")
     if basis not in BASES:
-        raise ValueError(f"basis: expected one of {sorted(BASES)}, received {basis!r}")
+        raise InputError(
+            f"basis: expected one of {sorted(BASES)}, received {basis!r}",
+            "use one of the listed bases, or pass V=... directly",
+        )
     V = BASES[basis](n, r, rng=gen) if V is None else _check_basis(V, n, r)
     lam = draw_lambdas(lambdas, r, rng=gen)
     T = sod_tensor(lam, V, p)

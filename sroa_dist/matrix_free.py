@@ -10,36 +10,16 @@ from typing import Any
 import numpy as np
 
 from .ascent import Deflation
+from .errors import InputError
 from .finishing import RankOneResult, finish_step, normalize
 from .method_records import Method
 from .methods import MethodOutput
 from .operators import TensorOperator
 
-__all__ = [
-    "OPERATOR_OPTIONS",
-    "TensorOperator",
-    "check_local_method",
-    "operator_options",
-    "operator_rank_one",
-]
+__all__ = ["TensorOperator", "check_local_method", "operator_rank_one"]
 
 #: The note every step on an operator carries: no bound is known without the entries.
 OPERATOR_NOTE = "matrix-free operator, no global bound"
-
-
-#: Method defaults on operators (the user's options override them). ``sshopm`` adds spectral
-#: starts: operators are built for large n, where uniform starts drift into the basin of a
-#: coherent perturbation's sink. On the p = 5 coherent tilt (ε = 0.2), the share of uniform
-#: starts reaching the global first step halves as n doubles (about 0.9, 0.5 and 0.25 at
-#: n = 100, 200, 400; at n = 400 all 16 default starts of one seed missed it and SROA deflated
-#: the tilted component first), while every spectral start reached it. Four cost two
-#: ``T x^{p-2}`` contractions and n × n eigensolves per step.
-OPERATOR_OPTIONS: dict[str, dict[str, Any]] = {"sshopm": {"n_spectral": 4}}
-
-
-def operator_options(method: str, options: dict[str, Any]) -> dict[str, Any]:
-    """``options`` over :data:`OPERATOR_OPTIONS` of ``method``."""
-    return {**OPERATOR_OPTIONS.get(method, {}), **options}
 
 
 def check_local_method(method: str, record: Method) -> None:
@@ -47,10 +27,11 @@ def check_local_method(method: str, record: Method) -> None:
     only local methods (those that run under SROA's implicit deflation) contract without
     reading entries."""
     if not record.implicit:
-        raise ValueError(
+        raise InputError(
             f"method: {method!r} needs every entry of the tensor (its moment relaxation reads "
             "them) and a matrix-free operator offers only contractions; use a local method "
-            "('sshopm' or 'power'), whose steps are local optima, never certified"
+            "('sshopm' or 'power'), whose steps are local optima, never certified",
+            "use a local method ('sshopm' or 'power') on a matrix-free operator",
         )
 
 
@@ -73,8 +54,10 @@ def operator_rank_one(
     """
     check_local_method(method, record)
     if certificate:
-        raise ValueError("certificate: a matrix-free operator has no relaxation to certify")
-    options = operator_options(method, options)
+        raise InputError(
+            "certificate: a matrix-free operator has no relaxation to certify",
+            "pass certificate=False, or a dense tensor to certify",
+        )
     if "lazy" in record.options:
         # Lazy stopping hands unfinished starts to a next SROA step; a lone step has none.
         options = {"lazy": False, **options}

@@ -19,6 +19,8 @@ import numpy as np
 
 from ._registry import check_entry, import_entry
 from .ascent import KERNELS
+from .confirmation import CONFIRM_RULES
+from .errors import InputError
 from .methods import (
     DEFAULT_TIME_BUDGET,
     MethodOutput,
@@ -53,16 +55,26 @@ MethodFn = Callable[..., MethodOutput]
 Rule = tuple[Callable[[Any], bool], str]
 
 
-class OptionError(ValueError):
+class OptionError(InputError):
     """A rank-one method option has an unknown name or an invalid value.
 
     ``option`` is the offending keyword and ``method`` the method, so callers (the sweep spec)
-    can name the key in their own terms.
+    can name the key in their own terms; ``hint`` defaults to where the options are listed.
     """
 
-    def __init__(self, method: str, option: str, message: str, expected: str | None = None):
+    def __init__(
+        self,
+        method: str,
+        option: str,
+        message: str,
+        expected: str | None = None,
+        hint: str = "",
+    ):
         self.method, self.option, self.expected = method, option, expected
-        super().__init__(message)
+        super().__init__(
+            message,
+            hint or f"sroa_dist.solvers.method_options({method!r}) lists its options and values",
+        )
 
 
 def _is_int(v: Any) -> bool:
@@ -77,10 +89,14 @@ def _int_at_least(lo: int) -> tuple[Callable[[Any], bool], str]:
     return (lambda v: _is_int(v) and v >= lo), f"an integer >= {lo}"
 
 
-def _relaxation_keys() -> frozenset[str]:
-    from .relaxation import SCS_SETTING_NAMES, SOLVE_OPTIONS
+def _relaxation_rules(table: Mapping[str, Any]) -> dict[str, Rule | None]:
+    """The rules of a ``relaxation`` table: the relaxation's own (:func:`sroa_dist.relaxation.
+    option_rules`) for the driver the table names (checked first; static, no device needed)."""
+    from .relaxation import option_rules
+    from .relaxation.drivers import selection
 
-    return frozenset(SOLVE_OPTIONS) | SCS_SETTING_NAMES
+    name, _ = selection(table)
+    return option_rules(name)
 
 
 #: Value rules of the options the built-in methods share, by option name (one meaning per
@@ -98,7 +114,11 @@ OPTION_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     ),
     "polish": (lambda v: isinstance(v, (bool, np.bool_)), "true or false"),
     "max_starts": (lambda v: v is None or (_is_int(v) and v >= 0), "an integer >= 0"),
-    "n_spectral": _int_at_least(0),
+    "n_spectral": (
+        lambda v: v == "operators" if isinstance(v, str) else _is_int(v) and v >= 0,
+        "an integer >= 0, or 'operators' (spectral starts on matrix-free operators only)",
+    ),
+    "confirm": (lambda v: v in CONFIRM_RULES, f"one of {list(CONFIRM_RULES)}"),
     "confirm_margin": (
         lambda v: (_is_int(v) or isinstance(v, (float, np.floating))) and v >= 0,
         "a number >= 0 (inf: confirm every instance)",
@@ -113,37 +133,10 @@ OPTION_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "order": (lambda v: v is None or (_is_int(v) and v >= 1), "an integer relaxation order"),
     "max_gram_size": _int_at_least(1),
     "relaxation": (
-        lambda v: v is None or (isinstance(v, Mapping) and set(v) <= _relaxation_keys()),
-        "a table of MomentRelaxation.solve options and SCS settings",
+        lambda v: v is None or isinstance(v, Mapping),
+        "a table of MomentRelaxation.solve options, the driver's settings and the keys "
+        "driver and device",
     ),
-}
-
-_FLAG = (lambda v: isinstance(v, (bool, np.bool_)), "true or false")
-_NONNEG = (lambda v: _is_real(v) and v >= 0, "a finite number >= 0")
-_POSITIVE = (lambda v: _is_real(v) and v > 0, "a finite number > 0")
-#: Value rules of the ``relaxation`` sub-options (``MomentRelaxation.solve`` keywords and SCS
-#: settings); keys without a rule are checked by name only.
-RELAXATION_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "warmup_iters": (lambda v: v is None or (_is_int(v) and v >= 0), "an integer >= 0"),
-    "warmup_chunks": _int_at_least(1),
-    "refine_iters": _int_at_least(0),
-    "fallback_chunk": _int_at_least(1),
-    "gap_tol": _NONNEG,
-    "fallback": _FLAG,
-    "polish_steps": _int_at_least(0),
-    "flat_tol": _NONNEG,
-    "normalize": _FLAG,
-    "adaptive_scale": _FLAG,
-    "verbose": _FLAG,
-    "scale": _POSITIVE,
-    "rho_x": _POSITIVE,
-    "max_iters": _int_at_least(1),
-    "eps_abs": _NONNEG,
-    "eps_rel": _NONNEG,
-    "eps_infeas": _NONNEG,
-    "alpha": (lambda v: _is_real(v) and 0 < v < 2, "a number in (0, 2)"),
-    "time_limit_secs": _NONNEG,
-    "acceleration_interval": _int_at_least(1),
 }
 
 
@@ -219,9 +212,10 @@ class Method:
             return {}
         if revision not in self.legacy:
             known = sorted({*self.legacy, self.revision})
-            raise ValueError(
+            raise InputError(
                 f"method {self.name!r}: revision {revision!r} cannot be reproduced by this "
-                f"code (known revisions: {known})"
+                f"code (known revisions: {known})",
+                "use one of the known revisions, or make a new store for this code's revision",
             )
         return dict(self.legacy[revision])
 
@@ -318,9 +312,15 @@ def _check_sos_indexable(name: str, n: int, p: int, options: Mapping[str, Any]) 
             name,
             "order" if order is not None else "method",
             f"method {name!r}: the order-{d} moment relaxation cannot index n = {n} variables "
-            "(its int64 monomial keys would overflow); hint: use method 'certified', which "
-            "skips the relaxation where it is intractable, or 'sshopm'",
+            "(its int64 monomial keys would overflow)",
+            hint="use method 'certified', which skips the relaxation where it is intractable, "
+            "or 'sshopm'",
         )
+
+
+#: What revisions 1-3 of ``sshopm`` share and revision 4 changed: the confirmation rule and
+#: spectral starts on matrix-free operators only.
+_BEFORE_4: dict[str, Any] = {"confirm": "settle", "n_spectral": "operators"}
 
 
 def _builtin_records() -> list[Method]:
@@ -351,8 +351,16 @@ def _builtin_records() -> list[Method]:
             # index pairs (benchmarks/bench_sroa_local.py).
             # 3 (2026-11-26): p = 3 ascents on formed tensors run coordinates first
             # ("packed"): the same steps as revision 2 up to rounding, 1.2-1.5x its throughput.
-            revision=3,
-            legacy={1: {"abandon_margin": math.inf, "kernel": "dense"}, 2: {"kernel": "symmetric"}},
+            # 4 (2026-11-27): 'confirmed' means an exploration of the unexplored directions
+            # found nothing higher (confirm="explore"; the earlier rule confirmed steps that
+            # missed a whole basin), and spectral starts run on every path, formed tensors
+            # included (benchmarks/bench_miss_rate.py, bench_sroa_local.py).
+            revision=4,
+            legacy={
+                1: {**_BEFORE_4, "abandon_margin": math.inf, "kernel": "dense"},
+                2: {**_BEFORE_4, "kernel": "symmetric"},
+                3: dict(_BEFORE_4),
+            },
         ),
         make_method("power", _method_power, cost=_local_cost(1e-7)),
     ]
@@ -414,7 +422,10 @@ def register_method(
 def unregister_method(name: str) -> None:
     """Remove a method added with :func:`register_method` (the built-in ones stay)."""
     if name in _BUILTIN:
-        raise ValueError(f"method {name!r} is built in and cannot be removed")
+        raise InputError(
+            f"method {name!r} is built in and cannot be removed",
+            "built-in methods stay; register yours under another name",
+        )
     _REGISTRY.pop(name, None)
 
 
@@ -431,9 +442,11 @@ def resolve_method(method: str) -> Method:
         return _REGISTRY[method]
     if isinstance(method, str) and ":" in method:
         return _import_method(method)
-    raise ValueError(
+    raise InputError(
         f"method: unknown rank-one method {method!r}; expected one of {sorted(METHODS)} or an "
-        "import path 'package.module:function'"
+        "import path 'package.module:function'",
+        "use one of the listed methods, register one (sroa_dist.register_method) or give "
+        "'package.module:function'",
     )
 
 
@@ -485,27 +498,15 @@ def check_options(
         # gap_tol belongs to the front door: its rule holds whatever the method.
         rule = record.rules.get(name, OPTION_RULES["gap_tol"] if name == "gap_tol" else None)
         if rule is not None and not rule[0](value):
-            hint = ""
-            if name == "relaxation" and isinstance(value, Mapping):
-                bad = sorted(set(value) - _relaxation_keys())
-                hint = f" (unknown keys {bad}; valid: {sorted(_relaxation_keys())})"
             raise OptionError(
                 method,
                 name,
                 f"options: {name} of method {method!r}: expected {rule[1]}, received "
-                f"{value!r} ({type(value).__name__}){hint}",
-                rule[1] + hint,
-            )
-    for key, value in (options.get("relaxation") or {}).items():
-        rule = RELAXATION_RULES.get(key)
-        if rule is not None and not rule[0](value):
-            raise OptionError(
-                method,
-                "relaxation",
-                f"options: relaxation.{key} of method {method!r}: expected {rule[1]}, received "
                 f"{value!r} ({type(value).__name__})",
-                f"{rule[1]} for relaxation.{key}",
+                rule[1],
             )
+    if record.rules.get("relaxation") is OPTION_RULES["relaxation"]:
+        _check_relaxation_table(method, options.get("relaxation"))
     order = options.get("order")
     if p is not None and order is not None and order < (int(p) + 1) // 2:
         raise OptionError(
@@ -518,6 +519,39 @@ def check_options(
     if record.check is not None and n is not None and p is not None:
         record.check(method, int(n), int(p), options)
     return dict(options)
+
+
+def _check_relaxation_table(method: str, table: Mapping[str, Any] | None) -> None:
+    """Each key of a ``relaxation`` table against the rules of the driver it names."""
+    if not table:
+        return
+    try:
+        rules = _relaxation_rules(table)
+    except ValueError as exc:  # an unknown driver or device, or a device the driver lacks
+        key = str(exc).split(":", 1)[0].removeprefix("relaxation.")
+        raise OptionError(
+            method, "relaxation", f"options: {exc}", f"{exc} (relaxation.{key})"
+        ) from None
+    unknown = sorted(set(table) - set(rules))
+    if unknown:
+        name = table.get("driver", "scs")
+        raise OptionError(
+            method,
+            "relaxation",
+            f"options: relaxation of method {method!r}: unknown keys {unknown} for driver "
+            f"{name!r}; valid: {sorted(rules)}",
+            f"a table of keys among {sorted(rules)} (driver {name!r})",
+        )
+    for key, value in table.items():
+        rule = rules.get(key)
+        if rule is not None and not rule[0](value):
+            raise OptionError(
+                method,
+                "relaxation",
+                f"options: relaxation.{key} of method {method!r}: expected {rule[1]}, received "
+                f"{value!r} ({type(value).__name__})",
+                f"{rule[1]} for relaxation.{key}",
+            )
 
 
 def memory_estimate(

@@ -16,6 +16,7 @@ from numpy.typing import NDArray
 from .ascent import (
     BEST_RTOL,
     DEFAULT_MAX_STARTS,
+    DEFAULT_N_SPECTRAL,
     DEFAULT_N_STARTS,
     Deflation,
     _ascent_deflated,
@@ -27,6 +28,9 @@ from .ascent import (
     shifted_ascent,
     spectral_starts,
 )
+from .confirmation import CONFIRM_RULES, ROUND_COMPLEMENT, ROUND_UNIFORM, explore, settle
+from .errors import InputError, InputTypeError, SroaDeprecationWarning
+from .operators import TensorOperator
 from .tensors import FloatArray
 
 #: Default seconds per step ``certified`` may spend on the moment relaxation (``time_budget``):
@@ -47,18 +51,19 @@ RELAXATION_STOP_FRACTION = 0.9
 #: together, p = 4 and 5 on fresh nearly SOD tensors and their deflations. SCS's full
 #: eigendecomposition of the m x m matrix per iteration dominates.
 COST_MODEL: dict[int, tuple[float, float]] = {3: (0.14, 1.86), 4: (0.099, 2.26), 5: (0.039, 3.11)}
-#: ``sshopm`` runs its confirming start set where fewer than two starts reached the best value,
-#: where a point near the best (within ``abandon_margin``) was reached by one start only, or
-#: where a start away from the best point (another local maximum, or one still climbing) is
-#: within this relative distance of it (:func:`_first_set_settles`); elsewhere a second set
-#: could not change the answer. Miss rate against certified steps: benchmarks/bench_miss_rate.py.
+#: Under ``confirm="settle"`` (``sshopm`` revisions 1–3) the confirming start set runs where
+#: fewer than two starts reached the best value, where a point near the best (within
+#: ``abandon_margin``) was reached by one start only, or where a start away from the best point
+#: is within this relative distance of it (:func:`~sroa_dist.confirmation.first_set_settles`).
+#: Its false-confirmation rate against certified steps: benchmarks/bench_miss_rate.py.
 CONFIRM_MARGIN = 1e-5
 #: On a formed tensor, ``sshopm`` treats a start that ends more than this fraction of the best
 #: value below it as irrelevant (``abandon_margin``): an instance's ascent stops once every
 #: start still climbing is that far below its best converged start (see
 #: :func:`~sroa_dist.ascent.shifted_ascent`), and such points are not counted as maxima seen
-#: once (:func:`_first_set_settles`). They wander the flat region between components, in late
-#: SROA steps for up to ``max_iter`` iterations. Measured (benchmarks/bench_sroa_local.py and
+#: once (:func:`~sroa_dist.confirmation.first_set_settles`), nor explored
+#: (:func:`~sroa_dist.confirmation.explore`). They wander the flat region between components,
+#: in late SROA steps for up to ``max_iter`` iterations. Measured (bench_sroa_local.py and
 #: a side-by-side run on the Figure-2 workload and Gaussian n = 16-32, 2026-11-26): no step's
 #: best value changed on 500 Figure-2 SROAs and 864 Gaussian steps; a margin of 0 (stop once
 #: the best converged start leads) lost up to 2 % of the value on 1 % of Figure-2 steps.
@@ -110,6 +115,9 @@ class MethodOutput:
     final_starts, final_values, final_grads : ndarrays, optional
         The local phase's final iterates ``(B, S, n)``, their values ``(B, S)`` and (under a
         deflation) unsigned gradients ``(B, S, n)``: SROA continues from them as warm starts.
+    relaxation : str, optional
+        Which SDP driver and device bounded the step, e.g. ``"scs/cpu"`` or ``"admm/cuda"``
+        (``None``: no relaxation ran).
     """
 
     x: FloatArray
@@ -124,6 +132,7 @@ class MethodOutput:
     final_starts: Any = None
     final_values: Any = None
     final_grads: Any = None
+    relaxation: str | None = None
 
     @classmethod
     def coerce(cls, out: Any, method: str) -> MethodOutput:
@@ -136,7 +145,7 @@ class MethodOutput:
                 f"method {method!r} returned a {type(out).__name__}; return a "
                 "sroa_dist.solvers.MethodOutput instead (mappings are deprecated and will be "
                 "refused in the next release)",
-                DeprecationWarning,
+                SroaDeprecationWarning,
                 stacklevel=3,
             )
             d = dict(out)
@@ -145,14 +154,16 @@ class MethodOutput:
             names = {f.name for f in dataclasses.fields(cls)}
             unknown = sorted(set(d) - names)
             if unknown:
-                raise ValueError(
+                raise InputError(
                     f"method {method!r}: returned unknown keys {unknown}; expected the fields "
-                    f"of MethodOutput: {sorted(names)}"
+                    f"of MethodOutput: {sorted(names)}",
+                    "return only the fields of MethodOutput",
                 )
             return cls(**d)
-        raise TypeError(
+        raise InputTypeError(
             f"method {method!r}: expected it to return a MethodOutput, received "
-            f"{type(out).__name__}"
+            f"{type(out).__name__}",
+            "return sroa_dist.solvers.MethodOutput(x=..., n_starts=..., n_iter=...)",
         )
 
 
@@ -217,42 +228,6 @@ def _by_instance(A: FloatArray, B: int) -> FloatArray:
     return np.moveaxis(A, 0, 1).reshape((B, k * S) + rest)
 
 
-def _first_set_settles(
-    Xs: FloatArray,
-    Fs: FloatArray,
-    first: NDArray[np.intp],
-    margin: float,
-    abandon_margin: float = math.inf,
-) -> NDArray[np.bool_]:
-    """Instances whose first start set already gives the confirmation evidence, so a second,
-    independent set could not change the answer's standing: ``(B,)`` bool, true where
-
-    * at least two starts reached the best value (within :data:`BEST_RTOL`: two independent
-      uniform starts in the best basin, the evidence two agreeing sets give);
-    * every point the set ended at within ``abandon_margin`` of the best value (relative; all
-      of them with ``inf``) was reached by at least two starts (``|cos| >= 0.999``). By the
-      Good–Turing estimate, the chance that one more start ends at a maximum the set has not
-      seen is about the fraction of starts whose point no other start reached; with none, a
-      second set of the same size is unlikely to find a new (higher) maximum. Points far
-      below the best (abandoned starts, maxima of the noise) say nothing about that;
-    * no start away from the best point (another local maximum, or one still climbing) is
-      within ``margin`` of the best value (relative): a near tie is always re-checked.
-    """
-    rows = np.arange(Fs.shape[0])
-    top = Fs[rows, first]
-    n_best = np.sum(Fs >= (top - BEST_RTOL * np.abs(top))[:, None], axis=1)
-    cos = np.abs(np.matmul(Xs, Xs.transpose(0, 2, 1)))
-    away = cos[rows, first] < 0.999
-    rival = np.max(np.where(away, Fs, -np.inf), axis=1)
-    # Padding rows of later sets carry -inf values and never reach this (first set only).
-    seen_twice = np.sum(cos >= 0.999, axis=2) >= 2
-    if abandon_margin < math.inf:
-        seen_twice |= Fs < (top - abandon_margin * np.abs(top))[:, None]
-    with np.errstate(invalid="ignore"):  # margin = inf: every instance is confirmed
-        rival_ok = rival < top - margin * np.abs(top)
-    return (n_best >= 2) & np.all(seen_twice, axis=1) & rival_ok
-
-
 def _method_sshopm(
     Ts: FloatArray,
     rngs: Sequence[np.random.Generator],
@@ -264,9 +239,10 @@ def _method_sshopm(
     shift: str | float = "monotone",
     polish: bool = True,
     max_starts: int | None = None,
-    n_spectral: int = 0,
+    n_spectral: int | str = DEFAULT_N_SPECTRAL,
     warm: bool = True,
     lazy: bool = True,
+    confirm: str = "explore",
     confirm_margin: float = CONFIRM_MARGIN,
     abandon_margin: float = ABANDON_MARGIN,
     kernel: str = "packed",
@@ -280,41 +256,54 @@ def _method_sshopm(
     adaptive shift; ``"adaptive"``: Kolda–Mayo's Hessian-based shift; a float: fixed shift),
     ``polish``: Newton steps on the sphere from the best start to machine precision;
     ``n_spectral``: extra starts at the extreme eigenvectors of random contractions
-    ``T(I, I, θ, …)`` (see :func:`spectral_starts`); ``warm``: in an implicitly deflated
-    SROA, also start from the previous step's other local maxima; ``lazy``: there,
-    stop a step once its best converged start beats every unconverged one and carry those
-    on as warm starts (see :func:`shifted_ascent`); ``max_starts``: when at least
-    ``2·n_starts``, the best value needs two independent witnesses. Where the first set
-    already has them (at least two starts reached the best value, every point it ended at
-    within ``abandon_margin`` of the best was reached by two starts, and no start away from the
-    best is within ``confirm_margin`` of it, relative; default :data:`CONFIRM_MARGIN`, ``inf``
-    confirms every instance; see :func:`_first_set_settles`) it is ``confirmed`` at no cost;
-    elsewhere a second, independent start set (from a stream spawned off the instance's, so the
-    first set
-    and later SROA steps keep their draws) is run, and the starts are doubled until the best
-    values of the old and the new set agree (``confirmed``) or ``max_starts`` would be
-    exceeded; the first set's pick stands unless a later set beats it. Default (``None``):
-    ``max(DEFAULT_MAX_STARTS, 4 n_starts)`` on a formed tensor, and 0 under implicit
-    deflation (large n), where a cold second set would cost several times the warm-started
-    step; pass it there to confirm. ``abandon_margin`` (formed tensors): starts more than this
-    fraction of the best value below it are irrelevant: an instance's ascent ends once every
-    start still climbing is that far below its best converged start, and their points do not
-    count as maxima seen once (default :data:`ABANDON_MARGIN`; ``inf`` runs every start to
-    convergence and counts every point). ``kernel`` (formed tensors): ``"packed"`` contracts
-    p = 3 tensors over their distinct index pairs with the iterates held coordinates first,
-    ``"symmetric"`` over the same pairs instance by instance, ``"dense"`` over all of them (see
-    :func:`~sroa_dist.ascent.shifted_ascent`); the three agree up to rounding. Revisions 1 and 2
-    of this method, which stores made with them keep using, are
-    ``abandon_margin=inf, kernel="dense"`` and ``kernel="symmetric"``.
+    ``T(I, I, θ, …)`` (see :func:`spectral_starts`; default :data:`DEFAULT_N_SPECTRAL` on
+    every path; ``"operators"``: that many on matrix-free operators and none on formed
+    tensors, the rule of revisions 1–3); ``warm``: in an implicitly deflated SROA, also start
+    from the previous step's other local maxima; ``lazy``: there, stop a step once its best
+    converged start beats every unconverged one and carry those on as warm starts (see
+    :func:`shifted_ascent`).
+
+    ``max_starts`` bounds the starts per sign a step may use, confirmation included
+    (default ``max(DEFAULT_MAX_STARTS, 4 n_starts)`` on a formed tensor, 0 under implicit
+    deflation, where a cold confirmation would cost several times the warm-started step; pass
+    it there to confirm). ``confirm`` chooses what ``confirmed`` means:
+
+    * ``"explore"`` (default): rounds of starts from streams spawned off the instance's (so
+      the first set and later SROA steps keep their draws), aimed at the orthogonal
+      complement of the relevant maxima found so far plus uniform ones, run until a round
+      finds neither a higher value nor a new relevant maximum (``confirmed``) or the budget is
+      spent (see :func:`sroa_dist.confirmation.explore`);
+    * ``"settle"`` (revisions 1–3): where the first set has two starts at the best value,
+      every relevant point it reached reached twice and no rival within ``confirm_margin``
+      (``inf`` confirms every instance), it is confirmed at no cost; elsewhere a second,
+      independent set is run and the starts doubled until two sets agree. Measured to confirm
+      steps that missed a whole basin (benchmarks/bench_miss_rate.py).
+
+    Either way the first set's pick stands unless a later start found a clearly higher value.
+    ``abandon_margin`` (formed tensors): starts more than this fraction of the best value
+    below it are irrelevant: an instance's ascent ends once every start still climbing is that
+    far below its best converged start, and their points are neither explored nor count as
+    maxima seen once (default :data:`ABANDON_MARGIN`; ``inf`` runs every start to convergence
+    and counts every point). ``kernel`` (formed tensors): ``"packed"`` contracts p = 3 tensors
+    over their distinct index pairs with the iterates held coordinates first, ``"symmetric"``
+    over the same pairs instance by instance, ``"dense"`` over all of them (see
+    :func:`~sroa_dist.ascent.shifted_ascent`); the three agree up to rounding. Revisions 1, 2
+    and 3 of this method, which stores made with them keep using, are reproduced by the
+    option values in its record's ``legacy`` table.
     Converges to local maxima: fast, not certified. Besides ``x`` it reports how many starts
-    reached the best value (``n_best``) and whether two independent witnesses reached it
-    (``confirmed``; always false with ``max_starts < 2·n_starts``). Evidence, not a proof.
+    reached the best value (``n_best``) and whether the confirmation upheld it
+    (``confirmed``; always false where ``max_starts`` leaves no room for it). Evidence, not a
+    proof.
     """
     B, n = Ts.shape[0], Ts.shape[1]
     if n_starts is None:
         n_starts = DEFAULT_N_STARTS if deflation is not None else min(max(DEFAULT_N_STARTS, n), 64)
     if max_starts is None:
         max_starts = max(DEFAULT_MAX_STARTS, 4 * n_starts) if deflation is None else 0
+    if confirm not in CONFIRM_RULES:
+        raise ValueError(f"confirm: expected one of {list(CONFIRM_RULES)}, received {confirm!r}")
+    if n_spectral == "operators":  # revisions 1-3: spectral starts on operators only
+        n_spectral = DEFAULT_N_SPECTRAL if isinstance(Ts, TensorOperator) else 0
     kw: dict[str, Any] = {"max_iter": max_iter, "tol": tol, "shift": shift}
     if deflation is not None:
         kw["lazy"] = warm and lazy
@@ -332,33 +321,38 @@ def _method_sshopm(
     first = np.argmax(Fs, axis=1)
     used = np.full(B, Xs.shape[1])
     n_iter = it.reshape(-1, B).max(axis=0)
-    confirmed = np.zeros(B, dtype=bool)
-    size = n_starts
-    if 2 * size <= max_starts:
-        # A second start set can only change the answer where the first set's best is in
-        # doubt: pay for it there only (see _first_set_settles).
-        margin = abandon_margin if deflation is None else math.inf
-        confirmed = _first_set_settles(Xs, Fs, first, confirm_margin, margin)
-    while 2 * size <= max_starts:
-        rows = np.flatnonzero(~confirmed)
-        if rows.size == 0:
-            break
+
+    def again(X0: FloatArray, rows: NDArray[np.intp]) -> tuple[FloatArray, FloatArray, Any]:
+        """The same ascent, cold and not lazy, on the instances ``rows`` from ``X0``."""
         sub = Ts if rows.size == B else Ts[rows]
         d = None if deflation is None else deflation.take(rows).cold()
-        fresh = random_starts([rngs[b].spawn(1)[0] for b in rows], size, n)
-        Xn, Fn, itn, _ = _ascend(sub, fresh, d, **{**kw, "lazy": False})
-        Xn, Fn = _by_instance(Xn, rows.size), _by_instance(Fn, rows.size)
-        old, new = Fs[rows].max(axis=1), Fn.max(axis=1)
-        scale = np.maximum(np.abs(old), np.abs(new)) + np.finfo(float).tiny
-        confirmed[rows] = np.abs(new - old) <= BEST_RTOL * scale
-        n_iter[rows] = np.maximum(n_iter[rows], itn.reshape(-1, rows.size).max(axis=0))
-        used[rows] += Xn.shape[1]
-        # Merge; instances not in `rows` get padding at -inf, which no statistic counts.
-        pad_X = np.zeros((B,) + Xn.shape[1:])
-        pad_F = np.full((B, Xn.shape[1]), -np.inf)
-        pad_X[rows], pad_F[rows] = Xn, Fn
-        Xs, Fs = np.concatenate([Xs, pad_X], axis=1), np.concatenate([Fs, pad_F], axis=1)
-        size *= 2
+        Xn, Fn, itn, _ = _ascend(sub, X0, d, **{**kw, "lazy": False})
+        k = rows.size
+        return _by_instance(Xn, k), _by_instance(Fn, k), itn.reshape(-1, k).max(axis=0)
+
+    if confirm == "explore":
+        rounds = max(0, (max_starts - n_starts - n_spectral) // (ROUND_COMPLEMENT + ROUND_UNIFORM))
+        Xs, Fs, confirmed, extra, it_c = explore(
+            again, rngs, Xs, Fs, budget=rounds, relevance=abandon_margin
+        )
+        used += extra * _signs(Ts)
+        n_iter = np.maximum(n_iter, it_c)
+    else:
+        Xs, Fs, confirmed, used, n_iter = settle(
+            again,
+            rngs,
+            Ts,
+            Xs,
+            Fs,
+            first,
+            used,
+            n_iter,
+            n_starts,
+            max_starts,
+            n,
+            confirm_margin,
+            abandon_margin if deflation is None else math.inf,
+        )
     rows_b = np.arange(B)
     top1, best = Fs[rows_b, first], np.argmax(Fs, axis=1)
     # Keep the first set's pick (and its bits) unless a later set found a clearly higher value.
@@ -378,6 +372,11 @@ def _method_sshopm(
         final_values=_by_instance(F, B),
         final_grads=None if grads is None else _by_instance(grads, B),
     )
+
+
+def _signs(Ts: FloatArray) -> int:
+    """Problems per start: 2 for even p (``T x^p`` and ``−T x^p``), 1 for odd p."""
+    return 2 if (Ts.ndim - 1) % 2 == 0 else 1
 
 
 def moment_side(n: int, p: int, order: int | None = None, *, full: bool = False) -> int:
@@ -450,19 +449,23 @@ def _relax(
     order: int | None,
     options: dict[str, Any],
     candidates: FloatArray | None = None,
-) -> list[Any]:
-    """Solve the moment relaxation of ``max |T x^p|`` (odd p: ``max T x^p``) per instance,
-    optionally seeding each with a candidate maximiser ``candidates[b]``."""
+) -> tuple[list[Any], str]:
+    """Solve the moment relaxation of ``max |T x^p|`` (odd p: ``max T x^p``) of every tensor,
+    optionally seeding each with a candidate maximiser ``candidates[b]``, with the SDP driver
+    and device the options name (``driver``, ``device``; SCS on the CPU by default). Returns
+    the results and the driver's label (:func:`~sroa_dist.relaxation.drivers.driver_label`).
+    A driver that solves several relaxations at once gets the whole stack."""
     from .relaxation import get_relaxation
+    from .relaxation.drivers import driver_label, get_driver, split_selection
 
     n, p = Ts.shape[1], Ts.ndim - 1
+    options, name, device = split_selection(options)
+    driver = get_driver(name, device)
     relax = get_relaxation(n, p, order=order)
-    solve = relax.solve if p % 2 else relax.solve_abs
-    out = []
-    for b, T in enumerate(Ts):
-        extra = {} if candidates is None else {"candidates": candidates[b][None, :]}
-        out.append(solve(T, **extra, **options))
-    return out
+    cands = None if candidates is None else [c[None, :] for c in candidates]
+    return relax.solve_abs_batch(Ts, candidates=cands, driver=driver, **options), driver_label(
+        name, device
+    )
 
 
 def _relaxation_options(
@@ -472,7 +475,10 @@ def _relaxation_options(
     certificate export, and (unless the table sets it) a stopping gap that certification
     accepts, :data:`RELAXATION_STOP_FRACTION` of ``gap_tol``."""
     if not (isinstance(gap_tol, (int, float)) and gap_tol >= 0):
-        raise ValueError(f"gap_tol: expected a number >= 0, received {gap_tol!r}")
+        raise InputError(
+            f"gap_tol: expected a number >= 0, received {gap_tol!r}",
+            "give a tolerance >= 0, e.g. gap_tol=1e-6",
+        )
     out = {"gap_tol": RELAXATION_STOP_FRACTION * float(gap_tol), **(options or {})}
     if certificate:
         out["with_certificate"] = True
@@ -488,20 +494,22 @@ def _method_sos(
     certificate: bool = False,
     gap_tol: float = GAP_TOL,
 ) -> MethodOutput:
-    """Lasserre moment relaxation (order ⌈p/2⌉ by default) solved with SCS.
+    """Lasserre moment relaxation (order ⌈p/2⌉ by default), solved by an SDP driver (SCS
+    unless the ``relaxation`` table names another).
 
     Maximiser candidates are extracted from the moments and polished; a validated dual bound
     is the certificate (see :mod:`sroa_dist.relaxation`). Options: ``order`` (relaxation
-    order), ``relaxation`` (keyword options of ``MomentRelaxation.solve``, e.g. SCS settings),
+    order), ``relaxation`` (keyword options of ``MomentRelaxation.solve``, the SDP ``driver``
+    and ``device`` — e.g. ``{"driver": "admm", "device": "cuda"}`` — and the driver's settings),
     ``certificate`` (export the SOS certificate; also set by ``rank_one(certificate=True)``),
     ``gap_tol`` (the certification tolerance, passed by ``rank_one``: the solve stops once its
     validated bound is within 0.9 of it).
     """
     options = _relaxation_options(relaxation, certificate, gap_tol)
-    return _sos_result(_relax(Ts, order, options))
+    return _sos_result(*_relax(Ts, order, options))
 
 
-def _sos_result(rel: list[Any]) -> MethodOutput:
+def _sos_result(rel: list[Any], label: str) -> MethodOutput:
     return MethodOutput(
         x=np.stack([r.x for r in rel]),
         upper_bound=np.array([r.upper_bound for r in rel]),
@@ -509,6 +517,7 @@ def _sos_result(rel: list[Any]) -> MethodOutput:
         n_iter=np.array([r.iterations for r in rel]),
         solve_time=np.array([r.solve_time for r in rel]),
         certificate=_object_array([r.sos_certificate for r in rel]),
+        relaxation=label,
     )
 
 
@@ -557,11 +566,15 @@ def _method_certified(
         tol=tol,
         shift=shift,
         max_starts=0,
+        n_spectral=0,
         abandon_margin=math.inf,
         kernel="dense",
     )
     if not time_budget >= 0:
-        raise ValueError(f"time_budget: expected seconds >= 0, received {time_budget!r}")
+        raise InputError(
+            f"time_budget: expected seconds >= 0, received {time_budget!r}",
+            "give seconds >= 0, e.g. time_budget=5",
+        )
     if not relaxation_tractable(n, p, max_gram_size, time_budget):
         notes = (
             f"relaxation skipped (moment matrix larger than {max_gram_size})"
@@ -572,7 +585,7 @@ def _method_certified(
         return dataclasses.replace(local, notes=notes)
     local_share = (time.perf_counter() - t0) / len(Ts)
     options = _relaxation_options(relaxation, certificate, gap_tol)
-    sos = _sos_result(_relax(Ts, order, options, local.x))
+    sos = _sos_result(*_relax(Ts, order, options, local.x))
     return dataclasses.replace(
         sos,
         solve_time=sos.solve_time + local_share,

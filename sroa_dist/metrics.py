@@ -9,6 +9,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .decomposition import SROAResult
+from .errors import InputError
 
 __all__ = ["MatchResult", "match", "theorem_2_2_bounds", "theorem_3_1_bounds"]
 
@@ -83,13 +84,15 @@ def match(result: SROAResult, lambdas_true: ArrayLike, V_true: ArrayLike) -> Mat
     if V_true.ndim == 2:
         V_true = np.broadcast_to(V_true, (B,) + V_true.shape)
     if V_true.shape[:2] != (B, n) or lam_true.shape != (B, V_true.shape[2]):
-        raise ValueError(
+        raise InputError(
             f"lambdas_true/V_true: expected shapes (r,)/(n, r) with n = {n} (or with a batch axis "
-            f"of {B}), received {np.shape(lambdas_true)} and {np.shape(V_true)}"
+            f"of {B}), received {np.shape(lambdas_true)} and {np.shape(V_true)}",
+            "pass the instance's own lambdas and V (e.g. inst.lambdas, inst.V)",
         )
     if V_true.shape[2] < r_hat:
-        raise ValueError(
-            f"V_true: {V_true.shape[2]} true components cannot be matched to {r_hat} estimates"
+        raise InputError(
+            f"V_true: {V_true.shape[2]} true components cannot be matched to {r_hat} estimates",
+            "run SROA with at least as many steps as true components (rank=r)",
         )
     out = [_match_one(lam_hat[b], V_hat[b], lam_true[b], V_true[b], result.p) for b in range(B)]
     perm, lam_err, vec_err, lam_m = (np.stack(a) for a in zip(*out, strict=True))
@@ -98,10 +101,21 @@ def match(result: SROAResult, lambdas_true: ArrayLike, V_true: ArrayLike) -> Mat
     return MatchResult(perm=perm, lam_err=lam_err, vec_err=vec_err, lam_matched=lam_m)
 
 
+def _check_eps(eps: ArrayLike) -> np.ndarray:
+    """ε as floats; NaN (no instance) passes, a negative norm does not."""
+    eps = np.asarray(eps, dtype=float)
+    if np.any(eps < 0):
+        raise InputError(
+            f"eps: expected operator norms >= 0; received {eps[eps < 0].ravel()[:3].tolist()}",
+            "pass ‖E‖ (e.g. a cube's eps, or operator_norm(E).value)",
+        )
+    return eps
+
+
 def theorem_2_2_bounds(eps: ArrayLike, lam: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """Theorem 2.2 (first SROA step, odd p): ``|λ̂ − λ_j| ≤ ε`` and
     ``‖x̂ − v_j‖ ≤ 10 (ε/λ_j + (ε/λ_j)²)``. Returns ``(lam_bound, vec_bound)``, broadcast."""
-    eps = np.asarray(eps, dtype=float)
+    eps = _check_eps(eps)
     with np.errstate(over="ignore", divide="ignore"):  # a huge ratio's bound is just +inf
         ratio = eps / np.abs(np.asarray(lam, dtype=float))
         return np.broadcast_to(eps, ratio.shape).copy(), 10.0 * (ratio + ratio**2)
@@ -110,7 +124,7 @@ def theorem_2_2_bounds(eps: ArrayLike, lam: ArrayLike) -> tuple[np.ndarray, np.n
 def theorem_3_1_bounds(eps: ArrayLike, lam: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """Theorem 3.1 (every SROA step, for ε ≤ c₀ λ_min / n^{1/(p−1)}): ``|λ_π(j) − λ̂_j| ≤ 2ε`` and
     ``‖v_π(j) − v̂_j‖ ≤ 20 ε/λ_π(j)``. Returns ``(lam_bound, vec_bound)``, broadcast."""
-    eps = np.asarray(eps, dtype=float)
+    eps = _check_eps(eps)
     with np.errstate(over="ignore", divide="ignore"):  # a huge ratio's bound is just +inf
         ratio = eps / np.abs(np.asarray(lam, dtype=float))
         return np.broadcast_to(2.0 * eps, ratio.shape).copy(), 20.0 * ratio

@@ -16,6 +16,8 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
+from .errors import InputError
+
 __all__ = [
     "MonomialKeys",
     "exponent_tuples",
@@ -102,8 +104,9 @@ def exponent_tuples(E: NDArray[np.integer], width: int, pad: int) -> NDArray[np.
     E = np.asarray(E, dtype=np.int64)
     deg = E.sum(axis=1)
     if deg.max(initial=0) > width:
-        raise ValueError(
-            f"E: expected monomials of degree <= {width}, received degree {int(deg.max())}"
+        raise InputError(
+            f"E: expected monomials of degree <= {width}, received degree {int(deg.max())}",
+            "keep the exponents within the relaxation's degree",
         )
     out = np.full((E.shape[0], width), pad, dtype=np.int32)
     r, c = np.nonzero(E)
@@ -156,10 +159,16 @@ def polynomial_coefficients(T: np.ndarray, p: int | None = None) -> NDArray[np.f
     T = np.asarray(T, dtype=float)
     p = T.ndim if p is None else int(p)
     if p < 1 or T.ndim < p:
-        raise ValueError(f"expected a tensor with at least p = {p} axes, received shape {T.shape}")
+        raise InputError(
+            f"expected a tensor with at least p = {p} axes, received shape {T.shape}",
+            "pass a tensor with at least p axes",
+        )
     n = T.shape[-1]
     if T.shape[T.ndim - p :] != (n,) * p:
-        raise ValueError(f"expected the last {p} axes to have equal length, received {T.shape}")
+        raise InputError(
+            f"expected the last {p} axes to have equal length, received {T.shape}",
+            "pass a tensor whose last p axes have one length n",
+        )
     idx = multiset_tuples(n, p)
     flat = T.reshape(T.shape[: T.ndim - p] + (n**p,))
     lin = np.ravel_multi_index(tuple(idx.T), (n,) * p)
@@ -178,10 +187,11 @@ class MonomialKeys:
 
     def __init__(self, n: int, D: int) -> None:
         if math.comb(n + D, D) >= 2**62:
-            raise ValueError(
+            raise InputError(
                 f"expected fewer than 2^62 monomials of degree <= {D} in n = {n} variables for "
-                f"the moment index, received C(n + {D}, {D}) = {math.comb(n + D, D)}; hint: "
-                "such a relaxation would not fit in memory anyway"
+                f"the moment index, received C(n + {D}, {D}) = {math.comb(n + D, D)}",
+                "use a local method (sshopm) at this size: such a relaxation would not fit in "
+                "memory anyway",
             )
         self.n, self.D = n, D
 

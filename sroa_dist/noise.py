@@ -10,6 +10,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._registry import check_entry
+from .errors import InputError
 from .monomials import multiset_index, multiset_rank
 from .tensors import keyword_rng
 
@@ -76,23 +77,31 @@ def noise_tensor(
     ``None``) is keyword-only and required.
     """
     if model not in _REGISTRY:
-        raise ValueError(
+        raise InputError(
             f"noise: unknown model {model!r}; expected one of {sorted(_REGISTRY)} "
-            "(add one with sroa_dist.register_noise)"
+            "(add one with sroa_dist.register_noise)",
+            "use one of the listed models, or add one with sroa_dist.register_noise",
         )
     sigma = float(sigma)
     if not np.isfinite(sigma) or sigma < 0:
-        raise ValueError(f"sigma: expected a finite value >= 0, received {sigma}")
+        raise InputError(
+            f"sigma: expected a finite value >= 0, received {sigma}",
+            "give a finite sigma >= 0, e.g. sigma=0.01",
+        )
     if int(p) < 3:
-        raise ValueError(f"p: expected an integer tensor order >= 3, received {p}")
+        raise InputError(
+            f"p: expected an integer tensor order >= 3, received {p}",
+            "give the tensor order p >= 3, e.g. p=3",
+        )
     if int(n) < 2:
-        raise ValueError(f"n: expected an integer >= 2, received {n}")
+        raise InputError(f"n: expected an integer >= 2, received {n}", "give the dimension n >= 2")
     n, p = int(n), int(p)
     count = math.comb(n + p - 1, p)
     values = np.asarray(_REGISTRY[model](np.random.default_rng(rng), count, sigma), dtype=float)
     if values.shape != (count,):
-        raise ValueError(
-            f"noise model {model!r} returned shape {values.shape}, expected ({count},)"
+        raise InputError(
+            f"noise model {model!r} returned shape {values.shape}, expected ({count},)",
+            "a registered sampler(rng, size, sigma) must return exactly size values",
         )
     return symmetric_from_multisets(values, n, p)
 

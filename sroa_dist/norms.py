@@ -10,8 +10,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .errors import InputError
 from .solvers import GAP_TOL, RngLike, rank_one_batch
 from .tensors import check_symmetric_tensor
+from .threads import single_blas
 
 __all__ = [
     "OperatorNormResult",
@@ -52,6 +54,7 @@ class OperatorNormResult:
         )
 
 
+@single_blas
 def operator_norm_batch(
     Es: ArrayLike,
     method: str = "certified",
@@ -108,11 +111,14 @@ def scale_factors(norms: ArrayLike, targets: ArrayLike) -> np.ndarray:
     norms = np.asarray(norms, dtype=float)
     targets = np.asarray(targets, dtype=float)
     if not np.all(np.isfinite(targets) & (targets >= 0)):
-        raise ValueError(f"eps: expected finite target norms >= 0, received {targets}")
+        raise InputError(
+            f"eps: expected finite target norms >= 0, received {targets}",
+            "give finite target norms >= 0",
+        )
     if np.any((norms == 0) & (targets > 0)):
-        raise ValueError(
-            "E: cannot scale a zero perturbation to a positive operator norm; hint: draw a "
-            "nonzero perturbation or use a target norm of 0"
+        raise InputError(
+            "E: cannot scale a zero perturbation to a positive operator norm",
+            "draw a nonzero perturbation or use a target norm of 0",
         )
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         return np.where(norms > 0, targets / np.where(norms > 0, norms, 1.0), 0.0)
@@ -133,7 +139,9 @@ def scale_to_opnorm(
     otherwise it is computed with :func:`operator_norm` (``method``, ``rng``, ``options``).
     """
     if not (np.isfinite(eps) and eps >= 0):
-        raise ValueError(f"eps: expected a finite target norm >= 0, received {eps}")
+        raise InputError(
+            f"eps: expected a finite target norm >= 0, received {eps}", "give a finite eps >= 0"
+        )
     E = check_symmetric_tensor(E, "E")
     if norm is None:
         norm = operator_norm(E, method, rng=rng, **options).value

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from .errors import InputError, InputTypeError
 from .tensors import FloatArray
 
 __all__ = ["StructuredTensor", "SymmetricProducts", "TensorOperator"]
@@ -51,21 +52,29 @@ class SymmetricProducts:
 
     def __post_init__(self) -> None:
         if len(self.factors) != len(self.powers) or not self.factors:
-            raise ValueError(
+            raise InputError(
                 f"factors/powers: expected one power per factor, received {len(self.factors)} "
-                f"factors and {len(self.powers)} powers"
+                f"factors and {len(self.powers)} powers",
+                "give one power per factor",
             )
         if self.weights.ndim != 1:
-            raise ValueError(f"weights: expected a 1-d array (R,), received {self.weights.shape}")
+            raise InputError(
+                f"weights: expected a 1-d array (R,), received {self.weights.shape}",
+                "give one weight per column of the factors",
+            )
         n, R = self.factors[0].shape[0], self.weights.shape[-1]
         for A in self.factors:
             if A.ndim != 2 or A.shape[0] != n or A.shape[1] not in (1, R):
-                raise ValueError(
+                raise InputError(
                     f"factors: expected (n, R) or (n, 1) matrices with n = {n}, R = {R}, "
-                    f"received {A.shape}"
+                    f"received {A.shape}",
+                    "give factors with n rows and R (or 1) columns",
                 )
         if any(isinstance(k, bool) or int(k) != k or k < 1 for k in self.powers):
-            raise ValueError(f"powers: expected integers >= 1, received {self.powers}")
+            raise InputError(
+                f"powers: expected integers >= 1, received {self.powers}",
+                "give integer powers >= 1",
+            )
 
     @property
     def p(self) -> int:
@@ -144,7 +153,10 @@ class SymmetricProducts:
         row sums ``k`` and column sums ``k'`` (a handful for two or three factors).
         """
         if other.p != self.p:
-            raise ValueError(f"inner: orders differ ({self.p} and {other.p})")
+            raise InputError(
+                f"inner: orders differ ({self.p} and {other.p})",
+                "take inner products of operators of one order p",
+            )
         R, Rq = self.weights.shape[-1], other.weights.shape[-1]
         G = [[A.T @ B for B in other.factors] for A in self.factors]
         base = math.prod(math.factorial(k) for k in self.powers + other.powers)
@@ -242,16 +254,23 @@ class StructuredTensor(TensorOperator):
 
     def __post_init__(self) -> None:
         if not self.terms or not all(self.terms):
-            raise ValueError("terms: expected at least one tensor with at least one term")
+            raise InputError(
+                "terms: expected at least one tensor with at least one term",
+                "give at least one tensor with at least one term",
+            )
         first = self.terms[0][0]
         for t in (t for ts in self.terms for t in ts):
             if (t.n, t.p) != (first.n, first.p):
-                raise ValueError(
+                raise InputError(
                     f"terms: every term needs n = {first.n}, p = {first.p}; received "
-                    f"n = {t.n}, p = {t.p}"
+                    f"n = {t.n}, p = {t.p}",
+                    "stack only operators of one n and p",
                 )
         if not self.batched and len(self.terms) != 1:
-            raise ValueError("batched: an unbatched operator holds exactly one tensor")
+            raise InputError(
+                "batched: an unbatched operator holds exactly one tensor",
+                "give one tensor, or batched=True for a stack",
+            )
 
     @property
     def n(self) -> int:
@@ -279,17 +298,22 @@ class StructuredTensor(TensorOperator):
 
     def take(self, rows: Any) -> StructuredTensor:
         if not self.batched:
-            raise TypeError("an unbatched operator has no rows; use as_batch() first")
+            raise InputTypeError(
+                "an unbatched operator has no rows; use as_batch() first", "call .as_batch() first"
+            )
         idx = np.arange(len(self.terms))[rows]
         return StructuredTensor(tuple(self.terms[i] for i in np.atleast_1d(idx)), True)
 
     def contract(self, X: FloatArray, times: int) -> FloatArray:
         if not self.batched:
-            raise TypeError("contract reads a stack (B, S, n); use as_batch() first")
+            raise InputTypeError(
+                "contract reads a stack (B, S, n); use as_batch() first", "call .as_batch() first"
+            )
         B, S, n = X.shape
         if B != len(self.terms) or n != self.n:
-            raise ValueError(
-                f"X: expected ({len(self.terms)}, S, {self.n}) vectors, received {X.shape}"
+            raise InputError(
+                f"X: expected ({len(self.terms)}, S, {self.n}) vectors, received {X.shape}",
+                "pass one (S, n) block of vectors per tensor",
             )
         p = self.p
         if times == p - 1:
@@ -299,9 +323,10 @@ class StructuredTensor(TensorOperator):
         elif times == p - 2:
             parts = [sum(t.hessian(X[b]) for t in ts) for b, ts in enumerate(self.terms)]
         else:
-            raise ValueError(
+            raise InputError(
                 f"times: a matrix-free operator contracts p - 2, p - 1 or p = {p} times, "
-                f"received {times}"
+                f"received {times}",
+                "contract p - 2, p - 1 or p times",
             )
         return np.stack(parts)
 

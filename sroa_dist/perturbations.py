@@ -34,10 +34,18 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._registry import check_entry, import_entry
+from .errors import InputError
+from .method_records import revision_options
 from .noise import NOISE_MODELS, multiset_rank, noise_tensor, symmetric_from_multisets
 from .norms import operator_norm
 from .operators import SymmetricProducts
 from .tensors import check_symmetric_tensor, keyword_rng
+
+#: The ``sshopm`` revision that estimates a mixture's norms while its ``E`` is drawn. Drawing is
+#: part of the instance, so it must not follow the method's current revision (a stored
+#: instance is redrawn when a store resumes): every mixture instance has been drawn with
+#: revision 3's starts (revisions 1 and 2 differ from it only by rounding).
+DRAW_NORM_REVISION = 3
 
 __all__ = [
     "PERTURBATIONS",
@@ -47,6 +55,7 @@ __all__ = [
     "coherent_tilt",
     "draw_perturbation",
     "factored_perturbation",
+    "is_deterministic",
     "model_params",
     "register_perturbation",
     "resolve_family",
@@ -89,6 +98,11 @@ class Family:
         as ``draw`` with the same norm, as a sum of symmetrized products, so it can be
         contracted in ``O(n·R)`` without forming ``n^p`` entries (matrix-free tensors,
         :func:`sroa_dist.structured_tensor`). ``None``: the family has no such form.
+    deterministic : bool
+        ``draw`` never uses ``rng``: ``E`` is a function of the instance's basis and weights,
+        and turns with the basis. Instances that differ only in a random basis are then
+        rotations of one another and SROA's errors repeat up to its own random starts, so
+        replicates of such a family add nothing (sweeps warn once; see :func:`is_deterministic`).
     """
 
     name: str
@@ -97,6 +111,7 @@ class Family:
     description: str = ""
     needs_eps: bool = False
     factored: FactoredFn | None = None
+    deterministic: bool = False
 
     def check_params(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """Defaults completed with ``params``; unknown keys raise a ``ValueError``."""
@@ -104,9 +119,10 @@ class Family:
             return dict(params)
         unknown = sorted(set(params) - set(self.params))
         if unknown:
-            raise ValueError(
+            raise InputError(
                 f"noise.params: family {self.name!r} has no parameter {unknown[0]!r}; "
-                f"expected one of {sorted(self.params)}"
+                f"expected one of {sorted(self.params)}",
+                "use one of the listed parameters",
             )
         return {**self.params, **params}
 
@@ -136,12 +152,13 @@ def register_perturbation(
     needs_eps: bool = False,
     overwrite: bool = False,
     factored: FactoredFn | None = None,
+    deterministic: bool = False,
 ) -> Family:
     """Register a family under ``name`` so sweeps and :func:`draw_perturbation` find it.
 
     ``params`` lists the accepted keyword parameters with their defaults (``None``: read them
     from ``draw``'s signature). ``factored`` declares a matrix-free form of the same ``E``
-    (see :class:`Family`).
+    and ``deterministic`` that ``draw`` never uses its ``rng`` (see :class:`Family`).
     """
     check_entry(
         _REGISTRY,
@@ -152,12 +169,16 @@ def register_perturbation(
         expected="(n, p, V, lambdas, rng, **params) -> (E, norm)",
     )
     if "+" in name or ":" in name:
-        raise ValueError(
+        raise InputError(
             f"name: expected a name without '+' or ':' (they mark mixtures and import paths), "
-            f"received {name!r}"
+            f"received {name!r}",
+            "register the family under a plain name, e.g. 'my-family'",
         )
     if name in NOISE_MODELS:
-        raise ValueError(f"name: {name!r} is an i.i.d. noise model (sroa_dist.NOISE_MODELS)")
+        raise InputError(
+            f"name: {name!r} is an i.i.d. noise model (sroa_dist.NOISE_MODELS)",
+            "choose another name for the family",
+        )
     fam = Family(
         name,
         draw,
@@ -165,6 +186,7 @@ def register_perturbation(
         description,
         needs_eps,
         factored,
+        deterministic,
     )
     _REGISTRY[name] = fam
     return fam
@@ -207,19 +229,22 @@ def _tilted_index(lambdas: NDArray[np.float64], component: Any) -> int:
     r = len(lambdas)
     if isinstance(component, str):
         if component != "smallest":
-            raise ValueError(
-                f"noise.params.component: expected 'smallest' or an index, received {component!r}"
+            raise InputError(
+                f"noise.params.component: expected 'smallest' or an index, received {component!r}",
+                "give component = 'smallest' or a component index",
             )
         mags = np.abs(lambdas)
         # The last index among ties: with equal weights SROA deflates it last as well.
         return int(r - 1 - np.argmin(mags[::-1]))
     if isinstance(component, bool) or not isinstance(component, (int, np.integer)):
-        raise ValueError(
-            f"noise.params.component: expected 'smallest' or an integer, received {component!r}"
+        raise InputError(
+            f"noise.params.component: expected 'smallest' or an integer, received {component!r}",
+            "give component = 'smallest' or a component index",
         )
     if not -r <= component < r:
-        raise ValueError(
-            f"noise.params.component: expected an index < r = {r}, received {component}"
+        raise InputError(
+            f"noise.params.component: expected an index < r = {r}, received {component}",
+            "give an index between 0 and r - 1",
         )
     return int(component) % r
 
@@ -275,11 +300,15 @@ def _tilt_basis(
     V = np.asarray(V, dtype=float)
     lam = np.asarray(lambdas, dtype=float)
     if V.ndim != 2 or V.shape[0] != int(n) or V.shape[1] != lam.shape[0]:
-        raise ValueError(
-            f"V: expected an (n, r) basis matching {lam.shape[0]} weights, received {V.shape}"
+        raise InputError(
+            f"V: expected an (n, r) basis matching {lam.shape[0]} weights, received {V.shape}",
+            "pass V with one column per weight",
         )
     if V.shape[1] < 2:
-        raise ValueError("coherent-tilt: expected rank r >= 2 (one component tilts the others)")
+        raise InputError(
+            "coherent-tilt: expected rank r >= 2 (one component tilts the others)",
+            "use rank r >= 2 with the coherent tilt",
+        )
     return V, _tilted_index(lam, component)
 
 
@@ -325,6 +354,7 @@ register_perturbation(
     params={"component": "smallest"},
     description="every component tilted toward the one of smallest |lambda| (exact norm)",
     factored=coherent_tilt_factored,
+    deterministic=True,  # E turns with the basis: replicates are rotations of one instance
 )
 
 #: Families whose stated operator norm the package proves (a closed form derived and tested
@@ -361,17 +391,22 @@ def _iid_family(model: str) -> Family:
 def resolve_family(model: str) -> Family:
     """The family a (non-mixture) model name refers to; see the module docstring."""
     if not isinstance(model, str) or not model:
-        raise ValueError(f"noise.model: expected a non-empty string, received {model!r}")
+        raise InputError(
+            f"noise.model: expected a non-empty string, received {model!r}",
+            "give a model name such as 'gaussian' or 'coherent-tilt'",
+        )
     if model in _REGISTRY:
         return _REGISTRY[model]
     if model in NOISE_MODELS:
         return _iid_family(model)
     if ":" in model:
         return _import_family(model)
-    raise ValueError(
+    raise InputError(
         f"noise.model: unknown model {model!r}; expected one of "
         f"{sorted(set(_REGISTRY) | set(NOISE_MODELS))}, an import path 'package.module:family', "
-        "or a mixture 'FAMILY+BACKGROUND' (e.g. 'coherent-tilt+gaussian')"
+        "or a mixture 'FAMILY+BACKGROUND' (e.g. 'coherent-tilt+gaussian')",
+        "use a listed model, an import path 'package.module:family' or a mixture such as "
+        "'coherent-tilt+gaussian'",
     )
 
 
@@ -379,9 +414,10 @@ def _split(model: str) -> tuple[str, str | None]:
     if isinstance(model, str) and "+" in model:
         family, _, background = model.rpartition("+")
         if background not in NOISE_MODELS:
-            raise ValueError(
+            raise InputError(
                 f"noise.model: mixture {model!r} needs an i.i.d. background after '+', one of "
-                f"{sorted(NOISE_MODELS)}; received {background!r}"
+                f"{sorted(NOISE_MODELS)}; received {background!r}",
+                "write FAMILY+BACKGROUND with an i.i.d. background, e.g. 'coherent-tilt+gaussian'",
             )
         return family, background
     return model, None
@@ -406,6 +442,13 @@ def model_params(table: Mapping[str, Any] | None, model: str) -> dict[str, Any]:
     return out
 
 
+def is_deterministic(model: str) -> bool:
+    """Whether ``model`` draws no randomness (its family is :attr:`Family.deterministic` and
+    it has no i.i.d. background): its replicates repeat one result."""
+    family_name, background = _split(model)
+    return background is None and resolve_family(family_name).deterministic
+
+
 def check_model(
     model: str, params: Mapping[str, Any] | None = None, weight: float = DEFAULT_WEIGHT
 ) -> Family:
@@ -416,35 +459,47 @@ def check_model(
     fam.check_params(params or {})
     w = weight
     if isinstance(w, bool) or not isinstance(w, (int, float)) or not 0.0 <= float(w) <= 1.0:
-        raise ValueError(f"noise.weight: expected a number in [0, 1], received {w!r}")
+        raise InputError(
+            f"noise.weight: expected a number in [0, 1], received {w!r}",
+            "give a weight between 0 and 1, e.g. noise.weight = 0.25",
+        )
     return fam
 
 
 def _checked(model: str, out: Any, n: int, p: int) -> tuple[NDArray[np.float64], float | None]:
     if isinstance(out, np.ndarray) or not isinstance(out, tuple) or len(out) != 2:
-        raise ValueError(
+        raise InputError(
             f"noise.model {model!r}: norm missing; a family must return (E, norm) with norm its "
             "exact operator norm or None (then it is computed), received "
-            f"{type(out).__name__}"
+            f"{type(out).__name__}",
+            "return (E, norm) from the family, norm None when not known in closed form",
         )
     E, norm = out
     E = np.asarray(E, dtype=float)
     if E.shape != (n,) * p:
-        raise ValueError(
-            f"noise.model {model!r}: E has the wrong shape; expected {(n,) * p}, received {E.shape}"
+        raise InputError(
+            f"noise.model {model!r}: E has the wrong shape; expected {(n,) * p}, received "
+            f"{E.shape}",
+            "return E of shape (n,)*p for the instance's n and p",
         )
     try:
         E = check_symmetric_tensor(E, f"noise.model {model!r}: E")
     except ValueError as exc:
-        raise ValueError(f"{exc}. Hint: average over index permutations (symmetrize)") from None
+        raise InputError(
+            str(exc), "average E over index permutations (sroa_dist.symmetrize)"
+        ) from None
     if norm is not None:
         if isinstance(norm, bool) or not isinstance(norm, (int, float, np.floating)):
-            raise ValueError(
-                f"noise.model {model!r}: norm must be a number or None, received {norm!r}"
+            raise InputError(
+                f"noise.model {model!r}: norm must be a number or None, received {norm!r}",
+                "return a number or None as the norm",
             )
         norm = float(norm)
         if not (math.isfinite(norm) and norm >= 0):
-            raise ValueError(f"noise.model {model!r}: norm must be finite and >= 0, got {norm}")
+            raise InputError(
+                f"noise.model {model!r}: norm must be finite and >= 0, got {norm}",
+                "return a finite norm >= 0, or None to have it computed",
+            )
     return E, norm
 
 
@@ -486,7 +541,8 @@ def draw_perturbation(
         Background weight ``w`` of a mixture: ``E = (1-w) F/‖F‖ + w B/‖B‖`` with ``F`` the
         family's draw and ``B`` the i.i.d. background; ``‖B‖`` (and ``‖F‖`` when not exact)
         comes from an SS-HOPM multi-start (a lower bound, so ``w`` is the background's share
-        up to that estimate). The mixture's own norm is not known in closed form.
+        up to that estimate; ``sshopm`` revision :data:`DRAW_NORM_REVISION`, whatever the
+        current one). The mixture's own norm is not known in closed form.
     eps : float, optional
         The operator norm ``E`` will be scaled to, for families that need it
         (``Family.needs_eps``); their draw is then divided by ``eps`` so ``scale`` applies.
@@ -507,19 +563,21 @@ def draw_perturbation(
         return Perturbation(noise_tensor(family_name, n, p, float(scale), rng=gen), None, model)
     if fam.needs_eps:
         if eps is None or not eps > 0:
-            raise ValueError(
+            raise InputError(
                 f"noise.model {model!r}: this family needs the target operator norm eps > 0, "
-                f"received {eps!r}. Hint: use noise.eps or noise.eps_scaled, not noise.sigma"
+                f"received {eps!r}",
+                "use noise.eps or noise.eps_scaled, not noise.sigma",
             )
         E, norm = _checked(model, fam.draw(n, p, V, lam, gen, eps=float(eps), **full), n, p)
         E, norm = E / float(eps), (None if norm is None else norm / float(eps))
     else:
         E, norm = _checked(model, fam.draw(n, p, V, lam, gen, **full), n, p)
     if background is not None:
+        pinned = revision_options("sshopm", DRAW_NORM_REVISION)
         if norm is None:
-            norm = operator_norm(E, "sshopm", rng=gen).value
+            norm = operator_norm(E, "sshopm", rng=gen, **pinned).value
         B = noise_tensor(background, n, p, 1.0, rng=gen)
-        b_norm = operator_norm(B, "sshopm", rng=gen).value
+        b_norm = operator_norm(B, "sshopm", rng=gen, **pinned).value
         w = float(weight)
         E = (1.0 - w) * (E / norm if norm > 0 else E) + w * (B / b_norm)
         norm = None
@@ -556,25 +614,31 @@ def factored_perturbation(
         else ""
     )
     if why:
-        raise ValueError(
+        raise InputError(
             f"noise.model {model!r}: {why}, so it cannot be matrix-free; use a family that "
-            "declares one (e.g. 'coherent-tilt') or a dense tensor"
+            "declares one (e.g. 'coherent-tilt') or a dense tensor",
+            "use a family that declares a factored form (e.g. 'coherent-tilt') or a dense tensor",
         )
     lam = np.asarray(lambdas, dtype=float)
     out = fam.factored(
         int(n), int(p), np.asarray(V, dtype=float), lam, **fam.check_params(params or {})
     )
     if not (isinstance(out, tuple) and len(out) == 2 and isinstance(out[0], SymmetricProducts)):
-        raise ValueError(
+        raise InputError(
             f"noise.model {model!r}: Family.factored must return (SymmetricProducts, norm), "
-            f"received {type(out).__name__}"
+            f"received {type(out).__name__}",
+            "return (SymmetricProducts, norm) from Family.factored",
         )
     form, norm = out
     if (form.n, form.p) != (int(n), int(p)):
-        raise ValueError(
+        raise InputError(
             f"noise.model {model!r}: the factored form has n = {form.n}, p = {form.p}; "
-            f"expected n = {n}, p = {p}"
+            f"expected n = {n}, p = {p}",
+            "build the factored form for the instance's n and p",
         )
     if norm is not None and not (math.isfinite(float(norm)) and float(norm) >= 0):
-        raise ValueError(f"noise.model {model!r}: norm must be finite and >= 0, got {norm}")
+        raise InputError(
+            f"noise.model {model!r}: norm must be finite and >= 0, got {norm}",
+            "return a finite norm >= 0, or None to have it computed",
+        )
     return form, None if norm is None else float(norm)

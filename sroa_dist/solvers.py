@@ -25,7 +25,6 @@ from .matrix_free import TensorOperator, operator_rank_one
 from .method_records import (  # noqa: F401  (re-exported: the front door's vocabulary)
     METHODS,
     OPTION_RULES,
-    RELAXATION_RULES,
     Method,
     OptionError,
     check_options,
@@ -47,6 +46,7 @@ from .methods import (  # noqa: F401  (re-exported)
     relaxation_tractable,
 )
 from .tensors import FloatArray, as_rng_list, check_symmetric_tensor
+from .threads import single_blas
 
 __all__ = [
     "DEFAULT_TIME_BUDGET",
@@ -94,6 +94,7 @@ def _expand(out: MethodOutput, keep: NDArray[np.intp], B: int, n: int) -> Method
     return MethodOutput(**full)
 
 
+@single_blas
 def rank_one_batch(
     Ts: ArrayLike,
     method: str = "certified",
@@ -168,6 +169,7 @@ def rank_one_of_checked(
     ).result
 
 
+@single_blas
 def rank_one(
     T: ArrayLike,
     method: str = "certified",

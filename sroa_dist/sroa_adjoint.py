@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .errors import InputError
 from .tensors import FloatArray, check_symmetric_tensor, contract
 
 __all__ = ["eigen_residuals", "sroa_vjp"]
@@ -123,9 +124,10 @@ def sroa_vjp(
     b = np.asarray(grad_vectors, dtype=float)
     r = lam.shape[0]
     if V.shape != (n, r) or a.shape != (r,) or b.shape != (n, r):
-        raise ValueError(
+        raise InputError(
             f"lambdas/vectors/grad_lambdas/grad_vectors: expected shapes ({r},)/({n}, {r})/"
-            f"({r},)/({n}, {r}), received {lam.shape}/{V.shape}/{a.shape}/{b.shape}"
+            f"({r},)/({n}, {r}), received {lam.shape}/{V.shape}/{a.shape}/{b.shape}",
+            "pass the SROA result's own lambdas and vectors and gradients of their shapes",
         )
     H = _hessians(That, lam, V)
     C = V.T @ V

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .errors import InputError
 from .instances import check_lambdas, check_level
 from .operators import StructuredTensor, SymmetricProducts
 from .perturbations import factored_perturbation
@@ -41,8 +42,8 @@ def structured_tensor(
     the local methods (``sshopm``, ``power``; implicit deflation); their steps are local
     optima, never certified (``upper_bound = inf``). ``sshopm`` there follows its implicit
     deflation policy (16 uniform starts per step plus the previous step's other local maxima
-    as warm starts, lazy stopping) plus 4 spectral starts per step
-    (:data:`sroa_dist.matrix_free.OPERATOR_OPTIONS`: at large n uniform starts drift to a
+    as warm starts, lazy stopping) plus its spectral starts, 4 per step
+    (:data:`sroa_dist.ascent.DEFAULT_N_SPECTRAL`: at large n uniform starts drift to a
     coherent perturbation's sink); ``benchmarks/bench_structured.py --policies`` compares it
     with other policies.
 
@@ -69,39 +70,50 @@ def structured_tensor(
         Unbatched: ``shape == (n,)*p``.
     """
     if isinstance(p, bool) or int(p) != p or int(p) < 3:
-        raise ValueError(f"p: expected an integer tensor order >= 3, received {p!r}")
+        raise InputError(
+            f"p: expected an integer tensor order >= 3, received {p!r}", "give an integer p >= 3"
+        )
     p = int(p)
     lam_in = np.asarray(lambdas, dtype=float)
     if V is None:
         if lam_in.ndim != 1:
-            raise ValueError(
+            raise InputError(
                 "lambdas: without V expected a list of r weights (the basis is then the "
-                f"identity, n = r), received shape {lam_in.shape}"
+                f"identity, n = r), received shape {lam_in.shape}",
+                "pass V=... as well, or a flat list of r weights",
             )
         V = identity_basis(lam_in.shape[0])
     V = np.asarray(V, dtype=float)
     if V.ndim != 2 or not 1 <= V.shape[1] <= V.shape[0]:
-        raise ValueError(f"V: expected an (n, r) basis with 1 <= r <= n, received {V.shape}")
+        raise InputError(
+            f"V: expected an (n, r) basis with 1 <= r <= n, received {V.shape}",
+            "pass V as an (n, r) matrix with 1 <= r <= n",
+        )
     if not np.all(np.isfinite(V)):
-        raise ValueError("V: expected finite entries")
+        raise InputError("V: expected finite entries", "replace the non-finite entries of V")
     n, r = V.shape
     dev = float(np.max(np.abs(V.T @ V - np.eye(r))))
     if dev > ORTHONORMAL_TOL:
-        raise ValueError(
+        raise InputError(
             f"V: expected orthonormal columns (max |VᵀV − I| <= {ORTHONORMAL_TOL:g}), "
-            f"received {dev:.3g}; the family's exact norm assumes them"
+            f"received {dev:.3g}; the family's exact norm assumes them",
+            "orthonormalise V first, e.g. with numpy.linalg.qr",
         )
     spec = check_lambdas(lam_in.tolist() if lam_in.ndim else float(lam_in), r)
     lam = np.array(spec, dtype=float) if isinstance(spec, list) else np.full(r, spec)
     eps = check_level(eps, "eps")
     form, norm = factored_perturbation(family, n, p, V, lam, params=params)
     if norm is None:
-        raise ValueError(
+        raise InputError(
             f"family: {family!r} states no closed-form norm, which scaling E to eps = {eps:g} "
-            "without its entries needs"
+            "without its entries needs",
+            "use a family with a closed-form norm (e.g. 'coherent-tilt'), or a dense tensor",
         )
     if norm == 0 and eps > 0:
-        raise ValueError(f"family: {family!r} gave E = 0, which cannot be scaled to eps = {eps:g}")
+        raise InputError(
+            f"family: {family!r} gave E = 0, which cannot be scaled to eps = {eps:g}",
+            "use a family whose E is nonzero for this instance",
+        )
     # The dense path scales the unit-norm draw by eps / norm; so does this, term by term.
     E = form.scaled(eps / norm if norm > 0 else 0.0)
     sod = SymmetricProducts((V,), (p,), lam)

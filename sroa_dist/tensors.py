@@ -12,6 +12,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .errors import InputError, InputTypeError, SroaDeprecationWarning
+
 __all__ = [
     "sod_tensor",
     "identity_basis",
@@ -47,14 +49,15 @@ def keyword_rng(position: int) -> Callable[[Callable[..., Any]], Callable[..., A
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             if len(args) > position:
                 if len(args) > position + 1 or "rng" in kwargs:
-                    raise TypeError(
+                    raise InputTypeError(
                         f"{fn.__name__}: expected at most {position} positional arguments and "
-                        f"rng=... as a keyword, received {len(args)} positional arguments"
+                        f"rng=... as a keyword, received {len(args)} positional arguments",
+                        "pass the generator as a keyword: rng=...",
                     )
                 warnings.warn(
                     f"{fn.__name__}: pass the generator as a keyword (rng=...); a positional "
                     "rng is deprecated and will be refused in the next release",
-                    DeprecationWarning,
+                    SroaDeprecationWarning,
                     stacklevel=2,
                 )
                 args, kwargs = args[:position], {**kwargs, "rng": args[position]}
@@ -69,22 +72,27 @@ def tensor_order(T: NDArray, *, batched: bool = False) -> tuple[int, int]:
     """Return ``(n, p)`` of a cubical tensor (or stack of tensors when ``batched``)."""
     shape = T.shape[1:] if batched else T.shape
     if len(shape) == 0:
-        raise ValueError("tensor: expected an array with p >= 3 axes, received a scalar")
+        raise InputError(
+            "tensor: expected an array with p >= 3 axes, received a scalar",
+            "pass an (n,)*p array with p >= 3",
+        )
     return int(shape[0]), len(shape)
 
 
 def _as_float_array(x: ArrayLike, name: str) -> FloatArray:
     if np.iscomplexobj(x):
         # Casting would silently drop the imaginary part (numpy only warns).
-        raise ValueError(
-            f"{name}: expected a real array, received a complex one (dtype "
-            f"{np.asarray(x).dtype}); hint: pass the real part explicitly if the imaginary part "
-            "is zero"
+        raise InputError(
+            f"{name}: expected a real array, received a complex one (dtype {np.asarray(x).dtype})",
+            "pass the real part explicitly if the imaginary part is zero",
         )
     try:
         arr = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name}: expected a real numeric array ({exc})") from None
+        raise InputError(
+            f"{name}: expected a real numeric array ({exc})",
+            "pass a real numeric array (numpy.asarray(T, dtype=float) must work)",
+        ) from None
     return arr
 
 
@@ -99,24 +107,35 @@ def check_symmetric_tensor(T: ArrayLike, name: str = "T", *, batched: bool = Fal
     shape = arr.shape[1:] if batched else arr.shape
     what = "a stack of tensors of shape (B, n, ..., n)" if batched else "a tensor of shape (n,)*p"
     if batched and arr.ndim == 0:
-        raise ValueError(f"{name}: expected {what}, received a scalar")
+        raise InputError(
+            f"{name}: expected {what}, received a scalar", "pass an (n,)*p array with p >= 3"
+        )
     if len(shape) < 3:
-        raise ValueError(
+        raise InputError(
             f"{name}: expected {what} with order p >= 3, received shape {arr.shape} "
-            f"(order {len(shape)})"
+            f"(order {len(shape)})",
+            "pass an (n,)*p array with p >= 3 axes (a stack: (B,) + (n,)*p)",
         )
     if len(set(shape)) != 1:
-        raise ValueError(
-            f"{name}: expected a cubical tensor (all axes equal), received {arr.shape}"
+        raise InputError(
+            f"{name}: expected a cubical tensor (all axes equal), received {arr.shape}",
+            "every axis of a symmetric tensor has the same length n",
         )
     if shape[0] < 2:
-        raise ValueError(f"{name}: expected dimension n >= 2, received n = {shape[0]}")
+        raise InputError(
+            f"{name}: expected dimension n >= 2, received n = {shape[0]}",
+            "use a tensor of dimension n >= 2",
+        )
     if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name}: contains NaN or infinite entries")
+        raise InputError(
+            f"{name}: contains NaN or infinite entries",
+            "replace or drop the non-finite entries before the call",
+        )
     if batched and arr.shape[0] == 0:
-        raise ValueError(
+        raise InputError(
             f"{name}: expected a stack of at least one tensor, received an empty batch of shape "
-            f"{arr.shape}"
+            f"{arr.shape}",
+            "pass at least one tensor, or call the unbatched function",
         )
     check_symmetry(arr, name, batched=batched)
     return arr
@@ -146,10 +165,10 @@ def check_symmetry(arr: FloatArray, name: str = "T", *, batched: bool = False) -
             dev = 2 * np.max(np.abs(0.5 * arr - 0.5 * arr.transpose(axes)).reshape(flat.shape), -1)
         rel = dev / np.maximum(peak, np.finfo(float).tiny)
         if np.any(rel > SYMMETRY_RTOL):
-            raise ValueError(
+            raise InputError(
                 f"{name}: tensor is not symmetric (swapping axes {k} and {k + 1} changes entries "
-                f"by up to {float(np.max(rel)):.3g} of the largest entry); hint: use "
-                "sroa_dist.symmetrize"
+                f"by up to {float(np.max(rel)):.3g} of the largest entry)",
+                "symmetrize it first (sroa_dist.symmetrize)",
             )
 
 
@@ -180,6 +199,12 @@ def symmetrize(T: ArrayLike, *, batched: bool = False) -> FloatArray:
     arr = _as_float_array(T, "T")
     off = 1 if batched else 0
     p = arr.ndim - off
+    if p < 1 or len(set(arr.shape[off:])) != 1:
+        raise InputError(
+            f"T: expected a cubical array (every axis of one length"
+            f"{', after the batch axis' if batched else ''}); received shape {arr.shape}",
+            "pass an (n,)*p array (a stack: batched=True with shape (B,) + (n,)*p)",
+        )
     out = np.zeros_like(arr)
     for perm in itertools.permutations(range(p)):
         out += arr.transpose(tuple(range(off)) + tuple(off + q for q in perm))
@@ -208,9 +233,11 @@ def random_orthonormal_basis(
 
 def _check_rank(n: int, r: int) -> None:
     if int(n) < 2:
-        raise ValueError(f"n: expected an integer >= 2, received {n}")
+        raise InputError(f"n: expected an integer >= 2, received {n}", "give an integer n >= 2")
     if not 1 <= int(r) <= int(n):
-        raise ValueError(f"r: expected 1 <= r <= n = {n}, received r = {r}")
+        raise InputError(
+            f"r: expected 1 <= r <= n = {n}, received r = {r}", "give a rank r between 1 and n"
+        )
 
 
 def rank_one_tensor(lam: ArrayLike, x: ArrayLike, p: int) -> FloatArray:
@@ -239,20 +266,32 @@ def sod_tensor(lambdas: ArrayLike, V: ArrayLike, p: int) -> FloatArray:
     V = _as_float_array(V, "V")
     lambdas = np.atleast_1d(_as_float_array(lambdas, "lambdas"))
     if V.ndim != 2:
-        raise ValueError(f"V: expected an (n, r) matrix of orthonormal columns, received {V.shape}")
+        raise InputError(
+            f"V: expected an (n, r) matrix of orthonormal columns, received {V.shape}",
+            "pass V as an (n, r) matrix with orthonormal columns",
+        )
     n, r = V.shape
     _check_rank(n, r)
     if lambdas.shape != (r,):
-        raise ValueError(
-            f"lambdas: expected {r} values (one per column of V), received {lambdas.shape}"
+        raise InputError(
+            f"lambdas: expected {r} values (one per column of V), received {lambdas.shape}",
+            "give one weight per column of V",
         )
     if not (np.all(np.isfinite(lambdas)) and np.all(np.isfinite(V))):
-        raise ValueError("lambdas/V: contain NaN or infinite entries")
+        raise InputError(
+            "lambdas/V: contain NaN or infinite entries", "replace the non-finite entries"
+        )
     if np.any(lambdas == 0):
-        raise ValueError("lambdas: every component weight must be non-zero")
+        raise InputError(
+            "lambdas: every component weight must be non-zero",
+            "drop the zero weights and the columns of V that go with them",
+        )
     dev = float(np.max(np.abs(V.T @ V - np.eye(r))))
     if dev > 1e-8:
-        raise ValueError(f"V: columns are not orthonormal (max |VᵀV − I| = {dev:.3g} > 1e-8)")
+        raise InputError(
+            f"V: columns are not orthonormal (max |VᵀV − I| = {dev:.3g} > 1e-8)",
+            "orthonormalise V first, e.g. with numpy.linalg.qr",
+        )
     # Σ_i λ_i v_i^{⊗p} = reshape(V_kr diag(λ) V_kr^{(p-1)ᵀ}) via Khatri–Rao products: one GEMM.
     kr = V
     for _ in range(p - 2):
@@ -262,7 +301,10 @@ def sod_tensor(lambdas: ArrayLike, V: ArrayLike, p: int) -> FloatArray:
 
 def _check_order(p: int) -> int:
     if isinstance(p, bool) or int(p) != p or int(p) < 3:
-        raise ValueError(f"p: expected an integer tensor order >= 3, received {p!r}")
+        raise InputError(
+            f"p: expected an integer tensor order >= 3, received {p!r}",
+            "give an integer p >= 3, e.g. p=3",
+        )
     return int(p)
 
 
@@ -288,7 +330,10 @@ def contract(Ts: FloatArray, X: FloatArray, times: int) -> FloatArray:
     B, n = Ts.shape[0], Ts.shape[1]
     p = Ts.ndim - 1
     if not 1 <= times <= p:
-        raise ValueError(f"times: expected 1 <= times <= p = {p}, received {times}")
+        raise InputError(
+            f"times: expected 1 <= times <= p = {p}, received {times}",
+            "contract between 1 and p times",
+        )
     if times == p:
         g = contract(Ts, X, p - 1)
         return np.einsum("bsi,bsi->bs", g, X)
@@ -374,10 +419,11 @@ def _check_seed_like(r: object) -> None:
         r, (int, np.integer, np.random.Generator, np.random.SeedSequence, np.random.BitGenerator)
     )
     if not ok or isinstance(r, bool) or (isinstance(r, (int, np.integer)) and r < 0):
-        raise ValueError(
+        raise InputError(
             "rng: expected None, a non-negative int seed, a numpy Generator, BitGenerator or "
             f"SeedSequence (or a sequence of them, one per instance), received {r!r} "
-            f"({type(r).__name__}); hint: e.g. rng=0 or rng=np.random.default_rng(0)"
+            f"({type(r).__name__})",
+            "e.g. rng=0 or rng=np.random.default_rng(0)",
         )
 
 
@@ -393,7 +439,10 @@ def as_rng_list(
     """
     if isinstance(rng, (list, tuple)) or (isinstance(rng, np.ndarray) and rng.ndim == 1):
         if len(rng) != count:
-            raise ValueError(f"rng: expected {count} per-instance seeds, received {len(rng)}")
+            raise InputError(
+                f"rng: expected {count} per-instance seeds, received {len(rng)}",
+                "give one seed per instance, or a single seed to spawn them from",
+            )
         for r in rng:
             _check_seed_like(r)
         return [r if isinstance(r, np.random.Generator) else np.random.default_rng(r) for r in rng]

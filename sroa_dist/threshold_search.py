@@ -1,10 +1,7 @@
-"""Adaptive first-crossing search for the largest tolerable perturbation ε* of one instance.
-
-A fixed ε grid and a logistic fit put every threshold at a grid midpoint, and success is not
-monotone in ε for the value criterion (an instance can pass again above a failure). Here the
-threshold of one instance is the *first crossing*: scan upward from ``eps_range[0]`` by a fixed
-factor until the criterion fails, then bisect between the last pass and the first failure. The
-answer is a bracket that contains that crossing, and the search records every evaluation.
+"""Adaptive first-crossing search for the largest tolerable perturbation ε* of one instance:
+:func:`find_threshold` draws the instance, runs one SROA per ε (with every local step checked
+against a set of check starts and redone where it was not global) and hands the verdicts to
+the scan and bisection of :mod:`sroa_dist.first_crossing`.
 
 Core module: numpy and the numerical core only (no Dask, xarray or zarr).
 """
@@ -13,15 +10,22 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .criteria import get_run_criterion
-from .decomposition import sroa_batch
+from .criteria import RunCriterion, get_run_criterion
+from .decomposition import SROAResult, sroa_batch
+from .errors import InputError
+from .first_crossing import (
+    SCAN_PHASES,
+    ThresholdResult,
+    check_range,
+    first_crossing,
+)
 from .instances import BASES, draw_lambdas, make_instance
 from .method_records import revision_options
 from .metrics import match
@@ -29,23 +33,18 @@ from .norms import operator_norm, scale_factors
 from .perturbations import DEFAULT_WEIGHT, check_model
 from .policy import resolve_norm_method
 from .structured import structured_tensor
+from .threads import single_blas
 
 __all__ = [
-    "CONTINUE_POINTS",
+    "CERTIFY_ENDS_MAX_N",
+    "DEFAULT_C",
     "DENSE_BYTES_CAP",
-    "SCAN_FACTOR",
-    "ThresholdResult",
+    "SEARCH_REVISION",
     "default_lambdas",
     "find_threshold",
-    "first_crossing",
+    "search_options",
 ]
 
-#: Ratio between consecutive ε of the upward scan. With the default rtol = 1 % the bisection
-#: then needs log2(log 1.25 / log 1.01) ≈ 5 evaluations.
-SCAN_FACTOR = 1.25
-#: Scan points evaluated past the first failure (same factor, so up to 1.25^6 ≈ 3.8 times the
-#: first failing ε, never past ``eps_range[1]``) to detect a pass above a failure.
-CONTINUE_POINTS = 6
 #: Largest dense tensor (bytes of one float64 ``n^p`` array) that :func:`find_threshold` forms
 #: when ``matrix_free=None``: above it a family with a factored form (the coherent tilt) runs
 #: matrix-free. 256 MiB: the dense search holds about four such arrays (T, E, T + E and the
@@ -53,167 +52,36 @@ CONTINUE_POINTS = 6
 DENSE_BYTES_CAP = 256 * 2**20
 #: Weight of the smallest component in the default weights (:func:`default_lambdas`).
 SMALLEST_WEIGHT = 0.95
+#: The level of ``value`` (multiple of ε) and ``recovery`` (radius) when ``c`` is not given.
+DEFAULT_C = 0.5
+#: ``certify_ends=True``'s budget: the largest n per order p at which the SROA at each bracket
+#: end is run again with certified steps (the moment relaxation's cost: a certified p = 3 step
+#: takes seconds at n = 24-32, so an SROA at each end minutes; p = 4's relaxation is larger).
+CERTIFY_ENDS_MAX_N: Mapping[int, int] = MappingProxyType({3: 32, 4: 20})
+#: The algorithm revision of :func:`find_threshold`'s defaults, raised when a default changes
+#: its results; a threshold sweep store records it and keeps computing with its own.
+#: 2 (2026-11-27): every local step checked and redone from a higher check point, a second
+#: scan phase (:mod:`sroa_dist.first_crossing`).
+SEARCH_REVISION = 2
+#: Earlier search revisions -> the keyword values that reproduce them.
+SEARCH_LEGACY: Mapping[int, Mapping[str, Any]] = MappingProxyType(
+    {1: MappingProxyType({"global_check": False, "redo": False, "scan_phases": 1})}
+)
 
 
-@dataclasses.dataclass(frozen=True)
-class ThresholdResult:
-    """Outcome of a first-crossing search (:func:`find_threshold`, :func:`first_crossing`).
-
-    Attributes
-    ----------
-    eps_star : float
-        Upper end of the final bracket: the smallest ε seen to fail below which every ε
-        evaluated passed. ``inf`` when no ε in range failed (``reached`` is False).
-    bracket : (float, float)
-        ``(lo, hi)``: ``lo`` passed, ``hi`` failed and the first crossing lies in ``(lo, hi]``;
-        ``hi / lo − 1 ≤ rtol`` after bisection. ``lo = 0`` when ``eps_range[0]`` already failed
-        (the crossing is below the range); ``(eps_range[1], inf)`` when it was never reached.
-    reached : bool
-        Whether a failure was seen in ``eps_range`` (else the threshold lies above it).
-    trace : tuple of (float, float, bool)
-        Every evaluation ``(ε, metric, passed)`` in the order made.
-    n_evals : int
-        Number of evaluations (one SROA each for :func:`find_threshold`).
-    non_monotone : bool
-        True when some ε passed above an ε that failed (seen by the continued scan of
-        :data:`CONTINUE_POINTS` points past the first failure, or inside the bisection).
-    criterion : str
-        Criterion name (``value``, ``recovery``, ``theorem`` or the caller's label).
-    c : float or None
-        The criterion's level (the multiple of ε for ``value``, the radius for ``recovery``);
-        ``None`` for ``theorem``, whose level is fixed.
-    certified_fraction : float
-        Fraction of all SROA steps over all evaluations solved to certified global optimality
-        (0 for local methods; NaN when the evaluations report no steps).
-    """
-
-    eps_star: float
-    bracket: tuple[float, float]
-    reached: bool
-    trace: tuple[tuple[float, float, bool], ...]
-    n_evals: int
-    non_monotone: bool
-    criterion: str
-    c: float | None
-    certified_fraction: float
-
-
-def _check_range(eps_range: Any, rtol: Any) -> tuple[float, float, float]:
-    try:
-        lo, hi = (float(x) for x in eps_range)
-    except (TypeError, ValueError):
+def search_options(revision: int | None) -> dict[str, Any]:
+    """The keyword values of :func:`find_threshold` that compute search revision ``revision``
+    (``None``: the current one, no keywords). ``ValueError`` for a revision this code cannot
+    reproduce."""
+    if revision is None or revision == SEARCH_REVISION:
+        return {}
+    if revision not in SEARCH_LEGACY:
+        known = sorted({*SEARCH_LEGACY, SEARCH_REVISION})
         raise ValueError(
-            f"eps_range: expected two numbers (start, stop), received {eps_range!r}"
-        ) from None
-    if not (math.isfinite(lo) and math.isfinite(hi) and 0 < lo < hi):
-        raise ValueError(f"eps_range: expected finite 0 < start < stop, received {eps_range!r}")
-    if not (isinstance(rtol, (int, float)) and 0 < rtol < SCAN_FACTOR - 1):
-        raise ValueError(
-            f"rtol: expected a relative bracket width in (0, {SCAN_FACTOR - 1:g}) (below the "
-            f"scan factor {SCAN_FACTOR}), received {rtol!r}"
+            f"revision: search revision {revision!r} cannot be reproduced by this code (known "
+            f"revisions: {known})"
         )
-    return lo, hi, float(rtol)
-
-
-def _scan_grid(start: float, stop: float) -> list[float]:
-    """``start · SCAN_FACTOR^k`` up to ``stop``, and ``stop`` itself so the range is covered."""
-    k_max = math.floor(math.log(stop / start) / math.log(SCAN_FACTOR) + 1e-12)
-    grid = [start * SCAN_FACTOR**k for k in range(k_max + 1)]
-    if grid[-1] < stop * (1 - 1e-12):
-        grid.append(stop)
-    return grid
-
-
-def first_crossing(
-    evaluate: Callable[[float], tuple[float, bool]],
-    *,
-    eps_range: tuple[float, float] = (0.02, 1.5),
-    rtol: float = 0.01,
-    criterion: str = "custom",
-    c: float | None = None,
-    certified_fraction: float = float("nan"),
-) -> ThresholdResult:
-    """Bracket the first ε at which ``evaluate`` fails, scanning upward then bisecting.
-
-    1. Evaluate ``eps_range[0] · 1.25^k`` (:data:`SCAN_FACTOR`; ``eps_range[1]`` closes the
-       grid) upward until the first failure.
-    2. Evaluate up to :data:`CONTINUE_POINTS` further grid points past it (never beyond
-       ``eps_range[1]``); a pass there sets ``non_monotone``. The bracket stays the first one.
-    3. Bisect geometrically (ε = √(lo·hi)) between the last pass and the first failure until
-       ``hi / lo − 1 ≤ rtol``.
-
-    Between two scan points a pass–fail–pass pattern narrower than the scan factor cannot be
-    seen; the bracket then holds the crossing that the bisection follows.
-
-    Parameters
-    ----------
-    evaluate : callable
-        ``evaluate(eps) -> (metric, passed)``; called once per ε, in increasing order during
-        the scan.
-    eps_range : (float, float)
-        Scan range, ``0 < start < stop``.
-    rtol : float
-        Final relative bracket width, ``0 < rtol < 0.25``.
-    criterion, c, certified_fraction
-        Recorded in the result (:func:`find_threshold` fills them in).
-
-    Returns
-    -------
-    ThresholdResult
-    """
-    start, stop, rtol = _check_range(eps_range, rtol)
-    trace: list[tuple[float, float, bool]] = []
-
-    def run(eps: float) -> bool:
-        metric, passed = evaluate(eps)
-        trace.append((float(eps), float(metric), bool(passed)))
-        return bool(passed)
-
-    grid = _scan_grid(start, stop)
-    lo, hi = 0.0, math.inf
-    first_fail = None
-    for k, eps in enumerate(grid):
-        if run(eps):
-            lo = eps
-        else:
-            hi, first_fail = eps, k
-            break
-    if first_fail is None:
-        return _result(trace, math.inf, (stop, math.inf), False, criterion, c, certified_fraction)
-    for eps in grid[first_fail + 1 : first_fail + 1 + CONTINUE_POINTS]:
-        run(eps)
-    if lo > 0:
-        while hi / lo - 1 > rtol:
-            mid = math.sqrt(lo * hi)
-            if run(mid):
-                lo = mid
-            else:
-                hi = mid
-    return _result(trace, hi, (lo, hi), True, criterion, c, certified_fraction)
-
-
-def _result(
-    trace: list[tuple[float, float, bool]],
-    eps_star: float,
-    bracket: tuple[float, float],
-    reached: bool,
-    criterion: str,
-    c: float | None,
-    certified_fraction: float,
-) -> ThresholdResult:
-    fails = [e for e, _, ok in trace if not ok]
-    non_monotone = bool(fails) and any(ok and e > min(fails) for e, _, ok in trace)
-    return ThresholdResult(
-        eps_star=float(eps_star),
-        bracket=(float(bracket[0]), float(bracket[1])),
-        reached=reached,
-        trace=tuple(trace),
-        n_evals=len(trace),
-        non_monotone=non_monotone,
-        criterion=criterion,
-        c=c,
-        certified_fraction=float(certified_fraction),
-    )
+    return dict(SEARCH_LEGACY[revision])
 
 
 def default_lambdas(n: int) -> np.ndarray:
@@ -226,7 +94,7 @@ def default_lambdas(n: int) -> np.ndarray:
     The same default serves every family, which keeps thresholds of families comparable.
     """
     if n < 2:
-        raise ValueError(f"n: expected at least 2 components, received {n}")
+        raise InputError(f"n: expected at least 2 components, received {n}", "give n >= 2")
     return np.r_[np.ones(n - 1), SMALLEST_WEIGHT]
 
 
@@ -238,7 +106,10 @@ def _seed(rng: Any) -> np.random.SeedSequence:
         return np.random.SeedSequence(rng.integers(0, 2**63, size=4).tolist())
     if rng is None or (isinstance(rng, (int, np.integer)) and not isinstance(rng, bool)):
         return np.random.SeedSequence(None if rng is None else int(rng))
-    raise ValueError(f"rng: expected None, an int, a SeedSequence or a Generator, received {rng!r}")
+    raise InputError(
+        f"rng: expected None, an int, a SeedSequence or a Generator, received {rng!r}",
+        "e.g. rng=1 or rng=numpy.random.default_rng(1)",
+    )
 
 
 def _copy(ss: np.random.SeedSequence) -> np.random.SeedSequence:
@@ -247,6 +118,7 @@ def _copy(ss: np.random.SeedSequence) -> np.random.SeedSequence:
     return np.random.SeedSequence(ss.entropy, spawn_key=ss.spawn_key, pool_size=ss.pool_size)
 
 
+@single_blas
 def find_threshold(
     n: int,
     p: int,
@@ -255,7 +127,8 @@ def find_threshold(
     lambdas: ArrayLike | Mapping[str, Any] | None = None,
     V: ArrayLike | None = None,
     criterion: str = "value",
-    c: float = 0.5,
+    c: float | None = None,
+    radius: float | None = None,
     method: str = "sshopm",
     eps_range: tuple[float, float] = (0.02, 1.5),
     rtol: float = 0.01,
@@ -263,14 +136,27 @@ def find_threshold(
     rng: Any = None,
     matrix_free: bool | None = None,
     revisions: Mapping[str, int] | None = None,
+    global_check: bool = True,
+    redo: bool = True,
+    scan_phases: int = SCAN_PHASES,
+    certify_ends: bool = False,
 ) -> ThresholdResult:
     """First ε at which SROA on ``T̂ = Σ λ_i v_i^{⊗p} + E``, ``‖E‖ = ε``, fails a criterion.
 
     One instance (basis, weights, perturbation direction, solver starts) is drawn once; every
     ε evaluated rescales the same ``E`` to ``‖E‖ = ε`` and runs one full SROA (``n`` steps) with
     the same starts, so the threshold is a property of that instance. The search is
-    :func:`first_crossing` (scan ×1.25 upward, :data:`CONTINUE_POINTS` more points past the
+    :func:`~sroa_dist.first_crossing.first_crossing` (two scan phases ×1.25 upward, offset by
+    half the factor, :data:`~sroa_dist.first_crossing.CONTINUE_POINTS` more points past the
     first failure, then bisection to ``rtol``).
+
+    The paper's SROA takes global steps; a local method's step can be a lower local maximum,
+    and then the verdict at that ε says where the local method went, not where SROA fails.
+    So every step that is not certified is checked (``global_check``,
+    :mod:`sroa_dist.global_check`) and, where the check found a higher value, redone from it
+    (``redo``), so that the SROA continues on the global branch; the trace records each
+    evaluation's largest gap and redone steps, and the result names the verdicts that still
+    rest on a non-global step (``artefacts``) apart from true non-monotonicity.
 
     The instance is built as a tensor sweep builds it: the seed's children 0/1/2 draw the
     instance (:func:`sroa_dist.make_instance` with σ = 1), the SROA starts and the norm's
@@ -292,10 +178,14 @@ def find_threshold(
         Orthonormal basis; ``None`` draws a random one from ``rng``.
     criterion : {"value", "recovery", "theorem"}
         Success test of a run (:mod:`sroa_dist.criteria`).
-    c : float
-        The criterion's level: the multiple of ε allowed on ``max |λ̂ − λ|`` (``value``), the
-        radius on ``max ‖v̂ − v‖`` (``recovery``); ignored by ``theorem`` (Theorem 3.1's own
-        bounds; a value other than the default warns).
+    c : float, optional
+        ``value``: the multiple of ε allowed on ``max |λ̂ − λ|``; ``recovery``: the radius on
+        ``max ‖v̂ − v‖`` (or give ``radius``); both default to :data:`DEFAULT_C`.
+        ``theorem``: its value bound ``c·ε`` (default 2, Theorem 3.1's).
+    radius : float, optional
+        ``theorem``: the vector bound on ``‖v̂_j − v_j‖`` (default Theorem 3.1's ``20ε/λ_j``,
+        which cannot bind for ε ≥ 0.1; studies use ``c = 0.5, radius = 0.3``,
+        :data:`sroa_dist.criteria.STUDY_THEOREM`). ``recovery``: its radius.
     method : str
         Rank-one method of every SROA step (:data:`sroa_dist.METHODS`).
     eps_range : (float, float)
@@ -313,11 +203,20 @@ def find_threshold(
         family has a factored form and one dense ``n^p`` array would exceed
         :data:`DENSE_BYTES_CAP`. ``V`` and the weights are drawn from the same stream as the
         dense path draws them (the tilt itself draws nothing), so both paths search the same
-        tensor; the solver's starts differ (operators add spectral starts to ``sshopm``).
+        tensor; the solver's starts differ (implicit deflation warm-starts each step).
     revisions : mapping, optional
         Method -> algorithm revision to compute with (:attr:`sroa_dist.solvers.Method.
         revision`), for the SROA steps and the norm; ``None`` or a method not named: the
         current one. A threshold sweep passes its store's, so a resumed store keeps them.
+    global_check, redo : bool
+        Check every uncertified step and redo the non-global ones (see above;
+        :func:`sroa_dist.sroa`). Both on by default; search revision 1 had neither.
+    scan_phases : {1, 2}
+        Scan phases (:data:`~sroa_dist.first_crossing.SCAN_PHASES`; revision 1 had one).
+    certify_ends : bool
+        Where ``n`` is within :data:`CERTIFY_ENDS_MAX_N` of ``p`` (dense tensors), run the
+        SROA at both bracket ends again with certified steps and record whether the bracket
+        stands (``certified_ends``).
 
     Returns
     -------
@@ -325,56 +224,158 @@ def find_threshold(
         ``reached`` False (``eps_star = inf``) when every ε in range passed.
     """
     crit = get_run_criterion(criterion)
-    _check_range(eps_range, rtol)
-    if crit.level_name is None:
-        if c != 0.5:
-            warnings.warn(
-                f"c={c!r} is ignored by criterion 'theorem' (Theorem 3.1's bounds are fixed)",
-                stacklevel=2,
-            )
-        level = None
-    else:
-        if not (isinstance(c, (int, float)) and not isinstance(c, bool) and c > 0):
-            raise ValueError(f"c: expected a number > 0 ({crit.level_name}), received {c!r}")
-        level = float(c)
+    check_range(eps_range, rtol)
+    level, crit_params, c_out, radius_out = _criterion_levels(crit, c, radius)
     if isinstance(n, bool) or int(n) != n or n < 2:
         raise ValueError(f"n: expected an integer >= 2, received {n!r}")
+    for name, flag in (
+        ("global_check", global_check),
+        ("redo", redo),
+        ("certify_ends", certify_ends),
+    ):
+        if not isinstance(flag, (bool, np.bool_)):
+            raise ValueError(f"{name}: expected true or false, received {flag!r}")
     n, p = int(n), int(p)
     lam_spec = default_lambdas(n) if lambdas is None else lambdas
     revisions = dict(revisions or {})
     options = revision_options(method, revisions.get(method))
+    checks = {"global_check": bool(global_check), "redo": bool(redo and global_check)}
     inst_ss, solve_ss, norm_ss = _seed(rng).spawn(3)
-    if _use_matrix_free(matrix_free, n, p, family, params):
-        return _find_matrix_free(
-            n,
-            p,
-            family,
-            lam_spec,
-            V,
-            params,
-            inst_ss,
-            solve_ss,
-            method,
-            crit,
-            level,
-            eps_range,
-            rtol,
-            options,
-        )
-    draw = _Draw(n, p, family, lam_spec, V, params, inst_ss, norm_ss, method, revisions)
     steps = [0, 0]  # certified steps, all steps
 
-    def evaluate(eps: float) -> tuple[float, bool]:
-        T, E, lam, basis = draw.scaled(eps)
-        res = sroa_batch((T + E)[None], rank=n, method=method, rng=[_copy(solve_ss)], **options)
+    def judge(res: SROAResult, lam: np.ndarray, basis: np.ndarray, eps: float) -> tuple:
         m = match(res, lam[None], basis[None])
         steps[0] += int(np.sum(res.certified))
         steps[1] += int(np.size(res.certified))
-        return crit.evaluate(m.lam_err[0], m.vec_err[0], eps, m.lam_matched[0], level)
+        metric, ok = crit.evaluate(
+            m.lam_err[0], m.vec_err[0], eps, m.lam_matched[0], level, **crit_params
+        )
+        return metric, ok, _extras(res[0], m.lam_err[0], m.vec_err[0])
 
-    out = first_crossing(evaluate, eps_range=eps_range, rtol=rtol, criterion=crit.name, c=level)
+    search = {
+        "eps_range": eps_range,
+        "rtol": rtol,
+        "criterion": crit.name,
+        "c": c_out,
+        "radius": radius_out,
+        "scan_phases": scan_phases,
+    }
+    if _use_matrix_free(matrix_free, n, p, family, params):
+        gen = np.random.default_rng(_copy(inst_ss))
+        # make_instance's draw order: the basis (unless given), then the weights.
+        basis = BASES["random"](n, n, rng=gen) if V is None else np.asarray(V, dtype=float)
+        lam = draw_lambdas(lam_spec, n, rng=gen)
+
+        def evaluate_mf(eps: float) -> tuple:
+            op = structured_tensor(p, lam, V=basis, family=family, eps=eps, params=params)
+            res = sroa_batch(
+                op.as_batch(), rank=n, method=method, rng=[_copy(solve_ss)], **checks, **options
+            )
+            return judge(res, lam, basis, eps)
+
+        out = first_crossing(evaluate_mf, **search)
+        return dataclasses.replace(out, certified_fraction=0.0)
+    draw = _Draw(n, p, family, lam_spec, V, params, inst_ss, norm_ss, method, revisions)
+
+    def evaluate(eps: float) -> tuple:
+        T, E, lam, basis = draw.scaled(eps)
+        res = sroa_batch(
+            (T + E)[None], rank=n, method=method, rng=[_copy(solve_ss)], **checks, **options
+        )
+        return judge(res, lam, basis, eps)
+
+    out = first_crossing(evaluate, **search)
     frac = steps[0] / steps[1] if steps[1] else float("nan")
-    return dataclasses.replace(out, certified_fraction=float(frac))
+    out = dataclasses.replace(out, certified_fraction=float(frac))
+    if certify_ends and out.reached and n <= CERTIFY_ENDS_MAX_N.get(p, 0):
+        verdict = _certified_verdicts(out, draw, n, crit, level, crit_params, solve_ss)
+        out = dataclasses.replace(out, certified_ends=verdict)
+    return out
+
+
+def _criterion_levels(
+    crit: RunCriterion, c: float | None, radius: float | None
+) -> tuple[float | None, dict[str, Any], float | None, float | None]:
+    """``(level, metric parameters, c, radius)`` of a criterion from ``c`` and ``radius``
+    (checked; a ``ValueError`` naming the argument)."""
+    for name, v in (("c", c), ("radius", radius)):
+        if v is not None and not (
+            isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
+        ):
+            raise ValueError(f"{name}: expected a number > 0, received {v!r}")
+    if crit.level_name is None:  # theorem: value bound c·ε and vector bound radius
+        c_out = float(c) if c is not None else float(crit.params["c"])
+        r_out = None if radius is None else float(radius)
+        return None, {"c": c_out, "radius": r_out}, c_out, r_out
+    if crit.level_name == "radius":
+        if c is not None and radius is not None and float(c) != float(radius):
+            raise ValueError(
+                f"radius: criterion 'recovery' takes one radius; received c={c!r} and "
+                f"radius={radius!r}"
+            )
+        level = float(radius if radius is not None else c if c is not None else DEFAULT_C)
+        return level, {}, level, level
+    if radius is not None:
+        raise ValueError(
+            f"radius: criterion {crit.name!r} takes no radius (only 'recovery' and 'theorem' do)"
+        )
+    level = float(DEFAULT_C if c is None else c)
+    return level, {}, level, None
+
+
+def _extras(res: SROAResult, lam_err: np.ndarray, vec_err: np.ndarray) -> dict[str, Any]:
+    """The :class:`~sroa_dist.first_crossing.Evaluation` fields of one SROA beyond its verdict."""
+    gaps = np.asarray(res.global_gap, dtype=float)
+    with np.errstate(invalid="ignore"):
+        largest = float(np.nanmax(gaps)) if np.any(np.isfinite(gaps)) else math.nan
+    return {
+        "global_gap": largest,
+        "non_global": bool(np.any(res.non_global)),
+        "redone": int(np.sum(res.redone)),
+        "lam_err": float(np.nanmax(lam_err)),
+        "vec_err": float(np.nanmax(vec_err)),
+    }
+
+
+def _certified_verdicts(
+    out: ThresholdResult,
+    draw: _Draw,
+    n: int,
+    crit: RunCriterion,
+    level: float | None,
+    crit_params: Mapping[str, Any],
+    solve_ss: np.random.SeedSequence,
+) -> bool | None:
+    """Whether the bracket stands with certified steps: ``lo`` passes (or is 0) and ``hi``
+    fails when the SROA at each is run again with ``certified`` (relaxation at every step);
+    ``None`` where a step could not be certified."""
+    lo, hi = out.bracket
+    verdicts = []
+    for eps in (lo, hi):
+        if eps <= 0:
+            verdicts.append(True)
+            continue
+        T, E, lam, basis = draw.scaled(eps)
+        res = sroa_batch(
+            (T + E)[None],
+            rank=n,
+            method="certified",
+            rng=[_copy(solve_ss)],
+            max_gram_size=_CERTIFY_GRAM,
+        )
+        if not np.all(res.certified):
+            return None
+        m = match(res, lam[None], basis[None])
+        _, ok = crit.evaluate(
+            m.lam_err[0], m.vec_err[0], eps, m.lam_matched[0], level, **crit_params
+        )
+        verdicts.append(ok)
+    return bool(verdicts[0] and not verdicts[1])
+
+
+#: The moment-matrix cap certify_ends hands to ``certified`` (every size within
+#: :data:`CERTIFY_ENDS_MAX_N` fits: side C(34, 2) = 561 at p = 3, n = 32).
+_CERTIFY_GRAM = 10**4
 
 
 def uses_matrix_free(n: int, p: int, family: str, params: Mapping[str, Any] | None = None) -> bool:
@@ -388,7 +389,10 @@ def _use_matrix_free(
     matrix_free: bool | None, n: int, p: int, family: str, params: Mapping[str, Any] | None
 ) -> bool:
     if matrix_free is not None and not isinstance(matrix_free, bool):
-        raise ValueError(f"matrix_free: expected True, False or None, received {matrix_free!r}")
+        raise InputError(
+            f"matrix_free: expected True, False or None, received {matrix_free!r}",
+            "give matrix_free=True, False or None (decide from the family)",
+        )
     if matrix_free is False:
         return False
     fam = check_model(family, params)
@@ -396,43 +400,12 @@ def _use_matrix_free(
     if matrix_free is None:
         return factored and 8 * float(n) ** p > DENSE_BYTES_CAP
     if not factored:
-        raise ValueError(
+        raise InputError(
             f"matrix_free: family {family!r} declares no factored form (i.i.d. noise or a "
-            "mixture with it has n^p independent entries); use matrix_free=False or None"
+            "mixture with it has n^p independent entries); use matrix_free=False or None",
+            "use matrix_free=False or None with this family",
         )
     return True
-
-
-def _find_matrix_free(
-    n,
-    p,
-    family,
-    lam_spec,
-    V,
-    params,
-    inst_ss,
-    solve_ss,
-    method,
-    crit,
-    level,
-    eps_range,
-    rtol,
-    options,
-) -> ThresholdResult:
-    """:func:`find_threshold` on :func:`sroa_dist.structured_tensor` (never certified)."""
-    gen = np.random.default_rng(_copy(inst_ss))
-    # make_instance's draw order: the basis (unless given), then the weights.
-    basis = BASES["random"](n, n, rng=gen) if V is None else np.asarray(V, dtype=float)
-    lam = draw_lambdas(lam_spec, n, rng=gen)
-
-    def evaluate(eps: float) -> tuple[float, bool]:
-        op = structured_tensor(p, lam, V=basis, family=family, eps=eps, params=params)
-        res = sroa_batch(op.as_batch(), rank=n, method=method, rng=[_copy(solve_ss)], **options)
-        m = match(res, lam[None], basis[None])
-        return crit.evaluate(m.lam_err[0], m.vec_err[0], eps, m.lam_matched[0], level)
-
-    out = first_crossing(evaluate, eps_range=eps_range, rtol=rtol, criterion=crit.name, c=level)
-    return dataclasses.replace(out, certified_fraction=0.0)
 
 
 class _Draw:

@@ -16,7 +16,8 @@ from sroa_dist.sweep.storage import prepare_store
 VOLATILE_ATTRS = ("created", "git_commit", "layout_token", "spec_source", "history")
 
 #: Small specs covering every kind of cube: sigma / eps / eps_scaled levels, vectors, a
-#: method axis, certificates, family perturbations, and a model sweep with every model dim.
+#: method axis, certificates, family perturbations, a model sweep with every model dim, and a
+#: threshold sweep (added with search revision 2: its variables include the global check's).
 SPECS: dict[str, dict[str, Any]] = {
     "tensor_sigma_vectors": {
         "name": "fmt-sigma",
@@ -57,6 +58,22 @@ SPECS: dict[str, dict[str, Any]] = {
         },
         "solver": {"method": ["sshopm", "power"]},
     },
+    "threshold_tilt": {
+        "name": "fmt-threshold",
+        "seed": 3,
+        "replicates": 2,
+        "tensor": {"n": [4, 5], "p": 3},
+        "noise": {"model": ["coherent-tilt", "gaussian"]},
+        "solver": {"method": "sshopm"},
+        "threshold": {
+            "criterion": "theorem",
+            "c": 0.5,
+            "radius": 0.3,
+            "eps_range": [0.05, 1.5],
+            "rtol": 0.03,
+            "certify_ends": True,
+        },
+    },
 }
 
 
@@ -88,6 +105,10 @@ def manifest(url: str | Path) -> dict[str, Any]:
             entry["attributes"]["store_attrs"] = "<root attrs>"
     if "spec" in attrs:
         attrs["spec"] = _without_revision_numbers(attrs["spec"])
+    if "setting_search" in attrs:
+        search = json.loads(attrs["setting_search"])
+        search["revision"] = "<revision>"
+        attrs["setting_search"] = json.dumps(search, sort_keys=True)
     out["<root attrs>"] = {
         k: (f"<{k}>" if k in VOLATILE_ATTRS or k.endswith("_version") else v)
         for k, v in attrs.items()
@@ -112,4 +133,6 @@ def _without_revision_numbers(text: str) -> str:
     revisions = spec.get("solver", {}).get("revisions")
     if revisions:
         spec["solver"]["revisions"] = dict.fromkeys(revisions, "<revision>")
+    if spec.get("threshold", {}).get("revision") is not None:  # the search's, pinned likewise
+        spec["threshold"]["revision"] = "<revision>"
     return json.dumps(spec, sort_keys=True, separators=(",", ":"))

@@ -34,6 +34,7 @@ COMPOSE = {
     "base": ROOT / "docker-compose.yml",
     "tls": ROOT / "docker-compose.tls.yml",
     "s3": ROOT / "docker-compose.s3.yml",
+    "gpu": ROOT / "docker-compose.gpu.yml",
 }
 #: Where the Dockerfile puts repository files inside the image (checked in test_compose.py).
 IMAGE_PATHS = {"/opt/sroa": ROOT, "/usr/local/lib/sroa": ROOT / "deploy" / "docker"}

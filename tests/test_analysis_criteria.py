@@ -69,14 +69,17 @@ def test_value_criterion_uses_the_eps_coordinate_when_eps_is_swept():
 def test_registry_errors_list_valid_names_and_options():
     assert tuple(CRITERIA) == ("recovery", "value", "theorem")
     with pytest.raises(
-        ValueError, match=r"unknown success criterion 'bogus'.*'recovery', 'value', 'theorem'"
+        ValueError,
+        match=r"criterion: expected one of \('recovery', 'value', 'theorem'\); received 'bogus'",
     ):
         success(criteria_cube(), "bogus")
-    with pytest.raises(ValueError, match=r"'theorem' takes no option.*'radius'.*accepted: rtol"):
-        success(criteria_cube(), "theorem", radius=0.3)
+    with pytest.raises(
+        ValueError, match=r"'theorem' takes no option.*'variable'.*accepted: c, radius, rtol"
+    ):
+        success(criteria_cube(), "theorem", variable="vec_err")
     with pytest.raises(ValueError, match=r"c: expected a number > 0"):
         success(criteria_cube(), "value", c=0.0)
-    with pytest.raises(ValueError, match=r"unknown success criterion"):
+    with pytest.raises(ValueError, match=r"criterion: expected one of"):
         estimate_thresholds(scaling_cube(ns=(4, 8), n_eps=4, n_rep=3), "bogus", n_boot=0)
     assert get_criterion("radius") is CRITERIA["recovery"]  # the earlier name still works
     assert get_criterion("value").label(c=2.0) == "every step's |λ̂ − λ| ≤ 2·ε"

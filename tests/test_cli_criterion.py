@@ -63,5 +63,7 @@ def test_report_states_the_chosen_value_criterion(nscaling_store, tmp_path):
 def test_bad_criterion_is_one_line(nscaling_store, tmp_path):
     proc = _cli("report", str(nscaling_store), "--criterion", "nope", cwd=tmp_path)
     assert proc.returncode == 2
-    assert "--criterion" in proc.stderr and "invalid choice" in proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 2 and lines[1].startswith("hint: "), proc.stderr
+    assert "--criterion: expected one of recovery, value, theorem; received 'nope'" in lines[0]
     assert "Traceback" not in proc.stderr

@@ -27,7 +27,14 @@ from deploy_helpers import (
 
 S3_SECRET = {"SROA_S3_SECRET_KEY": "not-a-secret"}
 VOLUMES = {"results": Path("/host/results")}
-FILE_SETS = [("base",), ("base", "tls"), ("base", "s3"), ("base", "tls", "s3")]
+FILE_SETS = [
+    ("base",),
+    ("base", "tls"),
+    ("base", "s3"),
+    ("base", "tls", "s3"),
+    ("base", "gpu"),
+    ("base", "tls", "s3", "gpu"),
+]
 
 
 def defaults(files=("base",), service="runner"):
@@ -118,6 +125,34 @@ def test_overrides_do_not_change_dask_commands(extra):
         assert defaults(("base",), service)[0] == defaults(("base", extra), service)[0], service
 
 
+def test_gpu_override_adds_workers_that_advertise_the_gpu_resource():
+    """docker-compose.gpu.yml: a worker service like the CPU workers, plus the GPU resource
+    the sweep's GPU blocks ask for, one NVIDIA GPU each, and an image with the gpu extra; the
+    base services are unchanged."""
+    import tomllib
+
+    from sroa_dist.sweep.cluster import GPU_RESOURCE
+
+    doc = load_compose("base", "gpu")
+    gpu = doc["services"]["gpu-worker"]
+    argv = [interpolate(str(a), {}) for a in gpu["command"]]
+    worker, _ = defaults(service="worker")
+    assert argv == [*worker, "--resources", f"{GPU_RESOURCE}=1"]
+    (device,) = gpu["deploy"]["resources"]["reservations"]["devices"]
+    assert device == {"driver": "nvidia", "count": 1, "capabilities": ["gpu"]}
+    assert interpolate(str(gpu["deploy"]["replicas"]), {}) == "1"
+    extras = gpu["build"]["args"]["SROA_EXTRAS"].split(",")
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert "gpu" in extras and set(extras) <= set(project["optional-dependencies"])
+    assert gpu["build"]["context"] == "."
+    base_worker = doc["services"]["worker"]
+    assert gpu["volumes"] == base_worker["volumes"]
+    assert gpu["environment"] == base_worker["environment"]
+    assert gpu["depends_on"] == base_worker["depends_on"]
+    for service in ("scheduler", "worker", "runner"):
+        assert defaults(("base",), service)[0] == defaults(("base", "gpu"), service)[0]
+
+
 def test_tls_override_requires_encryption_everywhere():
     for service, role in [("scheduler", "SCHEDULER"), ("worker", "WORKER"), ("runner", "CLIENT")]:
         _, env = defaults(("base", "tls"), service)
@@ -182,7 +217,9 @@ def test_dockerfile_base_user_healthcheck():
     users = [a for i, a in instr if i == "USER"]
     assert users and users[-1].split(":")[0] not in ("root", "0")
     runs = " ".join(a for i, a in instr if i == "RUN")
-    assert 'pip install ".[s3]"' in runs  # the project, with s3fs
+    # the project with s3fs; the GPU workers' image adds the gpu extra (docker-compose.gpu.yml)
+    assert ("ARG", "SROA_EXTRAS=s3") in instr
+    assert 'pip install ".[${SROA_EXTRAS}]"' in runs
     (health,) = [a for i, a in instr if i == "HEALTHCHECK"]
     probe = exec_form(health)
     assert probe[0] == "python"
@@ -394,6 +431,34 @@ def test_slurm_job_script(tmp_path):
     assert f"--tls-cert {certs / 'worker.pem'}" in script
     assert "--nthreads 1" in script and "--no-dashboard" in script
     assert "source /opt/venv/bin/activate" in script
+
+
+def test_slurm_gpu_worker_job_asks_for_a_gpu_and_advertises_it(tmp_path):
+    """--gpu-jobs: the GPU worker job is the cluster's worker job on a GPU node (--gres) with
+    one worker process that advertises the GPU resource."""
+    pytest.importorskip("dask_jobqueue")
+    from sroa_dist.sweep.cluster import GPU_RESOURCE
+
+    m = _slurm_module()
+    assert m.GPU_RESOURCE == GPU_RESOURCE
+    args = m.build_parser().parse_args(
+        ["sweeps/smoke/figure2.toml", "--partition", "normal", "--gpu-partition", "gpu",
+         "--gpu-jobs", "2", "--gpu-cores", "4", "--gpu-memory", "40GB",
+         "--walltime", "01:00:00", "--lifetime-margin", "300", "--lifetime-stagger", "120",
+         "--scheduler-host", "127.0.0.1", "--dashboard-address", "127.0.0.1:0", "--no-tls",
+         "--log-directory", str(tmp_path / "logs"), "--prologue", "source /opt/venv/bin/activate"]
+    )  # fmt: skip
+    with m.make_cluster(args) as cluster:
+        cpu = cluster.job_script()
+        gpu = m.gpu_job_script(cluster, args)
+        address = cluster.scheduler_address
+    assert "#SBATCH --gres=gpu:1" in gpu and "#SBATCH -p gpu" in gpu
+    assert f"--resources {GPU_RESOURCE}=1" in gpu and "--nthreads 4" in gpu
+    assert "--nworkers" not in gpu  # one worker process holds the GPU
+    assert address in gpu and "--lifetime 3180s" in gpu and "source /opt/venv/bin/activate" in gpu
+    assert "--gres" not in cpu and "--resources" not in cpu
+    assert "#SBATCH -J sroa-gpu-worker" in gpu
+    assert subprocess.run(["bash", "-n"], input=gpu.encode(), capture_output=True).returncode == 0
 
 
 def test_slurm_sbatch_example_calls_the_script():

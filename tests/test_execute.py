@@ -294,7 +294,9 @@ def test_replacement_workers_get_the_worker_setup(tmp_path):
         for addr, state in states.items():
             assert state is not None and state["pid"] == pids[addr]
             assert state["malloc_tuned"] and state["log_filter"]
-            assert state["blas_threads"]["OMP_NUM_THREADS"] == "1"  # the nanny's setting
+            assert state["blas_env"]["OMP_NUM_THREADS"] == "1"  # the nanny's, set by us
+            # ...and every BLAS library the worker loaded runs one thread (set at run time)
+            assert state["blas_threads"] and set(state["blas_threads"].values()) == {1}
 
 
 def test_certified_smoke(tmp_path, client):

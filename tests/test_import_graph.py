@@ -1,6 +1,6 @@
 """The package's shape: no import circle, no function-level import in the sweep package that
-could hide a circle, and no sweep-kind branch outside the registry (files follow concepts, not
-a line count: the former 600-line cap is gone).
+could hide a circle, and no sweep-kind branch outside the registry. (Files follow concepts,
+never line counts: the former 600-line cap per module is gone.)
 
 The import graph is parsed with ``ast`` from every file of ``sroa_dist/`` and includes imports
 inside functions (a lazy import cannot hide a circle); imports under ``if TYPE_CHECKING:`` are

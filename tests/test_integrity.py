@@ -145,3 +145,36 @@ def test_store_without_digests_resumes_gains_digests_and_is_not_vouched_for(
     assert_same_bits(cube_values(store), cube_values(clean))
     report = scan_store(str(store), store_layout(store)[1])
     assert report.ok and report.unvouched == [0, 2, 3]  # block 1 was recomputed: digested
+
+
+SPEC_TOML = """
+name = "integrity"
+seed = 7
+replicates = 2
+[tensor]
+n = 3
+p = 3
+[noise]
+model = ["binary", "gaussian"]
+sigma = [0.01, 0.05]
+[solver]
+method = "sshopm"
+steps = 2
+options = { n_starts = 4 }
+"""
+
+
+@pytest.mark.slow
+def test_the_cli_reports_a_repair_in_one_warning_line(clean, tmp_path):
+    """A resumed run after damage printed a raw UserWarning with its source line."""
+    store = _copy(clean, tmp_path)
+    _garbage(chunk_file(store, "lam_hat", 1))
+    spec = tmp_path / "integrity.toml"
+    spec.write_text(SPEC_TOML)
+    args = ["--block-size", str(BLOCK_SIZE), "--workers", "1", "--dashboard-address", ":0"]
+    proc = run_cli("run", str(spec), "--store", str(store), *args)
+    warned = [ln for ln in proc.stderr.splitlines() if "warning" in ln.lower()]
+    assert len(warned) == 1, proc.stderr
+    assert warned[0].startswith("sroa-dist run: warning: store ") and "damaged" in warned[0]
+    assert ".py:" not in proc.stderr and "warnings.warn" not in proc.stderr, proc.stderr
+    assert "1 computed" in proc.stdout

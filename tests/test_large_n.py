@@ -7,9 +7,15 @@ import numpy as np
 import pytest
 
 from sroa_dist import identity_basis, make_instance, match, rank_one, sod_tensor, sroa, sroa_batch
-from sroa_dist.decomposition import IMPLICIT_BYTES, _gram_bound
+from sroa_dist.decomposition import IMPLICIT_BYTES
+from sroa_dist.method_records import METHODS
 from sroa_dist.solvers import Deflation, _contract
+from sroa_dist.sroa_engines import _gram_bound
 from sroa_dist.tensors import contract, rank_one_tensor
+
+#: sshopm's revision 3 (confirmation by agreeing start sets, no spectral starts on formed
+#: tensors), whose confirming sets the trap below exercises.
+REVISION_3 = METHODS["sshopm"].options_at(3)
 
 #: Implicit vs explicit deflation: the same arithmetic up to the order of the subtraction.
 VALUE_RTOL = 1e-12
@@ -171,10 +177,12 @@ def test_miss_detector_flags_a_constructed_local_trap():
     T = _trap()
     missed = fixed = 0
     for seed in range(12):
-        # confirm_margin=inf: the second set runs on every instance (two starts that land on
-        # the same local maximum would otherwise count as confirmation on their own).
-        small = rank_one(T, "sshopm", rng=seed, n_starts=2, max_starts=4, confirm_margin=np.inf)
-        big = rank_one(T, "sshopm", rng=seed, n_starts=2, max_starts=2048, confirm_margin=np.inf)
+        # Revision 3's rule with confirm_margin=inf: the second set runs on every instance
+        # (two starts that land on the same local maximum would otherwise count as
+        # confirmation on their own).
+        rule = {**REVISION_3, "confirm_margin": np.inf}
+        small = rank_one(T, "sshopm", rng=seed, n_starts=2, max_starts=4, **rule)
+        big = rank_one(T, "sshopm", rng=seed, n_starts=2, max_starts=2048, **rule)
         for res in (small, big):
             if res.lam < 1.0 - 1e-9:
                 # A miss is never certified, and the unfolding bound (exact here) shows the gap.
@@ -191,15 +199,24 @@ def test_miss_detector_flags_a_constructed_local_trap():
     assert missed >= 6 and fixed >= missed // 2
 
 
-def test_confirmation_keeps_the_first_start_set_and_later_draws():
-    """The second start set comes from a spawned stream: with an agreeing second set, result
-    and the generator's later draws are those of the unconfirmed run."""
+@pytest.mark.parametrize(
+    ("confirm", "extra"),
+    [
+        ("explore", {}),  # one round of 8 starts finds nothing new: confirmed
+        ("settle", {"confirm_margin": np.inf}),  # revisions 1-3: a second set of 16, always
+    ],
+)
+def test_confirmation_keeps_the_first_start_set_and_later_draws(confirm, extra):
+    """The confirming starts come from spawned streams: with a confirmation that finds nothing
+    higher, result and the generator's later draws are those of the unconfirmed run."""
     T = sod_tensor([2.0, 1.0, 0.5], identity_basis(3), 3)
     g1, g2 = np.random.default_rng(3), np.random.default_rng(3)
     a = rank_one(T, "sshopm", rng=g1, max_starts=0)
-    b = rank_one(T, "sshopm", rng=g2, confirm_margin=np.inf)  # always run the second set
+    b = rank_one(T, "sshopm", rng=g2, confirm=confirm, **extra)
     np.testing.assert_array_equal(a.x, b.x)
-    assert b.confirmed and not a.confirmed and b.n_starts == 32 and a.n_starts == 16
+    first = 16 + 4  # uniform and spectral starts
+    assert b.confirmed and not a.confirmed and a.n_starts == first
+    assert b.n_starts == first + (8 if confirm == "explore" else 16)
     assert g1.standard_normal() == g2.standard_normal()
     assert rank_one(T, "sos").n_best is None
 

@@ -195,7 +195,14 @@ for name, over in [
 
 #: Import name -> distribution name, where they differ and the distribution is not installed
 #: here (installed ones are looked up in their metadata).
-IMPORT_TO_DISTRIBUTION = {"yaml": "pyyaml", "sklearn": "scikit-learn", "skimage": "scikit-image"}
+IMPORT_TO_DISTRIBUTION = {
+    "yaml": "pyyaml",
+    "sklearn": "scikit-learn",
+    "skimage": "scikit-image",
+    # the gpu extra: CuPy's wheels are named by CUDA version
+    "cupy": "cupy-cuda13x",
+    "cupyx": "cupy-cuda13x",
+}
 
 
 def _canonical(name: str) -> str:

@@ -1,7 +1,9 @@
 """Method revisions: ``sshopm`` revision 2 (abandoned starts) keeps its best values, revision 3
-(the packed kernel) revision 2's steps up to rounding (tests/test_ascent_kernels.py), revisions
-1 and 2 are reproduced bit for bit by their legacy options, and a sweep store keeps computing
-with the revisions it was made with (a store made before revisions were recorded: revision 1)."""
+(the packed kernel) revision 2's steps up to rounding (tests/test_ascent_kernels.py), revision 4
+(confirmation by exploration, spectral starts on every path) finds at least the values of
+revision 3, revisions 1-3 are reproduced bit for bit by their legacy options (explicit and
+implicit deflation, matrix-free operators), and a sweep store keeps computing with the
+revisions it was made with (a store made before revisions were recorded: revision 1)."""
 
 from __future__ import annotations
 
@@ -28,6 +30,11 @@ from sroa_dist.tensors import rank_one_tensor
 GOLDEN = Path(__file__).parent / "data" / "sshopm_revision1.npz"
 #: The same tensors through the code before revision 3 (2026-11-26, commit cef0b1e).
 GOLDENS = {1: GOLDEN, 2: Path(__file__).parent / "data" / "sshopm_revision2.npz"}
+#: The code before revision 4 (2026-11-27, commit 59abfe9): the revision-2 golden's tensors
+#: through explicit and implicit deflation, SROA of a matrix-free coherent tilt (p = 4,
+#: n = 12, ε = 0.3; its basis and weights stored), and a tilt + Gaussian draw (n = 6, p = 3,
+#: σ = 1, rng = 2), whose background weight comes from sshopm norm estimates.
+GOLDEN_3 = Path(__file__).parent / "data" / "sshopm_revision3.npz"
 
 
 #: sroa_batch(method="certified") of the same code: certified results keep their bits across
@@ -51,17 +58,74 @@ def test_legacy_options_reproduce_the_old_code_bit_for_bit(p, revision):
     assert np.array_equal(res.confirmed, g[f"p{p}_confirmed"])
 
 
+@pytest.mark.parametrize("deflation", ["explicit", "implicit"])
+@pytest.mark.parametrize("p", [3, 4])
+def test_revision_3_is_reproduced_bit_for_bit(p, deflation):
+    g, T = np.load(GOLDEN_3), np.load(GOLDENS[2])[f"p{p}_T"]
+    res = _sroa(T, deflation=deflation, **METHODS["sshopm"].options_at(3))
+    key = f"p{p}_{deflation}"
+    assert np.array_equal(res.lambdas.view(np.int64), g[f"{key}_lambdas"].view(np.int64))
+    assert np.array_equal(res.vectors.view(np.int64), g[f"{key}_vectors"].view(np.int64))
+    assert np.array_equal(np.stack([s.n_starts for s in res.steps], 1), g[f"{key}_n_starts"])
+    assert np.array_equal(res.n_best, g[f"{key}_n_best"])
+    assert np.array_equal(res.confirmed, g[f"{key}_confirmed"])
+
+
+def test_revision_3_on_an_operator_is_reproduced_bit_for_bit():
+    """Revisions 1-3 ran spectral starts on matrix-free operators only (n_spectral =
+    'operators'): the operator's SROA keeps its bits."""
+    g = np.load(GOLDEN_3)
+    op = sd.structured_tensor(4, g["mf_lam"], V=g["mf_V"], family="coherent-tilt", eps=0.3)
+    res = sd.sroa(op, method="sshopm", rng=3, **METHODS["sshopm"].options_at(3))
+    assert np.array_equal(res.lambdas.view(np.int64), g["mf_lambdas"].view(np.int64))
+    assert np.array_equal(res.vectors.view(np.int64), g["mf_vectors"].view(np.int64))
+    assert np.array_equal(np.array([s.n_starts for s in res.steps]), g["mf_n_starts"])
+
+
+def test_a_mixture_instance_does_not_follow_the_current_revision():
+    """Drawing a mixture estimates its parts' norms with sshopm: that is part of the instance,
+    so it runs revision 3 whatever the current one is, and a store's instances stay the same."""
+    g = np.load(GOLDEN_3)
+    inst = sd.make_instance(
+        6,
+        3,
+        basis="random",
+        lambdas=[1, 1, 1, 1, 1, 0.95],
+        noise="coherent-tilt+gaussian",
+        sigma=1.0,
+        rng=2,
+    )
+    assert np.array_equal(inst.E.view(np.int64), g["mixture_E"].view(np.int64))
+
+
 @pytest.mark.parametrize("p", [3, 4])
 def test_later_revisions_find_the_same_components_with_fewer_starts(p):
     """Abandoning starts far below the best (revision 2) changes no step of these SROAs (the
     measured property behind the default), and the confirming sets it saves are real; the
     packed kernel (revision 3) changes only rounding."""
     g = np.load(GOLDEN)
-    res = _sroa(g[f"p{p}_T"])
+    res = _sroa(g[f"p{p}_T"], **METHODS["sshopm"].options_at(3))
     np.testing.assert_allclose(res.lambdas, g[f"p{p}_lambdas"], rtol=0, atol=1e-12)
     np.testing.assert_allclose(res.vectors, g[f"p{p}_vectors"], rtol=0, atol=1e-10)
     used = np.stack([s.n_starts for s in res.steps], 1)
     assert used.sum() < g[f"p{p}_n_starts"].sum()
+
+
+@pytest.mark.parametrize("p", [3, 4])
+def test_revision_4_loses_no_step_of_revision_3(p):
+    """Exploring before confirming, and spectral starts, can only add starts: every step of
+    revision 4 reaches at least revision 3's value on the same residual, and is confirmed
+    wherever revision 3's was."""
+    T = np.load(GOLDENS[2])[f"p{p}_T"]
+    new = _sroa(T)
+    R, seeds, rev3 = T.copy(), list(range(len(T))), METHODS["sshopm"].options_at(3)
+    for j in range(T.shape[1]):
+        old = sd.rank_one_batch(R, "sshopm", rng=seeds, **rev3)
+        now = sd.rank_one_batch(R, "sshopm", rng=seeds)
+        assert np.all(np.abs(now.lam) >= np.abs(old.lam) - 1e-12)
+        assert np.all(now.confirmed[old.confirmed])
+        R = R - np.stack([rank_one_tensor(now.lam[b], now.x[b], p) for b in range(len(T))])
+        np.testing.assert_allclose(new.lambdas[:, j], now.lam, rtol=0, atol=1e-12)
 
 
 @pytest.mark.parametrize("p", [3, 4])
@@ -94,9 +158,11 @@ def test_abandon_margin_is_checked():
 
 
 def test_only_known_revisions_run():
-    assert METHODS["sshopm"].revision == 3
-    assert METHODS["sshopm"].options_at(3) == {} == METHODS["sshopm"].options_at(None)
-    assert METHODS["sshopm"].options_at(2) == {"kernel": "symmetric"}
+    before_4 = {"confirm": "settle", "n_spectral": "operators"}
+    assert METHODS["sshopm"].revision == 4
+    assert METHODS["sshopm"].options_at(4) == {} == METHODS["sshopm"].options_at(None)
+    assert METHODS["sshopm"].options_at(3) == before_4
+    assert METHODS["sshopm"].options_at(2) == {**before_4, "kernel": "symmetric"}
     with pytest.raises(ValueError, match="revision 7 cannot be reproduced"):
         METHODS["sshopm"].options_at(7)
     with pytest.raises(ValueError, match="revision 7"):
@@ -174,7 +240,12 @@ def test_a_spec_names_only_known_revisions():
         _spec(revisions={"sshopm": 9})
     with pytest.raises(SpecError, match=r"solver\.revisions\.nosuch"):
         _spec(revisions={"nosuch": 1})
-    legacy = {"abandon_margin": math.inf, "kernel": "dense"}
+    legacy = {
+        "abandon_margin": math.inf,
+        "kernel": "dense",
+        "confirm": "settle",
+        "n_spectral": "operators",
+    }
     assert _spec(revisions={"sshopm": 1}).options_for("sshopm") == legacy
     assert _spec().options_for("sshopm") == {}
 

@@ -144,7 +144,7 @@ def test_user_family_by_import_path_and_its_errors():
         "no_such_module_xyz:f": "cannot import module 'no_such_module_xyz'",
         "perturb_user_family:missing": "has no attribute 'missing'",
         "perturb_user_family:NOT_CALLABLE": "is not callable",
-        "perturb_user_family:not_symmetric": "not symmetric.*Hint: average",
+        "perturb_user_family:not_symmetric": "(?s)not symmetric.*hint: average",
         "perturb_user_family:wrong_shape": "wrong shape; expected \\(4, 4, 4\\)",
         "perturb_user_family:norm_missing": "norm missing",
     }

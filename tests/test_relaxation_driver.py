@@ -262,10 +262,15 @@ def test_scs_accepts_the_moment_entries_in_any_order():
 
 def test_option_rules_list_the_solve_options_and_the_drivers_settings():
     """One table per driver: its rules accept its own defaults, and option_rules adds the
-    solve options (what sweep specs and rank_one's option check read)."""
+    solve options and the selection keys (what sweep specs and rank_one's option check
+    read), by driver object or by name."""
     rules = option_rules()
-    assert set(rules) == set(SOLVE_OPTIONS) | set(SCS_SETTING_RULES)
-    assert set(option_rules(CLARABEL)) == set(SOLVE_OPTIONS) | set(CLARABEL_SETTING_RULES)
+    selection = {"driver", "device"}
+    assert set(rules) == set(SOLVE_OPTIONS) | set(SCS_SETTING_RULES) | selection
+    assert (
+        set(option_rules(CLARABEL)) == set(SOLVE_OPTIONS) | set(CLARABEL_SETTING_RULES) | selection
+    )
+    assert option_rules("clarabel") == option_rules(CLARABEL)
     defaults = [
         (SCS_SETTING_RULES, DEFAULT_SCS_SETTINGS),
         *((SCS_SETTING_RULES, w) for w in WARMUP_SCS_SETTINGS.values()),

@@ -12,6 +12,11 @@ vocabulary. And (issue 18) the stored spec states the method revisions the store
 (``solver.revisions``); a store without them ran revision 1 of every method and keeps it
 (tests/test_method_revisions.py). The manifest states that every method's revision is pinned,
 not which numbers (a new revision of a method is not a format change). And (issue 24) the
+``confirmed`` variable's long_name says what ``sshopm`` revision 4 confirms (no start of an
+independent confirmation rose above the step), not "found again". And (issue 25) a threshold
+cube joined the manifest when search revision 2 added its variables (the global check's trace,
+artefacts, scan resolution, certified ends); a store made before them is resumed in its own
+format (tests/test_threshold_sweep.py). And (issue 24) the
 ``block_digest`` array keeps a copy of the root attributes (``store_attrs``, from which lost
 metadata is rebuilt), and stores with ``[output] certificates`` hold ``certificate_digest``
 (per-block digests of the certificate files): storage bookkeeping too.
@@ -172,8 +177,8 @@ def test_the_worker_scales_eps_scaled_instances_to_the_schema_target():
 
 
 def test_steps_record_how_their_best_value_was_found(tmp_path):
-    """n_best (starts that reached the best value) and confirmed (an independent start set
-    agreed) are stored per step; NaN / False past an instance's last step."""
+    """n_best (starts that reached the best value) and confirmed (an independent confirmation
+    upheld the best value) are stored per step; NaN / False past an instance's last step."""
     spec = spec_from_dict(SPECS["tensor_eps_methods"])
     layout = make_layout(spec, block_size=4)
     task = block_task(spec, layout, 0)
@@ -182,7 +187,7 @@ def test_steps_record_how_their_best_value_was_found(tmp_path):
     assert steps.any() and not steps.all()  # rank 1 and 2 share the step dim
     assert (data["n_best"][steps] >= 1).all() and np.isnan(data["n_best"][~steps]).all()
     assert not data["confirmed"][~steps].any()
-    # sshopm confirms with a second start set on these tiny problems; power never does.
+    # sshopm's confirmation closes on these tiny problems; power never confirms.
     where = layout.dims.index("method")
     methods = np.array(layout.coord("method"))[layout.block_region(0)[where]]
     for m, want in (("sshopm", True), ("power", False)):

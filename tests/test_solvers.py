@@ -306,7 +306,7 @@ def test_a_registered_method_is_callable_by_name(scratch_methods):
 
 def test_registering_twice_needs_overwrite(scratch_methods):
     register_method("first-axis", _first_axis)
-    with pytest.raises(ValueError, match="already registered.*overwrite=True"):
+    with pytest.raises(ValueError, match="(?s)already registered.*overwrite=True"):
         register_method("first-axis", _first_axis)
     with pytest.raises(ValueError, match="already registered"):
         register_method("sshopm", _first_axis)
@@ -430,7 +430,7 @@ def test_register_method_accepts_an_import_path_and_a_record(scratch_methods):
     "path, message",
     [
         # The same errors as user perturbation families by import path.
-        ("no_such_module_xyz:f", "cannot import module 'no_such_module_xyz'.*every worker"),
+        ("no_such_module_xyz:f", "(?s)cannot import module 'no_such_module_xyz'.*every worker"),
         ("user_method:missing", "has no attribute 'missing'"),
         ("user_method:NOT_CALLABLE", "is not callable"),
         ("user_method:", "expected an import path 'package.module:attribute'"),
@@ -449,13 +449,15 @@ def test_a_bad_method_path_gets_the_family_errors(path, message):
 
 
 # --------------------------------------------------------------------------------------------
-# sshopm's confirming start set runs only where the first set leaves the best value in doubt
+# sshopm revision 3's confirming start set runs only where the first set leaves the best value
+# in doubt (the rule confirm="settle", which revisions 1-3 keep)
 
 
 def test_confirming_set_runs_only_where_the_first_set_is_in_doubt():
+    rev3 = METHODS["sshopm"].options_at(3)
     settled = sod_tensor(np.array([2.0, 1.8, 1.6]), identity_basis(3), 3)
-    first_only = rank_one(settled, "sshopm", rng=3, max_starts=0)
-    r = rank_one(settled, "sshopm", rng=3)
+    first_only = rank_one(settled, "sshopm", rng=3, max_starts=0, **rev3)
+    r = rank_one(settled, "sshopm", rng=3, **rev3)
     # Many starts reached the best value, every maximum found was reached twice and the others
     # are far below the best: the first set is its own confirmation, the second set is not
     # paid for, the answer is unchanged.
@@ -465,25 +467,25 @@ def test_confirming_set_runs_only_where_the_first_set_is_in_doubt():
     # A maximum within ABANDON_MARGIN of the best reached by one start only: unseen maxima
     # near the top are likely (Good–Turing), so the second set runs.
     near = sod_tensor(np.array([2.0, 1.6, 1.2]), identity_basis(3), 3)
-    assert rank_one(near, "sshopm", rng=7).n_starts == 32
+    assert rank_one(near, "sshopm", rng=7, **rev3).n_starts == 32
     # One reached by one start only but far below the best (the 0.5 component's small basin)
     # cannot change the answer: no second set (revision 1 counted every point and ran it).
     lone = sod_tensor(np.array([2.0, 1.0, 0.5]), identity_basis(3), 3)
-    assert rank_one(lone, "sshopm", rng=3).n_starts == 16
-    assert rank_one(lone, "sshopm", rng=3, abandon_margin=np.inf).n_starts == 32
+    assert rank_one(lone, "sshopm", rng=3, **rev3).n_starts == 16
+    assert rank_one(lone, "sshopm", rng=3, abandon_margin=np.inf, **rev3).n_starts == 32
     # A near tie (two maxima 1e-7 apart, inside CONFIRM_MARGIN = 1e-5): the second set runs.
     tie = sod_tensor(np.array([1.0, 1.0 - 1e-7, 0.5]), identity_basis(3), 3)
-    t = rank_one(tie, "sshopm", rng=3)
+    t = rank_one(tie, "sshopm", rng=3, **rev3)
     assert t.n_starts > 16 and t.confirmed
     assert t.lam == pytest.approx(1.0, abs=1e-12)
     # One start alone at the best value: the second set runs (two starts cannot all agree
     # on the trap below, whose maxima all have distinct values).
     lam = np.concatenate([[1.0], np.linspace(0.5, 0.8, 19)])
     trap = sod_tensor(lam, identity_basis(20), 3)
-    runs = [rank_one(trap, "sshopm", rng=s, n_starts=2, max_starts=4) for s in range(6)]
+    runs = [rank_one(trap, "sshopm", rng=s, n_starts=2, max_starts=4, **rev3) for s in range(6)]
     for res in runs:
         assert (res.n_best >= 2) or res.n_starts > 2
     # confirm_margin = inf: every instance pays for the second set (the former default).
-    assert rank_one(settled, "sshopm", rng=3, confirm_margin=np.inf).n_starts == 32
+    assert rank_one(settled, "sshopm", rng=3, confirm_margin=np.inf, **rev3).n_starts == 32
     with pytest.raises(OptionError, match="confirm_margin"):
         rank_one(settled, "sshopm", rng=3, confirm_margin=-1.0)

@@ -12,7 +12,6 @@ import pytest
 
 import sroa_dist as core
 from sroa_dist import perturbations as pt
-from sroa_dist.matrix_free import OPERATOR_OPTIONS
 from sroa_dist.operators import StructuredTensor, SymmetricProducts
 from sroa_dist.tensors import contract, symmetrize
 
@@ -121,9 +120,8 @@ def test_sroa_on_the_operator_gives_the_dense_components(p, method, basis):
     # (vectors, up to sign for even p). The dense run uses implicit deflation, as the operator
     # must; distinct weights make the order of the steps well defined.
     inst, op = _pair(p, basis, seed=2)
-    # The operator's start policy (spectral starts for sshopm), given to the dense run too.
-    opts = OPERATOR_OPTIONS.get(method, {})
-    dense = core.sroa(inst.T_hat, method=method, rng=5, deflation="implicit", **opts)
+    # Both paths run the same start policy (sshopm: spectral starts on every path).
+    dense = core.sroa(inst.T_hat, method=method, rng=5, deflation="implicit")
     free = core.sroa(op, method=method, rng=5)
     np.testing.assert_allclose(free.lambdas, dense.lambdas, rtol=0, atol=1e-10)
     sign = np.sign(np.sum(free.vectors * dense.vectors, axis=0))
@@ -138,7 +136,7 @@ def test_sroa_on_the_operator_gives_the_dense_components(p, method, basis):
 def test_rank_one_on_the_operator_is_local_and_never_certified():
     inst, op = _pair(5, "random")
     free = core.rank_one(op, "sshopm", rng=3)
-    dense = core.rank_one(inst.T_hat, "sshopm", rng=3, max_starts=0, **OPERATOR_OPTIONS["sshopm"])
+    dense = core.rank_one(inst.T_hat, "sshopm", rng=3, max_starts=0)
     assert free.lam == pytest.approx(dense.lam, abs=1e-10)
     assert not free.certified and math.isinf(free.upper_bound)
     assert "not certified" in free.message and "matrix-free" in free.message

@@ -35,10 +35,12 @@ def test_dense_and_matrix_free_brackets_agree(p, n):
     assert mf.certified_fraction == 0.0
     # The scan points (before bisection) are the same ε and give the same verdicts.
     n_scan = min(len(dense.trace), len(mf.trace))
-    for (de, _, dok), (me, _, mok) in zip(dense.trace[:n_scan], mf.trace[:n_scan], strict=True):
-        if de != me:
+    for d, m in zip(dense.trace[:n_scan], mf.trace[:n_scan], strict=True):
+        if d.eps != m.eps:
             break
-        assert dok == mok, (de, dense.trace, mf.trace)
+        assert d.passed == m.passed, (d.eps, dense.trace, mf.trace)
+        # Both paths checked every step; neither left one non-global.
+        assert not d.non_global and not m.non_global
 
 
 def test_matrix_free_tensor_is_the_dense_instance():

@@ -5,6 +5,7 @@ validates (with a cost estimate) and runs shrunk."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import signal
@@ -16,6 +17,7 @@ import pytest
 from conftest import ROOT, assert_same_bits, cube_values, run_cli, sigkill_run_mid_sweep
 
 from sroa_dist import find_threshold
+from sroa_dist.first_crossing import max_evals
 from sroa_dist.sweep import open_results, run_sweep
 from sroa_dist.sweep.execute import connect
 from sroa_dist.sweep.fields import SpecError
@@ -24,7 +26,7 @@ from sroa_dist.sweep.kinds import KINDS, kind_for_raw
 from sroa_dist.sweep.layout import stable_hash32
 from sroa_dist.sweep.spec import load_spec, spec_from_dict
 from sroa_dist.sweep.storage import read_done
-from sroa_dist.sweep.threshold_sweep import max_evals
+from sroa_dist.sweep.threshold_sweep import THRESHOLD
 
 SWEEPS = ROOT / "sweeps"
 SHIPPED = sorted(SWEEPS.glob("threshold-*.toml"))
@@ -86,16 +88,23 @@ def test_spec_errors_name_their_key(key, value, blamed):
     assert info.value.key == blamed and "s.toml" in str(info.value)
 
 
-def test_theorem_takes_no_level_and_recovery_takes_a_radius():
-    with pytest.raises(SpecError, match="threshold.c"):
-        spec_from_dict(_small(**{"threshold.criterion": "theorem"}))
-    spec = spec_from_dict(
+def test_theorem_takes_c_and_radius_and_recovery_takes_a_radius():
+    spec = spec_from_dict(_small(**{"threshold.criterion": "theorem", "threshold.radius": 0.3}))
+    assert spec.threshold.level is None
+    assert (spec.threshold.c, spec.threshold.radius) == (0.5, 0.3)
+    problem = THRESHOLD.instance(spec, spec.settings_at({"noise": "gaussian", "n": 4}), 0)
+    assert (problem.criterion, problem.c, problem.radius) == ("theorem", 0.5, 0.3)
+    bare = spec_from_dict(
         _small(**{"threshold.criterion": "theorem", "threshold.c": None}), source="x"
     )
-    assert spec.threshold.level is None
+    assert (bare.threshold.c, bare.threshold.radius) == (None, None)  # Theorem 3.1's own
+    with pytest.raises(SpecError, match="threshold.radius"):
+        spec_from_dict(_small(**{"threshold.criterion": "theorem", "threshold.radius": -1.0}))
     rec = _small(**{"threshold.criterion": "recovery", "threshold.radius": 0.3})
     del rec["threshold"]["c"]
     assert spec_from_dict(rec).threshold.level == 0.3
+    with pytest.raises(SpecError, match="threshold.c"):
+        spec_from_dict(_small(**{"threshold.criterion": "recovery", "threshold.radius": 0.3}))
 
 
 def test_trace_length_bounds_every_search():
@@ -152,16 +161,102 @@ def test_cluster_sweep_equals_serial_find_threshold_bit_for_bit(tmp_path, client
                     ("eps_lo", want.bracket[0]),
                     ("eps_hi", want.bracket[1]),
                     ("certified_fraction", want.certified_fraction),
+                    ("artefacts", want.artefacts),
+                    ("scan_resolution", want.scan_resolution),
                 ):
                     assert np.float64(got[name]).tobytes() == np.float64(value).tobytes(), name
                 assert bool(got.reached) == want.reached
                 assert bool(got.non_monotone) == want.non_monotone
-                eps, metric, passed = (np.array(c) for c in zip(*want.trace, strict=True))
-                assert got.trace_eps.values[:k].tobytes() == eps.tobytes()
-                assert got.trace_metric.values[:k].tobytes() == metric.tobytes()
+                assert np.isnan(got.certified_ends)  # certify_ends was not asked for
+                for var, field_name in (
+                    ("trace_eps", "eps"),
+                    ("trace_metric", "metric"),
+                    ("trace_global_gap", "global_gap"),
+                    ("trace_redone", "redone"),
+                    ("trace_lam_err", "lam_err"),
+                    ("trace_vec_err", "vec_err"),
+                ):
+                    want_k = np.array([getattr(e, field_name) for e in want.trace], dtype=float)
+                    assert got[var].values[:k].tobytes() == want_k.tobytes(), var
+                passed = np.array([e.passed for e in want.trace])
                 assert (got.trace_passed.values[:k] == passed).all()
+                non_global = np.array([e.non_global for e in want.trace])
+                assert (got.trace_non_global.values[:k] == non_global).all()
                 assert np.isnan(got.trace_eps.values[k:]).all()
     assert ds.reached.any()  # the searches found a crossing: the test compares real brackets
+    assert np.isfinite(ds.trace_global_gap).any()  # every local step was checked
+
+
+#: The variables search revision 2 added to the cube (a store made before has none of them).
+NEW_VARIABLES = (
+    "artefacts",
+    "scan_resolution",
+    "certified_ends",
+    "trace_global_gap",
+    "trace_non_global",
+    "trace_redone",
+    "trace_lam_err",
+    "trace_vec_err",
+)
+
+
+def _as_made_before_search_revisions(store) -> None:
+    """Turn a store into the format of one made before search revisions were recorded: no
+    new variables, no [threshold] keys for them, no digests (recreated on resume)."""
+    import json
+
+    import zarr
+
+    from sroa_dist.sweep.integrity import DIGEST
+
+    g = zarr.open_group(str(store), mode="r+")
+    for name in (*NEW_VARIABLES, DIGEST):
+        del g[name]
+    raw = json.loads(g.attrs["spec"])
+    for key in ("revision", "global_check", "redo", "scan_phases", "certify_ends"):
+        del raw["threshold"][key]
+    g.attrs["spec"] = json.dumps(raw, sort_keys=True, separators=(",", ":"))
+    attrs = dict(g.attrs)
+    attrs.pop("setting_search")
+    g.attrs.clear()
+    g.attrs.update(attrs)
+
+
+@pytest.mark.slow
+def test_a_store_made_before_search_revisions_resumes_with_revision_1(tmp_path, client):
+    """A threshold store from before the global check keeps computing the search it was made
+    with (revision 1: no check, one scan phase), in its own format; a new store records
+    revision 2, and a spec naming another revision than its store's is refused."""
+    import zarr
+
+    from sroa_dist.sweep.integrity import forget_blocks
+    from sroa_dist.sweep.storage import StoreIncompatibleError
+
+    old = _small(**{"solver.revisions": {"sshopm": 3}})
+    rev1 = {**old, "threshold": {**old["threshold"], "revision": 1}}
+    ref = tmp_path / "ref.zarr"
+    run_sweep(rev1, ref, client=client)
+    legacy = tmp_path / "legacy.zarr"
+    run_sweep(rev1, legacy, client=client)
+    _as_made_before_search_revisions(legacy)
+    n_blocks = len(read_done(str(legacy)))
+    forget_blocks(str(legacy), list(range(n_blocks)))  # every block is computed again
+    res = run_sweep(old, legacy, client=client)  # names no search revision
+    assert res.action == "resumed" and res.blocks_computed == n_blocks
+    want = {k: v for k, v in cube_values(ref).items() if k not in NEW_VARIABLES}
+    assert_same_bits(cube_values(legacy), want)
+    g = zarr.open_group(str(legacy), mode="r")
+    assert not any(name in g for name in NEW_VARIABLES)
+    assert "revision" not in json.loads(g.attrs["spec"])["threshold"]  # read as revision 1
+    # A new store: revision 2, the check's variables filled in.
+    new = tmp_path / "new.zarr"
+    run_sweep(old, new, client=client)
+    assert (
+        json.loads(zarr.open_group(str(new), mode="r").attrs["spec"])["threshold"]["revision"] == 2
+    )
+    assert np.isfinite(cube_values(new)["trace_global_gap"]).any()
+    with pytest.raises(StoreIncompatibleError, match=r"threshold\.revision"):
+        run_sweep(rev1, new, client=client)
 
 
 def _slow():
@@ -300,3 +395,37 @@ def test_shipped_threshold_specs_run_shrunk(tmp_path, path, client):
     assert res.complete, res.failed
     ds = open_results(tmp_path / "s.zarr").load()
     assert (ds.n_evals > 0).all() and (ds.eps_lo < ds.eps_hi).all()
+
+
+def test_replicates_of_a_deterministic_family_are_flagged_once():
+    """The pure coherent tilt turns with the basis: its replicates repeat one threshold (the
+    README suggested replicates = 2 for it). `advice` says so; `run` warns with it."""
+    from sroa_dist.perturbations import is_deterministic
+    from sroa_dist.sweep.kinds import advice
+
+    assert is_deterministic("coherent-tilt")
+    assert not is_deterministic("coherent-tilt+gaussian") and not is_deterministic("gaussian")
+    alone = advice(spec_from_dict(_small(**{"noise.model": "coherent-tilt"}), source="s.toml"))
+    assert len(alone) == 1 and "set replicates = 1" in alone[0] and "\n" not in alone[0]
+    mixed = advice(spec_from_dict(_small(), source="s.toml"))
+    assert len(mixed) == 1 and "they spread only ['gaussian']" in mixed[0]
+    iid = _small(**{"noise.model": "gaussian"})
+    del iid["noise"]["params"]
+    assert advice(spec_from_dict(iid)) == []
+    one = _small(**{"noise.model": "coherent-tilt", "replicates": 1})
+    assert advice(spec_from_dict(one)) == []
+
+
+def test_the_readme_does_not_suggest_replicates_for_the_pure_tilt():
+    readme = (ROOT / "README.md").read_text()
+    for line in readme.splitlines():
+        if '"coherent-tilt"' in line and "--set replicates=" in line:
+            assert "--set replicates=1" in line, line
+
+
+def test_random_weights_make_deterministic_family_replicates_differ():
+    from sroa_dist.sweep.kinds import advice
+
+    raw = _small(**{"noise.model": "coherent-tilt"})
+    raw["tensor"]["lambdas"] = {"dist": "uniform", "low": 0.9, "high": 1.0}
+    assert advice(spec_from_dict(raw)) == []

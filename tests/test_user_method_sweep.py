@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from conftest import assert_same_bits, cube_values
 
+from sroa_dist.errors import with_hint
 from sroa_dist.sweep import open_results, run_sweep
 from sroa_dist.sweep.fields import SpecError
 from sroa_dist.sweep.spec import spec_from_dict
@@ -58,4 +59,4 @@ def test_import_path_method_runs_on_workers_in_another_folder(tmp_path, client, 
 def test_bad_method_paths_are_spec_errors_naming_the_key(method, reason):
     with pytest.raises(SpecError, match="solver.method") as info:
         spec_from_dict(_spec(method))
-    assert reason in str(info.value)
+    assert reason in with_hint(info.value)

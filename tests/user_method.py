@@ -18,6 +18,19 @@ def first_axis(Ts, rngs, *, scale: float = 1.0):
     return MethodOutput(x=x, n_starts=none, n_iter=none, notes="user method")
 
 
+def routed(Ts, rngs, *, relaxation=None):
+    """:func:`first_axis` that appends the name of the Dask worker running it to the file
+    ``$SROA_TEST_ROUTING_LOG``: a sweep routes it by its ``relaxation.device`` option like a
+    certified step (the test checks where it ran, no GPU needed)."""
+    import os
+
+    from distributed import get_worker
+
+    with open(os.environ["SROA_TEST_ROUTING_LOG"], "a", encoding="utf-8") as f:
+        f.write(f"{get_worker().name} {(relaxation or {}).get('device', 'cpu')}\n")
+    return first_axis(Ts, rngs)
+
+
 def local_power(Ts, rngs, deflation=None, *, n_starts: int = 8):
     """Unshifted power iterations from ``n_starts`` random starts, best start kept; takes a
     deflation, so SROA may deflate implicitly."""

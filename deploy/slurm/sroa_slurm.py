@@ -17,6 +17,12 @@ is harmless to the results: blocks are idempotent and only the store's done mask
 finished, so killed blocks are recomputed, never lost or duplicated, and rerunning this script
 resumes a sweep.
 
+GPU workers. ``--gpu-jobs N`` also submits N jobs with ``--gres=gpu:1`` (``--gpu-gres``),
+each one worker started with ``--resources GPU=1``: the blocks whose relaxation runs on
+device "cuda" (``[solver.options.certified.relaxation] driver = "admm"``, ``device =
+"cuda"``) run there and nowhere else, while the CPU jobs take the rest. Their worker
+environment needs CuPy (``pip install 'sroa-dist[gpu]'``).
+
 Exits. Before any job is queued, the partition is checked (``sinfo``) for a node that fits one
 worker job's ``--cores`` and ``--memory``: a job that can never start would otherwise wait in
 the queue forever while the driver waits for it. However the driver ends (sweep done, an error,
@@ -183,6 +189,8 @@ def make_cluster(args: argparse.Namespace):
     """The SLURMCluster of these options (no job is submitted until it is scaled)."""
     from dask_jobqueue import SLURMCluster
 
+    from sroa_dist.threads import blas_thread_env
+
     sec = security(args)
     scheduler_options: dict[str, Any] = {"dashboard_address": args.dashboard_address}
     if args.scheduler_host:
@@ -201,9 +209,11 @@ def make_cluster(args: argparse.Namespace):
         interface=args.interface,
         log_directory=args.log_directory,
         job_extra_directives=list(args.sbatch or []),
-        # Dask's profiler can deadlock a worker on CPython < 3.11.9 (gh-106883): off.
+        # Dask's profiler can deadlock a worker on CPython < 3.11.9 (gh-106883): off. One BLAS
+        # thread per worker process, set before numpy loads (sroa_dist.threads).
         job_script_prologue=[
             "export DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False",
+            *(f"export {var}={value}" for var, value in blas_thread_env().items()),
             *list(args.prologue or []),
         ],
         # No worker dashboards on the compute nodes: the scheduler's dashboard shows the workers.
@@ -218,6 +228,50 @@ def make_cluster(args: argparse.Namespace):
         protocol="tls://" if sec is not None else None,
         shared_temp_directory=str(Path(shared).expanduser()) if shared else None,
     )
+
+
+#: The Dask resource a GPU worker advertises; the sweep's GPU blocks (relaxation device
+#: "cuda") hold one while they run (sroa_dist.sweep.cluster.GPU_RESOURCE).
+GPU_RESOURCE = "GPU"
+
+
+def gpu_job_script(cluster: Any, args: argparse.Namespace) -> str:
+    """The job script of one GPU worker job: the cluster's worker job (same scheduler,
+    security, prologue, lifetime) on a GPU node (``--gres``) with one worker process that
+    advertises the GPU resource. Only blocks whose relaxation runs on device "cuda" need it;
+    the worker's other threads may take CPU blocks too."""
+    from dask_jobqueue.slurm import SLURMJob
+
+    kw = dict(cluster._job_kwargs)  # what the cluster's own worker jobs are made from
+    kw.pop("name", None)
+    kw.update(
+        cores=args.gpu_cores,
+        processes=1,
+        memory=args.gpu_memory,
+        queue=args.gpu_partition or args.partition,
+        job_name="sroa-gpu-worker",
+        job_extra_directives=[f"--gres={args.gpu_gres}", *kw.get("job_extra_directives", [])],
+        worker_extra_args=[*kw.get("worker_extra_args", []), "--resources", f"{GPU_RESOURCE}=1"],
+    )
+    return SLURMJob(scheduler=cluster.scheduler_address, name="sroa-gpu-worker", **kw).job_script()
+
+
+def submit_gpu_jobs(cluster: Any, args: argparse.Namespace) -> list[str]:
+    """``sbatch`` ``--gpu-jobs`` GPU worker jobs (:func:`gpu_job_script`); their job ids, for
+    cancelling them at the end. They are not replaced at their walltime: give them one that
+    covers the sweep, or resubmit the driver (it resumes)."""
+    script = Path(args.log_directory) / "sroa-gpu-worker.sh"
+    script.parent.mkdir(parents=True, exist_ok=True)
+    script.write_text(gpu_job_script(cluster, args))
+    ids = []
+    for _ in range(args.gpu_jobs):
+        out = subprocess.run(
+            ["sbatch", "--parsable", str(script)], capture_output=True, text=True, timeout=60
+        )
+        if out.returncode != 0:
+            raise RuntimeError(f"sbatch {script}: {out.stderr.strip() or out.stdout.strip()}")
+        ids.append(out.stdout.strip().split(";")[0])
+    return ids
 
 
 def _jobs(cluster: Any) -> list[Any]:
@@ -265,6 +319,17 @@ def build_parser() -> argparse.ArgumentParser:
         default="~/.sroa-dask",
         help="shared directory for the temporary worker certificate",
     )
+    p.add_argument(
+        "--gpu-jobs",
+        type=int,
+        default=0,
+        help="GPU worker jobs (one worker with the GPU resource each) for blocks whose "
+        "relaxation runs on device 'cuda'",
+    )
+    p.add_argument("--gpu-gres", default="gpu:1", help="--gres of a GPU worker job")
+    p.add_argument("--gpu-partition", help="partition of the GPU jobs (default --partition)")
+    p.add_argument("--gpu-cores", type=int, default=4, help="cores of a GPU worker job")
+    p.add_argument("--gpu-memory", default="32GB", help="memory of a GPU worker job")
     p.add_argument("--dry-run", action="store_true", help="print the worker job script, exit")
     return p
 
@@ -288,9 +353,13 @@ def main(argv: list[str] | None = None) -> int:
     with make_cluster(args) as cluster:
         if args.dry_run:
             print(cluster.job_script())
+            if args.gpu_jobs:
+                print(gpu_job_script(cluster, args))
             return 0
+        gpu_ids: list[str] = []
         try:
             cluster.adapt(minimum_jobs=args.jobs, maximum_jobs=args.jobs)
+            gpu_ids = submit_gpu_jobs(cluster, args) if args.gpu_jobs else []
             with Client(cluster) as client:
                 print(f"sroa-slurm: dashboard {client.dashboard_link}", file=sys.stderr)
                 res = run_sweep(
@@ -306,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
             # submission raced with the close (scancel of a finished job is a no-op).
             job_ids = [getattr(w, "job_id", None) for w in _jobs(cluster)]
             cluster.close()
-            cancel_jobs(job_ids)
+            cancel_jobs(job_ids + gpu_ids)
     print(
         # The block line of `sroa-dist run`'s summary: a resubmitted driver shows what it resumed.
         f"store: {res.store} ({res.action}); blocks: {res.n_blocks} total, "

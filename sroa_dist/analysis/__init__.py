@@ -36,7 +36,14 @@ from .figures import (
 )
 from .moments import fit_sample_exponent, plot_sample_scaling, sample_size_needed
 from .report import summarize, write_report
-from .threshold import RateFit, estimate_thresholds, fit_exponent, fit_rate
+from .threshold import (
+    RateFit,
+    SizeMedians,
+    estimate_thresholds,
+    fit_exponent,
+    fit_rate,
+    size_medians,
+)
 
 __all__ = [
     "CRITERIA",
@@ -57,6 +64,8 @@ __all__ = [
     "fit_exponent",
     "fit_rate",
     "RateFit",
+    "SizeMedians",
+    "size_medians",
     "get_criterion",
     "list_violations",
     "plot_cube",

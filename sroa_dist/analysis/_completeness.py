@@ -14,6 +14,7 @@ import dask
 import numpy as np
 import xarray as xr
 
+from ..errors import InputError, SroaWarning
 from ..sweep.schema import BLOCK, DAMAGED, DONE, FAILED, FAILED_MESSAGES
 from ._cube import REPLICATE, STEP, sweep_axes
 
@@ -121,7 +122,7 @@ class Completeness:
         return ", ".join(parts) + ("; " + ", ".join(axes) if axes else "")
 
 
-class IncompleteCubeWarning(UserWarning):
+class IncompleteCubeWarning(SroaWarning):
     """The cube analysed lacks results (unfinished or failed blocks): numbers are partial."""
 
 
@@ -163,10 +164,11 @@ def has_results(ds: xr.Dataset) -> xr.DataArray:
         if name in ds.data_vars:
             ran = ds[name].notnull()
             return ran.any(STEP) if STEP in ran.dims else ran
-    raise ValueError(
+    raise InputError(
         "cube has none of the variables "
         + ", ".join(f"`{v}`" for v in _RESULT_VARS)
-        + ": cannot tell which instances have results (is this a sroa-dist result cube?)"
+        + ": cannot tell which instances have results (is this a sroa-dist result cube?)",
+        "open a store written by sroa-dist run (open_results(store))",
     )
 
 

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import xarray as xr
 
+from ..errors import InputError
 from ..metrics import theorem_2_2_bounds, theorem_3_1_bounds
 from ..sweep.schema import BLOCK, COMPONENT, DIMS, REPLICATE, STEP, TENSOR_DIMS
 
@@ -27,9 +28,10 @@ def require(ds: xr.Dataset, names: Iterable[str], purpose: str) -> None:
     if missing:
         listed = ", ".join(f"`{m}`" for m in missing)
         have = ", ".join(sorted(str(v) for v in ds.data_vars)) or "none"
-        raise ValueError(
+        raise InputError(
             f"cube has no {listed} variable: {purpose} needs it "
-            f"(data variables present: {have}; see the RESULT CUBE table in docs/architecture.md)"
+            f"(data variables present: {have}; see the RESULT CUBE table in docs/architecture.md)",
+            "use a cube of a sweep that stores it (docs/architecture.md, Result cube)",
         )
 
 
@@ -37,8 +39,9 @@ def require_dim(ds: xr.Dataset | xr.DataArray, dim: str, purpose: str) -> None:
     """Raise a ValueError if ``dim`` is not a dimension of ``ds``."""
     if dim not in ds.dims:
         have = ", ".join(str(d) for d in ds.dims) or "none"
-        raise ValueError(
-            f"cube has no `{dim}` dimension: {purpose} needs it (dims present: {have})"
+        raise InputError(
+            f"cube has no `{dim}` dimension: {purpose} needs it (dims present: {have})",
+            "use a cube whose sweep has that axis",
         )
 
 
@@ -54,10 +57,11 @@ def sweep_axes(ds: xr.Dataset) -> list[str]:
             dims = [str(d) for d in ds[name].dims if d not in _NON_AXIS_DIMS]
             break
     else:
-        raise ValueError(
+        raise InputError(
             "cube has none of the variables "
             + ", ".join(f"`{v}`" for v in _REFERENCE_VARS)
-            + ": cannot tell its sweep axes (is this a sroa-dist result cube?)"
+            + ": cannot tell its sweep axes (is this a sroa-dist result cube?)",
+            "open a store written by sroa-dist run (open_results(store))",
         )
     order = {name: i for i, name in enumerate(AXIS_ORDER)}
     return sorted(dims, key=lambda d: order.get(d, len(order)))
@@ -90,8 +94,10 @@ def measured_eps(ds: xr.Dataset) -> xr.DataArray:
         return ds["eps"]
     if "eps" in ds.coords:
         return ds["eps"].astype(float)
-    raise ValueError(
-        "cube has no `eps` variable or axis: this needs the measured operator norm ‖E‖ per instance"
+    raise InputError(
+        "cube has no `eps` variable or axis: this needs the measured operator norm ‖E‖ per "
+        "instance",
+        "run the sweep with the norm computed (the default), or use a cube with an eps axis",
     )
 
 
@@ -101,7 +107,10 @@ def step_one(da: xr.DataArray) -> xr.DataArray:
         return da
     steps = np.asarray(da[STEP].values)
     if 1 not in steps:
-        raise ValueError(f"`{da.name}` has no step 1 (steps present: {steps.tolist()})")
+        raise InputError(
+            f"`{da.name}` has no step 1 (steps present: {steps.tolist()})",
+            "use a cube with per-step variables from step 1",
+        )
     return da.sel({STEP: 1}, drop=True)
 
 
@@ -113,7 +122,10 @@ def theorem_bounds(ds: xr.Dataset, theorem: str) -> tuple[xr.DataArray, xr.DataA
     :func:`sroa_dist.theorem_3_1_bounds` (lazily on dask-backed cubes).
     """
     if theorem not in _BOUNDS:
-        raise ValueError(f"unknown theorem {theorem!r}: expected one of {tuple(_BOUNDS)}")
+        raise InputError(
+            f"unknown theorem {theorem!r}: expected one of {tuple(_BOUNDS)}",
+            "use one of the listed theorems",
+        )
     names, formula = _BOUNDS[theorem]
     if all(n in ds.data_vars for n in names):
         return ds[names[0]], ds[names[1]]

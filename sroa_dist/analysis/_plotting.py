@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, LogFormatter
+from matplotlib.ticker import FuncFormatter, LogFormatter, MaxNLocator, NullLocator
 
 from ._cube import combinations, sweep_axes
 from .aggregate import Completeness
@@ -22,19 +22,30 @@ def set_scale(ax, axis: str, values: np.ndarray) -> None:
         (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
 
 
+#: Mantissas labelled on a short log axis, tried in turn until at least three ticks show.
+_MANTISSA_SETS = ((1, 2, 5), (1, 2, 3, 5), (1, 2, 3, 4, 5, 6, 8), tuple(range(1, 10)))
+#: Labelled ticks a log axis should show (one or two give no sense of the scale).
+_MIN_LABELS = 3
+
+
+def _ticks_in(lo: float, hi: float, mantissas: Sequence[int]) -> int:
+    count = 0
+    for e in range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1):
+        count += sum(lo <= m * 10.0**e <= hi for m in mantissas)
+    return count
+
+
 def plain_log_labels(fig: Figure) -> None:
-    """On log axes spanning under two decades, label ticks 0.05, 0.1, 0.2 … instead of 5×10⁻².
+    """On log axes spanning under two decades, label ticks 0.05, 0.1, 0.2 … instead of 5×10⁻²,
+    and at least three of them.
 
     Matplotlib then labels minor ticks in scientific notation, which overlap; plain numbers at
-    the 1-2-5 ticks stay readable.
+    the 1-2-5 ticks stay readable. A shorter axis labels more mantissas (1-2-3-5, then more),
+    and one inside a single mantissa step gets evenly spaced plain ticks.
     """
 
     def plain(v: float, _pos: int | None = None) -> str:
         return f"{v:g}"
-
-    def one_two_five(v: float, _pos: int | None = None) -> str:
-        mantissa = round(v / 10 ** np.floor(np.log10(v)), 6) if v > 0 else 0
-        return f"{v:g}" if mantissa in (2, 5) else ""
 
     for ax in fig.axes:
         for axis, lim in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
@@ -43,9 +54,23 @@ def plain_log_labels(fig: Figure) -> None:
             ):
                 continue
             lo, hi = sorted(lim)
-            if lo > 0 and np.log10(hi / lo) < 2:
-                axis.set_major_formatter(FuncFormatter(plain))
-                axis.set_minor_formatter(FuncFormatter(one_two_five))
+            if not (lo > 0 and np.log10(hi / lo) < 2):
+                continue
+            axis.set_major_formatter(FuncFormatter(plain))
+            chosen = next((m for m in _MANTISSA_SETS if _ticks_in(lo, hi, m) >= _MIN_LABELS), None)
+            if chosen is None:  # inside one mantissa step: plain, evenly spaced ticks
+                axis.set_major_locator(MaxNLocator(nbins=4))
+                axis.set_minor_locator(NullLocator())
+                continue
+            axis.set_minor_formatter(FuncFormatter(_mantissa_labels(chosen)))
+
+
+def _mantissa_labels(mantissas: Sequence[int]):
+    def label(v: float, _pos: int | None = None) -> str:
+        mantissa = round(v / 10 ** np.floor(np.log10(v)), 6) if v > 0 else 0
+        return f"{v:g}" if mantissa in mantissas and mantissa != 1 else ""
+
+    return label
 
 
 def noise_rows(ds: xr.Dataset) -> list[dict[str, object]]:

@@ -12,7 +12,8 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ..criteria import DEFAULT_RADIUS, DEFAULT_VALUE_C
+from ..criteria import DEFAULT_RADIUS, DEFAULT_THEOREM_C, DEFAULT_VALUE_C
+from ..errors import InputError
 from ._completeness import (  # noqa: F401  (re-exported: the analysis layer's vocabulary)
     Completeness,
     IncompleteCubeWarning,
@@ -137,7 +138,10 @@ def violation_mask(
         dims axes + replicate (+ step for Theorem 3.1).
     """
     if theorem not in THEOREMS:
-        raise ValueError(f"unknown theorem {theorem!r}: expected one of {THEOREMS}")
+        raise InputError(
+            f"unknown theorem {theorem!r}: expected one of {THEOREMS}",
+            "use one of the listed theorems",
+        )
     require(ds, ["lam_err", "vec_err"], f"checking the Theorem {theorem} bounds")
     lam_bound, vec_bound = theorem_bounds(ds, theorem)
     lam_err, vec_err = ds["lam_err"], ds["vec_err"]
@@ -241,7 +245,10 @@ def list_violations(
 def _recovery(ds: xr.Dataset, *, radius: float, variable: str) -> tuple[xr.DataArray, xr.DataArray]:
     require(ds, [variable], f"success with criterion='recovery' on `{variable}`")
     if not radius >= 0:
-        raise ValueError(f"radius: expected a number >= 0; received {radius!r}")
+        raise InputError(
+            f"radius: expected a number >= 0; received {radius!r}",
+            "give a radius >= 0, e.g. radius=0.3",
+        )
     err = ds[variable]
     return (err <= radius) | err.isnull(), err.notnull()
 
@@ -249,16 +256,33 @@ def _recovery(ds: xr.Dataset, *, radius: float, variable: str) -> tuple[xr.DataA
 def _value(ds: xr.Dataset, *, c: float, rtol: float) -> tuple[xr.DataArray, xr.DataArray]:
     require(ds, ["lam_err"], "success with criterion='value' (|λ̂ − λ| ≤ c·ε)")
     if not c > 0:
-        raise ValueError(f"c: expected a number > 0 (error ≤ c·ε); received {c!r}")
+        raise InputError(
+            f"c: expected a number > 0 (error ≤ c·ε); received {c!r}", "give c > 0, e.g. c=0.5"
+        )
     eps = measured_eps(ds)
     err = ds["lam_err"]
     present = err.notnull() & eps.notnull()
     return (err <= c * eps * (1.0 + rtol)) | ~present, present
 
 
-def _theorem(ds: xr.Dataset, *, rtol: float) -> tuple[xr.DataArray, xr.DataArray]:
-    mask = violation_mask(ds, "3.1", rtol=rtol)
-    return ~mask["any"], ds["vec_err"].notnull() & ds["lam_err"].notnull()
+def _theorem(
+    ds: xr.Dataset, *, c: float, radius: float | None, rtol: float
+) -> tuple[xr.DataArray, xr.DataArray]:
+    present = ds["vec_err"].notnull() & ds["lam_err"].notnull()
+    if c == DEFAULT_THEOREM_C and radius is None:  # Theorem 3.1's own bounds, as stored
+        mask = violation_mask(ds, "3.1", rtol=rtol)
+        return ~mask["any"], present
+    if not c > 0:
+        raise ValueError(f"c: expected a number > 0 (|λ̂ − λ| ≤ c·ε); received {c!r}")
+    if radius is not None and not radius > 0:
+        raise ValueError(f"radius: expected a number > 0 (‖v̂ − v‖ ≤ radius); received {radius!r}")
+    require(ds, ["lam_err", "vec_err"], "success with criterion='theorem'")
+    lam_bound, vec_bound = theorem_bounds(ds, "3.1")
+    lam_bound = lam_bound * (c / DEFAULT_THEOREM_C)  # the stored bound is 2ε
+    if radius is not None:
+        vec_bound = xr.full_like(vec_bound, float(radius))
+    bad = (ds["lam_err"] > lam_bound * (1.0 + rtol)) | (ds["vec_err"] > vec_bound * (1.0 + rtol))
+    return ~bad, present
 
 
 @dataclass(frozen=True)
@@ -288,16 +312,19 @@ class SuccessCriterion:
         unknown = sorted(set(options) - set(self.options))
         if unknown:
             accepted = ", ".join(self.options) or "none"
-            raise ValueError(
+            raise InputError(
                 f"success criterion {self.name!r} takes no option(s) {unknown} "
-                f"(accepted: {accepted})"
+                f"(accepted: {accepted})",
+                "pass only the accepted options",
             )
         return {**self.options, **options}
 
     def label(self, **options: Any) -> str:
         """The statement with its options filled in, e.g. ``every step's vec_err ≤ 0.3``."""
+        # An option left at None takes the theorem's own bound (theorem's radius: 20ε/λ).
         values = {
-            k: f"{v:g}" if isinstance(v, float) else v for k, v in self.resolve(options).items()
+            k: f"{v:g}" if isinstance(v, float) else ("20ε/λ" if v is None else v)
+            for k, v in self.resolve(options).items()
         }
         return self.template.format(**values)
 
@@ -317,8 +344,8 @@ _CRITERIA = {
     ),
     "theorem": SuccessCriterion(
         "theorem",
-        "every step within the Theorem 3.1 bounds (|λ̂ − λ| ≤ 2ε, ‖v̂ − v‖ ≤ 20ε/λ)",
-        MappingProxyType({"rtol": 1e-9}),
+        "every step with |λ̂ − λ| ≤ {c}·ε and ‖v̂ − v‖ ≤ {radius}",
+        MappingProxyType({"c": DEFAULT_THEOREM_C, "radius": None, "rtol": 1e-9}),
         _theorem,
     ),
 }
@@ -334,10 +361,10 @@ def get_criterion(name: str | SuccessCriterion) -> SuccessCriterion:
         return name
     key = _ALIASES.get(name, name) if isinstance(name, str) else None
     if key not in CRITERIA:
-        raise ValueError(
-            f"unknown success criterion {name!r}: expected one of {tuple(CRITERIA)}. "
-            "Hint: 'recovery' = vector error within a radius, 'value' = |λ̂ − λ| ≤ c·ε, "
-            "'theorem' = the Theorem 3.1 bounds"
+        raise InputError(
+            f"criterion: expected one of {tuple(CRITERIA)}; received {name!r}",
+            "'recovery' = vector error within a radius, 'value' = |λ̂ − λ| ≤ c·ε, "
+            "'theorem' = the Theorem 3.1 bounds",
         )
     return CRITERIA[key]
 

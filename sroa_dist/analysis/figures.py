@@ -15,6 +15,7 @@ import xarray as xr
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 
+from ..errors import InputError
 from ..metrics import theorem_2_2_bounds
 from ._cube import (
     PERTURBATION_AXES,
@@ -190,9 +191,10 @@ def figure_success_heatmap(
     crit = get_criterion(criterion)
     axis = noise_axis(ds)
     if "n" not in ds.dims or axis is None:
-        raise ValueError(
+        raise InputError(
             "cube needs an `n` dimension and an `eps`, `eps_scaled` or `sigma` dimension: the "
-            f"success heat map is over (n, ε) (dims present: {', '.join(map(str, ds.dims))})"
+            f"success heat map is over (n, ε) (dims present: {', '.join(map(str, ds.dims))})",
+            "sweep n and one of eps, eps_scaled or sigma for this figure",
         )
     status = completeness(ds) if status is None else status
     prob = success_probability(ds, crit, **options)["p_success"].compute()
@@ -262,7 +264,10 @@ def figure_threshold_scaling(
     :func:`~sroa_dist.analysis.completeness`), when given, is stated above it.
     """
     if "n" not in thresholds.dims:
-        raise ValueError("thresholds have no `n` dimension: the scaling plot is threshold vs n")
+        raise InputError(
+            "thresholds have no `n` dimension: the scaling plot is threshold vs n",
+            "estimate thresholds on a cube that sweeps n",
+        )
     if exponents is None:
         exponents = fit_exponent(thresholds, p=p)
     fig = Figure(figsize=(6.4, 4.8), layout="constrained")
@@ -415,7 +420,10 @@ def _plot_cube(
     valid = set(Figure().canvas.get_supported_filetypes())
     unknown = [f for f in formats if f not in valid]
     if unknown:
-        raise ValueError(f"unknown figure format(s) {unknown}: expected some of {sorted(valid)}")
+        raise InputError(
+            f"unknown figure format(s) {unknown}: expected some of {sorted(valid)}",
+            "use formats matplotlib writes, e.g. ('png', 'svg')",
+        )
     names = supported_figures(ds) if not status.empty else []
     if not names:
         return []
@@ -446,7 +454,10 @@ def build_figures(
     names = supported_figures(ds) if names is None else list(names)
     unknown = [n for n in names if n not in FIGURES]
     if unknown:
-        raise ValueError(f"unknown figure(s) {unknown}: expected some of {FIGURES}")
+        raise InputError(
+            f"unknown figure(s) {unknown}: expected some of {FIGURES}",
+            "use some of the listed figures (figures_for(ds) lists the ones a cube supports)",
+        )
     status = completeness(ds) if status is None else status
     options = criterion_options(criterion, radius=radius, c=c)
     if thresholds is None and {"success_heatmap", "threshold_scaling"} & set(names):

@@ -25,6 +25,7 @@ import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 
+from ..errors import InputError
 from ._cube import REPLICATE, STEP, combinations, group_label, require, require_dim, sweep_axes
 from .threshold import _thresholds_one
 
@@ -64,9 +65,9 @@ def _ran(ds: xr.Dataset) -> xr.DataArray:
 def sample_error(ds: xr.Dataset, error: str = "eps") -> xr.DataArray:
     """Per-instance error named ``error`` (see :data:`SAMPLE_ERRORS`), NaN where not computed."""
     if error not in SAMPLE_ERRORS:
-        raise ValueError(
-            f"error: expected one of {sorted(SAMPLE_ERRORS)}; received {error!r}. Hint: "
-            "component_error and weight_error are maxed over SROA steps"
+        raise InputError(
+            f"error: expected one of {sorted(SAMPLE_ERRORS)}; received {error!r}",
+            "component_error and weight_error are maxed over SROA steps",
         )
     require(ds, [error, "component_error"], f"the N-scaling of `{error}`")
     da = ds[error]
@@ -271,9 +272,9 @@ def plot_sample_scaling(
     """Two figures: ``sample_error`` (median ‖E‖ vs N, log-log, with fitted lines and the
     N^{-1/2} reference) and ``sample_success`` (success fraction vs N with the N needed)."""
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     exponents = fit_sample_exponent(ds) if exponents is None else exponents
     needed = sample_size_needed(ds) if needed is None else needed
+    out_dir.mkdir(parents=True, exist_ok=True)  # after the cube's checks: bad input makes nothing
     groups = _groups(ds)
     Ns = np.asarray(ds[SAMPLE_AXIS].values, dtype=float)
     err = sample_error(ds, exponents.attrs.get("error", "eps")).compute()

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ..errors import InputError
 from ..sweep.schema import DAMAGED_BLOCKS
 from ._cube import REPLICATE, STEP, combinations, group_label, scalar_p, sweep_axes
 from .aggregate import (
@@ -83,8 +84,8 @@ def summarize(
         sweep axes, replicate and step), ``n_instances`` (instances with data) and
         ``n_planned``, ``certified_fraction`` (certified steps / steps run),
         ``all_certified_fraction`` (instances whose every step is certified),
-        ``confirmed_fraction`` (uncertified steps whose best value a second, independent
-        start set found again: evidence against a local miss, not a certificate),
+        ``confirmed_fraction`` (uncertified steps whose best value an independent
+        confirmation upheld: evidence against a local miss, not a certificate),
         ``eps_certified_fraction``, ``violations`` ({theorem: {lam, vec, any, n_checked}}),
         ``violation_rows`` ({theorem: DataFrame}), ``criteria`` ({name: label}),
         ``success_fraction`` ({criterion: fraction}), ``growth`` (:func:`error_growth`
@@ -391,8 +392,9 @@ def check_report_formats(formats: str | Sequence[str]) -> list[str]:
     formats = [formats] if isinstance(formats, str) else list(formats)
     unknown = [f for f in formats if f not in REPORT_FORMATS]
     if unknown:
-        raise ValueError(
-            f"unknown report format(s) {unknown}: expected one or more of {list(REPORT_FORMATS)}"
+        raise InputError(
+            f"unknown report format(s) {unknown}: expected one or more of {list(REPORT_FORMATS)}",
+            "e.g. formats=('md', 'html')",
         )
     return formats
 
@@ -441,8 +443,10 @@ def write_report(
     get_criterion(criterion)  # fail before any work on an unknown name
     out_path = Path(out_path)
     base = out_path.with_suffix("") if out_path.suffix in (".md", ".html") else out_path
-    base.parent.mkdir(parents=True, exist_ok=True)
     status = completeness(ds) if status is None else status
+    base.parent.mkdir(
+        parents=True, exist_ok=True
+    )  # after the cube's check: bad input makes nothing
     warn_incomplete(status)
     summary = summarize(
         ds,
@@ -487,7 +491,7 @@ def write_report(
             f"Instances with every step certified: {_pct(summary['all_certified_fraction'])}",
             *(
                 [
-                    "Uncertified steps whose best value a second start set found again "
+                    "Uncertified steps whose best value an independent confirmation upheld "
                     f"(`confirmed`; evidence, not a certificate): "
                     f"{_pct(summary['confirmed_fraction'])}"
                 ]

@@ -14,6 +14,7 @@ import xarray as xr
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from ..errors import InputError
 from ._cube import REPLICATE, STEP, combinations, group_label, sweep_axes
 from ._plotting import noise_rows, present_text, status_title
 from .aggregate import Completeness, completeness, has_results, replicate_span, replicates_text
@@ -55,7 +56,10 @@ def figure2(ds: xr.Dataset, *, max_series: int = 6, status: Completeness | None 
     """
     for name in ("lam_err", "vec_err"):
         if name not in ds.data_vars:
-            raise ValueError(f"figure 2 needs the cube variable {name!r}; the cube has none")
+            raise InputError(
+                f"figure 2 needs the cube variable {name!r}; the cube has none",
+                "use a tensor sweep's cube (it stores the per-step errors)",
+            )
     status = completeness(ds) if status is None else status
     has = has_results(ds).compute()
     other = [a for a in sweep_axes(ds) if a != "noise" and ds.sizes[a] > 1]
@@ -98,9 +102,10 @@ def _fixed_eps(ds: xr.Dataset, eps: Sequence[float] | None, max_panels: int) -> 
     if eps is not None:
         missing = [e for e in eps if not np.any(np.isclose(values, e, rtol=1e-9))]
         if missing:
-            raise ValueError(
+            raise InputError(
                 f"eps={list(missing)}: not on the cube's eps axis; expected some of "
-                f"{[float(v) for v in values]}"
+                f"{[float(v) for v in values]}",
+                "choose eps values on the cube's eps axis",
             )
         return [float(values[np.argmin(np.abs(values - e))]) for e in eps]
     if values.size <= max_panels:
@@ -127,14 +132,21 @@ def figure_step_accumulation(
     up to ``max_panels`` spread over the axis).
     """
     if variable not in _WHAT:
-        raise ValueError(f"variable={variable!r}: expected one of {sorted(_WHAT)}")
+        raise InputError(
+            f"variable={variable!r}: expected one of {sorted(_WHAT)}",
+            "use one of the listed variables",
+        )
     for name in (variable,):
         if name not in ds.data_vars:
-            raise ValueError(f"the step-accumulation figure needs {name!r}; the cube has none")
+            raise InputError(
+                f"the step-accumulation figure needs {name!r}; the cube has none",
+                "use a tensor sweep's cube (it stores the per-step errors)",
+            )
     if ds.sizes.get("n", 0) < 2 or "eps" not in ds.dims or STEP not in ds.dims:
-        raise ValueError(
+        raise InputError(
             "the step-accumulation figure needs an `n` axis with >= 2 values, an `eps` axis "
-            f"and a `step` dim; the cube has dims {dict(ds.sizes)}"
+            f"and a `step` dim; the cube has dims {dict(ds.sizes)}",
+            "use a cube that sweeps n (two or more values) and eps",
         )
     status = completeness(ds) if status is None else status
     eps_values = _fixed_eps(ds, eps, max_panels)

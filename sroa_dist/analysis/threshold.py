@@ -25,6 +25,7 @@ import xarray as xr
 from numpy.typing import ArrayLike
 from scipy.special import expit
 
+from ..errors import InputError
 from . import _rate_model
 from ._cube import REPLICATE, measured_eps, noise_axis, require_dim
 from .aggregate import SuccessCriterion, get_criterion, success
@@ -97,14 +98,18 @@ def _thresholds_one(
 def _perturbation_x(ds: xr.Dataset, s: xr.DataArray) -> tuple[str, xr.DataArray]:
     axis = noise_axis(ds)
     if axis is None:
-        raise ValueError(
+        raise InputError(
             "cube has no `eps`, `eps_scaled` or `sigma` axis: threshold estimation needs success "
-            "data over a range of perturbation sizes"
+            "data over a range of perturbation sizes",
+            "sweep noise.eps, noise.eps_scaled or noise.sigma over several values",
         )
     # Swept ε: the coordinate (E was scaled to it).  Swept σ or ε-scaled: measured ‖E‖.
     x = ds[axis].astype(float) if axis == "eps" else measured_eps(ds)
     if x.sizes.get(axis, 0) < 2:
-        raise ValueError(f"`{axis}` axis has {x.sizes.get(axis, 0)} value(s): need ≥ 2 to fit")
+        raise InputError(
+            f"`{axis}` axis has {x.sizes.get(axis, 0)} value(s): need ≥ 2 to fit",
+            "sweep that axis over two or more values",
+        )
     return axis, np.log(x.where(x > 0)).broadcast_like(s)
 
 
@@ -155,7 +160,7 @@ def estimate_thresholds(
         :func:`fit_exponent` so that its CI accounts for the same resampling).
     """
     if not 0 < level < 1:
-        raise ValueError(f"level must be in (0, 1), got {level}")
+        raise InputError(f"level must be in (0, 1), got {level}", "e.g. level=0.95")
     rng = np.random.default_rng(rng)
     crit = get_criterion(criterion)
     s = success(ds, crit, steps=steps, **options)
@@ -281,21 +286,25 @@ def fit_exponent(
             thresholds, "recovery" if criterion is None else criterion, **threshold_options
         )
     elif threshold_options:
-        raise ValueError(
+        raise InputError(
             f"fit_exponent: options {sorted(threshold_options)} apply to a cube, but "
-            "`thresholds` already holds thresholds (pass them to estimate_thresholds instead)"
+            "`thresholds` already holds thresholds (pass them to estimate_thresholds instead)",
+            "pass these options to estimate_thresholds, or pass the cube itself",
         )
     elif criterion is not None:
         # Our own output's attrs: a consistency check that the thresholds are the ones asked for.
         want, have = get_criterion(criterion).name, thresholds.attrs.get("criterion")
         if have is not None and have != want:
-            raise ValueError(
-                f"criterion: expected the thresholds' own criterion {have!r}; received {want!r}. "
-                f"Hint: estimate_thresholds(ds, {want!r}) first, or pass the cube"
+            raise InputError(
+                f"criterion: expected the thresholds' own criterion {have!r}; received {want!r}",
+                f"estimate_thresholds(ds, {want!r}) first, or pass the cube",
             )
     require_dim(thresholds, dim, "fit_exponent (threshold vs size)")
     if thresholds.sizes[dim] < 2:
-        raise ValueError(f"`{dim}` has {thresholds.sizes[dim]} value(s): need ≥ 2 to fit a slope")
+        raise InputError(
+            f"`{dim}` has {thresholds.sizes[dim]} value(s): need ≥ 2 to fit a slope",
+            "sweep n over two or more values",
+        )
     level = float(thresholds.attrs.get("level", 0.95)) if level is None else level
     alpha = (1 - level) / 2
     has_boot = BOOT in thresholds.dims and thresholds.sizes[BOOT] > 0
@@ -415,17 +424,72 @@ def _bracket_arrays(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     arrays = [np.asarray(a, dtype=float).ravel() for a in (n, lo, hi)]
     if len({a.size for a in arrays}) != 1:
-        raise ValueError(
-            f"n, lo, hi: expected arrays of one length, received sizes {[a.size for a in arrays]}"
+        raise InputError(
+            f"n, lo, hi: expected arrays of one length, received sizes {[a.size for a in arrays]}",
+            "pass one n, lo and hi per threshold (replicates repeat their n)",
         )
     n_, lo_, hi_ = arrays
     keep = np.isfinite(n_) & ~np.isnan(lo_) & ~np.isnan(hi_)  # NaN: instance not run
     n_, lo_, hi_ = n_[keep], lo_[keep], hi_[keep]
     if np.any(n_ < 2) or np.any(n_ != np.round(n_)):
-        raise ValueError(f"n: expected integer sizes >= 2, received {np.unique(n_)}")
+        raise InputError(
+            f"n: expected integer sizes >= 2, received {np.unique(n_)}",
+            "pass the sizes n as integers >= 2",
+        )
     if np.any(lo_ < 0) or np.any(~(hi_ > lo_)) or np.any(np.isinf(lo_)):
-        raise ValueError("lo, hi: expected brackets 0 <= lo < hi <= inf (lo = eps_lo, hi = eps_hi)")
+        raise InputError(
+            "lo, hi: expected brackets 0 <= lo < hi <= inf (lo = eps_lo, hi = eps_hi)",
+            "pass a threshold cube's eps_lo and eps_hi",
+        )
     return n_, lo_, hi_
+
+
+@dataclasses.dataclass(frozen=True)
+class SizeMedians:
+    """Per size, the medians over replicates of first-crossing brackets, and the same times
+    Theorem 3.1's rate ``(n − 1)^{1/(p−1)}`` (:func:`size_medians`).
+
+    Attributes
+    ----------
+    sizes : ndarray
+        Every distinct n given, increasing.
+    lo, hi, centre : ndarray
+        Medians of the brackets' lower ends, upper ends and geometric centres.
+    normalised, normalised_lo, normalised_hi : ndarray
+        ``centre``, ``lo`` and ``hi`` times ``(n − 1)^{1/(p−1)}``: flat in n where Theorem
+        3.1's rate is attained.
+    """
+
+    sizes: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    centre: np.ndarray
+    normalised: np.ndarray
+    normalised_lo: np.ndarray
+    normalised_hi: np.ndarray
+
+
+def size_medians(n: ArrayLike, lo: ArrayLike, hi: ArrayLike, *, p: int) -> SizeMedians:
+    """Median bracket per size and its rate-normalised values; needs no fit, so it exists for
+    any number of sizes (a figure shows them even where :func:`fit_rate` cannot fit)."""
+    _check_order(p)
+    n_all, lo_all, hi_all = _bracket_arrays(n, lo, hi)
+    sizes = np.unique(n_all)
+    lo_med = np.array([np.median(lo_all[n_all == s]) for s in sizes])
+    hi_med = np.array([np.median(hi_all[n_all == s]) for s in sizes])
+    centre = np.array([np.median(np.sqrt(lo_all[n_all == s] * hi_all[n_all == s])) for s in sizes])
+    scale = (sizes - 1.0) ** (1.0 / (p - 1))
+    return SizeMedians(
+        sizes, lo_med, hi_med, centre, scale * centre, scale * lo_med, scale * hi_med
+    )
+
+
+def _check_order(p: int) -> None:
+    if isinstance(p, bool) or int(p) != p or p < 3:
+        raise InputError(
+            f"p: expected an integer order >= 3; received {p!r}",
+            "give the tensor order of the cube, e.g. p=3",
+        )
 
 
 def _onset(sizes: np.ndarray, lo_med: np.ndarray, hi_med: np.ndarray) -> float:
@@ -491,17 +555,18 @@ def fit_rate(
         by more than the bracket width.
     """
     if not 0 < level < 1:
-        raise ValueError(f"level: expected a number in (0, 1), received {level!r}")
-    if isinstance(p, bool) or int(p) != p or p < 3:
-        raise ValueError(f"p: expected an integer order >= 3, received {p!r}")
+        raise InputError(
+            f"level: expected a number in (0, 1); received {level!r}", "e.g. level=0.95"
+        )
+    _check_order(p)
     n_all, lo_all, hi_all = _bracket_arrays(n, lo, hi)
-    sizes = np.unique(n_all)
-    if sizes.size == 0:
-        raise ValueError("n: no thresholds to fit (every entry is NaN or the input is empty)")
-    lo_med = np.array([np.median(lo_all[n_all == s]) for s in sizes])
-    hi_med = np.array([np.median(hi_all[n_all == s]) for s in sizes])
-    scale = (sizes - 1.0) ** (1.0 / (p - 1))
-    centre = np.array([np.median(np.sqrt(lo_all[n_all == s] * hi_all[n_all == s])) for s in sizes])
+    if n_all.size == 0:
+        raise InputError(
+            "n: expected thresholds to fit; received none (every entry is NaN, or no input)",
+            "run the sweep's blocks first (sroa-dist status STORE shows what is done)",
+        )
+    med = size_medians(n_all, lo_all, hi_all, p=p)
+    sizes = med.sizes
     n_min, n_max = (None, None) if n_range is None else n_range
     use = np.ones(n_all.size, dtype=bool)
     if n_min is not None:
@@ -510,15 +575,19 @@ def fit_rate(
         use &= n_all <= n_max
     fit_sizes = np.unique(n_all[use])
     if fit_sizes.size < 3:
-        raise ValueError(
-            f"n_range: {n_range!r} leaves {fit_sizes.size} size(s) {fit_sizes.tolist()}; the "
-            "rate and the scatter about it need at least 3 sizes"
+        shown = ", ".join(f"{v:g}" for v in fit_sizes)
+        where = "" if n_range is None else f" in n_range {tuple(n_range)}"
+        raise InputError(
+            f"n: expected at least 3 sizes{where} (a rate and the scatter about it); received "
+            f"{fit_sizes.size}: {shown or 'none'}",
+            "run more sizes (tensor.n = [8, 16, 32], say) or widen n_range",
         )
     closed = use & (lo_all > 0) & np.isfinite(hi_all)
     if np.unique(n_all[closed]).size < 3:
-        raise ValueError(
-            f"lo, hi: fewer than 3 sizes in n_range {n_range!r} have closed brackets "
-            "(0 < lo < hi < inf); an open bracket only bounds its threshold"
+        raise InputError(
+            f"lo, hi: expected closed brackets (0 < lo < hi < inf) at 3 or more sizes; received "
+            f"them at {np.unique(n_all[closed]).size} (an open bracket only bounds its threshold)",
+            "widen [threshold] eps_range so that every search crosses inside it",
         )
     est = _rate_model.estimate(
         np.log(n_all[closed] - 1.0), np.log(lo_all[closed]), np.log(hi_all[closed])
@@ -538,10 +607,10 @@ def fit_rate(
         n_points=int(closed.sum()),
         n_sizes=int(fit_sizes.size),
         n_censored=int(np.sum(use & ~closed)),
-        onset_n=_onset(sizes, lo_med, hi_med),
+        onset_n=_onset(sizes, med.lo, med.hi),
         sizes=sizes,
-        normalised=scale * centre,
-        normalised_lo=scale * lo_med,
-        normalised_hi=scale * hi_med,
+        normalised=med.normalised,
+        normalised_lo=med.normalised_lo,
+        normalised_hi=med.normalised_hi,
         converged=est.converged,
     )

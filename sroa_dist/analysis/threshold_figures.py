@@ -17,14 +17,18 @@ import xarray as xr
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 
+from ..errors import InputError
 from ._cube import combinations, group_label, sweep_axes
 from ._plotting import plain_log_labels, status_title
 from .aggregate import Completeness, completeness
-from .threshold import RateFit, fit_rate
+from .threshold import RateFit, fit_rate, size_medians
 
 #: The variables that make a cube a threshold cube.
 THRESHOLD_VARS = ("eps_lo", "eps_hi")
 _TITLE_WIDTH = 44
+_LEGEND_WIDTH = 70
+#: Margin (a factor on log axes) between the outermost bracket and the axis edge.
+_Y_MARGIN = 1.25
 
 
 def is_threshold_cube(ds: xr.Dataset) -> bool:
@@ -44,7 +48,10 @@ def _order(ds: xr.Dataset, panel: dict[str, object]) -> int:
         return int(np.asarray(ds["p"].values).ravel()[0])
     p = next((ds.attrs[k] for k in ("setting_p", "setting_tensor.p", "p") if k in ds.attrs), None)
     if p is None:
-        raise ValueError("the threshold cube names no tensor order p (coordinate or attribute)")
+        raise InputError(
+            "the threshold cube names no tensor order p (coordinate or attribute)",
+            "use a threshold sweep's cube (it records p)",
+        )
     return int(p)
 
 
@@ -71,19 +78,17 @@ def rate_fits(
     the reason no fit was possible (too few closed brackets or sizes) as a string.
     """
     if not is_threshold_cube(ds):
-        raise ValueError(
+        raise InputError(
             f"a threshold cube needs variables {list(THRESHOLD_VARS)} and an `n` dim; "
-            f"the cube has {sorted(ds.data_vars)}"
+            f"the cube has {sorted(ds.data_vars)}",
+            "use the cube of a [threshold] sweep",
         )
     out: dict[tuple[tuple[str, object], ...], RateFit | str] = {}
     for panel in _panels(ds):
         p = _order(ds, panel)
         for ser in combinations(ds, _series_dims(ds)):
             sel = {**panel, **ser}
-            sub = ds[list(THRESHOLD_VARS)].sel(sel).compute()
-            lo = sub["eps_lo"].transpose("n", ...).values.reshape(sub.sizes["n"], -1)
-            hi = sub["eps_hi"].transpose("n", ...).values.reshape(sub.sizes["n"], -1)
-            n = np.broadcast_to(sub["n"].values[:, None], lo.shape)
+            n, lo, hi = _series(ds, sel)
             key = tuple(sorted(sel.items()))
             try:
                 out[key] = fit_rate(
@@ -92,6 +97,41 @@ def rate_fits(
             except ValueError as exc:
                 out[key] = str(exc).splitlines()[0]
     return out
+
+
+def _series(ds: xr.Dataset, sel: dict[str, object]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``n``, ``eps_lo`` and ``eps_hi`` of one series as ``(sizes, replicates)`` arrays."""
+    sub = ds[list(THRESHOLD_VARS)].sel(sel).compute()
+    lo = sub["eps_lo"].transpose("n", ...).values.reshape(sub.sizes["n"], -1)
+    hi = sub["eps_hi"].transpose("n", ...).values.reshape(sub.sizes["n"], -1)
+    n = np.broadcast_to(sub["n"].values[:, None].astype(float), lo.shape)
+    return n, lo, hi
+
+
+def _no_fit(name: str, reason: str) -> str:
+    return f"{name}: brackets only, no rate fit ({reason})"
+
+
+def _legend_below(ax) -> None:
+    """The legend under the axes, never over the data (labels wrapped to the figure)."""
+    handles, labels = ax.get_legend_handles_labels()
+    labels = [textwrap.fill(lbl, _LEGEND_WIDTH, subsequent_indent="   ") for lbl in labels]
+    ax.legend(
+        handles,
+        labels,
+        fontsize="x-small",
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.13),
+        frameon=False,
+    )
+
+
+def _fit_y_to(ax, values: list[float]) -> None:
+    """Y limits that hold every bracket with a margin (bands and reference lines are clipped:
+    a band with few sizes would otherwise squash the data into a sliver)."""
+    v = np.asarray([x for x in values if np.isfinite(x) and x > 0])
+    if v.size:
+        ax.set_ylim(v.min() / _Y_MARGIN, v.max() * _Y_MARGIN)
 
 
 def _brackets(ax, n: np.ndarray, lo: np.ndarray, hi: np.ndarray, color: str, shift: float) -> None:
@@ -124,27 +164,28 @@ def figure_threshold_rate(
     status = completeness(ds) if status is None else status
     fits = rate_fits(ds, n_range=n_range, level=level)
     panels = _panels(ds)
-    fig = Figure(figsize=(6.2 * len(panels), 5.0), layout="constrained")
-    axes = fig.subplots(1, len(panels), squeeze=False)[0]
     series = combinations(ds, _series_dims(ds))
+    fig = Figure(figsize=(6.2 * len(panels), 5.4 + 0.25 * len(series)), layout="constrained")
+    axes = fig.subplots(1, len(panels), squeeze=False)[0]
     for ax, panel in zip(axes, panels, strict=True):
         p = _order(ds, panel)
         ns = ds["n"].values.astype(float)
         grid = np.geomspace(ns.min(), ns.max(), 60)
         ys: list[float] = []
+        ends: list[float] = []
         for k, ser in enumerate(series):
             color = f"C{k % 10}"
             sel = {**panel, **ser}
-            sub = ds[list(THRESHOLD_VARS)].sel(sel).compute()
-            lo = sub["eps_lo"].transpose("n", ...).values.reshape(sub.sizes["n"], -1)
-            hi = sub["eps_hi"].transpose("n", ...).values.reshape(sub.sizes["n"], -1)
+            _, lo, hi = _series(ds, sel)
             shift = 0.03 * (k - (len(series) - 1) / 2)
             _brackets(ax, ns, lo, hi, color, shift)
             ys.extend(v for v in hi.ravel() if np.isfinite(v) and v > 0)
+            closed = np.isfinite(lo) & np.isfinite(hi) & (lo > 0)
+            ends.extend([*lo[closed], *hi[closed]])
             fit = fits[tuple(sorted(sel.items()))]
             name = group_label(ser) or "threshold"
             if isinstance(fit, str):
-                ax.plot([], [], color=color, label=f"{name}: no fit ({fit})")
+                ax.plot([], [], color=color, label=_no_fit(name, fit))
                 continue
             a, b = fit.n_range
             line = (grid >= a) & (grid <= b)
@@ -184,7 +225,9 @@ def figure_threshold_rate(
             ):
                 ax.plot(grid, y0 * ((grid - 1) / n0) ** slope, style, color="grey", label=label)
             ax.set_yscale("log")
+            _fit_y_to(ax, ends)
         ax.set_xscale("log")
+        ax.set_xlim(ns.min() / 1.08, ns.max() * 1.08)  # room for the jittered bars at the ends
         ax.set_xticks(ns, [f"{v:g}" for v in ns])
         ax.xaxis.set_minor_locator(NullLocator())
         ax.set_xlabel("n  (tensor dimension)")
@@ -194,7 +237,7 @@ def figure_threshold_rate(
         if crit:
             head += f"; criterion {crit}"
         ax.set_title("\n".join(textwrap.wrap(head, _TITLE_WIDTH)), fontsize="medium")
-        ax.legend(fontsize="x-small", loc="lower left")
+        _legend_below(ax)
     plain_log_labels(fig)
     status_title(fig, status)
     return fig
@@ -212,38 +255,45 @@ def figure_rate_normalised(
     status = completeness(ds) if status is None else status
     fits = rate_fits(ds, level=level)
     panels = _panels(ds)
-    fig = Figure(figsize=(6.2 * len(panels), 4.6), layout="constrained")
-    axes = fig.subplots(1, len(panels), squeeze=False)[0]
     series = combinations(ds, _series_dims(ds))
+    fig = Figure(figsize=(6.2 * len(panels), 5.0 + 0.25 * len(series)), layout="constrained")
+    axes = fig.subplots(1, len(panels), squeeze=False)[0]
     for ax, panel in zip(axes, panels, strict=True):
         p = _order(ds, panel)
         for k, ser in enumerate(series):
-            fit = fits[tuple(sorted({**panel, **ser}.items()))]
+            sel = {**panel, **ser}
+            fit = fits[tuple(sorted(sel.items()))]
             name = group_label(ser) or "threshold"
-            if isinstance(fit, str):
-                ax.plot([], [], color=f"C{k % 10}", label=f"{name}: {fit}")
-                continue
-            x = fit.sizes.astype(float) * (1 + 0.02 * (k - (len(series) - 1) / 2))
-            err = np.abs(np.stack([fit.normalised_lo, fit.normalised_hi]) - fit.normalised)
+            # The medians need no fit: they are shown for any number of sizes.
+            n, lo, hi = _series(ds, sel)
+            med = size_medians(n.ravel(), lo.ravel(), hi.ravel(), p=p)
+            shown = np.isfinite(med.normalised) & (med.normalised > 0)
+            x = med.sizes[shown] * (1 + 0.02 * (k - (len(series) - 1) / 2))
+            y = med.normalised[shown]
+            span = np.stack([med.normalised_lo[shown], med.normalised_hi[shown]])
             ax.errorbar(
                 x,
-                fit.normalised,
-                yerr=np.nan_to_num(err),
+                y,
+                yerr=np.nan_to_num(np.abs(span - y), posinf=0.0),
                 fmt="-o",
                 ms=4,
                 capsize=3,
                 color=f"C{k % 10}",
-                label=name,
+                label=_no_fit(name, fit) if isinstance(fit, str) else name,
             )
         ax.set_xscale("log")
         ns = ds["n"].values.astype(float)
+        ax.set_xlim(ns.min() / 1.08, ns.max() * 1.08)
         ax.set_xticks(ns, [f"{v:g}" for v in ns])
         ax.xaxis.set_minor_locator(NullLocator())
         ax.set_xlabel("n  (tensor dimension)")
         ax.set_ylabel(f"(n − 1)^(1/{p - 1}) · ε*")
-        head = f"p = {p}: rate-normalised threshold (flat = Theorem 3.1's rate)"
+        head = (
+            f"p = {p}: rate-normalised threshold, median over replicates (flat = Theorem "
+            "3.1's rate)"
+        )
         ax.set_title("\n".join(textwrap.wrap(head, _TITLE_WIDTH)), fontsize="medium")
-        ax.legend(fontsize="x-small")
+        _legend_below(ax)
     status_title(fig, status)
     return fig
 
@@ -289,12 +339,20 @@ THRESHOLD_TABLE_NOTE = (
 
 def threshold_table(ds: xr.Dataset, *, level: float = 0.95) -> tuple[list[str], list[list[str]]]:
     """Header and rows of the report's rate table (one row per series of the cube)."""
-    header = ["series", f"k [{level:.0%} interval]", "−1/(p−1)", "onset n", "n fitted", "censored"]
+    header = [
+        "series",
+        f"k [{level:.0%} interval]",
+        "−1/(p−1)",
+        "onset n",
+        "n fitted",
+        "censored",
+        "note",
+    ]
     rows = []
     for row in threshold_summary(ds, level=level):
         series = ", ".join(f"{k} = {v}" for k, v in row.items() if k in ds.dims)
         if "note" in row:
-            rows.append([series, "–", "–", "–", "–", str(row["note"])])
+            rows.append([series, "no fit", "–", "–", "–", "–", str(row["note"])])
             continue
         lo, hi = row["interval"]  # type: ignore[misc]
         n_lo, n_hi = row["n_range"]  # type: ignore[misc]
@@ -307,6 +365,7 @@ def threshold_table(ds: xr.Dataset, *, level: float = 0.95) -> tuple[list[str], 
                 "none" if not np.isfinite(onset) else f"{onset:g}",
                 f"{n_lo}–{n_hi}",
                 str(row["censored"]),
+                "",
             ]
         )
     return header, rows

@@ -7,10 +7,11 @@ provenance), ``verify`` (re-check the stored SOS certificates and the stored val
 them), and the analysis slots ``plot`` and ``report`` (:mod:`sroa_dist.analysis`), which read
 through the checked ``open_results``.
 
-Users see no tracebacks for bad input or faults: every expected failure is one line saying what
-and why, then a hint for that cause (:data:`.errors.ERRORS`), exit status 2. SIGINT / SIGTERM
-end a run with one line and exit status 130 / 143 from the moment ``main`` starts (the handlers
-are installed before anything else); ``SROA_DEBUG=1`` shows tracebacks.
+Users see no tracebacks for bad input or faults: every expected failure, the parser's included, is
+one line ``error: ...`` saying what and why, then one line ``hint: ...`` for that cause
+(:data:`.errors.ERRORS`), exit status 2; every warning is one line ``warning: ...``.
+SIGINT / SIGTERM end a run with one line and exit status 130 / 143 from the moment ``main``
+starts (the handlers are installed before anything else); ``SROA_DEBUG=1`` shows tracebacks.
 
 Layout: :mod:`.parser` (arguments), :mod:`.commands` (subcommand bodies), :mod:`.errors` (what
 each expected failure prints), :mod:`.logs` (log routing).
@@ -22,12 +23,14 @@ import argparse
 import os
 import signal
 import sys
+import warnings
 from collections.abc import Sequence
 from threading import current_thread, main_thread
 
-from .errors import ERRORS, CLIError, explain
+from ..errors import SroaWarning, one_line
+from .errors import ERRORS, FALLBACK_HINT, CLIError, explain
 from .logs import _route_logs, _silence_shutdown
-from .parser import build_parser
+from .parser import ArgumentsError, build_parser
 
 __all__ = ["ERRORS", "CLIError", "build_parser", "main"]
 
@@ -63,13 +66,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         try:
             argv = list(sys.argv[1:] if argv is None else argv)
-            args = build_parser().parse_args(argv)
+            args, extra = build_parser().parse_known_args(argv)
+            if extra:  # named with the command they were given to
+                prog = f"sroa-dist {args.command}"
+                raise ArgumentsError(
+                    prog,
+                    f"expected the arguments of {prog}; received unknown {' '.join(extra)}",
+                    f"`{prog} --help` lists the arguments and what they take",
+                )
             args.argv = argv
         except (KeyboardInterrupt, _Terminated) as exc:
             print("sroa-dist: interrupted", file=sys.stderr)
             return 143 if isinstance(exc, _Terminated) else 130
+        except ArgumentsError as exc:
+            _print_error(exc.prog, str(exc), exc.hint)
+            return 2
         _route_logs()
-        return _main(args, bool(os.environ.get("SROA_DEBUG")))
+        with warnings.catch_warnings():
+            warnings.showwarning = _one_line_warning(args.command)
+            return _main(args, bool(os.environ.get("SROA_DEBUG")))
     finally:
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
@@ -93,7 +108,24 @@ def _main(args: argparse.Namespace, debug: bool) -> int:
         if explained is None:
             raise
         message, hint = explained
-        print(f"sroa-dist {args.command}: error: {message}", file=sys.stderr)
-        if hint:
-            print(f"hint: {hint}", file=sys.stderr)
+        _print_error(f"sroa-dist {args.command}", message, hint or FALLBACK_HINT)
         return 2
+
+
+def _print_error(prog: str, message: str, hint: str) -> None:
+    """The one error grammar: ``PROG: error: MESSAGE`` and ``hint: HINT``, a line each."""
+    print(f"{prog}: error: {one_line(message)}", file=sys.stderr)
+    print(f"hint: {one_line(hint)}", file=sys.stderr)
+
+
+def _one_line_warning(command: str):
+    """``warnings.showwarning`` for the command line: ``sroa-dist CMD: warning: ...``, one
+    line, whichever package warns (never a file name and a source line)."""
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        text = one_line(str(message))
+        if not issubclass(category, SroaWarning):
+            text = f"{category.__name__}: {text}"
+        print(f"sroa-dist {command}: warning: {text}", file=sys.stderr)
+
+    return show

@@ -92,16 +92,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_validate(args: argparse.Namespace) -> int:
     from ..sweep.cluster import default_workers
     from ..sweep.grid import make_layout
-    from ..sweep.kinds import kind_of
+    from ..sweep.kinds import advice, kind_of
 
     spec = _load_spec(args)
     layout = make_layout(spec, block_size=args.block_size)
     dims = ", ".join(f"{d}={s}" for d, s in zip(layout.dims, layout.shape, strict=True))
+    # What `step` counts is the kind's to say (SROA steps; a threshold search's evaluations).
+    steps = getattr(kind_of(spec), "step_meaning", "SROA steps")
     print(
         f"{args.spec}: valid sweep '{spec.name}'\n"
-        f"dims: {dims}, step={layout.n_steps}\n"
+        f"dims: {dims}, step={layout.n_steps} ({steps})\n"
         f"instances: {layout.n_instances} in {layout.n_blocks} blocks of shape {layout.chunks}"
     )
+    for line in advice(spec):  # the same notes `run` warns with, before any work
+        print(f"warning: {line}")
     # A kind may draw its user code once (tensor sweeps: user families) and state its cost.
     trial = getattr(kind_of(spec), "trial_draws", None)
     if trial is not None:
@@ -290,7 +294,10 @@ def _formats(text: str | None) -> tuple[str, ...] | None:
         return None
     fmts = tuple(f.strip() for f in text.split(",") if f.strip())
     if not fmts:
-        raise CLIError(f"--format: expected a comma-separated list; received {text!r}")
+        raise CLIError(
+            f"--format: expected a comma-separated list; received {text!r}",
+            "e.g. --format png,svg (plot) or --format md,html (report)",
+        )
     return fmts
 
 

@@ -4,23 +4,40 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-__all__ = ["ERRORS", "CLIError", "explain"]
+from ..errors import InputError
+
+__all__ = ["ERRORS", "FALLBACK_HINT", "CLIError", "explain"]
+
+#: The hint of a failure no entry of :data:`ERRORS` has a better one for.
+FALLBACK_HINT = (
+    "run the command again with SROA_DEBUG=1 to see the traceback; if the input looks right, "
+    "please report it"
+)
 
 
-class CLIError(Exception):
-    """A user-facing error: ``message`` (what and why) and ``hint``."""
-
-    def __init__(self, message: str, hint: str | None = None):
-        super().__init__(message)
-        self.hint = hint
+class CLIError(InputError):
+    """A user-facing error of the command line: ``message`` (what and why) and ``hint``."""
 
 
 def _hinted(exc: BaseException) -> tuple[str, str | None]:
-    return str(exc), getattr(exc, "hint", None)
+    return str(exc), getattr(exc, "hint", None) or FALLBACK_HINT
 
 
-def _plain(exc: BaseException) -> tuple[str, str | None]:
-    return str(exc), None
+def _missing(exc: BaseException) -> tuple[str, str | None]:
+    where = getattr(exc, "filename", None)
+    text = getattr(exc, "strerror", None) or str(exc)
+    return (
+        f"{text}: {where}" if where else text,
+        "check the path (a store is made by `sroa-dist run SPEC --store PATH`; specs are TOML "
+        "files such as sweeps/figure2.toml)",
+    )
+
+
+def _remote(exc: BaseException) -> tuple[str, str | None]:
+    return (
+        str(exc),
+        "check the object store's endpoint (AWS_ENDPOINT_URL), the bucket and your credentials",
+    )
 
 
 def _permission(exc: BaseException) -> tuple[str, str | None]:
@@ -47,7 +64,10 @@ def _os_error(exc: BaseException) -> tuple[str, str | None]:
             "(DASK_DISTRIBUTED__COMM__TLS__*)",
         )
     where = getattr(exc, "filename", None)
-    return f"{exc.strerror or exc}" + (f": {where}" if where else ""), None
+    return (
+        f"{exc.strerror or exc}" + (f": {where}" if where else ""),
+        "check the path, that its disk is mounted and has space, and its permissions",
+    )
 
 
 def _value(exc: BaseException) -> tuple[str, str | None]:
@@ -62,7 +82,7 @@ def _value(exc: BaseException) -> tuple[str, str | None]:
             + ", ".join(sorted(p for p in fsspec.available_protocols() if len(p) <= 5)[:12])
             + ", ...)",
         )
-    return text, None
+    return text, FALLBACK_HINT
 
 
 def _import(exc: BaseException) -> tuple[str, str | None]:
@@ -80,23 +100,21 @@ def _credentials(exc: BaseException) -> tuple[str, str | None]:
 def _error_types() -> list[tuple[tuple[type[BaseException], ...], Callable]]:
     """Expected failures, most specific first: (exception types, explain)."""
     from ..sweep.execute import ClusterConnectError, DiskFullError
-    from ..sweep.integrity import DamagedStoreError
     from ..sweep.lease import LeaseLostError, StoreLockedError
     from ..sweep.spec import SpecError
     from ..sweep.storage import StaleLayoutError, StoreIncompatibleError
 
     table: list[tuple[tuple[type[BaseException], ...], Callable]] = [
-        ((CLIError, ClusterConnectError, StoreLockedError, DiskFullError), _hinted),
-        ((DamagedStoreError,), _hinted),
+        ((InputError, ClusterConnectError, StoreLockedError, DiskFullError), _hinted),
         ((SpecError, StoreIncompatibleError, LeaseLostError, StaleLayoutError), _hinted),
-        ((FileNotFoundError,), _plain),
+        ((FileNotFoundError,), _missing),
         ((PermissionError,), _permission),
     ]
     try:
         from botocore.exceptions import BotoCoreError, NoCredentialsError
 
         table.append(((NoCredentialsError,), _credentials))
-        table.append(((BotoCoreError,), _plain))
+        table.append(((BotoCoreError,), _remote))
     except ImportError:  # no S3 support installed
         pass
     table += [((OSError,), _os_error), ((ValueError,), _value), ((ImportError,), _import)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Callable
 
 from ..criteria import DEFAULT_RADIUS, RUN_CRITERIA
@@ -15,8 +16,48 @@ from .commands import (
     _cmd_validate,
     _cmd_verify,
 )
+from .errors import CLIError
 
 _STRICT_HELP = "exit 1 if the cube is incomplete (blocks failed or not run); outputs are written"
+
+
+class ArgumentsError(CLIError):
+    """Bad command-line arguments, found by the parser; ``prog`` is the (sub)command."""
+
+    def __init__(self, prog: str, message: str, hint: str):
+        super().__init__(message, hint)
+        self.prog = prog
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line and a hint (``error: ...``, ``hint: ...``,
+    exit 2) instead of the usage block: raised as :class:`ArgumentsError` for ``main``."""
+
+    def error(self, message: str):  # type: ignore[override]
+        choice = re.search(r"^(.*): invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if choice and "COMMAND" in message:
+            names = choice.group(3).replace("'", "")
+            raise ArgumentsError(
+                self.prog,
+                f"expected a command ({names}); received {choice.group(2)!r}",
+                f"`{self.prog} --help` says what each command does",
+            )
+        if choice:
+            names = choice.group(3).replace("'", "")
+            raise ArgumentsError(
+                self.prog,
+                f"{choice.group(1)}: expected one of {names}; received {choice.group(2)!r}",
+                f"`{self.prog} --help` says what each choice means",
+            )
+        if "required: COMMAND" in message:
+            raise ArgumentsError(
+                self.prog,
+                "expected a command, e.g. `sroa-dist run SPEC`; received none",
+                f"`{self.prog} --help` lists the commands",
+            )
+        raise ArgumentsError(
+            self.prog, message, f"`{self.prog} --help` lists the arguments and what they take"
+        )
 
 
 def _int_at_least(least: int) -> Callable[[str], int]:
@@ -61,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     from ..sweep.lease import DEFAULT_LEASE_TIMEOUT
 
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="sroa-dist",
         description="Certified SROA of nearly SOD tensors: Monte Carlo sweeps on Dask, "
         "xarray/zarr result cubes.",

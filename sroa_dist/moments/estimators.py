@@ -34,6 +34,7 @@ import scipy.sparse as sp
 from numpy.typing import ArrayLike
 from scipy.sparse.linalg import LinearOperator, eigsh
 
+from ..errors import InputError
 from ..tensors import FloatArray
 from .models import _whiten, sym_outer_identity
 
@@ -71,7 +72,10 @@ def _top_eigs(
 
 def _chunks(N: int, chunk_size: int):
     if isinstance(chunk_size, bool) or int(chunk_size) != chunk_size or chunk_size < 1:
-        raise ValueError(f"chunk_size: expected a positive integer, received {chunk_size!r}")
+        raise InputError(
+            f"chunk_size: expected a positive integer, received {chunk_size!r}",
+            "give a positive integer, e.g. chunk_size=10000",
+        )
     for start in range(0, N, int(chunk_size)):
         yield start, min(N, start + int(chunk_size))
 
@@ -117,22 +121,28 @@ class TopicMoments:
             try:
                 C = np.asarray(counts, dtype=np.float64)
             except (TypeError, ValueError) as exc:
-                raise ValueError(f"counts: expected a numeric (N, d) matrix ({exc})") from None
+                raise InputError(
+                    f"counts: expected a numeric (N, d) matrix ({exc})",
+                    "pass a numeric (N, d) count matrix",
+                ) from None
             values = C
         if C.ndim != 2 or C.shape[0] < 1 or C.shape[1] < 2:
-            raise ValueError(
+            raise InputError(
                 f"counts: expected a document-term matrix of shape (N, d) with d >= 2, received "
-                f"shape {C.shape}"
+                f"shape {C.shape}",
+                "pass an (N, d) document-term count matrix with d >= 2",
             )
         if not np.all(np.isfinite(values)) or np.any(values < 0) or np.any(values % 1 != 0):
-            raise ValueError("counts: expected non-negative integer word counts")
+            raise InputError(
+                "counts: expected non-negative integer word counts", "pass integer word counts >= 0"
+            )
         lengths = np.asarray(C.sum(axis=1), dtype=np.float64).ravel()
         short = int(np.count_nonzero(lengths < 3))
         if short:
-            raise ValueError(
+            raise InputError(
                 f"counts: expected every document to have at least 3 words (M3 needs three "
-                f"distinct word slots), received {short} shorter document(s); hint: drop them, "
-                "e.g. counts[counts.sum(axis=1) >= 3]"
+                f"distinct word slots), received {short} shorter document(s)",
+                "drop them, e.g. counts[counts.sum(axis=1) >= 3]",
             )
         return cls(C, lengths)
 
@@ -213,7 +223,10 @@ class TopicMoments:
 def _check_w(W: ArrayLike, d: int) -> FloatArray:
     W = np.asarray(W, dtype=np.float64)
     if W.ndim != 2 or W.shape[0] != d:
-        raise ValueError(f"W: expected a ({d}, m) whitening matrix, received shape {W.shape}")
+        raise InputError(
+            f"W: expected a ({d}, m) whitening matrix, received shape {W.shape}",
+            "pass the whitening matrix of this estimator's d",
+        )
     return W
 
 
@@ -274,27 +287,39 @@ class MixtureMoments:
     ) -> MixtureMoments:
         """Validate ``(N, d)`` points and fix σ² (a number, or an estimator's name)."""
         if sp.issparse(X):
-            raise ValueError("X: expected a dense (N, d) array of points, received a sparse matrix")
+            raise InputError(
+                "X: expected a dense (N, d) array of points, received a sparse matrix",
+                "densify first, e.g. X.toarray()",
+            )
         try:
             X = np.asarray(X, dtype=np.float64)
         except (TypeError, ValueError) as exc:
-            raise ValueError(f"X: expected a numeric (N, d) array ({exc})") from None
+            raise InputError(
+                f"X: expected a numeric (N, d) array ({exc})", "pass a numeric (N, d) array"
+            ) from None
         if X.ndim != 2 or X.shape[0] < 2 or X.shape[1] < 2:
-            raise ValueError(f"X: expected points of shape (N, d), N, d >= 2, received {X.shape}")
+            raise InputError(
+                f"X: expected points of shape (N, d), N, d >= 2, received {X.shape}",
+                "pass N >= 2 points of dimension d >= 2 as an (N, d) array",
+            )
         if not np.all(np.isfinite(X)):
-            raise ValueError("X: expected finite coordinates")
+            raise InputError(
+                "X: expected finite coordinates",
+                "drop or fix the points with NaN or infinite coordinates",
+            )
         N, d = X.shape
         mean = X.mean(axis=0)
         if isinstance(sigma2, str):
             try:
                 est = SIGMA2_ESTIMATORS[sigma2]
             except KeyError:
-                raise ValueError(
+                raise InputError(
                     f"sigma2: unknown estimator {sigma2!r}; expected a variance >= 0 or one of "
-                    f"{sorted(SIGMA2_ESTIMATORS)}"
+                    f"{sorted(SIGMA2_ESTIMATORS)}",
+                    "give a variance >= 0 or one of the listed estimators",
                 ) from None
             if not 2 <= k <= d:
-                raise ValueError(f"k: expected 2 <= k <= d = {d}, received {k}")
+                raise InputError(f"k: expected 2 <= k <= d = {d}, received {k}", "give 2 <= k <= d")
 
             def cov() -> FloatArray:
                 G = _gram(X, CHUNK_SIZE) - N * np.outer(mean, mean)
@@ -308,7 +333,10 @@ class MixtureMoments:
         else:
             value = float(sigma2)
             if not (np.isfinite(value) and value >= 0):
-                raise ValueError(f"sigma2: expected a variance >= 0, received {sigma2!r}")
+                raise InputError(
+                    f"sigma2: expected a variance >= 0, received {sigma2!r}",
+                    "give a variance >= 0, or one of the named estimators",
+                )
         return cls(X, mean, value)
 
     @property
@@ -404,11 +432,12 @@ def whitened_moments(
     try:
         make = ESTIMATORS[kind]
     except (KeyError, TypeError):
-        raise ValueError(
-            f"kind: unknown model {kind!r}; expected one of {sorted(ESTIMATORS)}"
+        raise InputError(
+            f"kind: unknown model {kind!r}; expected one of {sorted(ESTIMATORS)}",
+            "use one of the listed models",
         ) from None
     if isinstance(k, bool) or int(k) != k or k < 2:
-        raise ValueError(f"k: expected an integer >= 2, received {k!r}")
+        raise InputError(f"k: expected an integer >= 2, received {k!r}", "give an integer k >= 2")
     valid = [
         name
         for name, prm in inspect.signature(make).parameters.items()
@@ -416,12 +445,13 @@ def whitened_moments(
     ]
     unknown = sorted(set(options) - set(valid))
     if unknown:
-        raise ValueError(
-            f"options: the {kind!r} estimator does not accept {unknown}; valid options: {valid}"
+        raise InputError(
+            f"options: the {kind!r} estimator does not accept {unknown}; valid options: {valid}",
+            "pass only the valid options",
         )
     est = make(data, int(k), **options)
     if k > est.d:
-        raise ValueError(f"k: expected k <= d = {est.d}, received {k}")
+        raise InputError(f"k: expected k <= d = {est.d}, received {k}", "give k <= d")
     s, U = est.m2_top(int(k))
     W = _whiten(s, U)
     T = est.whitened_m3(W, chunk_size=chunk_size)

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ..errors import InputError
 from ..norms import OperatorNormResult, operator_norm
 from ..solvers import RngLike, relaxation_tractable
 from ..tensors import FloatArray, sod_tensor, symmetrize
@@ -92,9 +93,10 @@ def recovery_errors(
 ) -> RecoveryErrors:
     """Match a fit's components to a model's and measure the errors users care about."""
     if fit.components.shape != model.components.shape:
-        raise ValueError(
+        raise InputError(
             f"fit: expected components of shape {model.components.shape} (the model's), "
-            f"received {fit.components.shape}"
+            f"received {fit.components.shape}",
+            "compare a fit with the model it was fitted to",
         )
     tol = DEFAULT_TOLERANCES[fit.kind] if tolerances is None else tolerances
     dist = COMPONENT_DISTANCE[fit.kind](fit.components, model.components)

@@ -23,6 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
+from ..errors import InputError
 from ..tensors import FloatArray
 
 __all__ = [
@@ -54,14 +55,15 @@ def _check_weights(weights: ArrayLike | None, k: int) -> FloatArray:
         return np.full(k, 1.0 / k)
     w = np.asarray(weights, dtype=np.float64)
     if w.shape != (k,) or not np.all(np.isfinite(w)) or np.any(w <= 0):
-        raise ValueError(
+        raise InputError(
             f"weights: expected {k} positive finite mixing weights, "
-            f"received {np.asarray(weights)!r}"
+            f"received {np.asarray(weights)!r}",
+            "give k positive finite weights",
         )
     if abs(w.sum() - 1.0) > PARAM_RTOL * k:
-        raise ValueError(
-            f"weights: expected weights summing to 1, received sum {w.sum()!r}; "
-            "hint: divide by their sum"
+        raise InputError(
+            f"weights: expected weights summing to 1, received sum {w.sum()!r}",
+            "divide them by their sum",
         )
     return w
 
@@ -69,16 +71,18 @@ def _check_weights(weights: ArrayLike | None, k: int) -> FloatArray:
 def _check_components(M: ArrayLike, name: str) -> FloatArray:
     arr = np.asarray(M, dtype=np.float64)
     if arr.ndim != 2 or arr.shape[1] < 2 or arr.shape[0] < arr.shape[1]:
-        raise ValueError(
+        raise InputError(
             f"{name}: expected a (d, k) matrix with 2 <= k <= d (one component per column), "
-            f"received shape {arr.shape}"
+            f"received shape {arr.shape}",
+            "pass a (d, k) matrix with one component per column",
         )
     if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name}: expected finite entries")
+        raise InputError(f"{name}: expected finite entries", "replace the non-finite entries")
     if np.linalg.matrix_rank(arr) < arr.shape[1]:
-        raise ValueError(
+        raise InputError(
             f"{name}: the {arr.shape[1]} components must be linearly independent (M2 of rank "
-            "k), received a rank-deficient matrix"
+            "k), received a rank-deficient matrix",
+            "use linearly independent components",
         )
     return arr
 
@@ -97,9 +101,10 @@ def whitening_from_m2(M2: ArrayLike, k: int) -> FloatArray:
 
 def _whiten(s: FloatArray, U: FloatArray) -> FloatArray:
     if np.any(s <= 0):
-        raise ValueError(
+        raise InputError(
             f"M2: expected {len(s)} positive top eigenvalues to whiten with, received "
-            f"{np.array2string(s, precision=3)}; hint: use more samples or a smaller k"
+            f"{np.array2string(s, precision=3)}",
+            "use more samples or a smaller k",
         )
     idx = np.argmax(np.abs(U), axis=0)
     U = U * np.sign(U[idx, np.arange(U.shape[1])])
@@ -166,7 +171,10 @@ class _MomentModel:
         G = (A * self.weights) @ A.T  # Wᵀ M2 W
         s, U = np.linalg.eigh(G)
         if np.any(s <= 0):
-            raise ValueError("W: Wᵀ M2 W is singular; W does not see every component")
+            raise InputError(
+                "W: Wᵀ M2 W is singular; W does not see every component",
+                "estimate W from this model's M2 (or more samples)",
+            )
         A = (U / np.sqrt(s)) @ U.T @ A
         return 1.0 / np.sqrt(self.weights), A * np.sqrt(self.weights)
 
@@ -199,16 +207,21 @@ class SingleTopicModel(_MomentModel):
         if np.any(self.components < -PARAM_RTOL) or np.any(
             np.abs(self.components.sum(axis=0) - 1.0) > PARAM_RTOL * self.d
         ):
-            raise ValueError(
+            raise InputError(
                 "topics: expected each column to be a word distribution (non-negative, summing "
-                "to 1)"
+                "to 1)",
+                "normalise each column: non-negative entries summing to 1",
             )
         if isinstance(self.doc_length, bool) or int(self.doc_length) != self.doc_length:
-            raise ValueError(f"doc_length: expected an integer >= 3, received {self.doc_length!r}")
+            raise InputError(
+                f"doc_length: expected an integer >= 3, received {self.doc_length!r}",
+                "give an integer doc_length >= 3",
+            )
         if self.doc_length < 3:
-            raise ValueError(
+            raise InputError(
                 f"doc_length: expected L >= 3 (three distinct words estimate M3), received "
-                f"{self.doc_length}"
+                f"{self.doc_length}",
+                "give doc_length >= 3",
             )
 
     @classmethod
@@ -228,7 +241,10 @@ class SingleTopicModel(_MomentModel):
         """
         _check_kd(k, d)
         if not (np.isfinite(concentration) and concentration > 0):
-            raise ValueError(f"concentration: expected a positive number, received {concentration}")
+            raise InputError(
+                f"concentration: expected a positive number, received {concentration}",
+                "give a positive concentration, e.g. 1.0",
+            )
         gen = np.random.default_rng(rng)
         topics = gen.dirichlet(np.full(d, float(concentration)), size=k).T
         return cls(_check_weights(weights, k), topics, int(doc_length))
@@ -285,7 +301,10 @@ class SphericalGaussianMixture(_MomentModel):
         object.__setattr__(self, "components", _check_components(self.components, "means"))
         object.__setattr__(self, "weights", _check_weights(self.weights, self.k))
         if not (np.isfinite(self.sigma2) and self.sigma2 >= 0):
-            raise ValueError(f"sigma2: expected a finite variance >= 0, received {self.sigma2!r}")
+            raise InputError(
+                f"sigma2: expected a finite variance >= 0, received {self.sigma2!r}",
+                "give a finite variance >= 0",
+            )
 
     @classmethod
     def from_prior(
@@ -302,7 +321,10 @@ class SphericalGaussianMixture(_MomentModel):
         ``√(2d)·mean_scale``)."""
         _check_kd(k, d)
         if not (np.isfinite(mean_scale) and mean_scale > 0):
-            raise ValueError(f"mean_scale: expected a positive number, received {mean_scale}")
+            raise InputError(
+                f"mean_scale: expected a positive number, received {mean_scale}",
+                "give a positive mean_scale",
+            )
         gen = np.random.default_rng(rng)
         means = float(mean_scale) * gen.standard_normal((d, k))
         return cls(_check_weights(weights, k), means, float(sigma2))
@@ -345,14 +367,19 @@ def sym_outer_identity(a: FloatArray, G: FloatArray) -> FloatArray:
 def _check_kd(k: int, d: int) -> None:
     for name, v in (("k", k), ("d", d)):
         if isinstance(v, bool) or int(v) != v:
-            raise ValueError(f"{name}: expected an integer, received {v!r}")
+            raise InputError(f"{name}: expected an integer, received {v!r}", "give an integer")
     if not 2 <= int(k) <= int(d):
-        raise ValueError(f"k, d: expected 2 <= k <= d, received k = {k}, d = {d}")
+        raise InputError(
+            f"k, d: expected 2 <= k <= d, received k = {k}, d = {d}", "give 2 <= k <= d"
+        )
 
 
 def _check_n(n: int) -> int:
     if isinstance(n, bool) or int(n) != n or int(n) < 1:
-        raise ValueError(f"n_samples: expected a positive integer, received {n!r}")
+        raise InputError(
+            f"n_samples: expected a positive integer, received {n!r}",
+            "give a positive integer number of samples",
+        )
     return int(n)
 
 
@@ -381,10 +408,14 @@ def make_model(name: str, k: int, d: int, *, rng: RngLike = None, **params: Any)
     try:
         ctor = MODELS[name]
     except (KeyError, TypeError):
-        raise ValueError(
-            f"model: unknown model {name!r}; expected one of {sorted(MODELS)}"
+        raise InputError(
+            f"model: unknown model {name!r}; expected one of {sorted(MODELS)}",
+            "use one of the listed models",
         ) from None
     try:
         return ctor(k, d, rng=rng, **params)
     except TypeError as exc:
-        raise ValueError(f"model {name!r}: bad parameters {sorted(params)} ({exc})") from None
+        raise InputError(
+            f"model {name!r}: bad parameters {sorted(params)} ({exc})",
+            "pass the model's own parameters (see its docstring)",
+        ) from None

@@ -21,11 +21,15 @@ Modules: :mod:`.builders` (problem construction), :mod:`.structure` (the fixed m
 conic problem of one ``(n, p, d)``), :mod:`.driver` (the driver protocol: problem, iterate,
 schedule), :mod:`.scs_driver` (SCS: settings, warm-up, chunked solve; every SCS name lives
 there), :mod:`.clarabel_driver` (a second, interior-point driver for small ``n``; optional),
-:mod:`.bound` (validated bound, repair, face certificate: the paper-critical part),
-:mod:`.export` (SOS certificate export), :mod:`.polish` (candidate polish and input checks),
-:mod:`.core` (:class:`MomentRelaxation`: the solve). Imports go one way: builders, driver <-
-structure, scs_driver <- bound, export <- core. Monomials and index multisets come from
-:mod:`sroa_dist.monomials`, shared with the noise draws and the certificate checker.
+:mod:`.admm_driver` (an ADMM on NumPy or, ``device="cuda"``, CuPy; batched),
+:mod:`.backend` and :mod:`.device_maps` (the array namespace and the problem's maps on it),
+:mod:`.drivers` (the drivers by name for a ``relaxation`` table), :mod:`.bound` (validated
+bound, repair, face certificate: the paper-critical part), :mod:`.export` (SOS certificate
+export), :mod:`.polish` (candidate polish and input checks), :mod:`.tensor_solve` (one
+tensor's solve between iterates), :mod:`.core` (:class:`MomentRelaxation`: the solve). Imports
+go one way: builders, driver, backend <- structure, device_maps, drivers <- bound, export,
+tensor_solve <- core. Monomials and index multisets come from :mod:`sroa_dist.monomials`,
+shared with the noise draws and the certificate checker.
 """
 
 from __future__ import annotations

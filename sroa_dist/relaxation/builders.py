@@ -14,6 +14,7 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 
+from ..errors import InputError
 from ..monomials import MonomialKeys, monomial_exponents, multinomial
 
 __all__ = ["FORMULATIONS"]
@@ -41,13 +42,21 @@ def check_arguments(n: int, p: int, order: int | None, formulation: str) -> tupl
     """``(n, p, d)`` as integers, with ``d = ceil(p/2)`` by default; bad input is an error."""
     n, p = int(n), int(p)
     if n < 1 or p < 2:
-        raise ValueError(f"expected n >= 1 and p >= 2, received n = {n}, p = {p}")
+        raise InputError(
+            f"expected n >= 1 and p >= 2, received n = {n}, p = {p}", "give n >= 1 and p >= 2"
+        )
     dmin = (p + 1) // 2
     d = dmin if order is None else int(order)
     if d < dmin:
-        raise ValueError(f"expected order >= ceil(p/2) = {dmin}, received order = {order}")
+        raise InputError(
+            f"expected order >= ceil(p/2) = {dmin}, received order = {order}",
+            "give order >= ceil(p/2)",
+        )
     if formulation not in FORMULATIONS:
-        raise ValueError(f"unknown formulation {formulation!r}; valid: {', '.join(FORMULATIONS)}")
+        raise InputError(
+            f"unknown formulation {formulation!r}; valid: {', '.join(FORMULATIONS)}",
+            "use one of the listed formulations",
+        )
     return n, p, d
 
 

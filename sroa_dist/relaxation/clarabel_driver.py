@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ..errors import InputError
 from .driver import FLAG, NONNEG, Rule, Schedule, SdpIterate, SdpProblem, int_at_least
 
 try:
@@ -55,9 +56,10 @@ class ClarabelDriver:
         error."""
         unknown = set(settings) - set(CLARABEL_SETTING_RULES)
         if unknown:
-            raise ValueError(
+            raise InputError(
                 f"unknown option(s) {sorted(unknown)}; valid Clarabel settings: "
-                f"{sorted(CLARABEL_SETTING_RULES)}"
+                f"{sorted(CLARABEL_SETTING_RULES)}",
+                "pass only the listed Clarabel settings",
             )
         return {**DEFAULT_CLARABEL_SETTINGS, **settings}
 
@@ -66,8 +68,9 @@ class ClarabelDriver:
     ) -> Iterator[SdpIterate]:
         """One iterate: Clarabel's solution of ``min c^T y`` over ``problem``."""
         if clarabel is None:
+            # The CLI's answer to a missing package names it and says how to install it.
             raise ImportError(
-                "the Clarabel driver needs the clarabel package; hint: pip install clarabel"
+                "the Clarabel driver needs the clarabel package (pip install clarabel)"
             )
         m, I, J = problem.m, problem.rows, problem.cols  # noqa: E741
         # Clarabel's PSD triangle: the upper triangle, column-major, off-diagonals times

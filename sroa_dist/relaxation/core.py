@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -12,22 +15,24 @@ import numpy as np
 from ..certificate import Certificate
 from ..tensors import kron_power
 from . import bound
+from .device_maps import device_maps
 from .driver import (
     FLAG,
     NONNEG,
     Rule,
     Schedule,
     SdpDriver,
-    SdpIterate,
     check_setting_names,
     int_at_least,
     is_int,
 )
+from .drivers import DRIVERS, SELECTION_RULES
 from .export import export_certificate
-from .polish import check_sign, check_tensor, fro, polish, polish_many, value, values
+from .polish import check_sign, check_tensor, fro, polish_many, value, values
 from .result import Best, RelaxationResult
 from .scs_driver import SCS
 from .structure import MomentStructure
+from .tensor_solve import TensorSolve
 
 __all__ = ["SOLVE_OPTIONS", "SOLVE_OPTION_RULES", "MomentRelaxation", "option_rules"]
 
@@ -66,15 +71,14 @@ SOLVE_OPTION_RULES: dict[str, Rule | None] = {
 SOLVE_OPTIONS = tuple(SOLVE_OPTION_RULES)
 
 
-def option_rules(driver: SdpDriver = SCS) -> dict[str, Rule | None]:
-    """Every option a ``relaxation`` table may set for ``driver``: the solve options
-    (:data:`SOLVE_OPTION_RULES`) and the driver's settings, with their value rules (``None``:
-    checked by name only). The one place callers (option checks, sweep specs) read them."""
-    return {**SOLVE_OPTION_RULES, **driver.setting_rules}
-
-
-def _finite(it: SdpIterate) -> bool:
-    return bool(np.all(np.isfinite(it.z_zero)) and np.all(np.isfinite(it.Z)))
+def option_rules(driver: SdpDriver | str = SCS) -> dict[str, Rule | None]:
+    """Every option a ``relaxation`` table may set for ``driver`` (an :class:`SdpDriver` or a
+    name of :data:`~.drivers.DRIVERS`): the solve options (:data:`SOLVE_OPTION_RULES`), the
+    selection keys ``driver`` and ``device`` (:data:`~.drivers.SELECTION_RULES`) and the
+    driver's settings, with their value rules (``None``: checked by name only). The one place
+    callers (option checks, sweep specs) read them; by name it needs no device."""
+    rules = DRIVERS[driver].setting_rules if isinstance(driver, str) else driver.setting_rules
+    return {**SOLVE_OPTION_RULES, **SELECTION_RULES, **rules}
 
 
 class MomentRelaxation(MomentStructure):
@@ -260,7 +264,100 @@ class MomentRelaxation(MomentStructure):
         RelaxationResult
             A pure function of ``(T, sign, options)``: no state is carried between calls.
         """
+        options = {
+            "warmup_iters": warmup_iters,
+            "warmup_chunks": warmup_chunks,
+            "refine_iters": refine_iters,
+            "fallback_chunk": fallback_chunk,
+            "gap_tol": gap_tol,
+            "fallback": fallback,
+            "polish_steps": polish_steps,
+            "flat_tol": flat_tol,
+            "with_certificate": with_certificate,
+        }
         t0 = time.perf_counter()
+        run = self._start(T, sign, stop_below, candidates, options, driver, settings)
+        if isinstance(run, RelaxationResult):
+            return run
+        for it in driver.runs(self.problem, run.c, run.config, run.schedule):
+            if run.take(it):
+                break
+        else:
+            run.exhausted()
+        return run.result(lambda: time.perf_counter() - t0)
+
+    def solve_batch(
+        self,
+        Ts: np.ndarray,
+        signs: Sequence[int] | None = None,
+        *,
+        candidates: Sequence[np.ndarray | None] | None = None,
+        stop_below: Sequence[float] | None = None,
+        driver: SdpDriver = SCS,
+        **options: Any,
+    ) -> list[RelaxationResult]:
+        """:meth:`solve` of each tensor of the stack ``Ts`` (``signs``, ``candidates`` and
+        ``stop_below`` per tensor; the other options shared).
+
+        A driver that solves several relaxations at once (one with ``runs_batch``: the ADMM
+        driver) steps them together and drops each as soon as its certificate closes; each
+        result equals that tensor's :meth:`solve` with the same driver. Other drivers solve
+        the tensors one by one. With ``runs_batch``, ``solve_time`` is the batch's wall time
+        shared equally.
+        """
+        B = len(Ts)
+        signs = [1] * B if signs is None else list(signs)
+        cands = [None] * B if candidates is None else list(candidates)
+        below = [-np.inf] * B if stop_below is None else list(stop_below)
+        if not hasattr(driver, "runs_batch"):
+            return [
+                self.solve(T, s, candidates=cd, stop_below=sb, driver=driver, **options)
+                for T, s, cd, sb in zip(Ts, signs, cands, below, strict=True)
+            ]
+        t0 = time.perf_counter()
+        defaults = _solve_defaults()
+        settings = {k: v for k, v in options.items() if k not in defaults}
+        solve_opts = {**defaults, **{k: v for k, v in options.items() if k in defaults}}
+        out: list[RelaxationResult | None] = [None] * B
+        runs: list[tuple[int, TensorSolve]] = []
+        for b in range(B):
+            run = self._start(Ts[b], signs[b], below[b], cands[b], solve_opts, driver, settings)
+            if isinstance(run, RelaxationResult):
+                out[b] = run
+            else:
+                runs.append((b, run))
+        if runs:
+            first = runs[0][1]
+            C = np.stack([run.c for _, run in runs])
+            retired: set[int] = set()
+            for chunk in driver.runs_batch(self.problem, C, first.config, first.schedule, retired):
+                for row, it, last in chunk:
+                    run = runs[row][1]
+                    if run.take(it):
+                        retired.add(row)
+                    elif last:
+                        run.exhausted()
+                        retired.add(row)
+            for row, (_, run) in enumerate(runs):
+                if row not in retired:  # the driver ended without saying so
+                    run.exhausted()
+            share = (time.perf_counter() - t0) / B
+            for b, run in runs:
+                out[b] = run.result(lambda: share)
+        return [r for r in out if r is not None]
+
+    def _start(
+        self,
+        T: np.ndarray,
+        sign: int,
+        stop_below: float,
+        candidates: np.ndarray | None,
+        options: dict[str, Any],
+        driver: SdpDriver,
+        settings: dict[str, Any],
+    ) -> TensorSolve | RelaxationResult:
+        """A solve ready for the driver's iterates, or the result itself where none is needed
+        (a zero tensor)."""
         s = check_sign(sign)
         T = check_tensor(T, self.n, self.p)
         check_setting_names(driver, settings, f"solve options: {', '.join(SOLVE_OPTIONS)}")
@@ -268,107 +365,31 @@ class MomentRelaxation(MomentStructure):
         scale = fro(T)
         if scale == 0.0:  # f = 0: every unit vector is optimal
             zc = None
-            if with_certificate:
+            if options["with_certificate"]:
                 zc = self.export_certificate(T, s, np.zeros(self.n_zero), np.zeros((self.m,) * 2))
             x0 = np.eye(self.n)[0]
             return RelaxationResult(
                 0.0, 0.0, x0, 0.0, s, 0.0, True, "not run", 0, 0.0, "zero", sos_certificate=zc
             )
-        # Work with ||T||_F = 1 so that a solver's scale setting means the same for every
-        # tensor (SCS's does).
-        T_in, T = T, T / scale
-        stop_below = stop_below / scale
-        c = self.objective(T, s)
-        best = Best()
-        iters, status = 0, "not run"
-        rank_ratio, sdp_value = float("nan"), float("nan")
+        warmup_chunks, fallback_chunk = options["warmup_chunks"], options["fallback_chunk"]
         if warmup_chunks is None:
             warmup_chunks = LARGE_WARMUP_CHUNKS if self.m > LARGE_GRAM else 2
         if fallback_chunk is None:
             fallback_chunk = LARGE_FALLBACK_CHUNK if self.m > SHORT_CHUNK_GRAM else FALLBACK_CHUNK
+        warmup_iters = options["warmup_iters"]
         schedule = Schedule(
             warmup_iters=None if warmup_iters is None else int(warmup_iters),
             warmup_chunks=warmup_chunks,
-            fallback=fallback,
+            fallback=options["fallback"],
             fallback_chunk=fallback_chunk,
         )
-        last = None
-        for last in driver.runs(self.problem, c, config, schedule):
-            iters += last.iterations
-            status = last.status
-            sdp_value = -last.primal_objective
-            y = last.y  # None from a dual-only driver: candidates then come from T alone
-            if y is None or np.all(np.isfinite(y)):
-                if y is not None:
-                    ev = np.linalg.eigvalsh(self.moment_matrix(y))
-                    rank_ratio = float(abs(ev[-2]) / ev[-1]) if ev[-1] > 0 else float("nan")
-                first = best.x is None
-                extra = candidates if first else None
-                self._candidates(T, s, y, polish_steps, best, first=first, extra=extra)
-            if _finite(last):
-                self._offer_duals(c, last.z_zero, last.Z, best, gap_tol, stop_below, refine_iters)
-            if best.done(gap_tol, stop_below):
-                break
-        else:
-            if last is not None and best.x is not None and not best.random_starts_done:
-                # The driver yielded once (an interior-point solve does) and that did not
-                # close the gap: give the candidate search its later round (every
-                # second-moment eigenvector, the fixed random starts) before giving up. An
-                # optimum with many maximisers has a central, high-rank moment matrix there.
-                self._candidates(T, s, last.y, polish_steps, best, first=False)
-                if _finite(last):
-                    self._offer_duals(
-                        c, last.z_zero, last.Z, best, gap_tol, stop_below, refine_iters
-                    )
-        if best.x is None:  # the driver returned nothing usable: a unit vector still gives fx
-            best.x = polish(T, np.eye(self.n)[0], s, newton_steps=polish_steps)
-            best.fx = s * value(T, best.x)
-        tight = best.bound - best.fx <= gap_tol
-        face = best.which == "face"
-        upper = self._bound_at_scale(c, best.bound, scale)
-        fx = float(s * value(T_in, best.x))
-        return RelaxationResult(
-            value=fx if tight else scale * max(sdp_value, float(best.fx)),
-            upper_bound=float(upper),
-            x=best.x,
-            fx=fx,
-            sign=s,
-            rank_ratio=rank_ratio,
-            flat=bool(rank_ratio < flat_tol or (tight and face and best.margin > 0)),
-            status=status,
-            iterations=iters,
-            solve_time=time.perf_counter() - t0,
-            certificate=best.which,
-            dual_margin=scale * best.margin if face else float("nan"),
-            sdp_value=scale * sdp_value,
-            sos_certificate=(
-                self.export_certificate(T_in, s, *best.dual, scale=scale)
-                if with_certificate and best.dual is not None
-                else None
-            ),
+        backend = getattr(driver, "backend", None)
+        ops = (
+            None if backend is None else bound.DeviceFace(self, device_maps(self.problem, backend))
         )
-
-    def _offer_duals(
-        self,
-        c: np.ndarray,
-        z_zero: np.ndarray,
-        Z: np.ndarray,
-        best: Best,
-        target: float,
-        stop_below: float,
-        refine_iters: int,
-    ) -> None:
-        """Offer ``best`` the validated bounds of a driver's dual ``(z_zero, Z)``: the face
-        certificate at the best candidate first, then (if that does not close the gap) the
-        dual as is and repaired."""
-        if best.x is not None:
-            bound.refine_face(
-                self, c, z_zero, Z, best.x, best.fx, target, stop_below, refine_iters, best
-            )
-        if not best.done(target, stop_below):
-            best.offer_bound(self.validated_bound(c, z_zero, Z), "driver", dual=(z_zero, Z))
-            Zr = self.repair(c, z_zero, Z)
-            best.offer_bound(self.validated_bound(c, z_zero, Zr), "repaired", dual=(z_zero, Zr))
+        return TensorSolve(
+            self, T, s, scale, stop_below, candidates, options, config, schedule, ops
+        )
 
     def _bound_at_scale(self, c: np.ndarray, ub: float, scale: float) -> float:
         """A validated bound ``ub`` of the polynomial with coefficients ``c`` (those of
@@ -429,26 +450,75 @@ class MomentRelaxation(MomentStructure):
         with the larger ``fx`` (``x`` keeps its ``sign``); ``upper_bound`` is the larger of the
         two bounds (a bound of ``max |f|``); ``iterations`` and ``solve_time`` are totals.
         """
-        if self.p % 2:
-            return self.solve(T, 1, **options)
-        t0 = time.perf_counter()
-        T = check_tensor(T, self.n, self.p)
-        V = self._jennrich_starts(T)
-        fv = values(T, V)
-        first = 1 if fv.max() >= -fv.min() else -1
+        candidates = options.pop("candidates", None)
+        return self.solve_abs_batch(np.asarray(T)[None], candidates=[candidates], **options)[0]
+
+    def solve_abs_batch(
+        self,
+        Ts: np.ndarray,
+        *,
+        candidates: Sequence[np.ndarray | None] | None = None,
+        **options: Any,
+    ) -> list[RelaxationResult]:
+        """:meth:`solve_abs` of each tensor of the stack ``Ts`` (``candidates`` per tensor),
+        through :meth:`solve_batch`: a driver that solves several relaxations at once gets
+        every tensor's first sign together, then the second signs still needed."""
+        B = len(Ts)
+        cands = [None] * B if candidates is None else list(candidates)
         options.pop("stop_below", None)
-        r1 = self.solve(T, first, **options)
-        r2 = self._flattening_result(T, -first, r1.fx, bool(options.get("with_certificate")))
-        if r2 is None:
-            r2 = self.solve(T, -first, stop_below=r1.fx, **options)
-        best = r1 if r1.fx >= r2.fx else r2
-        both = r1.sos_certificate is not None and r2.sos_certificate is not None
-        return dataclasses.replace(
-            best,
-            upper_bound=max(r1.upper_bound, r2.upper_bound),
-            iterations=r1.iterations + r2.iterations,
-            solve_time=time.perf_counter() - t0,
-            sos_certificate=(
-                Certificate.combine(r1.sos_certificate, r2.sos_certificate) if both else None
-            ),
-        )
+        if self.p % 2:
+            return self.solve_batch(Ts, [1] * B, candidates=cands, **options)
+        t0 = time.perf_counter()
+        Ts = [check_tensor(T, self.n, self.p) for T in Ts]
+        firsts = []
+        for T in Ts:
+            fv = values(T, self._jennrich_starts(T))
+            firsts.append(1 if fv.max() >= -fv.min() else -1)
+        R1 = self.solve_batch(Ts, firsts, candidates=cands, **options)
+        certify = bool(options.get("with_certificate"))
+        R2 = [
+            self._flattening_result(T, -s, r1.fx, certify)
+            for T, s, r1 in zip(Ts, firsts, R1, strict=True)
+        ]
+        todo = [b for b in range(B) if R2[b] is None]
+        if todo:
+            more = self.solve_batch(
+                [Ts[b] for b in todo],
+                [-firsts[b] for b in todo],
+                candidates=[cands[b] for b in todo],
+                stop_below=[R1[b].fx for b in todo],
+                **options,
+            )
+            for b, r in zip(todo, more, strict=True):
+                R2[b] = r
+        share = (time.perf_counter() - t0) / B
+        out = []
+        for r1, r2 in zip(R1, R2, strict=True):
+            best = r1 if r1.fx >= r2.fx else r2
+            both = r1.sos_certificate is not None and r2.sos_certificate is not None
+            out.append(
+                dataclasses.replace(
+                    best,
+                    upper_bound=max(r1.upper_bound, r2.upper_bound),
+                    iterations=r1.iterations + r2.iterations,
+                    solve_time=share,
+                    sos_certificate=(
+                        Certificate.combine(r1.sos_certificate, r2.sos_certificate)
+                        if both
+                        else None
+                    ),
+                )
+            )
+        return out
+
+
+@functools.cache
+def _solve_defaults() -> dict[str, Any]:
+    """The keyword options of :meth:`MomentRelaxation.solve` shared by a batch, with their
+    defaults (read from its signature: one home)."""
+    per_tensor = {"candidates", "stop_below", "driver"}
+    return {
+        k: v.default
+        for k, v in inspect.signature(MomentRelaxation.solve).parameters.items()
+        if v.kind is inspect.Parameter.KEYWORD_ONLY and k not in per_tensor
+    }

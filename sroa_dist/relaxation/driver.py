@@ -18,6 +18,8 @@ from typing import Any, Protocol
 import numpy as np
 import scipy.sparse as sp
 
+from ..errors import InputError
+
 __all__ = ["Rule", "Schedule", "SdpDriver", "SdpIterate", "SdpProblem"]
 
 #: A value rule of one option: ``(predicate, what is expected)``; ``None``: checked by name only.
@@ -105,6 +107,10 @@ class SdpIterate:
     y: np.ndarray | None = None
     #: ``c^T y`` as the solver reports it (the minimised objective); ``nan`` if unknown.
     primal_objective: float = float("nan")
+    #: Second over first eigenvalue of the driver's moment matrix, when it has them at hand
+    #: (the ADMM driver: of its PSD iterate ``X``, which ``M(y)`` approaches; reported, never
+    #: decided on). ``None``: the relaxation computes it from ``M(y)`` on the host.
+    rank_ratio: float | None = None
 
 
 @dataclass(frozen=True)
@@ -132,6 +138,14 @@ class SdpDriver(Protocol):
     iterator early (a certificate closed the gap), so a driver must not rely on being run to
     its end. Results must be a pure function of ``(problem, c, config, schedule)``: sweeps are
     compared bit for bit after a resume.
+
+    Two members are optional. ``runs_batch(problem, C, config, schedule, retired)`` steps the
+    relaxations of several tensors (rows of ``C``) together and yields, after each chunk, a
+    list of ``(row, iterate, last)``; rows the caller adds to ``retired`` are dropped
+    (:meth:`~.core.MomentRelaxation.solve_batch` uses it, each result equal to that row's
+    :meth:`runs`). ``backend`` (an :class:`~.backend.ArrayBackend`) says where the driver's
+    arrays live: the relaxation then computes its face certificates there and validates their
+    bounds on the host (:class:`~.bound.DeviceFace`).
     """
 
     #: Short name, used in messages.
@@ -155,7 +169,8 @@ def check_setting_names(driver: SdpDriver, settings: Mapping[str, Any], also: st
     (``also``: more valid names to list, e.g. the solve options)."""
     unknown = set(settings) - set(driver.setting_rules)
     if unknown:
-        raise ValueError(
+        raise InputError(
             f"unknown option(s) {sorted(unknown)}; valid {driver.name} settings: "
-            f"{sorted(driver.setting_rules)}" + (f"; {also}" if also else "")
+            f"{sorted(driver.setting_rules)}" + (f"; {also}" if also else ""),
+            "pass only the listed settings",
         )

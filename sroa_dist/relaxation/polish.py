@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InputError
 from ..tensors import check_symmetry, contract, normalizing_exponents
 from ..tensors import sphere_newton_step as _newton_step
 
@@ -27,7 +28,7 @@ def fro(T: np.ndarray) -> float:
 
 def check_sign(sign: int) -> int:
     if sign not in (1, -1):
-        raise ValueError(f"expected sign +1 or -1, received {sign!r}")
+        raise InputError(f"expected sign +1 or -1, received {sign!r}", "give sign=+1 or -1")
     return int(sign)
 
 
@@ -39,16 +40,19 @@ def check_tensor(T: Any, n: int | None = None, p: int | None = None) -> np.ndarr
     """
     T = np.asarray(T, dtype=float)
     if T.ndim < 2 or len(set(T.shape)) != 1:
-        raise ValueError(
-            f"expected a symmetric tensor of shape (n,)*p with p >= 2, received shape {T.shape}"
+        raise InputError(
+            f"expected a symmetric tensor of shape (n,)*p with p >= 2, received shape {T.shape}",
+            "pass a symmetric (n,)*p tensor",
         )
     if (n is not None and T.shape[0] != n) or (p is not None and T.ndim != p):
-        raise ValueError(
-            f"expected a tensor of shape {(n,) * p} for this relaxation, received {T.shape}; "
-            "hint: use get_relaxation(n, p) with the tensor's own n and p"
+        raise InputError(
+            f"expected a tensor of shape {(n,) * p} for this relaxation, received {T.shape}",
+            "use get_relaxation(n, p) with the tensor's own n and p",
         )
     if not np.all(np.isfinite(T)):
-        raise ValueError("expected finite tensor entries, received NaN or inf")
+        raise InputError(
+            "expected finite tensor entries, received NaN or inf", "replace the non-finite entries"
+        )
     check_symmetry(T, "T")
     return T
 
@@ -167,9 +171,10 @@ def polish(
     x = np.array(x, dtype=float).reshape(-1)
     nx = float(np.linalg.norm(x))
     if x.shape[0] != T.shape[0] or not np.isfinite(nx) or nx == 0:
-        raise ValueError(
+        raise InputError(
             f"expected a nonzero finite starting vector of length {T.shape[0]}, received "
-            f"shape {x.shape} with norm {nx}"
+            f"shape {x.shape} with norm {nx}",
+            "start from a nonzero finite vector of length n",
         )
     f = fro(T)
     if f == 0:

@@ -14,6 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 import scs
 
+from ..errors import InputError
 from .driver import (
     FLAG,
     NONNEG,
@@ -108,16 +109,20 @@ def _svec_order(problem: SdpProblem) -> np.ndarray | None:
     in that order already (the relaxation's builder lists them so)."""
     m, I, J = problem.m, np.asarray(problem.rows), np.asarray(problem.cols)  # noqa: E741
     if len(I) != m * (m + 1) // 2 or np.any(I < J):
-        raise ValueError(
+        raise InputError(
             f"expected the {m * (m + 1) // 2} lower-triangle entries of the {m} x {m} moment "
-            f"matrix (rows >= cols), received {len(I)} entries"
+            f"matrix (rows >= cols), received {len(I)} entries",
+            "pass each lower-triangle entry (rows >= cols) exactly once",
         )
     pos = J * m - J * (J - 1) // 2 + (I - J)  # column-major lower triangle
     if np.array_equal(pos, np.arange(len(pos))):
         return None
     order = np.argsort(pos)
     if not np.array_equal(pos[order], np.arange(len(pos))):
-        raise ValueError("expected each lower-triangle entry of the moment matrix exactly once")
+        raise InputError(
+            "expected each lower-triangle entry of the moment matrix exactly once",
+            "pass each lower-triangle entry (rows >= cols) exactly once",
+        )
     return order
 
 
@@ -166,9 +171,10 @@ class ScsDriver:
         """:data:`DEFAULT_SCS_SETTINGS` updated by ``settings``; unknown names are an error."""
         unknown = set(settings) - SCS_SETTING_NAMES
         if unknown:
-            raise ValueError(
+            raise InputError(
                 f"unknown option(s) {sorted(unknown)}; valid SCS settings: "
-                f"{sorted(SCS_SETTING_NAMES)}"
+                f"{sorted(SCS_SETTING_NAMES)}",
+                "pass only the listed SCS settings",
             )
         st = dict(DEFAULT_SCS_SETTINGS)
         st.update(settings)

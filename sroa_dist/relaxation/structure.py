@@ -9,6 +9,8 @@ adds the solve on top. The conic form handed to an SDP driver is :attr:`MomentSt
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
@@ -106,13 +108,26 @@ class MomentStructure:
 
     def moments_of(self, x: np.ndarray) -> np.ndarray:
         """Moment vector ``y(x) = (x^a)_a`` of a point; feasible when ``||x|| = 1``."""
-        x = np.asarray(x, dtype=float)
-        return np.prod(x[None, :] ** self.exponents, axis=1)
+        return _monomials(x, self._sparse_exponents("exponents"))
 
     def basis_vector(self, x: np.ndarray) -> np.ndarray:
         """Monomial vector ``m(x)`` of the moment matrix: ``M(y(x)) = m m^T`` on the sphere."""
-        x = np.asarray(x, dtype=float)
-        return np.prod(x[None, :] ** self.basis, axis=1)
+        return _monomials(x, self._sparse_exponents("basis"))
+
+    @functools.cache  # noqa: B019  (one structure per (n, p, d), cached for the process)
+    def _sparse_exponents(self, which: str) -> tuple[np.ndarray, np.ndarray]:
+        """The exponent rows ``which`` as (columns, powers) of their non-zero entries, in
+        column order, padded with column ``n`` (a 1) and power 0: at most ``2d`` factors per
+        monomial instead of ``n`` (a face certificate at n = 64 took 0.6 s per point)."""
+        E = getattr(self, which)
+        width = max(1, int((E > 0).sum(axis=1).max()))
+        cols = np.full((E.shape[0], width), E.shape[1])
+        pows = np.zeros((E.shape[0], width))
+        rows, at = np.nonzero(E)  # row-major: each row's columns ascending
+        slot = np.arange(rows.size) - np.searchsorted(rows, rows)
+        cols[rows, slot] = at
+        pows[rows, slot] = E[rows, at]
+        return cols, pows
 
     def moment_matrix(self, y: np.ndarray) -> np.ndarray:
         """Symmetric moment matrix ``M(y)``, shape ``(m, m)``."""
@@ -135,3 +150,16 @@ class MomentStructure:
         sw = self._Kw if R.ndim == 1 else self._Kw[:, None]
         t = self._K.T @ (sla.cho_solve(self._inner, sw * (self._K @ RD)) * sw)
         return RD - t / (self._D if R.ndim == 1 else self._D[:, None])
+
+
+def _monomials(x: np.ndarray, sparse: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """``x^a`` for every exponent row: the same factors ``x_i^{a_i}`` multiplied in the same
+    column order as a product over all ``n`` columns (whose other factors are exact ones),
+    so the bits equal ``np.prod(x ** E, axis=1)``."""
+    cols, pows = sparse
+    xe = np.append(np.asarray(x, dtype=float), 1.0)
+    factors = xe[cols] ** pows
+    out = factors[:, 0].copy()
+    for k in range(1, factors.shape[1]):
+        out *= factors[:, k]
+    return out

@@ -30,6 +30,11 @@ __all__ = ["StaleLayoutError", "check_chunk_aligned", "write_block"]
 class StaleLayoutError(RuntimeError):
     """A task planned for one layout of a store tried to write into another (newer) one."""
 
+    hint = (
+        "another run overwrote or extended the store meanwhile; run the same command again "
+        "to compute what is missing"
+    )
+
 
 def check_chunk_aligned(name: str, arr: Any, region: Sequence[slice]) -> None:
     """Refuse (``ValueError`` naming variable ``name`` and the dim) a region of zarr array
@@ -90,7 +95,7 @@ async def _write_block(url, index, result, region, so, layout_token=None, cert=N
             ref = arr
             break
     if ref is None:
-        raise ValueError(f"store {url}: no variable of block {index} is stored over the grid")
+        raise RuntimeError(f"store {url}: no variable of block {index} is stored over the grid")
     dims = tuple(d for d in ref.metadata.dimension_names if d not in (STEP, COMPONENT))
     if region is None:
         region = block_region(index, ref.chunks[: len(dims)], ref.shape[: len(dims)])

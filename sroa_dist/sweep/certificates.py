@@ -30,6 +30,7 @@ from sroa_dist.finishing import certifies
 from sroa_dist.solvers import GAP_TOL
 from sroa_dist.tensors import rank_one_tensor
 
+from ..errors import InputError
 from .certificate_files import certificates_folder, json_default, settings_hash
 from .common import SweepSpec
 from .layout import BlockTask, block_task
@@ -285,7 +286,10 @@ def _stored_block(cube: Any, task: BlockTask, layout: Any) -> tuple[dict[str, np
         pos = cube.indexes[d].get_indexer(list(values))
         if (pos < 0).any():
             missing = [v for v, q in zip(values, pos, strict=True) if q < 0]
-            raise ValueError(f"coordinates {d}={missing[:3]} are not in the store")
+            raise InputError(
+                f"coordinates {d}={missing[:3]} are not in the store",
+                "give coordinates on the store's grid (sroa-dist info STORE lists them)",
+            )
         where[d] = pos
     block = layout.block_of([int(where[d][0]) for d in layout.dims])[0]
     values = {v: np.asarray(cube[v].isel(where).transpose(*task.dims, ...).values) for v in _STORED}

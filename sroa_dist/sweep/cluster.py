@@ -14,6 +14,7 @@ as they have started, not lost.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import queue
@@ -24,13 +25,19 @@ import warnings
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from ..errors import InputError, SroaWarning
+from ..threads import blas_thread_env
+
 __all__ = [
     "DEFAULT_DASHBOARD_ADDRESS",
+    "GPU_RESOURCE",
     "WORKER_CONFIG",
     "ClusterConnectError",
     "connect",
     "default_workers",
+    "free_dashboard_address",
     "probe_scheduler",
+    "uses_embedded",
 ]
 
 #: Dashboard of the embedded cluster: loopback only.
@@ -44,6 +51,12 @@ DEFAULT_DASHBOARD_ADDRESS = "127.0.0.1:8787"
 WORKER_CONFIG: Mapping[str, Any] = {
     "distributed.worker.profile.enabled": False,
 }
+
+
+#: The Dask worker resource a GPU worker advertises (``dask worker ADDRESS --resources
+#: GPU=1``); a block whose relaxation runs on device ``"cuda"`` holds one while it runs, so it
+#: is scheduled on GPU workers only, and a cluster can mix CPU and GPU workers.
+GPU_RESOURCE = "GPU"
 
 
 class ClusterConnectError(OSError):
@@ -69,7 +82,10 @@ def _positive(name: str, value: int | None, least: int = 1) -> None:
     if value is not None and (
         isinstance(value, bool) or not isinstance(value, int) or value < least
     ):
-        raise ValueError(f"{name}: expected an integer >= {least}; received {value!r}")
+        raise InputError(
+            f"{name}: expected an integer >= {least}; received {value!r}",
+            "e.g. workers=2 (at most the CPUs available)",
+        )
 
 
 def _check_dashboard_address(address: str) -> None:
@@ -97,6 +113,15 @@ def check_workers(workers: int | None) -> None:
         )
 
 
+def uses_embedded(client: Any, scheduler: str | None, scheduler_file: str | None) -> bool:
+    """Whether :func:`connect` with these arguments starts the embedded LocalCluster (no
+    client, no scheduler address given or configured, no scheduler file)."""
+    import dask
+
+    address = scheduler or dask.config.get("scheduler-address", None)
+    return client is None and not address and not scheduler_file
+
+
 @contextlib.contextmanager
 def connect(
     client: Any = None,
@@ -107,19 +132,23 @@ def connect(
     dashboard_address: str = DEFAULT_DASHBOARD_ADDRESS,
     timeout: float | None = None,
     allowed_failures: int | None = None,
+    worker_resources: Mapping[str, float] | None = None,
 ) -> Iterator[Any]:
     """A Dask client: the one given, a running cluster, or an embedded LocalCluster.
 
     Precedence: ``client``; ``scheduler`` (address) or the ``DASK_SCHEDULER_ADDRESS`` setting;
     ``scheduler_file``; otherwise an in-process LocalCluster with ``workers`` processes
-    (default: the CPUs available; more than that is refused) of one thread each — the solvers
-    are single-threaded numpy, and processes avoid the GIL. Clients and clusters opened here
+    (default: the CPUs available; more than that is refused) of one thread each, with one
+    BLAS thread each (:func:`sroa_dist.threads.blas_thread_env`) — the solvers are small
+    numpy products, and processes avoid the GIL. Clients and clusters opened here
     are closed on exit.
 
     ``timeout`` (seconds) bounds the connection to a running scheduler, handshake included
     (default: Dask's ``distributed.comm.timeouts.connect``, 30 s). ``allowed_failures`` sets
     the embedded scheduler's ``distributed.scheduler.allowed-failures`` (worker deaths a task
-    may cause before it is given up). Every failure to get a cluster raises
+    may cause before it is given up). ``worker_resources`` are the Dask resources each
+    embedded worker advertises (``{GPU_RESOURCE: 1}`` where blocks need this machine's GPU;
+    the workers then share it). Every failure to get a cluster raises
     :class:`ClusterConnectError` with a hint for its cause; ``workers < 1`` raises
     ``ValueError``.
     """
@@ -131,6 +160,7 @@ def connect(
         warnings.warn(
             f"workers={workers} is ignored: it sizes only the embedded LocalCluster, and a "
             "client or running cluster was given",
+            SroaWarning,
             stacklevel=3,
         )
     if client is not None:
@@ -144,16 +174,58 @@ def connect(
         return
     _check_dashboard_address(dashboard_address)
     check_workers(workers)
-    with _embedded(workers or default_workers(), dashboard_address, allowed_failures) as c:
+    n = workers or default_workers()
+    dashboard_address = free_dashboard_address(dashboard_address)
+    with _embedded(n, dashboard_address, allowed_failures, worker_resources) as c:
         yield c
 
 
+def free_dashboard_address(address: str) -> str:
+    """``address``, or the same host with port 0 (any free port) when its port is taken.
+
+    Checked before the embedded cluster starts, so that a taken port (another Dask cluster on
+    this machine) is one line of warning, not Dask's four, and the dashboard URL the run
+    prints is where it really is.
+    """
+    host, _, port = str(address).rpartition(":")
+    if not port.isdigit() or int(port) == 0:
+        return address
+    probe = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    try:
+        # As the dashboard's server binds: address reuse on, so a port in TIME_WAIT is free.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind((host.strip("[]") or "", int(port)))
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            return address  # not an address of this machine: Dask's start says so
+        warnings.warn(
+            f"dashboard port {port} is in use (another Dask cluster on this machine?); the "
+            "dashboard is served on a free port instead (--dashboard-address :PORT chooses)",
+            SroaWarning,
+            stacklevel=4,
+        )
+        return f"{host}:0"
+    finally:
+        probe.close()
+    return address
+
+
 @contextlib.contextmanager
-def _embedded(n: int, dashboard_address: str, allowed_failures: int | None) -> Iterator[Any]:
+def _embedded(
+    n: int,
+    dashboard_address: str,
+    allowed_failures: int | None,
+    resources: Mapping[str, float] | None = None,
+) -> Iterator[Any]:
     import dask
     from distributed import Client, LocalCluster
 
     config = dict(WORKER_CONFIG)
+    # BLAS threads are set before numpy loads in each worker process (the nanny's environment
+    # of the processes it starts), not left to Dask's default; the worker plugin also limits
+    # the loaded libraries (sroa_dist.threads).
+    for var, value in blas_thread_env().items():
+        config[f"distributed.nanny.pre-spawn-environ.{var}"] = value
     if allowed_failures is not None:
         config["distributed.scheduler.allowed-failures"] = allowed_failures
     with contextlib.ExitStack() as stack:
@@ -166,6 +238,7 @@ def _embedded(n: int, dashboard_address: str, allowed_failures: int | None) -> I
                         threads_per_worker=1,
                         processes=True,
                         dashboard_address=dashboard_address,
+                        **({"resources": dict(resources)} if resources else {}),
                     )
                 )
         except (RuntimeError, OSError, ValueError) as exc:

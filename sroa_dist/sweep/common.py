@@ -18,6 +18,8 @@ from typing import Any, ClassVar
 
 from sroa_dist import METHODS
 from sroa_dist._registry import is_names_only
+from sroa_dist.errors import InputError, with_hint
+from sroa_dist.perturbations import is_deterministic
 from sroa_dist.solvers import (
     OptionError,
     check_options,
@@ -42,6 +44,7 @@ __all__ = [
     "default_store",
     "override_for",
     "override_items",
+    "replicate_advice",
     "resumable_as",
     "solver_options",
 ]
@@ -76,7 +79,10 @@ def default_store(name: str) -> str:
     ``results/`` (spec names are checked; a name that would leave it is a ``ValueError``)."""
     path = Path(RESULTS_DIR) / f"{name}.zarr"
     if not name or name.startswith(".") or path.parent != Path(RESULTS_DIR):
-        raise ValueError(f"sweep name {name!r}: expected a file name; it would leave results/")
+        raise InputError(
+            f"sweep name {name!r}: expected a file name; it would leave results/",
+            "use a name of letters, digits, '.', '_' and '-'",
+        )
     return str(path)
 
 
@@ -285,12 +291,15 @@ class SweepSpec:
         d["solver"].pop("revisions", None)
         return d
 
-    def pinned(self, stored: Mapping[str, int] | None = None) -> SweepSpec:
+    def pinned(
+        self, stored: Mapping[str, int] | None = None, old: SweepSpec | None = None
+    ) -> SweepSpec:
         """This spec with every registered method's revision stated in ``[solver.revisions]``:
         the spec's own entry, else ``stored`` (a store's; a method it does not name ran
         revision 1, the revision of every method before revisions were recorded), else the
         current revision (``stored`` None: a new store). ``ValueError`` naming the method where
-        the spec's own entry differs from the store's."""
+        the spec's own entry differs from the store's. ``old`` (the store's spec) lets a kind
+        pin its own revisions too (:meth:`pin_own`)."""
         own = dict(self.solver.revisions)
         if stored is None:
             base = current_revisions()
@@ -299,13 +308,19 @@ class SweepSpec:
             clash = sorted(m for m, r in own.items() if m in base and base[m] != r)
             if clash:
                 m = clash[0]
-                raise ValueError(
+                raise InputError(
                     f"solver.revisions.{m}: the store was made with revision {base[m]} of "
-                    f"method {m!r}; received {own[m]}"
+                    f"method {m!r}; received {own[m]}",
+                    "keep the store's revisions (drop the override), or write a new store",
                 )
         data = self.to_dict()
         data["solver"]["revisions"] = {**base, **own}
-        return replace(self, data=data)
+        return replace(self, data=data).pin_own(old)
+
+    def pin_own(self, old: SweepSpec | None) -> SweepSpec:
+        """This spec with the kind's own pinned settings stated (``old``: the store's spec,
+        ``None`` for a new store); a kind without any returns it unchanged."""
+        return self
 
 
 def resumable_as(old: SweepSpec, new: SweepSpec) -> tuple[SweepSpec, str | None]:
@@ -327,9 +342,33 @@ def resumable_as(old: SweepSpec, new: SweepSpec) -> tuple[SweepSpec, str | None]
     if diffs:
         return new, "; ".join(diffs)
     try:
-        return new.pinned(old.solver.revisions), None
+        return new.pinned(old.solver.revisions, old), None
     except ValueError as exc:
         return new, str(exc)
+
+
+def replicate_advice(spec: SweepSpec, random_weights: bool) -> list[str]:
+    """One line when replicates > 1 and a model on the ``noise.model`` axis is deterministic
+    (:func:`sroa_dist.perturbations.is_deterministic`) while the weights are fixed
+    (``random_weights`` false): its replicates are rotations of one instance and repeat one
+    result, up to SROA's random starts."""
+    axis = spec.axes.get("noise.model")
+    if axis is None or spec.replicates <= 1 or random_weights:
+        return []
+    models = [str(m) for m in axis.values]
+    fixed = [m for m in models if is_deterministic(m)]
+    if not fixed:
+        return []
+    random = [m for m in models if m not in fixed]
+    then = (
+        f"they spread only {random}"
+        if random
+        else "set replicates = 1 unless SROA's random starts are what you study"
+    )
+    return [
+        f"{spec.source}: noise.model {fixed} draws no randomness (E turns with the basis), so "
+        f"its {spec.replicates} replicates repeat one result up to SROA's random starts; {then}"
+    ]
 
 
 def override_items(overrides: Sequence[str] | Mapping[str, Any]) -> tuple[str, ...]:
@@ -363,7 +402,7 @@ def check_method(name: Any, key: str, source: str) -> str:
             key,
             f"one of {sorted(METHODS)} or an import path 'package.module:function'",
             name,
-            str(exc).splitlines()[0],
+            with_hint(exc),
         ) from None
     return name
 
@@ -382,15 +421,17 @@ def check_methods(
         key = f"solver.revisions.{m}"
         if m not in METHODS:
             raise SpecError(source, key, f"a registered method (one of {sorted(METHODS)})", m)
-        try:
-            if isinstance(revision, bool) or not isinstance(revision, int):
-                raise ValueError("not an integer")
-            METHODS[m].options_at(revision)
-        except ValueError:
+        runs = not isinstance(revision, bool) and isinstance(revision, int)
+        if runs:
+            try:
+                METHODS[m].options_at(revision)
+            except ValueError:
+                runs = False
+        if not runs:
             known = sorted({*METHODS[m].legacy, METHODS[m].revision})
             raise SpecError(
                 source, key, f"a revision of method {m!r} this code runs: one of {known}", revision
-            ) from None
+            )
     if solver.get("norm_method") is not None:
         check_method(solver["norm_method"], "solver.norm_method", source)
     for table_key in table_keys:
@@ -423,7 +464,7 @@ def check_method_options(
         if exc.option == "method":
             key = "solver.norm_method" if norm else "solver.method"
             raise SpecError(
-                source, key, f"a method that can solve n = {n}", method, str(exc)
+                source, key, f"a method that can solve n = {n}", method, with_hint(exc)
             ) from None
         sub = solver[table_key].get(method)
         in_sub = isinstance(sub, Mapping) and exc.option in sub

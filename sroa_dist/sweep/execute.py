@@ -7,9 +7,11 @@ blocks are recorded in the store's ``done`` mask, so running again resumes where
 run stopped, whatever killed it.
 
 Order of a run (each step fails before the next can do harm): check that the store path may be
-written (:func:`.storage.check_store_target`), connect to the cluster (or start the embedded
-one), take the store's writer lease (:mod:`.lease`; this also creates the store folder), then
-create / resume / extend the store and submit the blocks, each carrying the layout token.
+written (:func:`.storage.check_store_target`) and that no other run holds its writer lease
+(a read: a refused run starts no cluster), connect to the cluster (or start the embedded one,
+on a free dashboard port), take the store's writer lease (:mod:`.lease`; this also creates the
+store folder), then create / resume / extend the store and submit the blocks, each carrying
+the layout token.
 
 Faults are sorted by what a second attempt could change. The block kernel is a pure function of
 its task, so its errors (a ``ValueError`` from the numerics, say) would repeat: the block is
@@ -34,20 +36,25 @@ import shutil
 import sys
 import time
 import uuid
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..errors import InputError, SroaWarning
 from .cluster import (
     DEFAULT_DASHBOARD_ADDRESS,
+    GPU_RESOURCE,
     ClusterConnectError,
     _positive,
     connect,
+    uses_embedded,
 )
 from .grid import BlockTask, Layout, block_task, make_layout
-from .kinds import kind_of
+from .kinds import advice, kind_of
 from .lease import DEFAULT_LEASE_TIMEOUT, StoreLease
+from .routing import block_resources, check_gpu_here, spec_needs_gpu, warn_without_gpu_workers
 from .spec import SweepSpec, apply_overrides, load_spec, spec_from_dict
 from .watchdog import DEADLINE_TOPIC, task_deadline
 
@@ -360,7 +367,10 @@ def run_sweep(
     _positive("block_size", block_size)
     _positive("retries", retries, least=0)
     if task_timeout is not None and not (0 < float(task_timeout) < float("inf")):
-        raise ValueError(f"task_timeout: expected seconds > 0; received {task_timeout!r}")
+        raise InputError(
+            f"task_timeout: expected seconds > 0; received {task_timeout!r}",
+            "e.g. task_timeout=600, or None for the cost model's deadline",
+        )
     spec = _resolve_spec(spec_or_path, overrides)
     url = str(store) if store is not None else spec.default_store
     if "://" not in url:
@@ -374,7 +384,14 @@ def run_sweep(
     command = history
     history = f"{_dt.datetime.now(_dt.UTC).isoformat(timespec='seconds')}: {history}"
     check_store_target(url, overwrite=overwrite, storage_options=storage_options)
+    gpu = spec_needs_gpu(spec)
+    embedded = uses_embedded(client, scheduler, scheduler_file)
+    if gpu and embedded:
+        check_gpu_here()
     lease = StoreLease(url, storage_options, timeout=lease_timeout, command=command)
+    lease.check_free()  # a store another run writes is refused before any cluster starts
+    for line in advice(spec):  # e.g. replicates of a deterministic family repeat one result
+        warnings.warn(line, SroaWarning, stacklevel=2)
     with contextlib.ExitStack() as stack:
         # Released last, after the client is closed: no task of this run still runs then.
         stack.callback(lease.release)
@@ -388,6 +405,7 @@ def run_sweep(
                 dashboard_address=dashboard_address,
                 timeout=connect_timeout,
                 allowed_failures=retries,
+                worker_resources={GPU_RESOURCE: 1} if gpu and embedded else None,
             )
         )
         lease.acquire()
@@ -425,6 +443,8 @@ def run_sweep(
             from .plugin import WorkerSetup
 
             c.register_plugin(WorkerSetup())  # also reaches workers that join later
+            if gpu:
+                warn_without_gpu_workers(c, stream)
             if stream is not None:
                 stream.write(
                     f"sroa-dist: sweep '{spec.name}' -> {url} ({prepared.action}); "
@@ -497,7 +517,7 @@ def _submit_all(
         key = f"sroa_block-{run_id}-{b}"
         fut = client.submit(
             _run_block, url, task, storage_options, deadline, key, key=key, pure=False,
-            retries=plan.retries,
+            retries=plan.retries, resources=block_resources(plan.spec, task),
         )  # fmt: skip
         futures[fut.key] = (b, deadline)
         ac.add(fut)

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from sroa_dist.errors import InputError, SroaWarning
 from sroa_dist.instances import check_lambdas
 
 __all__ = [
@@ -44,20 +45,32 @@ MAX_AXIS_LEN = 1_000_000
 #: Folder of the default store, ``results/<name>.zarr``.
 
 
-class SpecError(ValueError):
+class SpecError(InputError):
     """A sweep spec (file, ``--set`` override or dict) is invalid.
 
-    The message names the source, the dotted key, and says what was expected, what was received
-    and, where one helps, a hint.
+    The message names the source and the dotted key (none for the file as a whole), and says
+    what was expected and what was received; ``hint`` says what to do (a key's own hint where
+    one was given, else where the key is documented).
     """
 
     def __init__(self, source: str, key: str, expected: str, received: Any, hint: str = ""):
         self.source, self.key = source, key
-        self.expected, self.received, self.hint = expected, received, hint
-        msg = f"{source}: key '{key}': expected {expected}; received {_show(received)}"
-        if hint:
-            msg += f". Hint: {hint}"
-        super().__init__(msg)
+        self.expected, self.received = expected, received
+        self.given_hint = hint  # the key's own hint (the default depends on the source)
+        where = f"{source}: key '{key}'" if key else str(source)
+        msg = f"{where}: expected {expected}; received {_show(received)}"
+        super().__init__(msg, hint or _default_hint(source, key))
+
+
+def _default_hint(source: str, key: str) -> str:
+    if not key:
+        return "docs/sweeps.md describes the spec format; sweeps/ holds working examples"
+    if str(source).startswith("--set"):
+        return (
+            f"fix the value in --set {key}=VALUE (a TOML value); docs/sweeps.md lists every "
+            "key and what it takes"
+        )
+    return f"fix key '{key}' in {source}; docs/sweeps.md lists every key and what it takes"
 
 
 def _show(value: Any) -> str:
@@ -143,7 +156,7 @@ def prune_model_params(
     if dropped:
         warnings.warn(
             f"{source}: ignoring {key} tables {dropped}: no such model on noise.model {names}",
-            UserWarning,
+            SroaWarning,
             stacklevel=2,
         )
     return out
@@ -205,6 +218,7 @@ def _check_value(v: Any, vtype: str, key: str, source: str) -> Any:
                 "a non-empty name of letters, digits, '.', '_' and '-' (at most 100, not "
                 "starting with '.')",
                 v,
+                'e.g. name = "my-study" (it names the default store, results/<name>.zarr)',
             )
         return v
     if vtype == "bool":
@@ -327,7 +341,10 @@ def range_length(table: Mapping[str, Any], cap: int = MAX_AXIS_LEN) -> int:
     ratio = float(ratio)
     if not math.isfinite(ratio) or ratio + 1 > cap:
         shown = "more than 10^308" if not math.isfinite(ratio) else f"{math.floor(ratio) + 1:,}"
-        raise ValueError(f"the range has {shown} values, more than the cap of {cap:,}")
+        raise InputError(
+            f"the range has {shown} values, more than the cap of {cap:,}",
+            "use a larger step or factor, or split the sweep",
+        )
     return math.floor(ratio + 1e-9) + 1
 
 

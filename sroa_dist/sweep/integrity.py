@@ -39,6 +39,7 @@ import zarr.api.asynchronous as za
 from zarr.codecs import Crc32cCodec, ZstdCodec
 from zarr.core.sync import sync  # zarr's own event loop, which its stores are bound to
 
+from ..errors import InputError
 from .certificate_files import (
     CERTIFICATE_DIGEST,
     NO_CERTIFICATE_FILE,
@@ -231,34 +232,37 @@ class IntegrityReport:
         return "; ".join(parts)
 
 
-class DamagedStoreError(ValueError):
+class DamagedStoreError(InputError):
     """A read met blocks whose data or certificates do not match their recorded digests (or
-    cannot be read): names the store, the variables and the blocks; ``hint`` says what to do."""
+    cannot be read): names the store, the variables and the blocks; ``hint`` says what to do.
+    Pickled by Dask between processes (it is raised inside the tasks of a lazy read)."""
 
-    def __init__(self, url: str, summary: str, n_blocks: int, blocks: Sequence[int] = ()):
+    def __init__(
+        self, url: str, summary: str, n_blocks: int, blocks: Sequence[int] = (), hint: str = ""
+    ):
         self.url, self.summary, self.n_blocks = url, summary, n_blocks
         self.blocks = tuple(int(b) for b in blocks)
-        super().__init__(f"store {url}: {n_blocks} damaged block(s), never read as data: {summary}")
-        self.hint = (
-            f"`sroa-dist check {url}` names each problem, and rerunning the same `sroa-dist "
-            "run` recomputes these blocks bit for bit; to read the rest with them masked, "
-            'open_results(store, damaged="mask") (plot/report: --damaged mask)'
+        super().__init__(
+            f"store {url}: {n_blocks} damaged block(s), never read as data: {summary}",
+            hint
+            or (
+                f"`sroa-dist check {url}` names each problem, and rerunning the same `sroa-dist "
+                "run` recomputes these blocks bit for bit; to read the rest with them masked, "
+                'open_results(store, damaged="mask") (plot/report: --damaged mask)'
+            ),
         )
-
-    def __reduce__(self):  # raised inside Dask tasks: must survive pickling
-        return (type(self), (self.url, self.summary, self.n_blocks, self.blocks))
 
     @classmethod
     def of(cls, url: str, report: IntegrityReport) -> DamagedStoreError:
         """The error for the damage in ``report``."""
-        err = cls(url, report.summary(), len(report.damaged), sorted(report.damaged))
+        hint = ""
         if any(p.endswith(": array missing") for ps in report.damaged.values() for p in ps):
-            err.hint = (
+            hint = (
                 f"an array's metadata is lost: `sroa-dist check --repair-metadata {url}` "
                 "rebuilds it from the stored spec (a rerun then recomputes what is still "
                 "damaged)"
             )
-        return err
+        return cls(url, report.summary(), len(report.damaged), sorted(report.damaged), hint)
 
 
 def _read(arr: Any, sel: Any) -> tuple[np.ndarray | None, str | None]:

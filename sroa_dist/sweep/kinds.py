@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
+from ..errors import InputError
 from .common import SweepSpec
 from .fields import SpecError
 from .layout import BlockResult, BlockTask, Layout
@@ -31,6 +32,7 @@ from .threshold_sweep import THRESHOLD
 __all__ = [
     "KINDS",
     "SweepKind",
+    "advice",
     "kind_for_raw",
     "kind_of",
     "parse_spec",
@@ -103,21 +105,29 @@ def register_kind(kind: SweepKind, *, overwrite: bool = False) -> None:
     """
     if not isinstance(kind, SweepKind):
         missing = [m for m in _MEMBERS if not hasattr(kind, m)]
-        raise ValueError(
+        raise InputError(
             f"sweep kind: expected an object implementing SweepKind; received {kind!r}, "
-            f"which lacks {missing}"
+            f"which lacks {missing}",
+            "implement every member of sroa_dist.sweep.kinds.SweepKind (docs/architecture.md)",
         )
     name = kind.name
     if not isinstance(name, str) or not name:
-        raise ValueError(f"sweep kind name: expected a non-empty string, received {name!r}")
+        raise InputError(
+            f"sweep kind name: expected a non-empty string, received {name!r}",
+            "give the kind a non-empty name",
+        )
     if name in _KINDS and not overwrite:
-        raise ValueError(
-            f"sweep kind {name!r} is already registered; hint: pass overwrite=True to replace it"
+        raise InputError(
+            f"sweep kind {name!r}: expected a new name; received one already registered",
+            "pass overwrite=True to replace it, or choose another name",
         )
     for other in _KINDS.values():
         if other.name != name and other.marker == kind.marker:
             what = f"table [{kind.marker}]" if kind.marker else "the default (no marker)"
-            raise ValueError(f"sweep kind {name!r}: {what} is already kind {other.name!r}'s")
+            raise InputError(
+                f"sweep kind {name!r}: {what} is already kind {other.name!r}'s",
+                "give the kind its own marker table and spec class",
+            )
     _KINDS[name] = kind
 
 
@@ -159,13 +169,21 @@ def kind_for_raw(raw: Any, source: str = "<dict>") -> SweepKind:
     return default[0]
 
 
+def advice(spec: SweepSpec) -> list[str]:
+    """One-line notes on a valid spec that probably does not do what its author wants (e.g.
+    replicates of a deterministic family), from its kind's optional ``advice(spec)``."""
+    hook = getattr(kind_of(spec), "advice", None)
+    return list(hook(spec)) if hook is not None else []
+
+
 def kind_of(spec: SweepSpec) -> SweepKind:
     """The registered kind of a parsed spec."""
     try:
         return _KINDS[spec.kind]
     except KeyError:
-        raise ValueError(
-            f"spec kind: expected one of {sorted(_KINDS)}; received {spec.kind!r}"
+        raise InputError(
+            f"spec kind: expected one of {sorted(_KINDS)}; received {spec.kind!r}",
+            "register the kind first (register_kind)",
         ) from None
 
 

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InputError
 from .common import SweepSpec
 from .fields import SpecError, round_sig
 from .schema import COMPONENT, STEP, Variable
@@ -171,10 +172,11 @@ def check_region_aligned(
         start, stop = sl.start or 0, s if sl.stop is None else sl.stop
         if start % c or (stop % c and stop != s) or not 0 <= start < stop <= s:
             name = names[axis] if names else f"axis {axis}"
-            raise ValueError(
+            raise InputError(
                 f"region along {name}: expected whole chunks of {c} within [0, {s}); received "
-                f"[{start}, {stop}). Hint: blocks must equal the store's chunks, or concurrent "
-                "writers silently lose data"
+                f"[{start}, {stop})",
+                "make blocks from the store's own chunks (Layout.block_region): concurrent "
+                "writers into one chunk silently lose data",
             )
 
 
@@ -220,7 +222,10 @@ def parse_bytes(text: str | int | float) -> int:
     units |= {"gib": 2**30, "tib": 2**40}
     match = re.fullmatch(r"\s*([0-9.eE+]+)\s*([A-Za-z]*)\s*", str(text))
     if not match or match.group(2).lower() not in units:
-        raise ValueError(f"expected a size such as 8GiB, 500MB or 2e9, received {text!r}")
+        raise InputError(
+            f"expected a size such as 8GiB, 500MB or 2e9, received {text!r}",
+            "e.g. 8GiB, 500MB or 2e9",
+        )
     return int(float(match.group(1)) * units[match.group(2).lower()])
 
 
@@ -274,8 +279,9 @@ def layout_chunks(
             chunks = chunks_for_block_size(shape, block_size)
     chunks = tuple(min(int(c), s) for c, s in zip(chunks, shape, strict=True))
     if len(chunks) != len(dims) or min(chunks) < 1:
-        raise ValueError(
-            f"chunks: expected {len(dims)} positive sizes for {dims}; received {chunks}"
+        raise InputError(
+            f"chunks: expected {len(dims)} positive sizes for {dims}; received {chunks}",
+            "give one positive chunk size per dim",
         )
     return chunks
 

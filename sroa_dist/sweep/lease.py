@@ -36,6 +36,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from ..errors import InputError
+
 __all__ = [
     "DEFAULT_LEASE_TIMEOUT",
     "LEASE_GROUP",
@@ -105,6 +107,12 @@ class StoreLockedError(RuntimeError):
 
 class LeaseLostError(RuntimeError):
     """This run's lease was taken over (its heartbeat stalled past the timeout) or removed."""
+
+    hint = (
+        "this run stalled longer than --lease-timeout and another run took the store over; "
+        "let that run finish (or rerun the same command), and raise --lease-timeout on a busy "
+        "machine"
+    )
 
 
 def _pid_alive(pid: int) -> bool:
@@ -341,7 +349,10 @@ class StoreLease:
         command: str = "",
     ):
         if not timeout > 0:
-            raise ValueError(f"lease timeout: expected seconds > 0; received {timeout!r}")
+            raise InputError(
+                f"lease timeout: expected seconds > 0; received {timeout!r}",
+                "e.g. --lease-timeout 60",
+            )
         self.url, self.timeout = str(url), float(timeout)
         self._backend = _backend(self.url, storage_options)
         now = time.time()
@@ -368,6 +379,17 @@ class StoreLease:
     def held(self) -> bool:
         """Acquired and not (known to be) lost or released."""
         return self._held and self.lost is None
+
+    def check_free(self) -> None:
+        """Raise :class:`StoreLockedError` if a live run holds the lease; reads only.
+
+        A run calls this before it starts a cluster, so that a refused run costs nothing;
+        :meth:`acquire` (after the cluster is up) is still the compare-and-swap that decides.
+        """
+        current, _ = self._backend.read()
+        holder = None if current is None else _decode(current)
+        if holder is not None and not holder.is_stale(self.timeout):
+            raise StoreLockedError(self.url, holder, self.timeout)
 
     def acquire(self) -> StoreLease:
         """Take the lease, or raise :class:`StoreLockedError` naming its holder."""

@@ -3,8 +3,9 @@
 A one-off ``client.run`` reaches only the workers present at that moment; a worker that joins
 later (the cluster scaled up, a crashed worker restarted by its nanny) would run without the
 set-up. A registered :class:`WorkerSetup` runs on every worker when it joins: imports, malloc,
-log filters, the :mod:`.watchdog` (task deadlines, parent death) and a check that Dask's
-profiler is off (:data:`.cluster.WORKER_CONFIG`).
+log filters, BLAS threads (one per worker thread, :mod:`sroa_dist.threads`), the
+:mod:`.watchdog` (task deadlines, parent death) and a check that Dask's profiler is off
+(:data:`.cluster.WORKER_CONFIG`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
+from ..threads import BLAS_THREAD_VARIABLES, configured_blas_threads, limit_blas_threads
 from .watchdog import die_with_parent, start_watchdog
 
 __all__ = ["WorkerSetup", "stop_profiler", "tune_malloc", "worker_setup_state"]
@@ -71,9 +73,6 @@ class _CancelledTaskNoise(logging.Filter):
         return not (closed and "during heartbeat" in text)
 
 
-#: The thread settings of BLAS and OpenMP that :class:`WorkerSetup` records.
-BLAS_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-
 _SETUP_STATE: dict[str, Any] | None = None
 
 
@@ -81,8 +80,10 @@ def worker_setup_state() -> dict[str, Any] | None:
     """What :class:`WorkerSetup` did in this process, or ``None`` if it never ran here.
 
     Keys: ``pid``; ``malloc_tuned`` (see :func:`tune_malloc`); ``log_filter`` (warnings of
-    cancelled block tasks and per-task failure records filtered); ``blas_threads`` (the values
-    of :data:`BLAS_THREAD_VARIABLES` the process was started with); ``parent_death_signal``
+    cancelled block tasks and per-task failure records filtered); ``blas_env`` (the values
+    of :data:`~sroa_dist.threads.BLAS_THREAD_VARIABLES` the process was started with);
+    ``blas_threads`` (each loaded BLAS library and the thread count it runs with after the
+    set-up); ``parent_death_signal``
     (see :func:`.watchdog.die_with_parent`); ``profiler_stopped`` (Dask's profiler was
     running and :func:`stop_profiler` stopped it). Ask every worker with
     ``client.run(worker_setup_state)``.
@@ -94,16 +95,18 @@ class WorkerSetup(WorkerPlugin):
     """Set up a worker process for sweep tasks; registered by ``run_sweep``.
 
     Imports the numerics and storage stack (out of the first tasks and their timings), tunes
-    malloc (:func:`tune_malloc`), filters the warnings of cancelled block tasks and the
-    per-task failure records (the client counts them), starts the deadline watchdog, asks to
-    die with its nanny and stops Dask's profiler (:func:`stop_profiler`).
-    Registration is idempotent: a cluster keeps one copy under :attr:`name`, whichever run
-    registered it first, and each worker runs it once when it joins.
+    malloc (:func:`tune_malloc`), limits every BLAS library of the process to
+    ``$SROA_BLAS_THREADS`` (default one) threads per worker thread, filters the warnings of
+    cancelled block tasks and the per-task failure records (the client counts them), starts
+    the deadline watchdog, asks to die with its nanny and stops Dask's profiler
+    (:func:`stop_profiler`). Registration is idempotent: a cluster keeps one copy under
+    :attr:`name`, whichever run registered it first, and each worker runs it once when it
+    joins.
 
-    BLAS thread limits cannot be set here: a worker has loaded its BLAS before any plugin
-    runs. Dask's nanny starts workers with ``OMP_NUM_THREADS=1`` and the like
-    (``distributed.nanny.pre-spawn-environ``); deployments without a nanny must set them in the
-    environment. The plugin records what the worker got (:func:`worker_setup_state`).
+    A worker has loaded its BLAS before any plugin runs, so the limit is set on the loaded
+    libraries (``threadpoolctl``), whatever the environment the worker was started with: the
+    nanny's ``pre-spawn-environ`` (the embedded cluster sets it, :mod:`.cluster`), a container
+    or job script, or none. The plugin records both (:func:`worker_setup_state`).
     """
 
     name = "sroa-dist-worker-setup"
@@ -122,11 +125,15 @@ class WorkerSetup(WorkerPlugin):
         start_watchdog(worker)
         ignore_interrupts()
         profiler_stopped = stop_profiler(worker)
+        blas_env = {v: os.environ.get(v) for v in BLAS_THREAD_VARIABLES}
+        # Each of the worker's threads runs one task whose solves want one BLAS thread each.
+        threads = configured_blas_threads()
         _SETUP_STATE = {
             "pid": os.getpid(),
             "malloc_tuned": tune_malloc(),
             "log_filter": True,
-            "blas_threads": {v: os.environ.get(v) for v in BLAS_THREAD_VARIABLES},
+            "blas_env": blas_env,
+            "blas_threads": limit_blas_threads(threads),
             "parent_death_signal": die_with_parent(worker),
             "profiler_stopped": profiler_stopped,
         }

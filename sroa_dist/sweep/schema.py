@@ -227,7 +227,7 @@ TENSOR_VARIABLES: Mapping[str, Variable] = _by_name(
         "confirmed",
         _S,
         "bool",
-        "step j's best value found again by an independent start set (local methods)",
+        "no start of an independent confirmation rose above step j's best value (local methods)",
         extra=(("note", "evidence against a missed global step, not a certificate"),),
     ),
     Variable(
@@ -395,6 +395,36 @@ THRESHOLD_VARIABLES: Mapping[str, Variable] = _by_name(
         (),
         "bool",
         "some ||E|| passed above one that failed (continued scan or bisection)",
+        extra=(
+            (
+                "note",
+                "since search revision 2: only passes and failures whose SROA steps were all "
+                "global (no step's global gap above its tolerance); the others count in "
+                "artefacts",
+            ),
+        ),
+    ),
+    Variable(
+        "artefacts",
+        (),
+        "f8",
+        "evaluations whose verdict came from an SROA with a non-global step (passes above a "
+        "failure, and failures)",
+        extra=(("note", "NaN in stores made before the global check (search revision 1)"),),
+    ),
+    Variable(
+        "scan_resolution",
+        (),
+        "f8",
+        "ratio between consecutive scanned ||E|| below the first failure: narrower failure "
+        "windows can be missed",
+    ),
+    Variable(
+        "certified_ends",
+        (),
+        "f8",
+        "1 where the bracket stands with certified steps at both ends, 0 where it does not",
+        extra=(("note", "NaN where certify_ends did not run or a step was not certified"),),
     ),
     Variable(
         "certified_fraction",
@@ -408,10 +438,40 @@ THRESHOLD_VARIABLES: Mapping[str, Variable] = _by_name(
         _S,
         "f8",
         "the criterion's metric at evaluation k (value: max |lam_hat - lam| / eps; recovery: "
-        "max ||v_hat - v||; theorem: largest error / Theorem 3.1 bound)",
+        "max ||v_hat - v||; theorem: largest error / its bound)",
         extra=_EVAL,
     ),
     Variable("trace_passed", _S, "bool", "evaluation k met the criterion", extra=_EVAL),
+    Variable(
+        "trace_global_gap",
+        _S,
+        "f8",
+        "largest global gap of evaluation k's SROA steps: best value of the check starts "
+        "minus the step's (tensor units; NaN where no step was checked)",
+        extra=_EVAL,
+    ),
+    Variable(
+        "trace_non_global",
+        _S,
+        "bool",
+        "evaluation k's SROA kept a step whose global gap exceeds 1e-6 ||T_j||_F",
+        extra=_EVAL,
+    ),
+    Variable(
+        "trace_redone",
+        _S,
+        "f8",
+        "steps of evaluation k's SROA redone from a higher point of their global check",
+        extra=_EVAL,
+    ),
+    Variable(
+        "trace_lam_err",
+        _S,
+        "f8",
+        "max |lam_hat - lam| of evaluation k (any fixed-level criterion can judge it again)",
+        extra=_EVAL,
+    ),
+    Variable("trace_vec_err", _S, "f8", "max ||v_hat - v|| of evaluation k", extra=_EVAL),
     Variable("solve_time", (), "f8", "wall seconds of the instance's whole search", units="s"),
 )
 

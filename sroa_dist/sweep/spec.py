@@ -98,11 +98,31 @@ def load_spec(path: str | Path, overrides: Sequence[str] | Mapping[str, Any] = (
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise SpecError(source, "<file>", "an existing TOML file", "<missing>") from None
+        raise SpecError(
+            source,
+            "",
+            "an existing TOML spec file",
+            "<a path that does not exist>",
+            "check the path; the shipped specs are in sweeps/ (e.g. sweeps/figure2.toml)",
+        ) from None
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise SpecError(source, "<file>", "valid TOML", f"<parse error: {exc}>") from None
+        raise SpecError(
+            source,
+            "",
+            "valid TOML",
+            f"<a parse error: {exc}>",
+            "fix the TOML syntax at that line (strings in quotes, tables as [name])",
+        ) from None
+    if not raw:
+        raise SpecError(
+            source,
+            "",
+            "a sweep spec (at least name and a [tensor] table)",
+            "<an empty file>" if not text.strip() else "<a file with no keys, only comments>",
+            "start from a shipped spec, e.g. copy sweeps/smoke/figure2.toml",
+        )
     raw = apply_overrides(raw, overrides, source)
     try:
         spec = spec_from_dict(raw, source=source)
@@ -111,7 +131,9 @@ def load_spec(path: str | Path, overrides: Sequence[str] | Mapping[str, Any] = (
         if setting is None:
             raise
         # The bad value came from the command line: say so, not the file.
-        raise SpecError(f"--set {setting}", exc.key, exc.expected, exc.received, exc.hint) from None
+        raise SpecError(
+            f"--set {setting}", exc.key, exc.expected, exc.received, exc.given_hint
+        ) from None
     return dataclasses.replace(spec, overrides=override_items(overrides))
 
 

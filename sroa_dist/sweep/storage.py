@@ -45,6 +45,7 @@ import xarray as xr
 import zarr
 
 from sroa_dist._registry import names_only
+from sroa_dist.errors import SroaWarning
 
 from .block_write import StaleLayoutError, check_chunk_aligned, write_block
 from .certificate_files import (
@@ -246,6 +247,7 @@ def _warn_if_other_code(url: str, so: Mapping[str, Any] | None) -> None:
             f"store {url}: created by commit {stored}, continued by {current}; blocks computed "
             "by different code versions may differ in their last bits (use --overwrite for a "
             "single-version cube)",
+            SroaWarning,
             stacklevel=3,
         )
 
@@ -300,8 +302,8 @@ def prepare_store(
     if why is not None:
         raise StoreIncompatibleError(
             f"store {url}: expected results of a compatible spec (same instance settings and "
-            f"dims; axes may only grow); received a spec that differs in: {why}. Hint: use "
-            "--overwrite to discard the stored results, or another --store"
+            f"dims; axes may only grow); received a spec that differs in: {why}",
+            "use --overwrite to discard the stored results, or another --store",
         )
     _repair_marks(url, old_spec, old_layout, storage_options)
     same_axes = old_layout.coords == layout.coords
@@ -310,6 +312,7 @@ def prepare_store(
             warnings.warn(
                 f"store {url}: keeping its block shape {old_layout.chunks} (requested "
                 f"{layout.chunks}); blocks are fixed when a store is created",
+                SroaWarning,
                 stacklevel=2,
             )
         _append_history(url, history, storage_options, spec)
@@ -320,8 +323,8 @@ def prepare_store(
         if missing:
             raise StoreIncompatibleError(
                 f"store {url}: axis '{dim}' expected to contain the stored values (axes may only "
-                f"grow); received a spec without {sorted(missing)[:5]}. Hint: use --overwrite or "
-                "another --store"
+                f"grow); received a spec without {sorted(missing)[:5]}",
+                "use --overwrite or another --store",
             )
     chunks = tuple(min(c, s) for c, s in zip(old_layout.chunks, layout.shape, strict=True))
     new_layout = Layout(layout.dims, layout.coords, chunks, layout.n_steps, layout.n_component)
@@ -342,6 +345,7 @@ def _repair_marks(url: str, spec: SweepSpec, layout: Layout, so) -> None:
         warnings.warn(
             f"store {url}: {len(report.damaged)} damaged block(s) marked not done and "
             "recomputed by this run: " + " | ".join(report.lines()[: len(report.damaged)][:10]),
+            SroaWarning,
             stacklevel=3,
         )
 

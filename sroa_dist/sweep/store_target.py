@@ -23,6 +23,7 @@ import zarr
 
 import sroa_dist
 
+from ..errors import InputError
 from .lease import LEASE_GROUP
 from .schema import ATTR_SPEC, ATTR_SWEEP_NAME, DONE, DONE_TIME, FAILED
 
@@ -31,6 +32,7 @@ __all__ = [
     "NotAStoreError",
     "StoreIncompatibleError",
     "StoreMetadataError",
+    "StoreNotFoundError",
     "StoreRefusedError",
     "check_store_target",
     "filesystem",
@@ -42,33 +44,25 @@ __all__ = [
 ]
 
 
-class StoreIncompatibleError(ValueError):
+class StoreIncompatibleError(InputError):
     """The store holds results of a spec that computes different instances."""
 
 
 class NotAStoreError(StoreIncompatibleError):
     """The path exists but is not a sroa-dist result store (a file, a folder, another zarr)."""
 
-    def __init__(self, message: str, hint: str):
-        super().__init__(message)
-        self.hint = hint
+
+class StoreNotFoundError(NotAStoreError, FileNotFoundError):
+    """Nothing is at the path: no store was made there yet (a ``FileNotFoundError`` too)."""
 
 
 class StoreMetadataError(StoreIncompatibleError):
     """A sroa-dist store whose top-level metadata (attributes, coordinates) is lost or cannot
     be read, while its chunks and digests may be intact; ``hint`` names the repair."""
 
-    def __init__(self, message: str, hint: str):
-        super().__init__(message)
-        self.hint = hint
-
 
 class StoreRefusedError(StoreIncompatibleError):
     """``run`` would write where it could destroy something that is not a sroa-dist store."""
-
-    def __init__(self, message: str, hint: str):
-        super().__init__(message)
-        self.hint = hint
 
 
 def storage_options_for(
@@ -248,9 +242,9 @@ def require_store(url: str, storage_options: Mapping[str, Any] | None = None) ->
     if kind == "stranded":
         raise _stranded(url)
     if kind == "absent":
-        raise FileNotFoundError(
-            f"store: expected a sroa-dist result store; received {url!r}, which does not exist. "
-            "Hint: run `sroa-dist run SPEC --store ...` first"
+        raise StoreNotFoundError(
+            f"store: expected a sroa-dist result store; received {url!r}, which does not exist",
+            "run `sroa-dist run SPEC --store PATH` first, or check the path",
         )
     what = {
         "empty": "an empty folder (no zarr metadata)",

@@ -33,6 +33,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from sroa_dist import NOISE_MODELS
+from sroa_dist.errors import with_hint
 from sroa_dist.instances import BASES, MAX_SCALE, check_lambdas, check_level
 from sroa_dist.perturbations import DEFAULT_WEIGHT, PERTURBATIONS, check_model, model_params
 from sroa_dist.policy import resolve_norm_method, solve_cost
@@ -252,7 +253,13 @@ def _check_semantics(
     check_replicates(data["replicates"], source)
     ns, ps = axes["tensor.n"].values, axes["tensor.p"].values
     if min(ns) < 2:
-        raise SpecError(source, "tensor.n", "dimensions n >= 2", min(ns))
+        raise SpecError(
+            source,
+            "tensor.n",
+            "dimensions n >= 2",
+            min(ns),
+            "give integers >= 2, e.g. tensor.n = [8, 16, 32]",
+        )
     if min(ps) < 3:
         raise SpecError(
             source,
@@ -376,7 +383,7 @@ def _perturbation_models(data: dict[str, Any], source: str) -> tuple[str, ...]:
             )
         except ValueError as exc:
             raise SpecError(
-                source, "noise.model", "a valid perturbation model", name, str(exc)
+                source, "noise.model", "a valid perturbation model", name, with_hint(exc)
             ) from None
         out.append(name)
     return tuple(out)

@@ -14,10 +14,12 @@ from typing import Any
 
 import numpy as np
 
+from sroa_dist.errors import InputError, with_hint
 from sroa_dist.instances import Instance
 from sroa_dist.policy import solve_cost
 from sroa_dist.solvers import memory_estimate
 
+from .common import replicate_advice
 from .fields import SpecError
 from .layout import (
     WORKER_BASE_BYTES,
@@ -213,6 +215,10 @@ class TensorKind:
             "setting_noise_scale": spec.scale,
         }
 
+    def advice(self, spec: TensorSweepSpec) -> list[str]:
+        """See :func:`.common.replicate_advice` (weights drawn from a distribution differ)."""
+        return replicate_advice(spec, isinstance(spec.tensor.lambdas, Mapping))
+
     def trial_draws(self, spec: TensorSweepSpec) -> list[str]:
         """Draw each user family of the ``noise.model`` axis (an import path) once, at the
         grid's smallest n, as a block would: its shape, symmetry and finiteness are checked
@@ -229,14 +235,16 @@ class TensorKind:
             try:
                 inst = self.instance(spec, self.settings(spec, point), 0)
                 if not np.all(np.isfinite(inst.T_hat)):
-                    raise ValueError("E has non-finite entries")
+                    raise InputError(
+                        "E has non-finite entries", "make the noise family return a finite E"
+                    )
             except (ValueError, TypeError) as exc:
                 raise SpecError(
                     spec.source,
                     "noise.model",
                     "a family whose draw is a symmetric, finite tensor of shape (n,)*p",
                     model,
-                    str(exc).splitlines()[0],
+                    with_hint(exc),
                 ) from None
             lines.append(f"user family {model!r}: one draw at n = {inst.T_hat.shape[0]} checked")
         return lines

@@ -13,11 +13,16 @@ Grammar (marker table ``[threshold]``)::
     [tensor]    n, p, lambdas            (basis random, full rank: as find_threshold builds it)
     [noise]     model, params            (ε is searched, so no noise level)
     [solver]    method                   (each method with its defaults)
-    [threshold] criterion, c, radius, eps_range, rtol
+    [threshold] criterion, c, radius, eps_range, rtol,
+                global_check, redo, scan_phases, certify_ends, revision
 
 ``tensor.n``, ``tensor.p``, ``noise.model`` and ``solver.method`` may be axes (a list or a
 range table). ``c`` is the level of ``criterion = "value"`` (max |λ̂ − λ| ≤ c·ε), ``radius``
-that of ``"recovery"`` (max ‖v̂ − v‖ ≤ radius); ``"theorem"`` takes neither.
+that of ``"recovery"`` (max ‖v̂ − v‖ ≤ radius); ``"theorem"`` takes both (value bound c·ε,
+default 2; vector bound radius, default Theorem 3.1's 20ε/λ_j). ``global_check``, ``redo`` and
+``scan_phases`` default to the search revision's (:data:`sroa_dist.threshold_search.
+SEARCH_REVISION`: the check on, redo on, two scan phases); ``revision`` is pinned by the store
+(a store made before revisions were recorded ran revision 1 and keeps it).
 
 Seeding: instance ``(settings, replicate)`` searches with ``rng = SeedSequence(seed,
 spawn_key=(h("noise=…"), h("n=…"), h("p=…"), replicate))`` (``h`` is
@@ -29,30 +34,38 @@ which here counts evaluations (k = 1, 2, ... in the order made), not SROA steps.
 from __future__ import annotations
 
 import functools
-import inspect
 import json
 import math
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import numpy as np
 
 from sroa_dist import NOISE_MODELS
 from sroa_dist.criteria import RUN_CRITERIA
+from sroa_dist.errors import with_hint
+from sroa_dist.first_crossing import SCAN_FACTOR, SCAN_PHASES, ThresholdResult, max_evals
 from sroa_dist.perturbations import PERTURBATIONS, check_model, model_params
 from sroa_dist.policy import resolve_norm_method, solve_cost
 from sroa_dist.solvers import memory_estimate
 from sroa_dist.threshold_search import (
-    CONTINUE_POINTS,
-    SCAN_FACTOR,
-    ThresholdResult,
+    DEFAULT_C,
+    SEARCH_LEGACY,
+    SEARCH_REVISION,
     find_threshold,
+    search_options,
     uses_matrix_free,
 )
 
-from .common import COMMON_SCHEMA, SweepSpec, check_method_options, check_methods
+from .common import (
+    COMMON_SCHEMA,
+    SweepSpec,
+    check_method_options,
+    check_methods,
+    replicate_advice,
+)
 from .fields import SpecError, build_axes, check_replicates, prune_model_params, validate_table
 from .layout import (
     WORKER_BASE_BYTES,
@@ -73,7 +86,6 @@ __all__ = [
     "ThresholdProblem",
     "ThresholdSettings",
     "ThresholdSweepSpec",
-    "max_evals",
     "threshold_seed",
 ]
 
@@ -97,6 +109,13 @@ THRESHOLD_SCHEMA: dict[str, Any] = {
         # Checked as a pair below; "float_axis" only type-checks the two numbers.
         "eps_range": ("float_axis", [0.02, 1.5], False),
         "rtol": ("float", 0.01, False),
+        # None: the search revision's own (find_threshold's defaults, or its legacy values).
+        "global_check": ("bool", None, False),
+        "redo": ("bool", None, False),
+        "scan_phases": ("int", None, False),
+        "certify_ends": ("bool", False, False),
+        # Pinned by the store (ThresholdSweepSpec.pinned): None in a spec as written.
+        "revision": ("int", None, False),
     },
 }
 
@@ -109,31 +128,39 @@ AXIS_KEYS: dict[str, str] = {
 }
 
 
-def max_evals(eps_range: Sequence[float], rtol: float) -> int:
-    """Most SROA evaluations one search can make: every scan point, the continued scan, and
-    the bisection of a bracket no wider than the scan factor down to ``rtol`` (the length of
-    the cube's trace)."""
-    lo, hi = float(eps_range[0]), float(eps_range[1])
-    scan = math.floor(math.log(hi / lo) / math.log(SCAN_FACTOR) + 1e-12) + 2
-    bisect = math.ceil(math.log2(math.log(SCAN_FACTOR) / math.log1p(rtol))) + 1
-    return scan + CONTINUE_POINTS + bisect
-
-
 @dataclass(frozen=True)
 class ThresholdSection:
-    """``[threshold]``: the success criterion and the search's range and precision."""
+    """``[threshold]``: the success criterion, the search's range and precision, and how its
+    SROA steps are checked."""
 
     criterion: str
     c: float | None
     radius: float | None
     eps_range: tuple[float, float]
     rtol: float
+    global_check: bool | None = None
+    redo: bool | None = None
+    scan_phases: int | None = None
+    certify_ends: bool = False
+    revision: int | None = None
 
     @property
     def level(self) -> float | None:
         """The criterion's level (``c`` for value, ``radius`` for recovery, None for theorem)."""
         name = RUN_CRITERIA[self.criterion].level_name
         return None if name is None else {"c": self.c, "radius": self.radius}[name]
+
+    @property
+    def search(self) -> dict[str, Any]:
+        """:func:`sroa_dist.find_threshold`'s check and scan keywords: the search revision's
+        (the current one where none is pinned), under the keys the spec sets."""
+        out = {"global_check": True, "redo": True, "scan_phases": SCAN_PHASES}
+        out.update(search_options(self.revision))
+        for key in ("global_check", "redo", "scan_phases"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        out["certify_ends"] = bool(self.certify_ends)
+        return out
 
 
 @dataclass(frozen=True)
@@ -168,8 +195,35 @@ class ThresholdSweepSpec(SweepSpec):
 
     @property
     def n_steps(self) -> int:
-        """Length of the ``step`` dim: here the longest possible trace (:func:`max_evals`)."""
-        return max_evals(self.threshold.eps_range, self.threshold.rtol)
+        """Length of the ``step`` dim: here the longest possible trace
+        (:func:`sroa_dist.first_crossing.max_evals`)."""
+        t = self.threshold
+        return max_evals(t.eps_range, t.rtol, t.search["scan_phases"])
+
+    def instance_settings(self) -> dict[str, Any]:
+        """:meth:`SweepSpec.instance_settings` without the search revision, which the store
+        pins (like the method revisions)."""
+        d = super().instance_settings()
+        d["threshold"].pop("revision", None)
+        return d
+
+    def pin_own(self, old: SweepSpec | None) -> ThresholdSweepSpec:
+        """This spec with ``threshold.revision`` stated: its own, else the store's (a store
+        whose spec has none ran revision 1), else the current one (a new store). ``ValueError``
+        naming the key where the spec's own differs from the store's."""
+        own = self.data["threshold"].get("revision")
+        if old is None:
+            base = SEARCH_REVISION
+        else:
+            base = int(old.data["threshold"].get("revision") or 1)
+            if own is not None and own != base:
+                raise ValueError(
+                    f"threshold.revision: the store was made with search revision {base}; "
+                    f"received {own}"
+                )
+        data = self.to_dict()
+        data["threshold"]["revision"] = base if own is None else own
+        return replace(self, data=data)
 
     def settings_at(self, coords: Mapping[str, Any]) -> ThresholdSettings:
         """The :class:`ThresholdSettings` of a grid point."""
@@ -225,10 +279,14 @@ class ThresholdProblem:
     seed: int
     spawn_key: tuple[int, ...]
     revisions: Mapping[str, int] = field(default_factory=dict)
+    radius: float | None = None
+    search: Mapping[str, Any] = field(default_factory=dict)
 
     def run(self) -> ThresholdResult:
         """:func:`sroa_dist.find_threshold` on this instance."""
         kwargs = {} if self.c is None else {"c": self.c}
+        if self.radius is not None and self.criterion == "theorem":
+            kwargs["radius"] = self.radius
         return find_threshold(
             self.n,
             self.p,
@@ -241,6 +299,7 @@ class ThresholdProblem:
             params=self.params,
             rng=np.random.SeedSequence(self.seed, spawn_key=self.spawn_key),
             revisions=self.revisions,
+            **self.search,
             **kwargs,
         )
 
@@ -258,12 +317,14 @@ def problem_of(
         lambdas=spec.lambdas,
         params=model_params(spec.params, settings.noise),
         criterion=t.criterion,
-        c=t.level,
+        c=t.level if t.criterion != "theorem" else t.c,
         eps_range=t.eps_range,
         rtol=t.rtol,
         seed=spec.seed,
         spawn_key=(*settings.seed_key(), int(replicate)),
         revisions=dict(spec.solver.revisions),
+        radius=t.radius if t.criterion == "theorem" else None,
+        search=t.search,
     )
 
 
@@ -278,7 +339,13 @@ def threshold_spec_from_dict(raw: Mapping[str, Any], source: str = "<dict>") -> 
     check_replicates(data["replicates"], source)
     ns, ps = axes["tensor.n"].values, axes["tensor.p"].values
     if min(ns) < 2:
-        raise SpecError(source, "tensor.n", "dimensions n >= 2", min(ns))
+        raise SpecError(
+            source,
+            "tensor.n",
+            "dimensions n >= 2",
+            min(ns),
+            "give integers >= 2, e.g. tensor.n = [8, 16, 32]",
+        )
     if min(ps) < 3:
         raise SpecError(source, "tensor.p", "tensor order p >= 3", min(ps))
     _check_threshold(data["threshold"], source)
@@ -291,12 +358,9 @@ def threshold_spec_from_dict(raw: Mapping[str, Any], source: str = "<dict>") -> 
         except ValueError as exc:
             known = sorted(PERTURBATIONS)
             raise SpecError(
-                source, "noise.model", f"a perturbation model (e.g. {known})", name, str(exc)
+                source, "noise.model", f"a perturbation model (e.g. {known})", name, with_hint(exc)
             ) from None
     return ThresholdSweepSpec(data=data, source=source, axes=axes)
-
-
-_DEFAULT_LEVEL = inspect.signature(find_threshold).parameters["c"].default
 
 
 def _check_threshold(t: dict[str, Any], source: str) -> None:
@@ -304,20 +368,39 @@ def _check_threshold(t: dict[str, Any], source: str) -> None:
     if crit not in RUN_CRITERIA:
         raise SpecError(source, "threshold.criterion", f"one of {list(RUN_CRITERIA)}", crit)
     level_name = RUN_CRITERIA[crit].level_name
+    takes = ("c", "radius") if level_name is None else (level_name,)
     for key in ("c", "radius"):
-        if key != level_name and t[key] is not None:
+        if key not in takes and t[key] is not None:
             raise SpecError(
                 source,
                 f"threshold.{key}",
                 f"no {key} with criterion {crit!r}",
                 t[key],
-                "c is the level of 'value', radius that of 'recovery'; 'theorem' has neither",
+                "c is the level of 'value', radius that of 'recovery'; 'theorem' takes both",
             )
-    if level_name is not None:
-        if t[level_name] is None:  # find_threshold's own default level
-            t[level_name] = float(_DEFAULT_LEVEL)
-        if not t[level_name] > 0:
-            raise SpecError(source, f"threshold.{level_name}", "a number > 0", t[level_name])
+    if level_name is not None and t[level_name] is None:  # find_threshold's own default
+        t[level_name] = float(DEFAULT_C)
+    for key in takes:
+        if t[key] is not None and not t[key] > 0:
+            raise SpecError(source, f"threshold.{key}", "a number > 0", t[key])
+    if t["scan_phases"] is not None and t["scan_phases"] not in (1, 2):
+        raise SpecError(source, "threshold.scan_phases", "1 or 2", t["scan_phases"])
+    if t["redo"] and t["global_check"] is False:
+        raise SpecError(
+            source,
+            "threshold.redo",
+            "no redo without the global check",
+            t["redo"],
+            "a step is redone from its check's point: set global_check = true too",
+        )
+    known = sorted({*SEARCH_LEGACY, SEARCH_REVISION})
+    if t["revision"] is not None and t["revision"] not in known:
+        raise SpecError(
+            source,
+            "threshold.revision",
+            f"a search revision this code runs: one of {known}",
+            t["revision"],
+        )
     rng = t["eps_range"]
     if not (isinstance(rng, list) and len(rng) == 2 and 0 < rng[0] < rng[1]):
         raise SpecError(
@@ -385,21 +468,31 @@ MATRIX_FREE_SROA_SECONDS = 8.3
 MATRIX_FREE_REFERENCE_N = 200
 
 
-def search_cost(method: str, n: int, p: int, evals: int, model: str = "gaussian") -> float:
+#: What the global check (with redo) multiplies an SROA's seconds by, at most: 1.3-1.8 on
+#: formed p = 3 tensors at n = 16-64, about 2 matrix-free (benchmarks/bench_global_check.py).
+CHECK_COST_FACTOR = 2.0
+
+
+def search_cost(
+    method: str, n: int, p: int, evals: int, model: str = "gaussian", checked: bool = False
+) -> float:
     """Seconds of a search of ``evals`` SROA runs (n steps each) at ``(method, n, p)`` of
     ``model``, plus one norm bound (families without a closed form): the core's cost model, or
-    the measured matrix-free cost where the search builds the tensor matrix-free."""
+    the measured matrix-free cost where the search builds the tensor matrix-free; ``checked``:
+    every step globally checked (:data:`CHECK_COST_FACTOR`)."""
+    factor = CHECK_COST_FACTOR if checked else 1.0
     if uses_matrix_free(n, p, model):
         sroa = MATRIX_FREE_SROA_SECONDS * (n / MATRIX_FREE_REFERENCE_N) ** 4
-        return evals * max(sroa, n * STEP_FLOOR)
+        return factor * evals * max(sroa, n * STEP_FLOOR)
     norm = solve_cost(resolve_norm_method(method, n, p, None), n, p)
-    return evals * n * max(solve_cost(method, n, p), STEP_FLOOR) + norm
+    return factor * evals * n * max(solve_cost(method, n, p), STEP_FLOOR) + norm
 
 
 def _all_costs(spec: ThresholdSweepSpec) -> list[float]:
     evals = spec.n_steps
+    checked = bool(spec.threshold.search["global_check"])
     return [
-        search_cost(m, n, p, evals, str(model))
+        search_cost(m, n, p, evals, str(model), checked)
         for model in spec.axes["noise.model"].values
         for m, n, p in _combos(spec)
     ]
@@ -501,6 +594,19 @@ def describe_cost(spec: ThresholdSweepSpec, layout: Layout, workers: int) -> lis
 # Block kernel
 
 
+#: Cube variable -> the :class:`~sroa_dist.first_crossing.Evaluation` field it stores.
+_TRACE_FIELDS = {
+    "trace_eps": "eps",
+    "trace_metric": "metric",
+    "trace_passed": "passed",
+    "trace_global_gap": "global_gap",
+    "trace_non_global": "non_global",
+    "trace_redone": "redone",
+    "trace_lam_err": "lam_err",
+    "trace_vec_err": "vec_err",
+}
+
+
 def compute_threshold_block(task: BlockTask, spec: ThresholdSweepSpec) -> BlockResult:
     """Every search of one block (a pure function of the task, timings aside)."""
     t_start = time.perf_counter()
@@ -519,11 +625,13 @@ def compute_threshold_block(task: BlockTask, spec: ThresholdSweepSpec) -> BlockR
         out["reached"][idx] = res.reached
         out["non_monotone"][idx] = res.non_monotone
         out["certified_fraction"][idx] = res.certified_fraction
+        out["artefacts"][idx] = res.artefacts
+        out["scan_resolution"][idx] = res.scan_resolution
+        ends = res.certified_ends
+        out["certified_ends"][idx] = np.nan if ends is None else float(ends)
         k = res.n_evals
-        trace = np.array([(e, m) for e, m, _ in res.trace], dtype=float).reshape(k, 2)
-        out["trace_eps"][idx][:k] = trace[:, 0]
-        out["trace_metric"][idx][:k] = trace[:, 1]
-        out["trace_passed"][idx][:k] = [ok for _, _, ok in res.trace]
+        for var, field_name in _TRACE_FIELDS.items():
+            out[var][idx][:k] = [getattr(e, field_name) for e in res.trace]
         out["solve_time"][idx] = dt
     return BlockResult(
         index=task.index,
@@ -540,6 +648,11 @@ class ThresholdKind:
     name = "threshold"
     marker = "threshold"
     all_variables: Mapping[str, Variable] = THRESHOLD_VARIABLES
+    #: What the cube's ``step`` dim counts (``sroa-dist validate`` says it).
+    step_meaning = (
+        "search evaluations, each one SROA run at one eps: the trace of a first-crossing "
+        "search, not SROA steps"
+    )
 
     def parse(self, raw: Mapping[str, Any], source: str) -> ThresholdSweepSpec:
         """Validate a raw spec (:func:`threshold_spec_from_dict`)."""
@@ -573,14 +686,17 @@ class ThresholdKind:
         return THRESHOLD_VARIABLES
 
     def provenance(self, spec: ThresholdSweepSpec) -> dict[str, Any]:
-        """Root attrs of the settings that are not axes: criterion, level, range, rtol."""
+        """Root attrs of the settings that are not axes: criterion, level, range, rtol, and
+        the search's check and scan settings."""
         t = spec.threshold
+        search = {**t.search, "revision": t.revision, "c": t.c, "radius": t.radius}
         return {
             "setting_criterion": t.criterion,
             "setting_level": "none" if t.level is None else t.level,
             "setting_eps_range": json.dumps(list(t.eps_range)),
             "setting_rtol": t.rtol,
             "setting_lambdas": json.dumps(spec.lambdas),
+            "setting_search": json.dumps(search, sort_keys=True),
         }
 
     def instance(
@@ -588,6 +704,10 @@ class ThresholdKind:
     ) -> ThresholdProblem:
         """The search of ``(settings, replicate)``; its ``run()`` gives the stored values."""
         return problem_of(spec, settings, replicate)
+
+    def advice(self, spec: ThresholdSweepSpec) -> list[str]:
+        """See :func:`.common.replicate_advice` (weights drawn from a distribution differ)."""
+        return replicate_advice(spec, isinstance(spec.lambdas, Mapping))
 
     def describe_cost(self, spec: ThresholdSweepSpec, layout: Layout, workers: int) -> list[str]:
         """See :func:`describe_cost`."""

@@ -39,6 +39,7 @@ from dask.highlevelgraph import HighLevelGraph
 
 from sroa_dist._registry import names_only
 
+from ..errors import InputError
 from .integrity import DamagedStoreError, digest_of, read_verified
 from .kinds import variable_order
 from .layout import Layout
@@ -90,7 +91,10 @@ def open_results(
         ``done`` tells which blocks are finished and passed their check.
     """
     if damaged not in DAMAGED_MODES:
-        raise ValueError(f"damaged: expected one of {DAMAGED_MODES}; received {damaged!r}")
+        raise InputError(
+            f"damaged: expected one of {DAMAGED_MODES}; received {damaged!r}",
+            'damaged="raise" refuses a damaged store, damaged="mask" reads the rest',
+        )
     url = str(store)
     require_store(url, storage_options)
     ds = open_cube_metadata(url, storage_options)
