@@ -127,9 +127,10 @@ class RunCriterion:
         ``params`` (those of :attr:`params`, ``None`` for a default) to theirs."""
         unknown = sorted(set(params) - set(self.params))
         if unknown:
-            raise ValueError(
+            raise InputError(
                 f"criterion {self.name!r}: takes no parameter(s) {unknown} (accepted: "
-                f"{sorted(self.params) or 'none'})"
+                f"{sorted(self.params) or 'none'})",
+                "drop the parameters this criterion does not take",
             )
         level = self.default_level if level is None else float(level)
         given = {k: v for k, v in params.items() if v is not None}

@@ -12,7 +12,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .ascent import Deflation
-from .errors import InputError
+from .errors import InputError, InputTypeError
 from .finishing import normalize
 from .global_check import GLOBAL_RTOL, check_step, estimate_values, remaining_estimates
 from .matrix_free import TensorOperator, check_local_method
@@ -151,9 +151,14 @@ def sroa_batch(
         )
     for name, flag in (("global_check", global_check), ("redo", redo)):
         if not isinstance(flag, (bool, np.bool_)):
-            raise ValueError(f"{name}: expected true or false, received {flag!r}")
+            raise InputTypeError(
+                f"{name}: expected true or false, received {flag!r}", f"pass {name}=True or False"
+            )
     if redo and not global_check:
-        raise ValueError("redo: redoing a step needs its check; pass global_check=True too")
+        raise InputError(
+            "redo: redoing a step needs its global check",
+            "pass global_check=True too, or redo=False",
+        )
     r = int(r)
     rngs = as_rng_list(rng, B)
     mode = _deflation_mode(deflation, method, Ts)

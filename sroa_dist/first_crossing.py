@@ -18,6 +18,8 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
+from .errors import InputError
+
 __all__ = [
     "CONTINUE_POINTS",
     "SCAN_FACTOR",
@@ -135,9 +137,10 @@ class ThresholdResult:
         criterion at ``c = 0.5, radius = 0.3`` beside ``value``. Exact for criteria whose
         bounds do not depend on the step (value, recovery, theorem with a ``radius``)."""
         if criterion.name == "theorem" and params.get("radius") is None:
-            raise ValueError(
+            raise InputError(
                 "radius: judging a trace by 'theorem' needs a fixed radius (its default "
-                "20ε/λ_j depends on each step's weight, which the trace does not keep)"
+                "20ε/λ_j depends on each step's weight, which the trace does not keep)",
+                "pass a radius, e.g. radius=0.3",
             )
         out = []
         for e in self.trace:
@@ -154,22 +157,30 @@ def check_range(eps_range: Any, rtol: Any) -> tuple[float, float, float]:
     try:
         lo, hi = (float(x) for x in eps_range)
     except (TypeError, ValueError):
-        raise ValueError(
-            f"eps_range: expected two numbers (start, stop), received {eps_range!r}"
+        raise InputError(
+            f"eps_range: expected two numbers (start, stop), received {eps_range!r}",
+            "e.g. eps_range=(0.02, 1.5)",
         ) from None
     if not (math.isfinite(lo) and math.isfinite(hi) and 0 < lo < hi):
-        raise ValueError(f"eps_range: expected finite 0 < start < stop, received {eps_range!r}")
+        raise InputError(
+            f"eps_range: expected finite 0 < start < stop, received {eps_range!r}",
+            "e.g. eps_range=(0.02, 1.5)",
+        )
     if not (isinstance(rtol, (int, float)) and 0 < rtol < SCAN_FACTOR - 1):
-        raise ValueError(
+        raise InputError(
             f"rtol: expected a relative bracket width in (0, {SCAN_FACTOR - 1:g}) (below the "
-            f"scan factor {SCAN_FACTOR}), received {rtol!r}"
+            f"scan factor {SCAN_FACTOR}), received {rtol!r}",
+            "e.g. rtol=0.02",
         )
     return lo, hi, float(rtol)
 
 
 def _check_phases(scan_phases: Any) -> int:
     if isinstance(scan_phases, bool) or scan_phases not in (1, 2):
-        raise ValueError(f"scan_phases: expected 1 or 2, received {scan_phases!r}")
+        raise InputError(
+            f"scan_phases: expected 1 or 2, received {scan_phases!r}",
+            "2 (the default) guards against a failure window between scan points",
+        )
     return int(scan_phases)
 
 

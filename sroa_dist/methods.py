@@ -301,7 +301,10 @@ def _method_sshopm(
     if max_starts is None:
         max_starts = max(DEFAULT_MAX_STARTS, 4 * n_starts) if deflation is None else 0
     if confirm not in CONFIRM_RULES:
-        raise ValueError(f"confirm: expected one of {list(CONFIRM_RULES)}, received {confirm!r}")
+        raise InputError(
+            f"confirm: expected one of {list(CONFIRM_RULES)}, received {confirm!r}",
+            "leave it unset for the current revision's rule",
+        )
     if n_spectral == "operators":  # revisions 1-3: spectral starts on operators only
         n_spectral = DEFAULT_N_SPECTRAL if isinstance(Ts, TensorOperator) else 0
     kw: dict[str, Any] = {"max_iter": max_iter, "tol": tol, "shift": shift}

@@ -19,7 +19,7 @@ from numpy.typing import ArrayLike
 
 from .criteria import RunCriterion, get_run_criterion
 from .decomposition import SROAResult, sroa_batch
-from .errors import InputError
+from .errors import InputError, InputTypeError
 from .first_crossing import (
     SCAN_PHASES,
     ThresholdResult,
@@ -77,9 +77,10 @@ def search_options(revision: int | None) -> dict[str, Any]:
         return {}
     if revision not in SEARCH_LEGACY:
         known = sorted({*SEARCH_LEGACY, SEARCH_REVISION})
-        raise ValueError(
+        raise InputError(
             f"revision: search revision {revision!r} cannot be reproduced by this code (known "
-            f"revisions: {known})"
+            f"revisions: {known})",
+            "use one of the known revisions, or none for the current one",
         )
     return dict(SEARCH_LEGACY[revision])
 
@@ -227,14 +228,16 @@ def find_threshold(
     check_range(eps_range, rtol)
     level, crit_params, c_out, radius_out = _criterion_levels(crit, c, radius)
     if isinstance(n, bool) or int(n) != n or n < 2:
-        raise ValueError(f"n: expected an integer >= 2, received {n!r}")
+        raise InputError(f"n: expected an integer >= 2, received {n!r}", "give an integer n >= 2")
     for name, flag in (
         ("global_check", global_check),
         ("redo", redo),
         ("certify_ends", certify_ends),
     ):
         if not isinstance(flag, (bool, np.bool_)):
-            raise ValueError(f"{name}: expected true or false, received {flag!r}")
+            raise InputTypeError(
+                f"{name}: expected true or false, received {flag!r}", f"pass {name}=True or False"
+            )
     n, p = int(n), int(p)
     lam_spec = default_lambdas(n) if lambdas is None else lambdas
     revisions = dict(revisions or {})
@@ -302,22 +305,24 @@ def _criterion_levels(
         if v is not None and not (
             isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
         ):
-            raise ValueError(f"{name}: expected a number > 0, received {v!r}")
+            raise InputError(f"{name}: expected a number > 0, received {v!r}", f"e.g. {name}=0.5")
     if crit.level_name is None:  # theorem: value bound c·ε and vector bound radius
         c_out = float(c) if c is not None else float(crit.params["c"])
         r_out = None if radius is None else float(radius)
         return None, {"c": c_out, "radius": r_out}, c_out, r_out
     if crit.level_name == "radius":
         if c is not None and radius is not None and float(c) != float(radius):
-            raise ValueError(
+            raise InputError(
                 f"radius: criterion 'recovery' takes one radius; received c={c!r} and "
-                f"radius={radius!r}"
+                f"radius={radius!r}",
+                "give radius only",
             )
         level = float(radius if radius is not None else c if c is not None else DEFAULT_C)
         return level, {}, level, level
     if radius is not None:
-        raise ValueError(
-            f"radius: criterion {crit.name!r} takes no radius (only 'recovery' and 'theorem' do)"
+        raise InputError(
+            f"radius: criterion {crit.name!r} takes no radius (only 'recovery' and 'theorem' do)",
+            "drop radius, or choose criterion 'recovery' or 'theorem'",
         )
     level = float(DEFAULT_C if c is None else c)
     return level, {}, level, None

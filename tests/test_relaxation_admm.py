@@ -221,7 +221,7 @@ def test_admm_settings_have_rules_that_accept_the_defaults():
     for key, value in DEFAULT_ADMM_SETTINGS.items():
         rule = ADMM_SETTING_RULES[key]
         assert rule is None or rule[0](value), key
-    with pytest.raises(ValueError, match="valid ADMM"):
+    with pytest.raises(ValueError, match="for the ADMM"):
         AdmmDriver("cpu").configure({"eps_abs": 1e-9})
 
 
@@ -252,10 +252,10 @@ def test_device_cuda_is_accepted_by_the_checks_and_refused_where_it_cannot_run()
     try:
         get_backend("cuda")
     except DeviceUnavailableError as exc:
-        message = str(exc)
+        message, hint = str(exc), exc.hint
     else:  # pragma: no cover - a machine with CuPy and a GPU
         pytest.skip("CuPy and a GPU are available here: nothing is refused")
-    assert "\n" not in message and "; hint: " in message
+    assert "\n" not in message and hint and "\n" not in hint
     with pytest.raises(DeviceUnavailableError) as err:
         rank_one(held_out(4, 3, "binary", 1, 1), relaxation={"driver": "admm", "device": "cuda"})
     assert str(err.value) == message

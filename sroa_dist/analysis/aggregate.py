@@ -273,9 +273,12 @@ def _theorem(
         mask = violation_mask(ds, "3.1", rtol=rtol)
         return ~mask["any"], present
     if not c > 0:
-        raise ValueError(f"c: expected a number > 0 (|λ̂ − λ| ≤ c·ε); received {c!r}")
+        raise InputError(f"c: expected a number > 0 (|λ̂ − λ| ≤ c·ε); received {c!r}", "e.g. c=0.5")
     if radius is not None and not radius > 0:
-        raise ValueError(f"radius: expected a number > 0 (‖v̂ − v‖ ≤ radius); received {radius!r}")
+        raise InputError(
+            f"radius: expected a number > 0 (‖v̂ − v‖ ≤ radius); received {radius!r}",
+            "e.g. radius=0.3, or None for the theorem's 20ε/λ_j",
+        )
     require(ds, ["lam_err", "vec_err"], "success with criterion='theorem'")
     lam_bound, vec_bound = theorem_bounds(ds, "3.1")
     lam_bound = lam_bound * (c / DEFAULT_THEOREM_C)  # the stored bound is 2ε

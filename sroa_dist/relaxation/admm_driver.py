@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InputError
 from .backend import DEVICES, ArrayBackend, get_backend
 from .device_maps import DeviceMaps, device_maps
 from .driver import (
@@ -148,9 +149,9 @@ class AdmmDriver:
         """:data:`DEFAULT_ADMM_SETTINGS` updated by ``settings``; unknown names are an error."""
         unknown = set(settings) - set(ADMM_SETTING_RULES)
         if unknown:
-            raise ValueError(
-                f"unknown option(s) {sorted(unknown)}; valid {self.name} settings: "
-                f"{sorted(ADMM_SETTING_RULES)}"
+            raise InputError(
+                f"unknown option(s) {sorted(unknown)} for the {self.name} driver",
+                f"valid settings: {sorted(ADMM_SETTING_RULES)}",
             )
         return {**DEFAULT_ADMM_SETTINGS, **settings}
 
@@ -226,10 +227,10 @@ class _Run:
         # the rows: one for the homogeneous relaxation, a few hundred for small full ones).
         A0 = maps.problem.A0
         if A0.shape[0] * A0.shape[1] > MAX_DENSE_ROWS:
-            raise ValueError(
+            raise InputError(
                 f"the ADMM driver solves with {A0.shape[0]} equality rows densely over "
-                f"{A0.shape[1]} variables, too many; hint: use the homogeneous formulation "
-                "(the default, one row) or driver 'scs'"
+                f"{A0.shape[1]} variables, too many",
+                "use the homogeneous formulation (the default, one row) or driver 'scs'",
             )
         GA = maps.solve_gram(self.be.asarray(A0.toarray()))  # (k, N): rows (M^*M)^-1 a_i
         S0 = self.be.to_host(maps.A0 @ GA.T)  # (k, k)

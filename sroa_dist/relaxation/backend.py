@@ -18,19 +18,17 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ..errors import InputError
+
 __all__ = ["DEVICES", "ArrayBackend", "DeviceUnavailableError", "get_backend"]
 
 #: The devices a device driver may run on.
 DEVICES = ("cpu", "cuda")
 
 
-class DeviceUnavailableError(ValueError):
+class DeviceUnavailableError(InputError):
     """The device asked for cannot be used here (no CuPy, or no CUDA device); ``hint`` says
     what to do."""
-
-    def __init__(self, message: str, hint: str):
-        super().__init__(f"{message}; hint: {hint}")
-        self.hint = hint
 
 
 @dataclass(frozen=True, eq=False)
@@ -158,7 +156,7 @@ def get_backend(device: str) -> ArrayBackend:
         return NUMPY
     if device == "cuda":
         return _cuda()
-    raise ValueError(
-        f"relaxation device: expected one of {list(DEVICES)}, received {device!r}; "
-        "hint: 'cpu' runs everywhere, 'cuda' needs CuPy and an NVIDIA GPU"
+    raise InputError(
+        f"relaxation device: expected one of {list(DEVICES)}, received {device!r}",
+        "'cpu' runs everywhere, 'cuda' needs CuPy and an NVIDIA GPU",
     )

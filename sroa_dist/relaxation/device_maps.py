@@ -26,6 +26,7 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 
+from ..errors import InputError
 from .backend import ArrayBackend
 from .driver import SdpProblem
 
@@ -61,10 +62,11 @@ def _host_parts(problem: SdpProblem) -> _HostParts:
     direct_var[direct] = A.indices[A.indptr[:-1][direct]]
     D = np.bincount(direct_var[direct], weights=mult[direct], minlength=N)
     if np.any(D == 0):
-        raise ValueError(
+        raise InputError(
             "the ADMM driver needs every moment variable to be one entry of the moment "
             "matrix somewhere (a diagonal-plus-low-rank Gram map); this problem has variables "
-            "that are not"
+            "that are not",
+            "use driver 'scs' for this relaxation",
         )
     nd = np.nonzero(~direct)[0]
     K = Cinv = None

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import InputError
 from .admm_driver import ADMM_SETTING_RULES, admm_driver
 from .backend import DEVICES
 from .clarabel_driver import CLARABEL, CLARABEL_SETTING_RULES
@@ -67,12 +68,16 @@ def selection(table: Mapping[str, Any] | None) -> tuple[str, str]:
     for key, value in (("driver", name), ("device", device)):
         ok, expected = SELECTION_RULES[key]
         if not ok(value):
-            raise ValueError(f"relaxation.{key}: expected {expected}, received {value!r}")
+            raise InputError(
+                f"relaxation.{key}: expected {expected}, received {value!r}",
+                f"see the {name} driver's settings in docs/certificates.md",
+            )
     devices = DRIVERS[name].devices
     if device not in devices:
-        raise ValueError(
+        raise InputError(
             f"relaxation.device: driver {name!r} runs on {' or '.join(devices)}, received "
-            f"{device!r}; hint: use driver 'admm' for device 'cuda'"
+            f"{device!r}",
+            "use driver 'admm' for device 'cuda'",
         )
     return name, device
 

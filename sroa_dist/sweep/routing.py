@@ -15,6 +15,7 @@ from typing import Any, TextIO
 from sroa_dist.relaxation.backend import DeviceUnavailableError, get_backend
 from sroa_dist.relaxation.drivers import relaxation_device
 
+from ..errors import SroaWarning
 from .cluster import GPU_RESOURCE, ClusterConnectError
 from .common import SweepSpec
 from .layout import BlockTask
@@ -60,7 +61,7 @@ def check_gpu_here() -> None:
     except DeviceUnavailableError as exc:
         raise ClusterConnectError(
             "the spec solves relaxations on device 'cuda' and the embedded cluster runs on "
-            f"this machine, which cannot: {str(exc).split('; hint: ')[0]}",
+            f"this machine, which cannot: {exc}",
             f"{exc.hint}; or pass --scheduler ADDRESS of a cluster with GPU workers "
             f"(dask worker ADDRESS --resources {GPU_RESOURCE}=1)",
         ) from None
@@ -77,7 +78,7 @@ def warn_without_gpu_workers(client: Any, stream: TextIO | None) -> None:
         "(relaxation device 'cuda') and none is connected yet; they wait until one joins "
         f"(start one with: dask worker ADDRESS --resources {GPU_RESOURCE}=1)"
     )
-    warnings.warn(message, stacklevel=3)
+    warnings.warn(message, SroaWarning, stacklevel=3)
     if stream is not None:
         stream.write(message + "\n")
         stream.flush()

@@ -45,7 +45,7 @@ import numpy as np
 
 from sroa_dist import NOISE_MODELS
 from sroa_dist.criteria import RUN_CRITERIA
-from sroa_dist.errors import with_hint
+from sroa_dist.errors import InputError, with_hint
 from sroa_dist.first_crossing import SCAN_FACTOR, SCAN_PHASES, ThresholdResult, max_evals
 from sroa_dist.perturbations import PERTURBATIONS, check_model, model_params
 from sroa_dist.policy import resolve_norm_method, solve_cost
@@ -217,9 +217,10 @@ class ThresholdSweepSpec(SweepSpec):
         else:
             base = int(old.data["threshold"].get("revision") or 1)
             if own is not None and own != base:
-                raise ValueError(
+                raise InputError(
                     f"threshold.revision: the store was made with search revision {base}; "
-                    f"received {own}"
+                    f"received {own}",
+                    "drop threshold.revision from the spec to resume with the store's revision",
                 )
         data = self.to_dict()
         data["threshold"]["revision"] = base if own is None else own
