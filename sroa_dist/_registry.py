@@ -101,6 +101,11 @@ def names_only() -> Iterator[None]:
         _NAMES_ONLY.reset(token)
 
 
+def is_names_only() -> bool:
+    """Whether import paths are being read as names only (inside :func:`names_only`)."""
+    return _NAMES_ONLY.get()
+
+
 def _not_imported(path: str) -> Callable[..., Any]:
     def entry(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError(

@@ -184,12 +184,32 @@ def sigkill_run_mid_sweep(args: list[str], store: Path, n: int = 2, timeout: flo
             os.killpg(proc.pid, signal.SIGKILL)
 
 
+def chunk_file(store: Path, var: str, block: int) -> Path:
+    """The chunk file holding ``var``'s data of ``block`` of a local store (blocks are chunks;
+    the bookkeeping arrays have one chunk per block)."""
+    import zarr
+
+    from sroa_dist.sweep.storage import store_layout
+
+    _, layout = store_layout(store)
+    arr = zarr.open_array(Path(store) / var, mode="r")
+    if arr.metadata.dimension_names[0] == "block":
+        idx = [block]
+    else:
+        region = layout.block_region(block)
+        idx = [sl.start // c for sl, c in zip(region, arr.chunks, strict=False)]
+        idx += [0] * (arr.ndim - len(idx))
+    path = Path(store) / var / "c" / Path(*map(str, idx))
+    assert path.is_file(), path
+    return path
+
+
 def cube_values(store) -> dict:
     """All result variables of a store as numpy arrays (bookkeeping and timings excluded)."""
     from sroa_dist.sweep import open_results
 
     ds = open_results(store).load()
-    skip = {"done", "done_time", "failed", "solve_time"}
+    skip = {"done", "done_time", "failed", "damaged", "solve_time"}
     out = {name: ds[name].values for name in ds.data_vars if name not in skip}
     out.update({f"coord:{name}": ds[name].values for name in ds.coords if name != "block"})
     return out

@@ -98,6 +98,11 @@ def manifest(url: str | Path) -> dict[str, Any]:
             )
         }
     attrs = json.loads((root / "zarr.json").read_text())["attributes"]
+    for entry in out.values():  # the digest array's copy of the root attrs (issue 24)
+        copy = (entry.get("attributes") or {}).get("store_attrs")
+        if copy is not None:
+            assert copy == attrs, "the copy of the root attributes differs from them"
+            entry["attributes"]["store_attrs"] = "<root attrs>"
     if "spec" in attrs:
         attrs["spec"] = _without_revision_numbers(attrs["spec"])
     if "setting_search" in attrs:

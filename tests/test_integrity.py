@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import zarr
-from conftest import assert_same_bits, cube_values, run_cli
+from conftest import assert_same_bits, chunk_file, cube_values, run_cli
 
 from sroa_dist.sweep.execute import run_sweep
 from sroa_dist.sweep.integrity import DIGEST, scan_store
@@ -52,21 +52,6 @@ def _copy(clean: Path, tmp_path: Path) -> Path:
     return dst
 
 
-def _chunk(store: Path, var: str, block: int) -> Path:
-    """The chunk file holding ``var``'s data of ``block`` (blocks are chunks)."""
-    _, layout = store_layout(store)
-    arr = zarr.open_array(store / var, mode="r")
-    if var in ("done", "done_time", "failed"):
-        idx = [block]
-    else:
-        region = layout.block_region(block)
-        idx = [sl.start // c for sl, c in zip(region, arr.chunks, strict=False)]
-        idx += [0] * (arr.ndim - len(idx))
-    path = store / var / "c" / Path(*map(str, idx))
-    assert path.is_file(), path
-    return path
-
-
 def _garbage(path: Path) -> None:
     n = path.stat().st_size
     path.write_bytes(np.random.default_rng(0).integers(0, 256, max(n, 16), np.uint8).tobytes())
@@ -95,7 +80,7 @@ def _repair_and_compare(store: Path, clean: Path, cluster, n_damaged: int = 1) -
 @pytest.mark.slow
 def test_garbage_in_a_data_chunk_is_named_and_repaired(clean, tmp_path, cluster, var):
     store = _copy(clean, tmp_path)
-    _garbage(_chunk(store, var, 1))
+    _garbage(chunk_file(store, var, 1))
     _check_names(store, 1, var)
     _repair_and_compare(store, clean, cluster)
 
@@ -103,7 +88,7 @@ def test_garbage_in_a_data_chunk_is_named_and_repaired(clean, tmp_path, cluster,
 @pytest.mark.slow
 def test_garbage_in_a_done_chunk_is_named_and_repaired(clean, tmp_path, cluster):
     store = _copy(clean, tmp_path)
-    _garbage(_chunk(store, "done", 2))
+    _garbage(chunk_file(store, "done", 2))
     _check_names(store, 2, "done")
     status = run_cli("status", str(store), check=False)  # no traceback: block 2 not done
     assert status.returncode == 1 and "Traceback" not in status.stderr, status.stderr
@@ -113,7 +98,7 @@ def test_garbage_in_a_done_chunk_is_named_and_repaired(clean, tmp_path, cluster)
 @pytest.mark.slow
 def test_deleted_chunk_is_named_and_repaired(clean, tmp_path, cluster):
     store = _copy(clean, tmp_path)
-    _chunk(store, "lam_hat", 0).unlink()
+    chunk_file(store, "lam_hat", 0).unlink()
     _check_names(store, 0, "lam_hat")
     deep = run_cli("status", "--deep", str(store), check=False)
     assert deep.returncode == 1 and "block 0:" in deep.stdout, deep.stdout
@@ -123,7 +108,7 @@ def test_deleted_chunk_is_named_and_repaired(clean, tmp_path, cluster):
 @pytest.mark.slow
 def test_chunk_replaced_by_another_blocks_chunk_is_named_and_repaired(clean, tmp_path, cluster):
     store = _copy(clean, tmp_path)
-    shutil.copyfile(_chunk(store, "lam_hat", 1), _chunk(store, "lam_hat", 3))
+    shutil.copyfile(chunk_file(store, "lam_hat", 1), chunk_file(store, "lam_hat", 3))
     _check_names(store, 3, "lam_hat")
     _repair_and_compare(store, clean, cluster)
 
@@ -152,7 +137,7 @@ def test_store_without_digests_resumes_gains_digests_and_is_not_vouched_for(
     shutil.rmtree(store / DIGEST)
     proc = run_cli("check", str(store))
     assert "cannot vouch for 4 finished block(s)" in proc.stdout, proc.stdout
-    _garbage(_chunk(store, "lam_hat", 1))
+    _garbage(chunk_file(store, "lam_hat", 1))
     _check_names(store, 1, "lam_hat")
     with Client(cluster) as c, pytest.warns(UserWarning, match="damaged block"):
         res = run_sweep(SPEC, store, client=c, block_size=BLOCK_SIZE)
@@ -183,7 +168,7 @@ options = { n_starts = 4 }
 def test_the_cli_reports_a_repair_in_one_warning_line(clean, tmp_path):
     """A resumed run after damage printed a raw UserWarning with its source line."""
     store = _copy(clean, tmp_path)
-    _garbage(_chunk(store, "lam_hat", 1))
+    _garbage(chunk_file(store, "lam_hat", 1))
     spec = tmp_path / "integrity.toml"
     spec.write_text(SPEC_TOML)
     args = ["--block-size", str(BLOCK_SIZE), "--workers", "1", "--dashboard-address", ":0"]

@@ -30,7 +30,8 @@ from sroa_dist.sweep.layout import (
 )
 from sroa_dist.sweep.schema import Variable
 from sroa_dist.sweep.spec import load_spec, spec_from_dict
-from sroa_dist.sweep.storage import open_results, prepare_store, store_layout, write_block
+from sroa_dist.sweep.storage import prepare_store, store_layout, write_block
+from sroa_dist.sweep.verified_read import open_results
 from sroa_dist.sweep.worker import compute_block
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -16,7 +16,10 @@ not which numbers (a new revision of a method is not a format change). And (issu
 independent confirmation rose above the step), not "found again". And (issue 25) a threshold
 cube joined the manifest when search revision 2 added its variables (the global check's trace,
 artefacts, scan resolution, certified ends); a store made before them is resumed in its own
-format (tests/test_threshold_sweep.py).
+format (tests/test_threshold_sweep.py). And (issue 24) the
+``block_digest`` array keeps a copy of the root attributes (``store_attrs``, from which lost
+metadata is rebuilt), and stores with ``[output] certificates`` hold ``certificate_digest``
+(per-block digests of the certificate files): storage bookkeeping too.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from cube_format import SPECS, build
 
 from sroa_dist.analysis import _cube
 from sroa_dist.sweep import schema
+from sroa_dist.sweep.certificate_files import CERTIFICATE_DIGEST
 from sroa_dist.sweep.grid import block_task, make_layout
 from sroa_dist.sweep.integrity import DIGEST
 from sroa_dist.sweep.kinds import KINDS, kind_of
@@ -65,7 +69,7 @@ def test_every_stored_array_is_described_by_the_schema(tmp_path, which):
     described = {**kind_of(spec).variables(spec), **schema.BOOKKEEPING}
     stored = set()
     for name, arr in g.arrays():
-        if name == DIGEST:  # integrity bookkeeping of the storage layer, not a cube variable
+        if name in (DIGEST, CERTIFICATE_DIGEST):  # integrity bookkeeping, not cube variables
             continue
         dims = tuple(arr.metadata.dimension_names)
         dtype = json.loads((Path(url) / name / "zarr.json").read_text())["data_type"]

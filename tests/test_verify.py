@@ -12,6 +12,8 @@ from conftest import run_cli
 
 from sroa_dist.sweep import run_sweep
 from sroa_dist.sweep.certificates import verify_store
+from sroa_dist.sweep.integrity import DIGEST, DIGEST_VARIABLES, block_digests
+from sroa_dist.sweep.storage import store_layout
 
 SPEC = """
 name = "verify-smoke"
@@ -56,11 +58,20 @@ def store(clean, tmp_path):
     return target
 
 
-def _change(store, name, change):
-    """Rewrite the first instance's first step of variable ``name`` in the zarr store."""
-    arr = zarr.open_group(str(store), mode="r+")[name]
+def _change(store, name, change, forge=True):
+    """Rewrite the first instance's first step of variable ``name`` in the zarr store; with
+    ``forge``, rewrite block 0's digest row to match (a forgery the digests cannot see, so
+    that verify's own comparison with the certificates is what must catch it)."""
+    g = zarr.open_group(str(store), mode="r+")
+    arr = g[name]
     idx = (0,) * arr.ndim
     arr[idx] = change(arr[idx])
+    if forge:
+        layout = store_layout(store)[1]
+        region = tuple(layout.block_region(0))
+        names = list(g[DIGEST].attrs[DIGEST_VARIABLES])
+        data = {k: g[k][region + (slice(None),) * (g[k].ndim - len(region))] for k in names}
+        g[DIGEST][0, :] = block_digests(names, data, {k: g[k].dtype for k in names})
     return idx
 
 
@@ -96,6 +107,18 @@ def test_a_changed_stored_value_fails(store, name, change, expect):
     assert expect in rep.failed[0].reason and rep.failed[0].step == 0
     out = run_cli("verify", str(store), check=False)
     assert out.returncode == 1 and "FAIL" in out.stdout and "1 failed" in out.stdout, out
+
+
+@pytest.mark.slow
+def test_a_changed_stored_value_without_its_digest_is_a_damaged_block(store):
+    """Changed through zarr without touching the digests: the read refuses the block, and
+    verify names it damaged (exit 1) while still re-checking its certificates."""
+    _change(store, "lam_hat", lambda v: v + 0.3, forge=False)
+    rep = verify_store(str(store))
+    assert not rep.ok and list(rep.damaged) == [0] and "lam_hat" in rep.damaged[0][0]
+    assert not rep.failed and len(rep.checks) == 12  # every certificate still re-verified
+    out = run_cli("verify", str(store), check=False)
+    assert out.returncode == 1 and "DAMAGED block 0" in out.stdout, out
 
 
 @pytest.mark.slow

@@ -1,5 +1,6 @@
-"""What a result cube holds: done / failed / not-run blocks, axis values and replicates with
-results. Reports and figures state it, so that a partial sweep is never read as complete."""
+"""What a result cube holds: done / damaged / failed / not-run blocks, axis values and
+replicates with results. Reports and figures state it, so that a partial sweep is never read as
+complete."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import numpy as np
 import xarray as xr
 
 from ..errors import InputError, SroaWarning
-from ..sweep.schema import BLOCK, DONE, FAILED, FAILED_MESSAGES
+from ..sweep.schema import BLOCK, DAMAGED, DONE, FAILED, FAILED_MESSAGES
 from ._cube import REPLICATE, STEP, sweep_axes
 
 
@@ -22,10 +23,12 @@ from ._cube import REPLICATE, STEP, sweep_axes
 class Completeness:
     """How much of a result cube has results: blocks, instances, axis values, replicates.
 
-    Block counts come from the store's bookkeeping variables ``done`` and ``failed`` (dim
-    ``block``; they describe the whole store, also when ``ds`` is a selection of it) and are
-    None for a cube without them.  Everything else is read from the data: an instance has
-    results when its error variable is non-NaN at some step.
+    Block counts come from the store's bookkeeping variables ``done``, ``failed`` and
+    ``damaged`` (dim ``block``; they describe the whole store, also when ``ds`` is a selection
+    of it) and are None for a cube without them.  A block counts as done only when it passed
+    its integrity check on read (``open_results``): a damaged block read with
+    ``damaged="mask"`` is counted apart.  Everything else is read from the data: an instance
+    has results when its error variable is non-NaN at some step.
 
     Attributes
     ----------
@@ -33,6 +36,8 @@ class Completeness:
         Instances in the cube (grid points × replicates) and those with results.
     blocks_total, blocks_done, blocks_failed : int or None
         Blocks of the store; failed = the last attempt raised and the block is not done.
+    blocks_damaged : int
+        Blocks that failed their integrity check on read and were masked (read as fill).
     failures : Mapping[int, str]
         Message of each failed block (as recorded by the sweep).
     axis_values : Mapping[str, tuple]
@@ -55,13 +60,15 @@ class Completeness:
     partial_values: Mapping[str, tuple]
     replicates: tuple[int, int]
     replicates_planned: int
+    blocks_damaged: int = 0
 
     @property
     def blocks_missing(self) -> int | None:
-        """Blocks neither done nor failed (never run, or interrupted)."""
+        """Blocks neither done, damaged nor failed (never run, or interrupted)."""
         if self.blocks_total is None:
             return None
-        return self.blocks_total - (self.blocks_done or 0) - (self.blocks_failed or 0)
+        counted = (self.blocks_done or 0) + (self.blocks_failed or 0) + self.blocks_damaged
+        return self.blocks_total - counted
 
     @property
     def complete(self) -> bool:
@@ -98,8 +105,9 @@ class Completeness:
             return f"{blocks}{self.n_instances} instances"
         parts = []
         if self.blocks_total is not None:
+            damaged = f"{self.blocks_damaged} damaged (masked), " if self.blocks_damaged else ""
             parts.append(
-                f"{self.blocks_done}/{self.blocks_total} blocks done, "
+                f"{self.blocks_done}/{self.blocks_total} blocks done, {damaged}"
                 f"{self.blocks_failed} failed, {self.blocks_missing} not run"
             )
         parts.append(f"{self.instances_done}/{self.n_instances} instances")
@@ -186,8 +194,12 @@ def completeness(ds: xr.Dataset) -> Completeness:
     lazy = {"has": has_results(ds).transpose(*axes, ...)}
     if DONE in ds.data_vars:
         lazy[DONE] = ds[DONE].astype(bool)
+        if DAMAGED in ds.data_vars:
+            lazy[DAMAGED] = ds[DAMAGED].astype(bool) & ~lazy[DONE]
         if FAILED in ds.data_vars:
             lazy[FAILED] = ds[FAILED].astype(bool) & ~lazy[DONE]
+            if DAMAGED in lazy:
+                lazy[FAILED] = lazy[FAILED] & ~lazy[DAMAGED]
     (values,) = dask.compute(lazy)
     has = values["has"]
     missing: dict[str, tuple] = {}
@@ -202,6 +214,7 @@ def completeness(ds: xr.Dataset) -> Completeness:
         missing[axis] = tuple(v for v, a in zip(vals, any_, strict=True) if not a)
         partial[axis] = tuple(v for v, a, b in zip(vals, any_, all_, strict=True) if a and not b)
     blocks = failed = done = None
+    damaged = int(np.asarray(values[DAMAGED].values, dtype=bool).sum()) if DAMAGED in values else 0
     failures: dict[int, str] = {}
     if DONE in values:
         done_mask = np.asarray(values[DONE].values, dtype=bool)
@@ -228,6 +241,7 @@ def completeness(ds: xr.Dataset) -> Completeness:
         partial_values=MappingProxyType({k: v for k, v in partial.items() if v}),
         replicates=replicate_span(has),
         replicates_planned=int(ds.sizes.get(REPLICATE, 1)),
+        blocks_damaged=damaged,
     )
 
 

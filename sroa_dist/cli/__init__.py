@@ -1,9 +1,11 @@
 """``sroa-dist``: thin command line over the sweep service and the analysis layer.
 
 Subcommands: ``run`` (run / resume / extend a sweep), ``validate`` (check a spec), ``status``
-(progress of a store), ``info`` (dims, variables, provenance), ``verify`` (re-check the stored
-SOS certificates and the stored values against them), and the analysis slots ``plot`` and
-``report`` (:mod:`sroa_dist.analysis`).
+(progress of a store), ``check`` (every chunk and certificate file against its digest;
+``--repair-metadata`` rebuilds lost top-level metadata), ``info`` (dims, variables,
+provenance), ``verify`` (re-check the stored SOS certificates and the stored values against
+them), and the analysis slots ``plot`` and ``report`` (:mod:`sroa_dist.analysis`), which read
+through the checked ``open_results``.
 
 Users see no tracebacks for bad input or faults: every expected failure, the parser's included, is
 one line ``error: ...`` saying what and why, then one line ``hint: ...`` for that cause

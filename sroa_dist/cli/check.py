@@ -1,12 +1,16 @@
-"""``sroa-dist check STORE`` and ``status --deep``: read every chunk of a store and compare
-each finished block with the digests recorded when it was written (:mod:`..sweep.integrity`).
+"""``sroa-dist check STORE`` and ``status --deep``: read every chunk and certificate file of a
+store and compare each finished block with the digests recorded when it was written
+(:mod:`..sweep.integrity`); ``check --repair-metadata`` first rebuilds lost top-level metadata
+(:mod:`..sweep.metadata_repair`).
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
 
 from .commands import _cmd_status
+from .errors import CLIError
 
 
 def _deep_check(store: str) -> int:
@@ -17,11 +21,12 @@ def _deep_check(store: str) -> int:
 
     require_store(store)  # the same one-line answer as status/info for a non-store
     with names_only():  # reading chunks needs none of the spec's user code
-        _, layout = store_layout(store)
-    report = scan_store(store, layout)
+        spec, layout = store_layout(store)
+    report = scan_store(store, layout, certificates=spec.output.certificates)
     for line in report.lines():
         print(line)
     vouched = report.n_done - len(report.unvouched) - len(report.damaged)
+    files = " and certificate file" if spec.output.certificates else ""
     if report.damaged:
         print(
             f"{store}: {len(report.damaged)} damaged block(s) of {report.n_done} finished; "
@@ -29,14 +34,31 @@ def _deep_check(store: str) -> int:
         )
         return 1
     print(
-        f"{store}: integrity ok: every chunk of {report.n_done} finished block(s) read; "
-        f"{vouched} match their recorded digests"
+        f"{store}: integrity ok: every chunk{files} of {report.n_done} finished block(s) "
+        f"read; {vouched} match their recorded digests"
     )
     return 0
 
 
+def _repair(store: str, argv: list[str]) -> None:
+    """Rebuild the store's lost top-level metadata, or fail naming what cannot be rebuilt."""
+    from ..sweep.metadata_repair import repair_metadata
+
+    result = repair_metadata(store, history="sroa-dist " + " ".join(map(shlex.quote, argv)))
+    if result.lost:
+        raise CLIError(
+            f"{store}: cannot rebuild its metadata: {'; '.join(result.lost)}; nothing written",
+            result.hint,
+        )
+    for line in result.rebuilt or ["nothing: its top-level metadata is whole"]:
+        print(f"rebuilt: {line}")
+
+
 def _cmd_check(args: argparse.Namespace) -> int:
-    """``check``: exit 1 naming each damaged variable and block, 0 when none is damaged."""
+    """``check``: exit 1 naming each damaged variable and block, 0 when none is damaged
+    (``--repair-metadata``: rebuild lost metadata first)."""
+    if getattr(args, "repair_metadata", False):
+        _repair(args.store, getattr(args, "argv", []))
     return _deep_check(args.store)
 
 

@@ -132,9 +132,11 @@ def _cmd_status(args: argparse.Namespace) -> int:
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
-    from ..sweep.storage import open_results
+    """``info``: dims, variables and provenance; damaged blocks are listed (exit 1)."""
+    from ..sweep.schema import DAMAGED, DAMAGED_BLOCKS
+    from ..sweep.verified_read import open_results
 
-    ds = open_results(args.store)
+    ds = open_results(args.store, damaged="mask")
     print(f"store: {args.store}")
     print("dims: " + ", ".join(f"{d}={n}" for d, n in ds.sizes.items()))
     for name in ds.coords:
@@ -146,13 +148,29 @@ def _cmd_info(args: argparse.Namespace) -> int:
         print(f"  {name}{tuple(var.dims)}: {var.attrs.get('long_name', '')}")
     print("provenance:")
     for key, val in ds.attrs.items():
+        if key == DAMAGED_BLOCKS:
+            continue  # said below
         text = str(val)
         if key == "spec" and not args.full:
             text = json.dumps(json.loads(text), sort_keys=True)
         if not args.full and len(text) > 160:
             text = text[:157] + "..."
         print(f"  {key}: {text}")
-    return 0
+    return _print_damage(args.store, ds.attrs.get(DAMAGED_BLOCKS), int(ds[DAMAGED].sum()))
+
+
+def _print_damage(store: str, damaged: str | None, n: int) -> int:
+    """Name each damaged (masked) block of a read on stderr; 1 if there is any, else 0."""
+    if not n:
+        return 0
+    lines = [f"{store}: {n} damaged block(s) masked on read (read as missing):"]
+    items = sorted(json.loads(damaged or "{}").items(), key=lambda kv: int(kv[0]))
+    lines += [f"  block {b}: {'; '.join(p)}"[:200] for b, p in items[:10]]
+    if len(items) > 10:
+        lines.append(f"  ... and {len(items) - 10} more (`sroa-dist check {store}` lists them)")
+    lines.append("rerun the same `sroa-dist run` command to recompute them bit for bit")
+    print("\n".join(lines), file=sys.stderr)
+    return 1
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
@@ -174,6 +192,8 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     for c in failed:
         where = "" if c.step < 0 else f"{json.dumps(c.coords)} step {c.step + 1}: "
         print(f"FAIL {where}{c.reason} ({c.file})")
+    for b, problems in sorted(rep.damaged.items()):
+        print(f"DAMAGED block {b} (its stored values were not compared): {'; '.join(problems)}")
     for text in rep.missing[:20]:
         print(f"MISSING certificate for finished instance {text}")
     if len(rep.missing) > 20:
@@ -187,7 +207,8 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     )
     print(
         f"{args.store}: {len(rep.checks)} certificates checked, {len(failed)} failed, "
-        f"{len(rep.missing)} missing, {len(rep.stale_files)} stale files "
+        f"{len(rep.missing)} missing, {len(rep.damaged)} damaged blocks, "
+        f"{len(rep.stale_files)} stale files "
         f"ignored, {rep.steps_without} steps without a certificate (no relaxation ran)"
     )
     return 0 if rep.ok else 1
@@ -212,12 +233,16 @@ def _write_outputs(writer, args: argparse.Namespace) -> int:
     """Open the store, call ``writer(ds, out, formats)`` and list the files it wrote.
 
     The cube's completeness is printed first (loudly on stderr when blocks are missing or
-    failed); with ``--strict`` an incomplete cube exits 1 after writing the outputs.
+    failed; only blocks that passed their integrity check count as done). A damaged store is
+    refused (error, exit 2), or with ``--damaged mask`` read with its damaged blocks masked,
+    its outputs written, and exit 1; with ``--strict`` an incomplete cube exits 1 after
+    writing the outputs.
     """
     import warnings
 
     from ..analysis import IncompleteCubeWarning, completeness
-    from ..sweep.storage import open_results
+    from ..sweep.schema import DAMAGED_BLOCKS
+    from ..sweep.verified_read import open_results
 
     fmts = _formats(args.formats)
     if fmts is not None and args.command == "plot":
@@ -229,8 +254,9 @@ def _write_outputs(writer, args: argparse.Namespace) -> int:
             check_report_formats(fmts)
         except ValueError as exc:
             raise CLIError(f"--format {args.formats}: {exc}", "e.g. --format md,html") from None
-    ds = open_results(args.store)
+    ds = open_results(args.store, damaged=args.damaged)
     status = completeness(ds)
+    damage = _print_damage(args.store, ds.attrs.get(DAMAGED_BLOCKS), status.blocks_damaged)
     if status.complete:
         print(f"{args.store}: {status.describe()}", file=sys.stderr)
     else:
@@ -260,7 +286,7 @@ def _write_outputs(writer, args: argparse.Namespace) -> int:
             radius=args.radius,
         )
     print("\n".join(map(str, paths)))
-    return 1 if args.strict and not status.complete else 0
+    return 1 if damage or (args.strict and not status.complete) else 0
 
 
 def _formats(text: str | None) -> tuple[str, ...] | None:

@@ -184,9 +184,17 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=_cmd_status_deep)
 
     ck = sub.add_parser(
-        "check", help="read every chunk of a store, compare digests; exit 1 naming damage"
+        "check",
+        help="read every chunk and certificate file of a store, compare digests; exit 1 "
+        "naming damage",
     )
     ck.add_argument("store")
+    ck.add_argument(
+        "--repair-metadata",
+        action="store_true",
+        help="first rebuild lost top-level metadata (zarr.json, spec and provenance "
+        "attributes, coordinates) from the copy the store keeps; never deletes anything",
+    )
     ck.set_defaults(func=_cmd_check)
 
     i = sub.add_parser("info", help="dims, variables and provenance of a store")
@@ -205,6 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--out", default="figures", help="output directory (default: figures)")
     pl.add_argument("--format", "--formats", dest="formats", help="comma-separated, e.g. png,svg")
     pl.add_argument("--strict", action="store_true", help=_STRICT_HELP)
+    _damaged_argument(pl)
     _criterion_arguments(pl)
     pl.set_defaults(func=_cmd_plot)
 
@@ -213,9 +222,23 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--out", default="report", help="output path without extension")
     rp.add_argument("--format", "--formats", dest="formats", help="comma-separated, e.g. md,html")
     rp.add_argument("--strict", action="store_true", help=_STRICT_HELP)
+    _damaged_argument(rp)
     _criterion_arguments(rp)
     rp.set_defaults(func=_cmd_report)
     return p
+
+
+def _damaged_argument(sub: argparse.ArgumentParser) -> None:
+    """What ``plot`` and ``report`` do with a damaged store (``open_results(damaged=...)``)."""
+    from ..sweep.schema import DAMAGED_MODES
+
+    sub.add_argument(
+        "--damaged",
+        choices=DAMAGED_MODES,
+        default=DAMAGED_MODES[0],
+        help="a store with damaged blocks: raise (default: refuse, naming them) or mask (read "
+        "them as missing, say so in the outputs, exit 1)",
+    )
 
 
 #: Default c of the value criterion on the command line: where the tilt's accumulation shows.

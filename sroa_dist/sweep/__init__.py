@@ -37,11 +37,14 @@ def run_sweep(spec_or_path: Any, store: str | Path | None = None, client: Any = 
     return _run(spec_or_path, store, client, **kw)
 
 
-def open_results(store: str | Path, storage_options: dict | None = None) -> xarray.Dataset:
-    """Open a result cube lazily; see :func:`sroa_dist.sweep.storage.open_results`."""
-    from .storage import open_results as _open
+def open_results(
+    store: str | Path, storage_options: dict | None = None, *, damaged: str = "raise"
+) -> xarray.Dataset:
+    """Open a result cube, every block checked against its digests; see
+    :func:`sroa_dist.sweep.verified_read.open_results`."""
+    from .verified_read import open_results as _open
 
-    return _open(store, storage_options)
+    return _open(store, storage_options, damaged=damaged)
 
 
 def __getattr__(name: str) -> Any:

@@ -18,6 +18,7 @@ from typing import Any
 import zarr.api.asynchronous as za
 from zarr.core.sync import sync  # zarr's own event loop, which its stores are bound to
 
+from .certificate_files import CERTIFICATE_DIGEST, NO_CERTIFICATE_FILE
 from .integrity import DIGEST, DIGEST_VARIABLES, block_digests
 from .layout import BlockResult, block_region, check_region_aligned
 from .schema import ATTR_LAYOUT_TOKEN, COMPONENT, DONE, DONE_TIME, REPLICATE, STEP
@@ -50,6 +51,7 @@ def write_block(
     region: Sequence[slice] | None = None,
     storage_options: Mapping[str, Any] | None = None,
     layout_token: str | None = None,
+    certificate_digest: int | None = None,
 ) -> None:
     """Write one block's arrays into its region, then mark the block done.
 
@@ -58,9 +60,12 @@ def write_block(
     chunks raises ``ValueError`` and nothing is written. With ``layout_token`` (the token of
     the layout the task was planned for), a store whose layout has another token raises
     :class:`StaleLayoutError` and nothing is written: a stale writer never writes block ``index``
-    of a layout it did not plan.
+    of a layout it did not plan. ``certificate_digest``: the digest of the certificate file the
+    block wrote (:func:`~.certificate_files.write_certificates`), recorded beside its other
+    digests in a store that records them (:data:`NO_CERTIFICATE_FILE` when it wrote none).
     """
-    sync(_write_block(url, index, result, region, _so(url, storage_options), layout_token))
+    so = _so(url, storage_options)
+    sync(_write_block(url, index, result, region, so, layout_token, certificate_digest))
 
 
 def _check_layout_token(attrs, url, index, layout_token: str | None, outcome: str) -> None:
@@ -72,7 +77,7 @@ def _check_layout_token(attrs, url, index, layout_token: str | None, outcome: st
         )
 
 
-async def _write_block(url, index, result, region, so, layout_token=None) -> None:
+async def _write_block(url, index, result, region, so, layout_token=None, cert=None) -> None:
     # Region writes straight through zarr's async API: the same bytes as xarray's
     # to_zarr(region=...) for these plain float64/bool variables (no CF encoding), with all
     # arrays written concurrently (less per-task overhead than xarray; see docs/sweeps.md).
@@ -126,6 +131,12 @@ async def _write_block(url, index, result, region, so, layout_token=None) -> Non
         dig = await g.getitem(DIGEST)
     except KeyError:
         dig = None
+    try:
+        cert_arr = await g.getitem(CERTIFICATE_DIGEST)
+    except KeyError:
+        cert_arr = None
+    if cert_arr is not None:
+        await cert_arr.setitem(index, NO_CERTIFICATE_FILE if cert is None else int(cert))
     if dig is not None:
         dig_names = list(dig.attrs.get(DIGEST_VARIABLES, []))
         data = dict(zip(names, (result.data[n] for n in names), strict=True))

@@ -1,10 +1,9 @@
-"""Per-step SOS certificates of a sweep (``[output] certificates = true``): write and re-check.
+"""Per-step SOS certificates of a sweep (``[output] certificates = true``): re-check them.
 
-Each task writes one ``.npz`` per block into ``<store>.certificates/`` (beside the zarr store,
-so extending an axis, which swaps the store directory, keeps them), *before* the block's data
-and ``done`` flag: a block that is done has its certificates, and a block killed half-way is
-recomputed and rewrites the same file (same bits). The file name is a hash of the block's
-instance coordinates, so a block copied into an extended store keeps its file. Each file holds
+Each task writes one ``.npz`` per block into ``<store>.certificates/`` (see
+:mod:`.certificate_files`), *before* the block's data and ``done`` flag: a block that is done
+has its certificates, and a block killed half-way is recomputed and rewrites a file of the
+same content. Each file holds
 the block's coordinates, a hash of the spec's instance settings (files of an older, different
 spec at the same path are recognised as stale), and per instance the SROA steps ``(lam_j,
 x_j)``, the recorded ``upper_bound``/``certified`` and each step's certificate arrays.
@@ -18,14 +17,12 @@ as :func:`sroa_dist.sroa` does, and checks each certificate with
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import io
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import fsspec.core
 import numpy as np
 
 from sroa_dist.certificate import Certificate
@@ -34,65 +31,21 @@ from sroa_dist.solvers import GAP_TOL
 from sroa_dist.tensors import rank_one_tensor
 
 from ..errors import InputError
+from .certificate_files import certificates_folder, json_default, settings_hash
 from .common import SweepSpec
-from .kinds import parse_spec
 from .layout import BlockTask, block_task
-from .storage import open_results, read_done, store_layout
+from .schema import DAMAGED, DAMAGED_BLOCKS
+from .storage import read_done, store_layout
 from .tensor_block import collect, draw_group
 from .tensor_spec import InstanceSettings
+from .verified_read import open_results
 
-__all__ = ["CertificateCheck", "VerifyReport", "collect", "verify_store", "write_certificates"]
-
-SUFFIX = ".certificates"
-
-
-def _fs(url: str, storage_options: Mapping[str, Any] | None):
-    fs, path = fsspec.core.url_to_fs(str(url), **dict(storage_options or {}))
-    return fs, path.rstrip("/") + SUFFIX
-
-
-def _py(value: Any) -> Any:
-    """JSON fallback: numpy scalars as Python scalars (ints stay ints: they seed instances)."""
-    return value.item() if hasattr(value, "item") else str(value)
+__all__ = ["CertificateCheck", "VerifyReport", "collect", "verify_store"]
 
 
 def _labels_text(dims: Sequence[str], coords: Sequence[Sequence[Any]], idx) -> str:
     labels = {d: coords[i][j] for i, (d, j) in enumerate(zip(dims, idx, strict=True))}
-    return json.dumps(labels, sort_keys=True, default=_py)
-
-
-def _settings_hash(spec: SweepSpec) -> str:
-    text = json.dumps(spec.instance_settings(), sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def _block_name(task: BlockTask) -> str:
-    text = json.dumps([list(task.dims), [list(map(str, c)) for c in task.coords]])
-    return "block-" + hashlib.sha256(text.encode()).hexdigest()[:20] + ".npz"
-
-
-def write_certificates(
-    url: str,
-    task: BlockTask,
-    records: Mapping[str, np.ndarray],
-    storage_options: Mapping[str, Any] | None = None,
-) -> str:
-    """Write one block's certificate file (write to a temporary name, then rename)."""
-    spec = parse_spec(json.loads(task.spec_json), source="<block task>")
-    meta = {"dims": list(task.dims), "coords": [list(c) for c in task.coords]}
-    buf = io.BytesIO()
-    np.savez_compressed(
-        buf,
-        meta=np.array(json.dumps(meta, default=_py)),
-        settings_hash=np.array(_settings_hash(spec)),
-        **records,
-    )
-    fs, base = _fs(url, storage_options)
-    fs.makedirs(base, exist_ok=True)
-    path = f"{base}/{_block_name(task)}"
-    fs.pipe_file(path + ".tmp", buf.getvalue())
-    fs.mv(path + ".tmp", path)
-    return path
+    return json.dumps(labels, sort_keys=True, default=json_default)
 
 
 @dataclass(frozen=True)
@@ -118,6 +71,9 @@ class VerifyReport:
     checks: list[CertificateCheck] = field(default_factory=list)
     stale_files: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)  # done instances without certificates
+    # blocks whose stored data failed its integrity check (refused on read): problems of each;
+    # their certificates are still re-verified, their stored values are not compared
+    damaged: dict[int, list[str]] = field(default_factory=dict)
     # steps stored without a certificate (local methods, or certified above its size cap)
     steps_without: int = 0
     files: int = 0  # certificate files of this spec read (readable or not)
@@ -129,7 +85,7 @@ class VerifyReport:
 
     @property
     def ok(self) -> bool:
-        return not self.failed and not self.missing
+        return not self.failed and not self.missing and not self.damaged
 
     @property
     def nothing_checked(self) -> bool:
@@ -173,11 +129,15 @@ def verify_store(
     for certificates.
     """
     spec, layout = store_layout(url, storage_options)
-    fs, base = _fs(url, storage_options)
-    want = _settings_hash(spec)
+    fs, base = certificates_folder(url, storage_options)
+    want = settings_hash(spec)
     report = VerifyReport()
     covered: set[str] = set()
-    cube = open_results(url, storage_options)
+    # Damaged blocks read as masked: named in the report, their values never compared.
+    cube = open_results(url, storage_options, damaged="mask")
+    masked = np.flatnonzero(np.asarray(cube[DAMAGED].values, dtype=bool))
+    problems = json.loads(cube.attrs.get(DAMAGED_BLOCKS, "{}"))
+    report.damaged = {int(b): list(problems.get(str(int(b)), [])) for b in masked}
     files = sorted(f for f in (fs.ls(base, detail=False) if fs.exists(base) else []))
     for path in files:
         if not path.endswith(".npz"):
@@ -275,7 +235,8 @@ def _verify_file(
         layout.n_steps,
         layout.n_component,
     )
-    stored = _stored_block(cube, task)
+    stored, block = _stored_block(cube, task, layout)
+    compare = block not in report.damaged  # a masked block's values are not its own
     members = list(task.instances(spec))
     groups: dict[tuple[Any, ...], list[int]] = {}
     for k, (_, st, _) in enumerate(members):
@@ -306,7 +267,7 @@ def _verify_file(
                     )
                     row = tuple(stored[v][idx][j] for v in _STORED)
                     rec = (lams[j], uppers[j])
-                    why = _stored_reason(c, cert, row, rec, gap_tol, residual, st.p)
+                    why = compare and _stored_reason(c, cert, row, rec, gap_tol, residual, st.p)
                     if c.ok and why:
                         c = dataclasses.replace(c, ok=False, reason=why)
                     checks.append(c)
@@ -316,9 +277,10 @@ def _verify_file(
     return n
 
 
-def _stored_block(cube: Any, task: BlockTask) -> dict[str, np.ndarray]:
+def _stored_block(cube: Any, task: BlockTask, layout: Any) -> tuple[dict[str, np.ndarray], int]:
     """The cube's ``lam_hat``, ``upper_bound`` and ``certified`` of the block's instances,
-    shape ``block shape + (step,)``; raises ``ValueError`` for coordinates not in the cube."""
+    shape ``block shape + (step,)``, and the store's block holding its first instance; raises
+    ``ValueError`` for coordinates not in the cube."""
     where = {}
     for d, values in zip(task.dims, task.coords, strict=True):
         pos = cube.indexes[d].get_indexer(list(values))
@@ -329,7 +291,9 @@ def _stored_block(cube: Any, task: BlockTask) -> dict[str, np.ndarray]:
                 "give coordinates on the store's grid (sroa-dist info STORE lists them)",
             )
         where[d] = pos
-    return {v: np.asarray(cube[v].isel(where).transpose(*task.dims, ...).values) for v in _STORED}
+    block = layout.block_of([int(where[d][0]) for d in layout.dims])[0]
+    values = {v: np.asarray(cube[v].isel(where).transpose(*task.dims, ...).values) for v in _STORED}
+    return values, int(block)
 
 
 def _stored_reason(c, cert, row, recorded, gap_tol, T, p) -> str:

@@ -183,16 +183,18 @@ def _compute_and_write(
     except Exception as exc:  # deterministic: would fail again on any worker
         return {"index": task.index, "error": f"{type(exc).__name__}: {exc}"}
     try:
+        digest = None
         if result.certificates is not None:  # before the block's data and done flag
-            from .certificates import write_certificates
+            from .certificate_files import write_certificates
 
-            write_certificates(url, task, result.certificates, storage_options)
+            digest = write_certificates(url, task, result.certificates, storage_options)
         write_block(
             url,
             task.index,
             result,
             storage_options=storage_options,
             layout_token=task.layout_token or None,
+            certificate_digest=digest,
         )
     except StaleLayoutError as exc:  # the store moved on to another layout: final
         return {"index": task.index, "error": f"{type(exc).__name__}: {exc}"}

@@ -53,6 +53,12 @@ DONE_TIME = "done_time"
 FAILED = "failed"
 #: Attr of ``failed`` holding the error message per block index.
 FAILED_MESSAGES = "messages"
+#: Read-time bookkeeping (never stored): the blocks that failed their integrity check on read
+#: and read as fill values (``open_results(..., damaged="mask")``), and the Dataset attr that
+#: says, for people, what was wrong with each (JSON ``{block: [problem, ...]}``).
+DAMAGED, DAMAGED_BLOCKS = "damaged", "damaged_blocks"
+#: What a read does with a damaged block: refuse the read (the default), or mask the block.
+DAMAGED_MODES = ("raise", "mask")
 #: Root attrs that identify a sroa-dist store and its layout.
 ATTR_SPEC, ATTR_SWEEP_NAME, ATTR_LAYOUT_TOKEN = "spec", "sweep_name", "layout_token"
 #: Prefix of the root attrs recording a non-swept setting (``setting_n``, ``setting_basis``).

@@ -28,6 +28,7 @@ and extensions.
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -37,7 +38,6 @@ import warnings
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -48,6 +48,13 @@ from sroa_dist._registry import names_only
 from sroa_dist.errors import SroaWarning
 
 from .block_write import StaleLayoutError, check_chunk_aligned, write_block
+from .certificate_files import (
+    CERTIFICATE_DIGEST,
+    block_file_name,
+    certificates_folder,
+    file_digest,
+    settings_hash,
+)
 from .common import SweepSpec, resumable_as
 from .integrity import (
     DIGEST,
@@ -55,16 +62,16 @@ from .integrity import (
     block_digests,
     ensure_digest_array,
     forget_blocks,
+    mirror_store_attrs,
     read_flags,
     scan_store,
 )
-from .kinds import kind_of, parse_spec, variable_order
+from .kinds import kind_of, parse_spec
 from .layout import Layout
 from .lease import LEASE_GROUP
 from .schema import (
     ATTR_LAYOUT_TOKEN,
     ATTR_SPEC,
-    BOOKKEEPING,
     COMPONENT,
     DONE,
     DONE_TIME,
@@ -73,9 +80,11 @@ from .schema import (
     STEP,
 )
 from .store_target import (
+    REPAIR_COMMAND,
     STORE_KINDS,
     NotAStoreError,
     StoreIncompatibleError,
+    StoreMetadataError,
     StoreRefusedError,
     check_store_target,
     filesystem,
@@ -95,15 +104,17 @@ __all__ = [
     "PreparedStore",
     "StaleLayoutError",
     "StoreIncompatibleError",
+    "StoreMetadataError",
     "StoreRefusedError",
     "StoreStatus",
     "check_store_target",
     "mark_failed",
-    "open_results",
+    "open_cube_metadata",
     "prepare_store",
     "read_done",
     "require_store",
     "software_versions",
+    "spec_and_layout",
     "store_kind",
     "store_layout",
     "store_status",
@@ -147,13 +158,49 @@ class StoreStatus:
 # Create / resume / extend
 
 
-def _stored_spec_and_layout(url: str, so: Mapping[str, Any] | None) -> tuple[SweepSpec, Layout]:
-    ds = xr.open_zarr(url, consolidated=False, storage_options=_so(url, so))
+def open_cube_metadata(url: str, so: Mapping[str, Any] | None) -> xr.Dataset:
+    """The store as a lazy Dataset (metadata and coordinates only, nothing checked yet); a
+    store whose metadata or coordinates cannot be read is refused naming what failed."""
+    try:
+        with warnings.catch_warnings():  # an entry without metadata: the check names it
+            warnings.filterwarnings("ignore", message=".*not recognized as a component.*")
+            return xr.open_zarr(url, consolidated=False, storage_options=_so(url, so))
+    except Exception as exc:  # a codec or JSON error of any type, from zarr or xarray
+        raise StoreMetadataError(
+            f"store {url}: expected readable metadata and coordinates; {_unreadable(url, so, exc)}",
+            _repair_hint(url),
+        ) from None
+
+
+def _unreadable(url: str, so: Mapping[str, Any] | None, exc: BaseException) -> str:
+    """Which coordinate (or which metadata) could not be read, in a few words."""
+    try:
+        g = zarr.open_group(url, mode="r", storage_options=_so(url, so))
+        with warnings.catch_warnings():  # an entry without metadata is no coordinate
+            warnings.filterwarnings("ignore", message=".*not recognized as a component.*")
+            arrays = list(g.arrays())
+        for name, arr in arrays:
+            if tuple(arr.metadata.dimension_names or ()) == (name,):  # a coordinate
+                try:
+                    arr[...]
+                except Exception as err:  # a codec error of any type
+                    return f"coordinate '{name}' cannot be read ({type(err).__name__})"
+    except Exception as err:  # the group's own metadata
+        return f"its top-level metadata cannot be read ({type(err).__name__})"
+    return f"reading them failed ({type(exc).__name__}: {str(exc).splitlines()[0][:160]})"
+
+
+def _repair_hint(url: str) -> str:
+    return f"`{REPAIR_COMMAND.format(url=url)}` rebuilds a store's lost metadata"
+
+
+def spec_and_layout(ds: xr.Dataset, url: str) -> tuple[SweepSpec, Layout]:
+    """The spec and layout a store (opened as ``ds``) was written with."""
     if ATTR_SPEC not in ds.attrs or DONE not in ds:
-        raise StoreIncompatibleError(
+        raise StoreMetadataError(
             f"store {url}: expected a sroa-dist result store (attrs 'spec', variable 'done'); "
             "received a zarr store without them",
-            "choose another --store, or --overwrite to replace it",
+            _repair_hint(url) + "; or choose another --store",
         )
     # A store made before method revisions were recorded parses with no [solver.revisions]:
     # SweepSpec.pinned reads each missing method as revision 1.
@@ -169,10 +216,10 @@ def _stored_spec_and_layout(url: str, so: Mapping[str, Any] | None) -> tuple[Swe
         None,
     )
     if ref is None:
-        raise StoreIncompatibleError(
+        raise StoreMetadataError(
             f"store {url}: expected the {kind.name} sweep's variables over dims {dims}; "
             "received a store without them",
-            "choose another --store, or --overwrite",
+            _repair_hint(url) + "; or choose another --store, or --overwrite",
         )
     coords = tuple(tuple(ds[d].values.tolist()) for d in dims)
     chunks = tuple(int(c) for c in ref.encoding["chunks"][: len(dims)])
@@ -182,6 +229,10 @@ def _stored_spec_and_layout(url: str, so: Mapping[str, Any] | None) -> tuple[Swe
     n_steps = int(ds.sizes.get(STEP, 0)) or own.n_steps
     n_component = int(ds.sizes.get(COMPONENT, 0)) or own.n_component
     return spec, Layout(dims, coords, chunks, n_steps, n_component)
+
+
+def _stored_spec_and_layout(url: str, so: Mapping[str, Any] | None) -> tuple[SweepSpec, Layout]:
+    return spec_and_layout(open_cube_metadata(url, so), url)
 
 
 def _warn_if_other_code(url: str, so: Mapping[str, Any] | None) -> None:
@@ -254,7 +305,7 @@ def prepare_store(
             f"dims; axes may only grow); received a spec that differs in: {why}",
             "use --overwrite to discard the stored results, or another --store",
         )
-    _repair_marks(url, old_layout, storage_options)
+    _repair_marks(url, old_spec, old_layout, storage_options)
     same_axes = old_layout.coords == layout.coords
     if same_axes:
         if layout.chunks != old_layout.chunks:
@@ -282,11 +333,13 @@ def prepare_store(
     return PreparedStore(url, new_layout, "extended", reused, token, spec)
 
 
-def _repair_marks(url: str, layout: Layout, so) -> None:
-    """Before resuming or extending: add the digest array to an older store, check every
-    finished block, and mark each damaged one not done (warning), so the run recomputes it."""
-    ensure_digest_array(url, so, layout)
-    report = scan_store(url, layout, so)
+def _repair_marks(url: str, spec: SweepSpec, layout: Layout, so) -> None:
+    """Before resuming or extending: add the digest arrays (and the copy of the top-level
+    attributes) to an older store, check every finished block and its certificate file, and
+    mark each damaged block not done (warning), so the run recomputes it."""
+    certificates = spec.output.certificates
+    ensure_digest_array(url, so, layout, certificates=certificates)
+    report = scan_store(url, layout, so, certificates=certificates)
     if report.damaged:
         forget_blocks(url, sorted(report.damaged), so)
         warnings.warn(
@@ -305,7 +358,8 @@ def _fence(url: str, token: str, so, settle: float) -> None:
     """Give the existing store its new layout token before anything is deleted or replaced:
     from here on a stale writer (a run whose lease was taken over) is refused and writes
     nothing. Then wait ``settle`` s for its writes already past their check."""
-    zarr.open_group(url, mode="r+", storage_options=_so(url, so)).attrs[ATTR_LAYOUT_TOKEN] = token
+    group = zarr.open_group(url, mode="r+", storage_options=_so(url, so))
+    mirror_store_attrs(group, {ATTR_LAYOUT_TOKEN: token})
     time.sleep(settle)
 
 
@@ -358,7 +412,7 @@ def _append_history(url: str, line: str, so, spec: SweepSpec | None = None) -> N
     update = {"history": (hist + "\n" + line).strip() if line else hist}
     if spec is not None:
         update["spec_source"] = spec.source
-    g.attrs.update(update)
+    mirror_store_attrs(g, update)
 
 
 _SWAP_MANIFEST = "sroa_swap.json"  # in <store>.next: written when the new layout is complete
@@ -421,11 +475,12 @@ def _extend(
     write_template(nxt_url, spec, new_layout, "", so, token)
     g_old = zarr.open_group(url, mode="r", storage_options=_so(url, so))
     g_new = zarr.open_group(nxt_url, mode="r+", storage_options=_so(nxt_url, so))
-    g_new.attrs.update(
+    mirror_store_attrs(
+        g_new,
         {
             "history": (str(g_old.attrs.get("history", "")) + "\n" + history).strip(),
             "created": g_old.attrs.get("created", _now()),
-        }
+        },
     )
     # Instance-level "finished" mask of the old store.
     done_old = np.asarray(g_old[DONE][:], dtype=bool)
@@ -446,6 +501,7 @@ def _extend(
     done_time_old = np.asarray(g_old[DONE_TIME][:], dtype=float)
     digest_arr = g_new[DIGEST]
     digest_names = list(digest_arr.attrs.get(DIGEST_VARIABLES, []))
+    cert_arr = g_new[CERTIFICATE_DIGEST] if CERTIFICATE_DIGEST in g_new else None
 
     def copy(b: int) -> float | None:
         region = new_layout.block_region(b)
@@ -454,6 +510,11 @@ def _extend(
             idx.append(np.asarray([m.get(v, -1) for v in c[sl]]))
         if any((i < 0).any() for i in idx) or not finished[np.ix_(*idx)].all():
             return None
+        if cert_arr is not None:  # a block is reused with its certificate file, or not at all
+            cert = _reusable_certificate(url, so, spec, new_layout, b)
+            if cert is None:
+                return None
+            cert_arr[b] = cert
         copied = {}
         for k in names:  # orthogonal selection by label position, then an aligned write
             old_arr = old_arrays[k]
@@ -491,6 +552,23 @@ def _extend(
     fs.pipe_file(f"{nxt}/{_SWAP_MANIFEST}", json.dumps(names).encode())
     _swap_in(fs, path, nxt)
     return reused
+
+
+def _reusable_certificate(url, so, spec: SweepSpec, layout: Layout, b: int) -> int | None:
+    """The digest of block ``b``'s certificate file when one of this spec is stored under its
+    name (blocks keep their file through an extension when their coordinates are the same),
+    else None: the block is recomputed."""
+    fs, base = certificates_folder(url, so)
+    region = layout.block_region(b)
+    name = block_file_name(layout.dims, [c[s] for c, s in zip(layout.coords, region, strict=True)])
+    try:
+        data = fs.cat_file(f"{base}/{name}")
+        with np.load(io.BytesIO(data)) as z:
+            if str(z["settings_hash"]) != settings_hash(spec):
+                return None  # a file of another spec left at this path
+    except Exception:  # missing, unreadable: recompute the block
+        return None
+    return file_digest(data)
 
 
 def mark_failed(url: str, failures: Mapping[int, str], storage_options=None) -> None:
@@ -536,13 +614,3 @@ def store_status(url: str, storage_options=None) -> StoreStatus:
 def store_layout(url: str, storage_options=None) -> tuple[SweepSpec, Layout]:
     """The spec and layout a store was written with."""
     return _stored_spec_and_layout(str(url), storage_options)
-
-
-def open_results(store: str | Path, storage_options: Mapping[str, Any] | None = None) -> xr.Dataset:
-    """Open a result cube lazily (dask-backed) for analysis. Instances of unfinished blocks
-    read as NaN (False for booleans); ``done`` tells which blocks are finished."""
-    url = str(store)
-    require_store(url, storage_options)
-    ds = xr.open_zarr(url, consolidated=False, storage_options=_so(url, storage_options))
-    order = dict.fromkeys([*variable_order(), *BOOKKEEPING])  # documented, not listed, order
-    return ds[[v for v in order if v in ds.data_vars]]

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from . import certificates, integrity, storage
+from . import certificate_files, certificates, integrity, storage, verified_read
 from .common import SweepSpec
 from .kinds import kind_of
 from .layout import BlockResult, BlockTask, Layout
@@ -149,9 +149,9 @@ class ResultStore:
         """Blocks and instances done, failed blocks with their messages."""
         return storage.store_status(self.url, self.storage_options)
 
-    def open(self) -> xr.Dataset:
-        """The cube, lazily (:func:`~.storage.open_results`)."""
-        return storage.open_results(self.url, self.storage_options)
+    def open(self, *, damaged: str = "raise") -> xr.Dataset:
+        """The cube, every block checked (:func:`~.verified_read.open_results`)."""
+        return verified_read.open_results(self.url, self.storage_options, damaged=damaged)
 
     # -- writing ---------------------------------------------------------------------------------
     def write(self, task: BlockTask, result: BlockResult) -> None:
@@ -160,8 +160,9 @@ class ResultStore:
         done has its certificates, and a kill at any point leaves a block that is recomputed
         with the same bits. A task planned for another layout is refused
         (:class:`~.storage.StaleLayoutError`), and nothing is written."""
+        digest = None
         if result.certificates is not None:
-            certificates.write_certificates(
+            digest = certificate_files.write_certificates(
                 self.url, task, result.certificates, self.storage_options
             )
         region = tuple(slice(a, b) for a, b in task.region)
@@ -172,6 +173,7 @@ class ResultStore:
             region=region,
             storage_options=self.storage_options,
             layout_token=task.layout_token or None,
+            certificate_digest=digest,
         )
 
     def mark_failed(self, failures: Mapping[int, str]) -> None:
@@ -189,9 +191,16 @@ class ResultStore:
 
     # -- integrity -------------------------------------------------------------------------------
     def check(self, progress=None) -> integrity.IntegrityReport:
-        """Read every chunk of every finished block and compare it with the digests recorded
-        when it was written (:func:`~.integrity.scan_store`; ``sroa-dist check``)."""
-        return integrity.scan_store(self.url, self.layout, self.storage_options, progress)
+        """Read every chunk and certificate file of every finished block and compare them with
+        the digests recorded when they were written (:func:`~.integrity.scan_store`;
+        ``sroa-dist check``)."""
+        return integrity.scan_store(
+            self.url,
+            self.layout,
+            self.storage_options,
+            progress,
+            certificates=self.spec.output.certificates,
+        )
 
     # -- instances -------------------------------------------------------------------------------
     def locate(self, coords: Mapping[str, Any]) -> tuple[int, tuple[int, ...]]:

@@ -25,12 +25,13 @@ import sroa_dist
 
 from ..errors import InputError
 from .lease import LEASE_GROUP
-from .schema import ATTR_SPEC, ATTR_SWEEP_NAME
+from .schema import ATTR_SPEC, ATTR_SWEEP_NAME, DONE, DONE_TIME, FAILED
 
 __all__ = [
     "STORE_KINDS",
     "NotAStoreError",
     "StoreIncompatibleError",
+    "StoreMetadataError",
     "StoreNotFoundError",
     "StoreRefusedError",
     "check_store_target",
@@ -53,6 +54,11 @@ class NotAStoreError(StoreIncompatibleError):
 
 class StoreNotFoundError(NotAStoreError, FileNotFoundError):
     """Nothing is at the path: no store was made there yet (a ``FileNotFoundError`` too)."""
+
+
+class StoreMetadataError(StoreIncompatibleError):
+    """A sroa-dist store whose top-level metadata (attributes, coordinates) is lost or cannot
+    be read, while its chunks and digests may be intact; ``hint`` names the repair."""
 
 
 class StoreRefusedError(StoreIncompatibleError):
@@ -81,13 +87,18 @@ def filesystem(url: str, storage_options: Mapping[str, Any] | None):
 
 
 #: What a store path holds (see :func:`store_kind`).
-STORE_KINDS = ("absent", "empty", "creating", "sroa", "file", "zarr", "other")
+STORE_KINDS = ("absent", "empty", "creating", "sroa", "stranded", "file", "zarr", "other")
+
+#: How to rebuild a stranded store's top-level metadata (``{url}``: the store).
+REPAIR_COMMAND = "sroa-dist check --repair-metadata {url}"
 
 
 def store_kind(url: str, storage_options: Mapping[str, Any] | None = None) -> str:
     """What ``url`` holds: ``absent``, ``empty`` (a folder / prefix with nothing in it),
     ``creating`` (only a writer lease: a store being created), ``sroa`` (a sroa-dist result
-    store), ``file``, ``zarr`` (another zarr hierarchy) or ``other`` (anything else)."""
+    store), ``stranded`` (a sroa-dist store's arrays whose top-level metadata or spec
+    attributes are lost or unreadable), ``file``, ``zarr`` (another zarr hierarchy) or
+    ``other`` (anything else)."""
     fs, path = filesystem(url, storage_options)
     path = path.rstrip("/") or path
     if not fs.exists(path):
@@ -100,15 +111,33 @@ def store_kind(url: str, storage_options: Mapping[str, Any] | None = None) -> st
         return "empty"
     if names == {LEASE_GROUP}:
         return "creating"
+    ours = _BOOKKEEPING <= names and fs.exists(f"{path.rstrip('/')}/{DONE}/zarr.json")
     if "zarr.json" not in names and ".zgroup" not in names and ".zarray" not in names:
-        return "other"
+        return "stranded" if ours else "other"
     try:
         attrs = zarr.open_group(
             url, mode="r", storage_options=storage_options_for(url, storage_options)
         ).attrs
     except Exception:  # an array, a v2 store, unreadable metadata: not ours
-        return "zarr"
-    return "sroa" if ATTR_SPEC in attrs and ATTR_SWEEP_NAME in attrs else "zarr"
+        return "stranded" if ours else "zarr"
+    if ATTR_SPEC in attrs and ATTR_SWEEP_NAME in attrs:
+        return "sroa"
+    return "stranded" if ours else "zarr"
+
+
+#: Entries every sroa-dist store holds (its bookkeeping arrays), by which a store that lost its
+#: top-level metadata is still recognised.
+_BOOKKEEPING = {DONE, DONE_TIME, FAILED}
+
+
+def _stranded(url: str) -> StoreMetadataError:
+    return StoreMetadataError(
+        f"store {url}: expected a sroa-dist result store; received one whose top-level "
+        "metadata (zarr.json, or its spec and provenance attributes) is lost or unreadable, "
+        "while its arrays remain",
+        f"its chunks and digests may be intact: `{REPAIR_COMMAND.format(url=url)}` rebuilds "
+        "the metadata from the copy the store keeps (or says what it cannot rebuild)",
+    )
 
 
 def _is_cwd_or_ancestor(url: str) -> bool:
@@ -138,6 +167,8 @@ def check_store_target(
             "name a new folder, e.g. --store results/NAME.zarr",
         )
     kind = store_kind(url, storage_options)
+    if kind == "stranded":  # never replaced: rebuilding its metadata keeps its results
+        raise _stranded(url)
     if kind == "file":
         raise StoreRefusedError(
             f"--store {url}: expected a folder for the result store; received a file",
@@ -208,6 +239,8 @@ def require_store(url: str, storage_options: Mapping[str, Any] | None = None) ->
     kind = store_kind(url, storage_options)
     if kind == "sroa":
         return
+    if kind == "stranded":
+        raise _stranded(url)
     if kind == "absent":
         raise StoreNotFoundError(
             f"store: expected a sroa-dist result store; received {url!r}, which does not exist",

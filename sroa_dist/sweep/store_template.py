@@ -128,4 +128,4 @@ def write_template(
             storage_options=storage_options_for(url, so),
             zarr_format=3,
         )
-    ensure_digest_array(url, so, layout)
+    ensure_digest_array(url, so, layout, certificates=spec.output.certificates)
