@@ -268,6 +268,7 @@ def _value(ds: xr.Dataset, *, c: float, rtol: float) -> tuple[xr.DataArray, xr.D
 def _theorem(
     ds: xr.Dataset, *, c: float, radius: float | None, rtol: float
 ) -> tuple[xr.DataArray, xr.DataArray]:
+    require(ds, ["lam_err", "vec_err"], "success with criterion='theorem'")
     present = ds["vec_err"].notnull() & ds["lam_err"].notnull()
     if c == DEFAULT_THEOREM_C and radius is None:  # Theorem 3.1's own bounds, as stored
         mask = violation_mask(ds, "3.1", rtol=rtol)
@@ -279,7 +280,6 @@ def _theorem(
             f"radius: expected a number > 0 (‖v̂ − v‖ ≤ radius); received {radius!r}",
             "e.g. radius=0.3, or None for the theorem's 20ε/λ_j",
         )
-    require(ds, ["lam_err", "vec_err"], "success with criterion='theorem'")
     lam_bound, vec_bound = theorem_bounds(ds, "3.1")
     lam_bound = lam_bound * (c / DEFAULT_THEOREM_C)  # the stored bound is 2ε
     if radius is not None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from sroa_dist.errors import InputError, with_hint
+from sroa_dist.errors import InputError
 from sroa_dist.instances import Instance
 from sroa_dist.policy import solve_cost
 from sroa_dist.solvers import memory_estimate
@@ -242,9 +242,10 @@ class TensorKind:
                 raise SpecError(
                     spec.source,
                     "noise.model",
-                    "a family whose draw is a symmetric, finite tensor of shape (n,)*p",
+                    "a family whose draw is a symmetric, finite tensor of shape (n,)*p (its "
+                    f"trial draw at n = {point.get('n', '?')}: {exc})",
                     model,
-                    with_hint(exc),
+                    getattr(exc, "hint", "") or "fix the family's draw function",
                 ) from None
             lines.append(f"user family {model!r}: one draw at n = {inst.T_hat.shape[0]} checked")
         return lines
