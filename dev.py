@@ -6,6 +6,8 @@
                                # in parallel worker processes (pytest-xdist, one per core, <= 4)
     python dev.py test --fast  # the everyday subset: tests not marked slow (a few minutes)
     python dev.py bench        # run the benchmarks (writes benchmarks/out/*.json)
+    python dev.py imports [REV]  # rooms, import levels and edges of the package (or of a
+                                 # git revision): tests/support/import_graph.py, no install
 
 Extra arguments after the command go to the underlying tool (sroa-dist run / pytest).
 
@@ -144,10 +146,13 @@ def pytest_args(rest: list[str], cores: int | None) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in {"demo", "test", "bench"}:
+    if not argv or argv[0] not in {"demo", "test", "bench", "imports"}:
         print(__doc__)
         return 2
     command, rest = argv[0], argv[1:]
+    if command == "imports":  # the standard library only: no environment needed
+        graph = ROOT / "tests" / "support" / "import_graph.py"
+        return subprocess.call([sys.executable, str(graph), *rest], cwd=ROOT)
     if command == "demo":
         ensure_env("")
         return subprocess.call([str(BIN / "sroa-dist"), *DEMO, *rest], cwd=ROOT)

@@ -3,6 +3,7 @@ install into the environment (uv, or pip)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -108,3 +109,12 @@ def test_a_failing_uv_falls_back_to_pip(tmp_path, monkeypatch, capsys):
         cwd=tmp_path, capture_output=True, text=True, check=True,
     )  # fmt: skip
     assert out.stdout.strip() == "42"
+
+
+def test_dev_imports_measures_the_floor_plan_of_a_revision():
+    """``dev.py imports [REV]`` needs no environment: it reads the files (or git) with ast."""
+    command = [sys.executable, str(ROOT / "dev.py"), "imports", "--json"]
+    out = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=True)
+    numbers = json.loads(out.stdout)
+    assert numbers["package"]["rooms"] >= 10 and numbers["package"]["levels"] >= 3
+    assert numbers["package"]["edges"] >= numbers["package"]["rooms"] - 1

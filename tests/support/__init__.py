@@ -1,0 +1,1 @@
+"""Helpers shared by the test files (fixtures live in tests/conftest.py)."""
