@@ -14,7 +14,7 @@ instance families, and times every step it runs:
 Only the first ``--steps`` steps are run (the deflated tensors of a real sweep's first steps).
 Also reports whether each step was certified and the gap, the relaxation's build time, and the
 moment-matrix side ``m``. Used to calibrate the cost model behind ``time_budget`` (see
-``sroa_dist.solvers.relaxation_cost``).
+``sroa_dist.methods.builtin.relaxation_cost``).
 
 Run:  python benchmarks/bench_certified_scaling.py [--p 3] [--ns 8 12 16 20 24 28 32]
       [--steps 4] [--family gaussian tilt]

@@ -43,8 +43,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from sroa_dist.sweep import load_spec, run_sweep  # noqa: E402
-from sroa_dist.sweep.cluster import connect  # noqa: E402
-from sroa_dist.sweep.grid import make_layout  # noqa: E402
+from sroa_dist.sweep.kinds import make_layout  # noqa: E402
+from sroa_dist.sweep.run.cluster import connect  # noqa: E402
 
 SPEC = ROOT / "sweeps/figure2.toml"
 
@@ -53,9 +53,9 @@ SPEC = ROOT / "sweeps/figure2.toml"
 _SOLO = r"""
 import json, sys, time
 from sroa_dist.sweep import load_spec
-from sroa_dist.sweep.grid import make_layout
+from sroa_dist.sweep.kinds import make_layout
 from sroa_dist.sweep.layout import block_task
-from sroa_dist.sweep.worker import compute_block
+from sroa_dist.sweep.run.worker import compute_block
 spec = load_spec(sys.argv[1], [f"replicates={sys.argv[2]}"])
 layout = make_layout(spec)
 if sys.argv[3] == "one":

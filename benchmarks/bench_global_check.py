@@ -18,7 +18,7 @@ import _common
 import numpy as np
 
 import sroa_dist as sd
-from sroa_dist.threshold_search import default_lambdas
+from sroa_dist.studies.threshold import default_lambdas
 
 #: (label, n, p, ε, matrix-free)
 CASES = (

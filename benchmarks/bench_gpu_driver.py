@@ -52,8 +52,8 @@ from pathlib import Path
 import numpy as np
 
 from sroa_dist import make_instance, rank_one
-from sroa_dist.finishing import certifies
-from sroa_dist.methods import GAP_TOL, RELAXATION_STOP_FRACTION
+from sroa_dist.methods.builtin import GAP_TOL, RELAXATION_STOP_FRACTION
+from sroa_dist.methods.finishing import certifies
 from sroa_dist.relaxation import get_relaxation
 from sroa_dist.relaxation.backend import get_backend
 from sroa_dist.relaxation.device_maps import device_maps

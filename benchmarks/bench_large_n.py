@@ -117,7 +117,7 @@ def kernel_rows(repeat: int = 7) -> dict:
     CPU seconds (``process_time``), best of ``repeat``, with the kernel and its matmul peer
     interleaved, so that a shared machine slows both alike instead of skewing the ratio.
     """
-    from sroa_dist.solvers import Deflation, _contract
+    from sroa_dist.methods.ascent import Deflation, _contract
     from sroa_dist.tensors import contract
 
     def cpu(fn):

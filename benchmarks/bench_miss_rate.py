@@ -36,8 +36,8 @@ import _common
 import numpy as np
 
 from sroa_dist import METHODS, make_instance, rank_one, sroa
+from sroa_dist.studies.threshold import default_lambdas
 from sroa_dist.tensors import rank_one_tensor
-from sroa_dist.threshold_search import default_lambdas
 
 FAMILIES = ("figure1", "figure2", "close", "tilt", "tiltg", "gauss")
 _MODELS = ("binary", "uniform", "gaussian")

@@ -15,7 +15,7 @@ import tracemalloc
 import _common
 import numpy as np
 
-from sroa_dist import noise
+from sroa_dist.problems import noise
 
 
 def _former(n: int, p: int, seed: int) -> np.ndarray:

@@ -38,11 +38,11 @@ import xarray as xr  # noqa: E402
 
 from sroa_dist.analysis import write_report  # noqa: E402
 from sroa_dist.sweep import load_spec, run_sweep  # noqa: E402
-from sroa_dist.sweep.integrity import scan_store  # noqa: E402
+from sroa_dist.sweep.cube import BOOKKEEPING  # noqa: E402
 from sroa_dist.sweep.kinds import variable_order  # noqa: E402
-from sroa_dist.sweep.schema import BOOKKEEPING  # noqa: E402
-from sroa_dist.sweep.storage import store_layout  # noqa: E402
-from sroa_dist.sweep.verified_read import open_results  # noqa: E402
+from sroa_dist.sweep.store.integrity import scan_store  # noqa: E402
+from sroa_dist.sweep.store.prepare import store_layout  # noqa: E402
+from sroa_dist.sweep.store.read import open_results  # noqa: E402
 
 STORES = {
     "sshopm": ("figure2-sshopm.toml", {}, None),

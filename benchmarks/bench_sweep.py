@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from sroa_dist.sweep import load_spec, run_sweep  # noqa: E402
-from sroa_dist.sweep.grid import make_layout  # noqa: E402
+from sroa_dist.sweep.kinds import make_layout  # noqa: E402
 
 
 def one_run(spec, workers: int, tmp: Path, tag: str, **kw) -> dict:

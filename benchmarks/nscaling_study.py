@@ -21,7 +21,7 @@ starts, and any entry can be recomputed alone. Results are appended to
 stopped: entries already stored are skipped), each with its wall time, so the cost of a study
 is part of its result. Runs are ordered cheapest first (n ascending, replicates inside), and
 ``--until HH:MM`` (UTC) stops starting new thresholds after that time. The coherent tilt runs
-matrix-free when its dense tensor exceeds ``sroa_dist.threshold_search.DENSE_BYTES_CAP``.
+matrix-free when its dense tensor exceeds ``sroa_dist.studies.threshold.DENSE_BYTES_CAP``.
 
 One BLAS thread per process (set before numpy loads): on a shared 2-core machine parallel
 studies are separate processes.
@@ -53,7 +53,7 @@ import numpy as np  # noqa: E402
 
 import sroa_dist  # noqa: E402
 from sroa_dist.analysis.threshold import fit_rate  # noqa: E402
-from sroa_dist.threshold_search import uses_matrix_free  # noqa: E402
+from sroa_dist.studies.threshold import uses_matrix_free  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DATA = ROOT / "docs" / "data" / "nscaling"
@@ -228,7 +228,7 @@ def _save(study: Study, results: list[dict], data: pathlib.Path | None = None) -
 
 def _code_facts() -> dict:
     """The revisions the results were computed with (sshopm, power, the search)."""
-    from sroa_dist.threshold_search import SEARCH_REVISION
+    from sroa_dist.studies.threshold import SEARCH_REVISION
 
     return {
         "method_revisions": {m: int(r.revision) for m, r in sroa_dist.METHODS.items()},
@@ -236,7 +236,7 @@ def _code_facts() -> dict:
     }
 
 
-#: The trace's fields in each stored evaluation (sroa_dist.first_crossing.Evaluation).
+#: The trace's fields in each stored evaluation (sroa_dist.studies.first_crossing.Evaluation).
 TRACE_FIELDS = (
     "eps",
     "metric",
@@ -252,8 +252,8 @@ TRACE_FIELDS = (
 def run_one(study: Study, n: int, rep: int, certify_max_n: int = 0) -> dict:
     """One threshold of ``study`` at size n, replicate ``rep``; ``certify_ends`` where ``n`` is
     at most ``certify_max_n`` and within find_threshold's own budget."""
-    from sroa_dist.criteria import RUN_CRITERIA, STUDY_THEOREM
-    from sroa_dist.threshold_search import CERTIFY_ENDS_MAX_N
+    from sroa_dist.studies.criteria import RUN_CRITERIA, STUDY_THEOREM
+    from sroa_dist.studies.threshold import CERTIFY_ENDS_MAX_N
 
     matrix_free = study.matrix_free
     if matrix_free is None:  # find_threshold's own rule, recorded with the result

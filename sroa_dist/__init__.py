@@ -7,30 +7,13 @@ numpy/scipy; ``run_sweep``, ``load_spec`` and ``open_results`` load Dask/zarr la
 
 from __future__ import annotations
 
-# First of all, before even the standard library below: the `sroa-dist` command answers
-# Ctrl-C / SIGTERM with one line from here on, however long the rest takes to load.
-from . import _early_signals  # noqa: F401  # isort: skip
+from importlib import metadata as _metadata
+from typing import Any
 
-from importlib import metadata as _metadata  # noqa: E402
-from typing import Any  # noqa: E402
-
-from .adversarial import WorstCaseResult, worst_case
 from .certificate import Certificate
-from .decomposition import SROAResult, sroa, sroa_batch
+from .decomposition.algorithm import SROAResult, sroa, sroa_batch
 from .errors import InputError, SroaWarning, install_warning_format
-from .first_crossing import ThresholdResult
-from .instances import Instance, make_instance
-from .metrics import MatchResult, match, theorem_2_2_bounds, theorem_3_1_bounds
-from .noise import NOISE_MODELS, noise_tensor, register_noise
-from .norms import OperatorNormResult, operator_norm, operator_norm_batch, scale_to_opnorm
-from .perturbations import (
-    PERTURBATIONS,
-    Family,
-    Perturbation,
-    draw_perturbation,
-    register_perturbation,
-)
-from .solvers import (
+from .methods import (
     METHODS,
     MethodOutput,
     RankOneResult,
@@ -39,9 +22,22 @@ from .solvers import (
     register_method,
     resolve_method,
 )
-from .structured import structured_tensor
+from .metrics import MatchResult, match, theorem_2_2_bounds, theorem_3_1_bounds
+from .norms import OperatorNormResult, operator_norm, operator_norm_batch, scale_to_opnorm
+from .problems.instances import Instance, make_instance
+from .problems.noise import NOISE_MODELS, noise_tensor, register_noise
+from .problems.perturbations import (
+    PERTURBATIONS,
+    Family,
+    Perturbation,
+    draw_perturbation,
+    register_perturbation,
+)
+from .problems.structured import structured_tensor
+from .studies.first_crossing import ThresholdResult
+from .studies.threshold import find_threshold
+from .studies.worst_case import WorstCaseResult, worst_case
 from .tensors import identity_basis, random_orthonormal_basis, sod_tensor, symmetrize
-from .threshold_search import find_threshold
 
 install_warning_format()  # the package's warnings are one line, never a source line
 

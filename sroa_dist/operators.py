@@ -210,8 +210,8 @@ class TensorOperator(abc.ABC):
     row selection ``T[rows]``), and :meth:`contract` replaces
     :func:`sroa_dist.tensors.contract`. A method whose relaxation reads every entry
     (``certified``, ``sos``) is refused on it
-    (:func:`sroa_dist.matrix_free.check_local_method`), and no bound is claimed for it: steps
-    on an operator are local, never certified.
+    (:func:`sroa_dist.methods.operator_step.check_local_method`), and no bound is claimed for it:
+    steps on an operator are local, never certified.
     """
 
     @property

@@ -467,8 +467,9 @@ def sphere_newton_step(
     bordered KKT system ``[(p-1) H − λ I, −x; −xᵀ, 0] (dx, dμ) = (−(g − λ x), 0)``, whose ``dx``
     is the Riemannian Newton step on the sphere (the tangent component of the Euclidean Newton
     step of the Lagrangian). Returns ``(dx, dμ)``, shape ``(B, n + 1)``; the package's one
-    Newton polisher (:func:`sroa_dist.solvers.newton_polish`, :func:`sroa_dist.relaxation.polish`)
-    takes its steps from here and decides itself which steps to accept.
+    Newton polisher (:func:`sroa_dist.methods.ascent.newton_polish`,
+    :func:`sroa_dist.relaxation.polish`) takes its steps from here and decides itself which steps to
+    accept.
     """
     B, n = x.shape
     K = np.zeros((B, n + 1, n + 1))

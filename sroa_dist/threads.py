@@ -6,7 +6,7 @@ without a limit burns about twice the CPU for the same wall time (docs/benchmark
 "BLAS threads"). So every numerical front door (:func:`sroa_dist.rank_one`, ``sroa``,
 ``operator_norm``, ``find_threshold``, ``worst_case``, ``make_instance``,
 ``Certificate.verify``) runs under :func:`blas_threads`, sweep workers limit their whole
-process at start-up (:mod:`sroa_dist.sweep.plugin`), and processes started for a sweep get
+process at start-up (:mod:`sroa_dist.sweep.run.plugin`), and processes started for a sweep get
 :func:`blas_thread_env` before numpy loads. ``$SROA_BLAS_THREADS`` changes the count (for
 very large n, where one contraction is a big matrix product); the default is one.
 

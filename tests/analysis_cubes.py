@@ -236,10 +236,12 @@ def partial_store(
     What a sweep killed (or failing) part-way leaves: written with the sweep's own storage and
     worker code, block by block, in this process (no cluster needed).
     """
-    from sroa_dist.sweep.grid import block_task, make_layout
-    from sroa_dist.sweep.spec import load_spec
-    from sroa_dist.sweep.storage import mark_failed, prepare_store, write_block
-    from sroa_dist.sweep.worker import compute_block
+    from sroa_dist.sweep import load_spec
+    from sroa_dist.sweep.kinds import make_layout
+    from sroa_dist.sweep.layout import block_task
+    from sroa_dist.sweep.run.worker import compute_block
+    from sroa_dist.sweep.store.block_write import write_block
+    from sroa_dist.sweep.store.prepare import mark_failed, prepare_store
 
     spec = load_spec(spec_path, list(overrides))
     layout = make_layout(spec, chunks=chunks)

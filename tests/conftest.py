@@ -120,7 +120,7 @@ def run_cli(*args: str, check: bool = True, timeout: float = 300) -> subprocess.
 def wait_blocks(store: Path, proc: subprocess.Popen, n: int = 1, timeout: float = 180) -> None:
     """Return once ``n`` blocks of ``store`` are done; fail if ``proc`` ends or ``timeout``
     passes first."""
-    from sroa_dist.sweep.storage import read_done
+    from sroa_dist.sweep.store.prepare import read_done
 
     deadline = time.time() + timeout
     while time.time() < deadline and proc.poll() is None:
@@ -189,7 +189,7 @@ def chunk_file(store: Path, var: str, block: int) -> Path:
     the bookkeeping arrays have one chunk per block)."""
     import zarr
 
-    from sroa_dist.sweep.storage import store_layout
+    from sroa_dist.sweep.store.prepare import store_layout
 
     _, layout = store_layout(store)
     arr = zarr.open_array(Path(store) / var, mode="r")

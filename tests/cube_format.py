@@ -8,9 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sroa_dist.sweep.grid import make_layout
-from sroa_dist.sweep.spec import spec_from_dict
-from sroa_dist.sweep.storage import prepare_store
+from sroa_dist.sweep.kinds import make_layout, spec_from_dict
+from sroa_dist.sweep.store.prepare import prepare_store
 
 #: Root attributes whose values depend on the run (time, code version, path, token).
 VOLATILE_ATTRS = ("created", "git_commit", "layout_token", "spec_source", "history")

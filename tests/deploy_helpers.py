@@ -406,7 +406,7 @@ def start_cluster(
 
 def done_mask(store: str, storage_options: Mapping[str, Any] | None = None) -> np.ndarray:
     """The store's completion mask (empty before the template exists)."""
-    from sroa_dist.sweep.storage import read_done
+    from sroa_dist.sweep.store.prepare import read_done
 
     try:
         return read_done(store, storage_options)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 
-from sroa_dist.solvers import resolve_method
+from sroa_dist.methods import resolve_method
 
 #: Seconds waited per call (one SROA step of one block; the smoke specs take one step per
 #: instance, so this is the wall time of a block).

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 import sroa_dist as core
-from sroa_dist import perturbations as pt
-from sroa_dist.adversarial import tilt_alignment
-from sroa_dist.adversarial_search import Objective, _simplex_least_norm
-from sroa_dist.sroa_adjoint import eigen_residuals, sroa_vjp
+from sroa_dist.decomposition.adjoint import eigen_residuals, sroa_vjp
+from sroa_dist.problems import perturbations as pt
+from sroa_dist.studies.worst_case import tilt_alignment
+from sroa_dist.studies.worst_case_search import Objective, _simplex_least_norm
 from sroa_dist.sweep import open_results, run_sweep
 
 

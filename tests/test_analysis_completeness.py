@@ -21,8 +21,8 @@ from sroa_dist.analysis import (
     plot_cube,
     write_report,
 )
-from sroa_dist.sweep.storage import store_status
-from sroa_dist.sweep.verified_read import open_results
+from sroa_dist.sweep.store.prepare import store_status
+from sroa_dist.sweep.store.read import open_results
 
 RESULTS = ("vec_err", "lam_err", "lam_hat")
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import sroa_dist as sd
-from sroa_dist.ascent import random_starts, shifted_ascent
+from sroa_dist.methods.ascent import random_starts, shifted_ascent
 
 
 def _tensors(count: int, n: int = 6, p: int = 3) -> np.ndarray:

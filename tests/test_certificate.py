@@ -350,9 +350,10 @@ def test_sweep_stores_certificates_and_verify_checks_them(tmp_path, client):
 
     from sroa_dist import sroa_batch
     from sroa_dist.sweep import open_results, run_sweep
-    from sroa_dist.sweep.certificates import _instance_tensors, verify_store
-    from sroa_dist.sweep.grid import block_task, instance_seed
-    from sroa_dist.sweep.storage import store_layout
+    from sroa_dist.sweep.kinds.tensor.spec import instance_seed
+    from sroa_dist.sweep.layout import block_task
+    from sroa_dist.sweep.store.prepare import store_layout
+    from sroa_dist.sweep.store.verify import _instance_tensors, verify_store
 
     spec_path = tmp_path / "spec.toml"
     spec_path.write_text(SWEEP_SPEC)
@@ -403,7 +404,7 @@ def test_verify_rebuilds_perturbation_family_instances(tmp_path, client):
     # Families with a closed-form norm skip the norm solve in the worker; verify must rebuild
     # exactly those tensors (one construction shared by both), or every check would fail.
     from sroa_dist.sweep import run_sweep
-    from sroa_dist.sweep.certificates import verify_store
+    from sroa_dist.sweep.store.verify import verify_store
 
     spec_path = tmp_path / "spec.toml"
     spec_path.write_text(
@@ -422,9 +423,10 @@ def test_verify_rebuilds_perturbation_family_instances(tmp_path, client):
     # Bit for bit: SROA on the rebuilt tensors reproduces the stored values.
     from sroa_dist import sroa_batch
     from sroa_dist.sweep import open_results
-    from sroa_dist.sweep.certificates import _instance_tensors
-    from sroa_dist.sweep.grid import block_task, instance_seed
-    from sroa_dist.sweep.storage import store_layout
+    from sroa_dist.sweep.kinds.tensor.spec import instance_seed
+    from sroa_dist.sweep.layout import block_task
+    from sroa_dist.sweep.store.prepare import store_layout
+    from sroa_dist.sweep.store.verify import _instance_tensors
 
     ds = open_results(store).load()
     spec, layout = store_layout(str(store))

@@ -26,9 +26,9 @@ from conftest import (
     wait_signal_handlers,
 )
 
-from sroa_dist.first_crossing import max_evals
+from sroa_dist.studies.first_crossing import max_evals
 from sroa_dist.sweep import run_sweep
-from sroa_dist.sweep.storage import read_done
+from sroa_dist.sweep.store.prepare import read_done
 
 SMOKE = "sweeps/smoke"
 
@@ -282,9 +282,9 @@ def files(tmp_path_factory):
     """A folder of things users point the CLI at by mistake."""
     import zarr
 
-    from sroa_dist.sweep.grid import make_layout
-    from sroa_dist.sweep.spec import load_spec
-    from sroa_dist.sweep.storage import prepare_store
+    from sroa_dist.sweep import load_spec
+    from sroa_dist.sweep.kinds import make_layout
+    from sroa_dist.sweep.store.prepare import prepare_store
 
     d = tmp_path_factory.mktemp("bad")
     (d / "latin1.toml").write_bytes('name = "café"\n'.encode("latin-1"))
@@ -827,9 +827,9 @@ def test_a_full_disk_names_the_store_and_the_free_space(small_disk):
     template (measured by creating one there) and a few blocks, not for all 36."""
     import shutil
 
-    from sroa_dist.sweep.grid import make_layout
-    from sroa_dist.sweep.spec import load_spec
-    from sroa_dist.sweep.storage import prepare_store
+    from sroa_dist.sweep import load_spec
+    from sroa_dist.sweep.kinds import make_layout
+    from sroa_dist.sweep.store.prepare import prepare_store
 
     spec = load_spec(SPEC2)
     free0 = shutil.disk_usage(small_disk).free
@@ -894,7 +894,8 @@ def test_log_noise_is_kept_off_the_progress_line(capsys):
 def test_run_defaults_come_from_the_sweep_service():
     """The CLI's run defaults are the sweep service's own (no second copy to drift)."""
     from sroa_dist import cli
-    from sroa_dist.sweep import execute, lease
+    from sroa_dist.sweep.run import execute
+    from sroa_dist.sweep.store import lease
 
     args = cli.build_parser().parse_args(["run", SPEC2])
     assert args.retries == execute.DEFAULT_RETRIES == 2
@@ -906,7 +907,7 @@ def test_run_defaults_come_from_the_sweep_service():
 def test_the_early_signal_handlers_are_only_for_the_command():
     """Ctrl-C is answered before the core loads only in the `sroa-dist` process itself: not
     in library users, and not in the workers multiprocessing starts (they inherit sys.argv)."""
-    from sroa_dist._early_signals import _is_command
+    from sroa_dist.cli._early_signals import _is_command
 
     assert _is_command(["python", "/venv/bin/sroa-dist", "run", "x.toml"])
     assert _is_command(["python", "-X", "importtime", "/venv/bin/sroa-dist"])
@@ -917,7 +918,7 @@ def test_the_early_signal_handlers_are_only_for_the_command():
     assert not _is_command(["python", "analysis.py"]) and not _is_command(["python"])
     # This (pytest) process imported sroa_dist without installing them; its SIGINT handler
     # is pytest's own (a pytest-xdist worker ignores SIGINT).
-    from sroa_dist import _early_signals
+    from sroa_dist.cli import _early_signals
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         assert signal.getsignal(sig) is not _early_signals._exit

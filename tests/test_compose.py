@@ -131,7 +131,7 @@ def test_gpu_override_adds_workers_that_advertise_the_gpu_resource():
     base services are unchanged."""
     import tomllib
 
-    from sroa_dist.sweep.cluster import GPU_RESOURCE
+    from sroa_dist.sweep.run.cluster import GPU_RESOURCE
 
     doc = load_compose("base", "gpu")
     gpu = doc["services"]["gpu-worker"]
@@ -437,7 +437,7 @@ def test_slurm_gpu_worker_job_asks_for_a_gpu_and_advertises_it(tmp_path):
     """--gpu-jobs: the GPU worker job is the cluster's worker job on a GPU node (--gres) with
     one worker process that advertises the GPU resource."""
     pytest.importorskip("dask_jobqueue")
-    from sroa_dist.sweep.cluster import GPU_RESOURCE
+    from sroa_dist.sweep.run.cluster import GPU_RESOURCE
 
     m = _slurm_module()
     assert m.GPU_RESOURCE == GPU_RESOURCE

@@ -1,7 +1,8 @@
-"""sshopm's confirmation (sroa_dist/confirmation.py): the exploration finds a basin the first
-start set missed, and on held-out small instances ``confirmed`` is never true where a certified
-step on the same tensor is higher (issue 24). The instances the rule was developed on (NOTES:
-``make_instance(6, 3, "gaussian", sigma=0.01, rng=0..29)``) are not among the held-out ones."""
+"""sshopm's confirmation (sroa_dist/methods/confirmation.py): the exploration finds a basin the
+first start set missed, and on held-out small instances ``confirmed`` is never true where a
+certified step on the same tensor is higher (issue 24). The instances the rule was developed on
+(NOTES: ``make_instance(6, 3, "gaussian", sigma=0.01, rng=0..29)``) are not among the held-out
+ones."""
 
 from __future__ import annotations
 
@@ -9,16 +10,17 @@ import numpy as np
 import pytest
 
 import sroa_dist as sd
-from sroa_dist.confirmation import (
+from sroa_dist.methods.ascent import shifted_ascent
+from sroa_dist.methods.confirmation import (
     ROUND_COMPLEMENT,
     ROUND_UNIFORM,
     complement_starts,
     explore,
     relevant_points,
 )
-from sroa_dist.method_records import METHODS
+from sroa_dist.methods.records import METHODS
+from sroa_dist.studies.threshold import default_lambdas
 from sroa_dist.tensors import identity_basis, rank_one_tensor, sod_tensor
-from sroa_dist.threshold_search import default_lambdas
 
 #: A miss: the certified value exceeds the local one by more than this fraction of ‖T_j‖_F.
 MISS_RTOL = 1e-6
@@ -63,7 +65,7 @@ def test_exploration_finds_the_basin_the_first_set_missed():
     Fs = np.repeat(lam[:5], 2)[None]
 
     def ascend(X0, rows):
-        X, F, it = sd.ascent.shifted_ascent(T[rows], X0, max_iter=100, tol=1e-8)
+        X, F, it = shifted_ascent(T[rows], X0, max_iter=100, tol=1e-8)
         return X, F, it
 
     X, F, confirmed, used, _ = explore(

@@ -123,7 +123,7 @@ def test_lease_and_extension_on_s3(s3_server, client, tmp_path):
     from conftest import SMOKE, assert_same_bits
 
     from sroa_dist.sweep import open_results, run_sweep
-    from sroa_dist.sweep.lease import LEASE_GROUP, StoreLease, StoreLockedError
+    from sroa_dist.sweep.store.lease import LEASE_GROUP, StoreLease, StoreLockedError
 
     opts = {
         "endpoint_url": s3_server,

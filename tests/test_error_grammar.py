@@ -263,8 +263,8 @@ def test_errors_keep_their_hint_across_processes():
     """Dask pickles a task's error back to the client: the hint and the key travel with it."""
     import pickle
 
-    from sroa_dist.sweep.fields import SpecError
-    from sroa_dist.sweep.store_target import StoreNotFoundError
+    from sroa_dist.sweep.spec.fields import SpecError
+    from sroa_dist.sweep.store.target import StoreNotFoundError
 
     for exc in (
         SpecError("s.toml", "tensor.n", "dimensions n >= 2", 1, "give n >= 2"),
@@ -365,8 +365,8 @@ def test_a_locked_store_is_refused_before_any_cluster_starts(files, capsys, monk
     """A second run on a store that another run writes was refused only after it had started
     a whole Dask cluster (and printed Dask's port warning)."""
     from sroa_dist.cli import main
-    from sroa_dist.sweep import cluster
-    from sroa_dist.sweep.lease import StoreLease
+    from sroa_dist.sweep.run import cluster
+    from sroa_dist.sweep.store.lease import StoreLease
 
     def no_cluster(*args, **kwargs):
         raise AssertionError("a cluster was started for a run that is refused")
@@ -388,7 +388,7 @@ def test_a_taken_dashboard_port_is_one_warning_and_a_free_port(recwarn):
     """Dask's 4-line 'Port 8787 is already in use' becomes one line, before the cluster."""
     import socket
 
-    from sroa_dist.sweep.cluster import free_dashboard_address
+    from sroa_dist.sweep.run.cluster import free_dashboard_address
 
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

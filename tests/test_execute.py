@@ -15,8 +15,8 @@ from conftest import PACED, assert_same_bits, cube_values
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from sroa_dist.sweep import open_results, run_sweep
-from sroa_dist.sweep.execute import connect
-from sroa_dist.sweep.storage import read_done, store_status
+from sroa_dist.sweep.run.cluster import connect
+from sroa_dist.sweep.store.prepare import read_done, store_status
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "sweeps" / "smoke"
@@ -137,7 +137,8 @@ def _inject(target: str, kind: str, markers: str) -> None:
     """On a worker: make ``target`` ("compute_block" or "write_block") fail as ``kind``."""
     import uuid
 
-    from sroa_dist.sweep import storage, worker
+    from sroa_dist.sweep.run import worker
+    from sroa_dist.sweep.store import prepare as storage
 
     module = worker if target == "compute_block" else storage
     original = _PATCHED.setdefault(target, getattr(module, target))
@@ -156,7 +157,8 @@ def _inject(target: str, kind: str, markers: str) -> None:
 
 
 def _restore() -> None:
-    from sroa_dist.sweep import storage, worker
+    from sroa_dist.sweep.run import worker
+    from sroa_dist.sweep.store import prepare as storage
 
     for target, original in _PATCHED.items():
         setattr(worker if target == "compute_block" else storage, target, original)
@@ -238,10 +240,11 @@ def test_a_block_task_sorts_its_failures(tmp_path):
 
     import pytest
 
-    from sroa_dist.sweep import storage
-    from sroa_dist.sweep.execute import _run_block
-    from sroa_dist.sweep.grid import block_task, make_layout
-    from sroa_dist.sweep.spec import load_spec
+    from sroa_dist.sweep import load_spec
+    from sroa_dist.sweep.kinds import make_layout
+    from sroa_dist.sweep.layout import block_task
+    from sroa_dist.sweep.run.execute import _run_block
+    from sroa_dist.sweep.store import prepare as storage
 
     spec = load_spec(SMOKE / "figure2.toml", ["replicates=2"])
     url = str(tmp_path / "t.zarr")
@@ -269,7 +272,7 @@ def test_replacement_workers_get_the_worker_setup(tmp_path):
     workers that replace others (restart) run it too, which a one-off client.run would miss."""
     from distributed import Client, LocalCluster
 
-    from sroa_dist.sweep.plugin import worker_setup_state
+    from sroa_dist.sweep.run.plugin import worker_setup_state
 
     with (
         LocalCluster(
@@ -369,7 +372,7 @@ def test_no_cluster_no_store(tmp_path):
 
     import pytest
 
-    from sroa_dist.sweep.execute import ClusterConnectError
+    from sroa_dist.sweep.run.cluster import ClusterConnectError
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -403,7 +406,7 @@ def test_a_stale_lease_is_taken_over(tmp_path, client):
 
     import pytest
 
-    from sroa_dist.sweep.lease import LEASE_GROUP, StoreLease, StoreLockedError, read_lease
+    from sroa_dist.sweep.store.lease import LEASE_GROUP, StoreLease, StoreLockedError, read_lease
 
     store = tmp_path / "s.zarr"
     first = run_sweep(SMOKE / "figure2.toml", store, client=client, replicates=2)
@@ -432,8 +435,8 @@ def test_a_stale_writer_never_writes_into_a_new_layout(tmp_path, client, monkeyp
     """Run A stops heart-beating (as if stalled); run B takes its lease over and overwrites the
     store with another spec. A's remaining tasks are refused by the layout token, A ends with
     LeaseLostError, and B's cube equals a clean run bit for bit."""
-    from sroa_dist.sweep import lease as lease_mod
-    from sroa_dist.sweep import storage as storage_mod
+    from sroa_dist.sweep.store import lease as lease_mod
+    from sroa_dist.sweep.store import prepare as storage_mod
 
     spec = SMOKE / "figure1.toml"
     slow = PACED  # about 0.5 s per block, waited: A is still running when B takes over
@@ -502,7 +505,7 @@ class _SleepPastDeadline(WorkerPlugin):
     def setup(self, worker):
         import uuid
 
-        from sroa_dist.sweep import worker as kernel
+        from sroa_dist.sweep.run import worker as kernel
 
         original = kernel.compute_block
         block, markers = self.block, self.markers
@@ -551,9 +554,10 @@ def test_a_block_past_its_deadline_is_retried_then_failed(tmp_path):
 
 
 def test_block_deadlines_follow_the_cost_model(tmp_path):
-    from sroa_dist.sweep.execute import TASK_DEADLINE_FLOOR, block_deadline
-    from sroa_dist.sweep.grid import block_task, make_layout
-    from sroa_dist.sweep.spec import load_spec
+    from sroa_dist.sweep import load_spec
+    from sroa_dist.sweep.kinds import make_layout
+    from sroa_dist.sweep.layout import block_task
+    from sroa_dist.sweep.run.execute import TASK_DEADLINE_FLOOR, block_deadline
 
     small = load_spec(SMOKE / "figure2.toml")
     layout = make_layout(small, block_size=4)
@@ -601,7 +605,7 @@ def test_the_dask_profiler_does_not_run_in_sweep_workers(tmp_path):
 def test_more_workers_than_cpus_is_refused_before_anything_starts(tmp_path):
     import pytest
 
-    from sroa_dist.sweep.cluster import ClusterConnectError, default_workers
+    from sroa_dist.sweep.run.cluster import ClusterConnectError, default_workers
 
     with pytest.raises(ClusterConnectError, match="expected at most") as err:
         run_sweep(SMOKE / "figure2.toml", tmp_path / "w.zarr", workers=default_workers() + 1)

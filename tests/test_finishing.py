@@ -1,5 +1,5 @@
-"""The one finishing rule of a rank-one step (:mod:`sroa_dist.finishing`), on every path: the
-front door, explicit and implicit SROA. Answers scale with the tensor from 1e-300 to 1e300 and
+"""The one finishing rule of a rank-one step (:mod:`sroa_dist.methods.finishing`), on every path:
+the front door, explicit and implicit SROA. Answers scale with the tensor from 1e-300 to 1e300 and
 no step is ever certified with an upper bound below its value."""
 
 import functools
@@ -10,9 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sroa_dist import METHODS, MethodOutput, make_instance, register_method, sroa
-from sroa_dist.decomposition import DEFLATION_MODES
-from sroa_dist.finishing import certifies, normalize
-from sroa_dist.solvers import GAP_TOL, unregister_method
+from sroa_dist.decomposition.algorithm import DEFLATION_MODES
+from sroa_dist.methods import unregister_method
+from sroa_dist.methods.builtin import GAP_TOL
+from sroa_dist.methods.finishing import certifies, normalize
 
 ALL_METHODS = sorted(METHODS)
 #: Relaxation-based methods are solved on tiny tensors only (n = 3), local ones on n = 4.

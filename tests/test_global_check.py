@@ -1,7 +1,7 @@
-"""The global check of local SROA steps (sroa_dist/global_check.py, ``sroa(global_check=True,
-redo=True)``): a planted case whose global maximum is known (a positive gap for a local step,
-none for a global one), redoing a step on the global branch, certified steps, matrix-free
-operators, and the issue's non-global step at p = 3, n = 128."""
+"""The global check of local SROA steps (sroa_dist/decomposition/global_check.py,
+``sroa(global_check=True, redo=True)``): a planted case whose global maximum is known (a positive
+gap for a local step, none for a global one), redoing a step on the global branch, certified steps,
+matrix-free operators, and the issue's non-global step at p = 3, n = 128."""
 
 from __future__ import annotations
 
@@ -9,17 +9,17 @@ import numpy as np
 import pytest
 
 import sroa_dist as sd
-from sroa_dist.ascent import Deflation
-from sroa_dist.global_check import (
+from sroa_dist.decomposition.global_check import (
     CHECK_ESTIMATES,
     GLOBAL_RTOL,
     check_step,
     estimate_values,
     remaining_estimates,
 )
-from sroa_dist.method_records import METHODS
+from sroa_dist.methods.ascent import Deflation
+from sroa_dist.methods.records import METHODS
+from sroa_dist.studies.threshold import default_lambdas
 from sroa_dist.tensors import identity_basis, sod_tensor
-from sroa_dist.threshold_search import default_lambdas
 
 #: A planted SOD tensor: its global maximum over the sphere is λ_1 = 1 at e_1 (the others are
 #: local maxima), so a step that takes e_2 misses it by exactly 0.4.

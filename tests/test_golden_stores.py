@@ -16,7 +16,7 @@ import pytest
 from conftest import assert_same_bits, cube_values, require_recorded_blas_kernel, run_cli
 
 from sroa_dist.sweep import open_results, run_sweep
-from sroa_dist.sweep.integrity import forget_blocks
+from sroa_dist.sweep.store.integrity import forget_blocks
 
 GOLDEN = Path(__file__).resolve().parent / "data" / "golden"
 KINDS = ["tensor", "certified", "threshold"]

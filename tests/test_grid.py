@@ -10,16 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sroa_dist.sweep.grid import (
-    Layout,
-    block_task,
-    chunks_for_block_size,
-    instance_seed,
-    make_layout,
-    stable_hash32,
-)
-from sroa_dist.sweep.spec import load_spec
-from sroa_dist.sweep.worker import compute_block
+from sroa_dist.sweep import load_spec
+from sroa_dist.sweep.kinds import make_layout
+from sroa_dist.sweep.kinds.tensor.spec import instance_seed
+from sroa_dist.sweep.layout import Layout, block_task, chunks_for_block_size, stable_hash32
+from sroa_dist.sweep.run.worker import compute_block
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -114,7 +109,7 @@ def test_layout_of_figure_specs():
 
 
 def test_default_block_size_gives_seconds_per_task():
-    from sroa_dist.sweep.grid import default_block_size
+    from sroa_dist.sweep.kinds import default_block_size
 
     spec = load_spec(ROOT / "sweeps/figure2.toml")
     cheap = load_spec(ROOT / "sweeps/figure2.toml", ["solver.method=power", "replicates=100000"])
@@ -145,13 +140,9 @@ def test_default_block_size_averages_over_axes_like_the_full_grid():
     import itertools
     import math
 
-    from sroa_dist.policy import resolve_norm_method, solve_cost
-    from sroa_dist.sweep.grid import (
-        MAX_TASKS,
-        MIN_TASK_SECONDS,
-        TARGET_TASK_SECONDS,
-        default_block_size,
-    )
+    from sroa_dist.methods.cost import resolve_norm_method, solve_cost
+    from sroa_dist.sweep.kinds import default_block_size
+    from sroa_dist.sweep.layout import MAX_TASKS, MIN_TASK_SECONDS, TARGET_TASK_SECONDS
 
     spec = load_spec(
         ROOT / "sweeps/smoke/nscaling.toml",
@@ -176,8 +167,9 @@ def test_default_block_size_averages_over_axes_like_the_full_grid():
 
 
 def test_memory_check_refuses_tasks_beyond_the_worker_limit(monkeypatch):
-    from sroa_dist.sweep.grid import WORKER_MEMORY_ENV, default_worker_memory, task_memory
-    from sroa_dist.sweep.spec import SpecError
+    from sroa_dist.sweep.kinds.tensor.kind import task_memory
+    from sroa_dist.sweep.layout import WORKER_MEMORY_ENV, default_worker_memory
+    from sroa_dist.sweep.spec.fields import SpecError
 
     spec = load_spec(ROOT / "sweeps/smoke/figure2.toml", ["tensor.n=64"])
     layout = make_layout(spec, memory_limit=float("inf"))
@@ -205,7 +197,7 @@ def test_memory_check_refuses_tasks_beyond_the_worker_limit(monkeypatch):
 
 
 def test_parse_bytes():
-    from sroa_dist.sweep.grid import parse_bytes
+    from sroa_dist.sweep.layout import parse_bytes
 
     assert parse_bytes("8GiB") == 8 * 2**30
     assert parse_bytes("500 MB") == 500 * 10**6

@@ -59,7 +59,7 @@ def test_bad_instance_arguments():
     ],
 )
 def test_lambda_check_is_the_one_make_instance_uses(lambdas, reason):
-    from sroa_dist.instances import check_lambdas
+    from sroa_dist.problems.instances import check_lambdas
 
     with pytest.raises(ValueError, match=reason):
         check_lambdas(lambdas, 3)
@@ -68,7 +68,7 @@ def test_lambda_check_is_the_one_make_instance_uses(lambdas, reason):
 
 
 def test_valid_lambdas_are_normalised_and_drawn_reproducibly():
-    from sroa_dist.instances import check_lambdas, draw_lambdas
+    from sroa_dist.problems.instances import check_lambdas, draw_lambdas
 
     assert check_lambdas(2) == 2.0 and check_lambdas([1, -2]) == [1.0, -2.0]
     assert check_lambdas({"dist": "uniform", "low": 1, "high": 2}) == {

@@ -18,10 +18,10 @@ import pytest
 import zarr
 from conftest import assert_same_bits, chunk_file, cube_values, run_cli
 
-from sroa_dist.sweep.execute import run_sweep
-from sroa_dist.sweep.integrity import DIGEST, scan_store
-from sroa_dist.sweep.storage import store_layout
+from sroa_dist.sweep.run.execute import run_sweep
 from sroa_dist.sweep.store import ResultStore
+from sroa_dist.sweep.store.integrity import DIGEST, scan_store
+from sroa_dist.sweep.store.prepare import store_layout
 
 SPEC = {
     "name": "integrity",

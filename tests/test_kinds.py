@@ -14,25 +14,34 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
-from sroa_dist.sweep import kinds
-from sroa_dist.sweep.common import COMMON_SCHEMA, SweepSpec
-from sroa_dist.sweep.fields import SpecError, build_axes, validate_table
-from sroa_dist.sweep.grid import block_task, make_layout
-from sroa_dist.sweep.kinds import KINDS, SweepKind, kind_for_raw, kind_of, register_kind
+from sroa_dist.sweep import load_spec
+from sroa_dist.sweep.cube import Variable
+from sroa_dist.sweep.kinds import (
+    KINDS,
+    SweepKind,
+    kind_for_raw,
+    kind_of,
+    make_layout,
+    register_kind,
+    registry,
+    spec_from_dict,
+)
 from sroa_dist.sweep.layout import (
     BlockResult,
     BlockTask,
     Layout,
     allocate,
+    block_task,
     default_block_size,
     layout_chunks,
     stable_hash32,
 )
-from sroa_dist.sweep.schema import Variable
-from sroa_dist.sweep.spec import load_spec, spec_from_dict
-from sroa_dist.sweep.storage import prepare_store, store_layout, write_block
-from sroa_dist.sweep.verified_read import open_results
-from sroa_dist.sweep.worker import compute_block
+from sroa_dist.sweep.run.worker import compute_block
+from sroa_dist.sweep.spec.base import COMMON_SCHEMA, SweepSpec
+from sroa_dist.sweep.spec.fields import SpecError, build_axes, validate_table
+from sroa_dist.sweep.store.block_write import write_block
+from sroa_dist.sweep.store.prepare import prepare_store, store_layout
+from sroa_dist.sweep.store.read import open_results
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = sorted((ROOT / "sweeps" / "smoke").glob("*.toml"))
@@ -184,7 +193,7 @@ class _registered:
         return self.kind
 
     def __exit__(self, *exc: Any) -> None:
-        kinds._KINDS.pop(self.kind.name, None)
+        registry._KINDS.pop(self.kind.name, None)
 
 
 def test_a_new_kind_runs_end_to_end_on_a_real_store(tmp_path):

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from sroa_dist import identity_basis, make_instance, match, rank_one, sod_tensor, sroa, sroa_batch
-from sroa_dist.decomposition import IMPLICIT_BYTES
-from sroa_dist.method_records import METHODS
-from sroa_dist.solvers import Deflation, _contract
-from sroa_dist.sroa_engines import _gram_bound
+from sroa_dist.decomposition.engines import _gram_bound
+from sroa_dist.methods.ascent import Deflation, _contract
+from sroa_dist.methods.builtin import IMPLICIT_BYTES
+from sroa_dist.methods.records import METHODS
 from sroa_dist.tensors import contract, rank_one_tensor
 
 #: sshopm's revision 3 (confirmation by agreeing start sets, no spectral starts on formed
@@ -226,8 +226,9 @@ def test_heavy_instances_get_blocks_of_one():
     cost model keeps the small-n engine's costs below the implicit-deflation threshold."""
     from pathlib import Path
 
-    from sroa_dist.sweep.grid import make_layout, solve_cost
-    from sroa_dist.sweep.spec import load_spec
+    from sroa_dist.methods.cost import solve_cost
+    from sroa_dist.sweep import load_spec
+    from sroa_dist.sweep.kinds import make_layout
 
     spec = load_spec(Path(__file__).resolve().parents[1] / "sweeps" / "nscaling-large.toml")
     layout = make_layout(spec)

@@ -1,11 +1,11 @@
 """Layers and dependencies: what each part of the package may import, and that every
 third-party import is declared in pyproject.toml.
 
-Layers (imports point downwards only): the numerical core (``sroa_dist/*.py`` but the CLI,
-solver policy included, and the ``relaxation`` and ``moments`` packages: numpy/scipy/SCS) <-
-the pure sweep vocabulary and kernel (``sweep/spec``, ``grid``, ``worker``, ``schema``: no
-Dask, no zarr, no xarray) <- execution and storage (``sweep/execute``, ``storage``: Dask,
-zarr) <- CLI.
+Layers (imports point downwards only): the numerical core (every module outside ``sweep/``,
+``analysis/`` and ``cli/``: numpy/scipy/SCS) <- the pure sweep vocabulary and kernel (every
+``sweep/`` module outside ``store/`` and ``run/``, and ``run/worker.py``: no Dask, no zarr, no
+xarray) <- execution (``sweep/run``: Dask) and storage (``sweep/store``: zarr) <- analysis and
+CLI. The lists are read from the package tree, not kept by hand.
 Each rule is checked twice: statically (every ``import`` in the file, including the lazy ones
 inside functions) and dynamically (a fresh interpreter imports the module, or runs the block
 kernel, and ``sys.modules`` is inspected).
@@ -29,36 +29,36 @@ PKG = ROOT / "sroa_dist"
 ORCHESTRATION = {"dask", "distributed"}
 STORAGE = {"zarr", "xarray"}
 
-#: Pure sweep modules: no Dask, no zarr, no xarray -- a block can be computed and a spec
-#: checked without either. A module listed here that does not exist fails the tests (a rename
-#: must update this list, not silently skip the check).
-PURE_SWEEP = [
-    "sweep/fields.py",
-    "sweep/common.py",
-    "sweep/layout.py",
-    "sweep/schema.py",
-    "sweep/kinds.py",
-    "sweep/tensor_spec.py",
-    "sweep/tensor_sweep.py",
-    "sweep/tensor_block.py",
-    "sweep/model_sweep.py",
-    "sweep/spec.py",
-    "sweep/grid.py",
-    "sweep/worker.py",
-    "policy.py",
-]
+#: The service layers above the numerical core: everything else in sroa_dist/ is the core.
+SERVICE = ("sweep", "analysis", "cli")
+#: The sweep wings that hold Dask (run/) and zarr (store/); every other sweep module is pure
+#: data, and so is the block kernel's entry, run/worker.py (a block computes without either).
+IMPURE_WINGS = ("store", "run")
+BLOCK_ENTRY = PKG / "sweep" / "run" / "worker.py"
 
 
 def _core_files() -> list[Path]:
-    top = [p for p in PKG.glob("*.py") if p.name != "cli.py"]  # policy.py too, when present
-    packages = [d for d in ("relaxation", "moments") if (PKG / d).is_dir()]
-    return sorted(top + [p for d in packages for p in (PKG / d).rglob("*.py")])
+    """Every module of the package outside the service layers (the front door excepted)."""
+    return sorted(
+        p
+        for p in PKG.rglob("*.py")
+        if p != PKG / "__init__.py" and p.relative_to(PKG).parts[0] not in SERVICE
+    )
 
 
 def _pure_sweep_files() -> list[Path]:
-    missing = [p for p in PURE_SWEEP if not (PKG / p).exists()]
-    assert missing == [], f"PURE_SWEEP names modules that do not exist: {missing}"
-    return [PKG / p for p in PURE_SWEEP]
+    """Every sweep module outside store/ and run/ (the sweep's front door excepted), and the
+    block kernel's entry."""
+    sweep = PKG / "sweep"
+    pure = [
+        p
+        for p in sweep.rglob("*.py")
+        if p != sweep / "__init__.py" and p.relative_to(sweep).parts[0] not in IMPURE_WINGS
+    ]
+    return sorted([*pure, BLOCK_ENTRY])
+
+
+PURE_SWEEP = [str(p.relative_to(PKG)) for p in _pure_sweep_files()]
 
 
 def _module(path: Path) -> str:
@@ -133,7 +133,7 @@ def test_core_files_import_no_orchestration_or_storage():
     reaches up into the sweep service, the analysis or the CLI (the package's ``__init__`` is
     the one lazy gateway to ``run_sweep`` / ``open_results``)."""
     files = _core_files()
-    assert PKG / "noise.py" in files and PKG / "moments" / "fit.py" in files
+    assert PKG / "problems" / "noise.py" in files and PKG / "moments" / "fit.py" in files
     assert _static_violations(files, ORCHESTRATION | STORAGE) == []
     upward = [
         f"{f.relative_to(ROOT)}:{line}: imports {name}"
@@ -157,7 +157,8 @@ def test_core_import_pulls_in_no_orchestration_or_storage():
 
 def test_pure_sweep_files_import_no_dask_zarr_or_xarray():
     files = _pure_sweep_files()
-    assert {f.name for f in files} >= {"spec.py", "grid.py", "worker.py"}
+    names = {str(f.relative_to(PKG)) for f in files}
+    assert {"sweep/spec/load.py", "sweep/kinds/registry.py", "sweep/run/worker.py"} <= names
     assert _static_violations(files, ORCHESTRATION | STORAGE) == []
 
 
@@ -174,9 +175,10 @@ def test_computing_blocks_pulls_in_no_dask_zarr_or_xarray():
     """The block kernel's lazy paths too: certificates collected, the certified method (the
     moment relaxation) and a model sweep (method of moments) each compute a block."""
     code = """
-from sroa_dist.sweep.grid import block_task, make_layout
-from sroa_dist.sweep.spec import load_spec
-from sroa_dist.sweep.worker import compute_block
+from sroa_dist.sweep.kinds import make_layout
+from sroa_dist.sweep.layout import block_task
+from sroa_dist.sweep import load_spec
+from sroa_dist.sweep.run.worker import compute_block
 for name, over in [
     ("certified", ["replicates=2", "output.certificates=true"]),
     ("figure2", ["replicates=1"]),

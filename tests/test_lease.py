@@ -1,4 +1,4 @@
-"""The writer lease (sweep/lease.py) on a real local filesystem and on moto's S3 server:
+"""The writer lease (sweep/store/lease.py) on a real local filesystem and on moto's S3 server:
 exclusive acquisition (also between processes racing), refusal naming the holder, heartbeat,
 stale takeover (timeout, dead holder), loss detection and release."""
 
@@ -15,7 +15,7 @@ from dataclasses import replace
 
 import pytest
 
-from sroa_dist.sweep.lease import (
+from sroa_dist.sweep.store.lease import (
     DEFAULT_LEASE_TIMEOUT,
     LEASE_GROUP,
     LeaseLostError,

@@ -21,15 +21,16 @@ import zarr
 from conftest import SMOKE, assert_same_bits, cube_values
 
 from sroa_dist.cli import main
-from sroa_dist.sweep.grid import block_task, make_layout
-from sroa_dist.sweep.integrity import DIGEST, STORE_ATTRS
-from sroa_dist.sweep.metadata_repair import repair_metadata
-from sroa_dist.sweep.spec import load_spec
-from sroa_dist.sweep.storage import prepare_store, store_kind
+from sroa_dist.sweep import load_spec
+from sroa_dist.sweep.kinds import make_layout
+from sroa_dist.sweep.layout import block_task
+from sroa_dist.sweep.run.worker import compute_block
 from sroa_dist.sweep.store import ResultStore
-from sroa_dist.sweep.store_target import StoreMetadataError
-from sroa_dist.sweep.verified_read import open_results
-from sroa_dist.sweep.worker import compute_block
+from sroa_dist.sweep.store.integrity import DIGEST, STORE_ATTRS
+from sroa_dist.sweep.store.prepare import prepare_store
+from sroa_dist.sweep.store.read import open_results
+from sroa_dist.sweep.store.repair import repair_metadata
+from sroa_dist.sweep.store.target import StoreMetadataError, store_kind
 
 FIGURE2 = SMOKE / "figure2.toml"
 

@@ -17,12 +17,13 @@ import zarr
 from conftest import assert_same_bits, cube_values, require_recorded_blas_kernel
 
 import sroa_dist as sd
-from sroa_dist.method_records import METHODS, OptionError, check_options
+from sroa_dist.methods.records import METHODS, OptionError, check_options
 from sroa_dist.sweep import run_sweep
-from sroa_dist.sweep.fields import SpecError
-from sroa_dist.sweep.integrity import forget_blocks
-from sroa_dist.sweep.spec import spec_from_dict
-from sroa_dist.sweep.storage import StoreIncompatibleError, read_done
+from sroa_dist.sweep.kinds import spec_from_dict
+from sroa_dist.sweep.spec.fields import SpecError
+from sroa_dist.sweep.store.integrity import forget_blocks
+from sroa_dist.sweep.store.prepare import read_done
+from sroa_dist.sweep.store.target import StoreIncompatibleError
 from sroa_dist.tensors import rank_one_tensor
 
 #: sroa_batch(method="sshopm") outputs of the code before revision 2 (2026-11-26, commit
@@ -251,7 +252,7 @@ def test_a_spec_names_only_known_revisions():
 
 
 def test_a_threshold_search_runs_the_revision_it_is_given(monkeypatch):
-    import sroa_dist.threshold_search as ts
+    import sroa_dist.studies.threshold as ts
 
     seen = []
     real = ts.sroa_batch

@@ -15,16 +15,13 @@ from conftest import assert_same_bits, cube_values
 
 from sroa_dist.analysis import write_report
 from sroa_dist.moments import Tolerances, run_study
-from sroa_dist.sweep import open_results, run_sweep
-from sroa_dist.sweep.grid import block_task, make_layout
-from sroa_dist.sweep.model_sweep import (
-    MODEL_VARIABLES,
-    ModelSweepSpec,
-    model_weights,
-    settings_from_coords,
-)
-from sroa_dist.sweep.spec import SpecError, load_spec, spec_from_dict
-from sroa_dist.sweep.worker import compute_block
+from sroa_dist.sweep import load_spec, open_results, run_sweep
+from sroa_dist.sweep.cube import MODEL_VARIABLES
+from sroa_dist.sweep.kinds import make_layout, spec_from_dict
+from sroa_dist.sweep.kinds.model import ModelSweepSpec, model_weights, settings_from_coords
+from sroa_dist.sweep.layout import block_task
+from sroa_dist.sweep.run.worker import compute_block
+from sroa_dist.sweep.spec.fields import SpecError
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "sweeps" / "smoke"
@@ -200,7 +197,7 @@ def test_tensor_spec_unaffected_by_model_keys():
 
 def test_fractional_weight_ratios_are_stored_and_resumed(tmp_path):
     """The weight_ratio coordinate is a float: 2.5 stays 2.5, and the store resumes."""
-    from sroa_dist.sweep.storage import prepare_store
+    from sroa_dist.sweep.store.prepare import prepare_store
 
     raw = _raw()
     raw["model"]["weights"] = [1, 2.5]

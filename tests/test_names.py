@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from sroa_dist.sweep.common import default_store
-from sroa_dist.sweep.fields import SpecError
-from sroa_dist.sweep.spec import spec_from_dict
+from sroa_dist.sweep.kinds import spec_from_dict
+from sroa_dist.sweep.spec.base import default_store
+from sroa_dist.sweep.spec.fields import SpecError
 
 TENSOR = {"seed": 1, "tensor": {"n": 3, "p": 3}, "noise": {"sigma": 0.01}}
 MODEL = {"seed": 1, "model": {"name": "gmm", "N": 500, "k": 3, "d": 8, "sigma2": 1.0}}

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from sroa_dist import NOISE_MODELS, noise_tensor, register_noise
-from sroa_dist import noise as noise_module
-from sroa_dist.noise import multiset_index, multiset_rank
+from sroa_dist.monomials import multiset_index, multiset_rank
+from sroa_dist.problems import noise as noise_module
 
 
 @pytest.mark.parametrize("model", ["binary", "uniform", "gaussian"])

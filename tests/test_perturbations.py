@@ -10,9 +10,9 @@ import pytest
 from conftest import assert_same_bits, cube_values
 
 import sroa_dist as core
-from sroa_dist import perturbations as pt
+from sroa_dist.problems import perturbations as pt
 from sroa_dist.sweep import SpecError, open_results, run_sweep
-from sroa_dist.sweep.spec import spec_from_dict
+from sroa_dist.sweep.kinds import spec_from_dict
 
 FAMILIES = ["binary", "uniform", "gaussian", "coherent-tilt", "coherent-tilt+gaussian"]
 

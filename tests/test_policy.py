@@ -1,5 +1,5 @@
-"""Solver policy (sroa_dist/policy.py) and the import structure it untangles: the spec module
-no longer needs the grid (the old spec <-> grid cycle), and policy is a core module."""
+"""Solver policy (sroa_dist/methods/cost.py): the default norm method and the cost of a solve;
+a core module, free of the sweep machinery."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ import sys
 
 import pytest
 
-from sroa_dist.decomposition import IMPLICIT_BYTES
-from sroa_dist.policy import certified_tractable, resolve_norm_method, solve_cost
-from sroa_dist.solvers import relaxation_cost, relaxation_tractable
+from sroa_dist.methods.builtin import IMPLICIT_BYTES, relaxation_cost, relaxation_tractable
+from sroa_dist.methods.cost import certified_tractable, resolve_norm_method, solve_cost
 
 
 def _modules_after(code: str) -> set[str]:
@@ -21,29 +20,12 @@ def _modules_after(code: str) -> set[str]:
 
 
 @pytest.mark.slow
-def test_spec_validation_does_not_import_the_grid():
-    loaded = _modules_after(
-        "from sroa_dist.sweep.spec import spec_from_dict\n"
-        "spec_from_dict({'name': 'x', 'tensor': {'n': [3, 20]}, 'noise': {'sigma': 0.1},"
-        " 'solver': {'method': ['sshopm', 'power']}})"
-    )
-    assert "sroa_dist.sweep.spec" in loaded and "sroa_dist.policy" in loaded
-    assert "sroa_dist.sweep.grid" not in loaded
-
-
-@pytest.mark.slow
 def test_policy_and_schema_are_free_of_the_sweep_machinery():
-    loaded = _modules_after("import sroa_dist.policy")
+    loaded = _modules_after("import sroa_dist.methods.cost")
     assert not {m for m in loaded if m.startswith("sroa_dist.sweep")}
     assert not {m.split(".")[0] for m in loaded} & {"dask", "distributed", "zarr", "xarray"}
-    loaded = _modules_after("import sroa_dist.sweep.schema, sroa_dist.sweep.spec")
+    loaded = _modules_after("import sroa_dist.sweep.cube, sroa_dist.sweep.spec.load")
     assert not {m.split(".")[0] for m in loaded} & {"dask", "distributed", "zarr", "xarray"}
-
-
-def test_grid_reexports_the_policy():
-    from sroa_dist.sweep import grid
-
-    assert grid.resolve_norm_method is resolve_norm_method and grid.solve_cost is solve_cost
 
 
 @pytest.mark.parametrize("n, p", [(4, 3), (10, 3), (14, 4), (20, 3), (30, 4)])

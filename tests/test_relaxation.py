@@ -418,7 +418,7 @@ def test_certified_solve_past_n_26():
 
 
 def test_time_budget_sets_the_size_cap():
-    from sroa_dist.solvers import relaxation_cost, relaxation_tractable
+    from sroa_dist.methods.builtin import relaxation_cost, relaxation_tractable
 
     for p in (3, 4, 5):
         costs = [relaxation_cost(n, p) for n in range(2, 40)]

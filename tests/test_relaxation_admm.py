@@ -11,6 +11,7 @@ import pytest
 import scipy.sparse as sp
 
 from sroa_dist import make_instance, rank_one, rank_one_batch, sroa
+from sroa_dist.methods import OptionError, check_options
 from sroa_dist.relaxation import get_relaxation
 from sroa_dist.relaxation.admm_driver import (
     ADMM_SETTING_RULES,
@@ -22,7 +23,6 @@ from sroa_dist.relaxation.backend import NUMPY, ArrayBackend, DeviceUnavailableE
 from sroa_dist.relaxation.bound import DeviceFace, _HostFace, proven_lam_min
 from sroa_dist.relaxation.device_maps import device_maps
 from sroa_dist.relaxation.drivers import get_driver, selection
-from sroa_dist.solvers import OptionError, check_options
 from sroa_dist.tensors import rank_one_tensor
 
 ADMM = {"driver": "admm"}

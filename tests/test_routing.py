@@ -1,4 +1,4 @@
-"""Routing blocks by device (sroa_dist/sweep/routing.py): a block whose relaxation runs on a
+"""Routing blocks by device (sroa_dist/sweep/run/routing.py): a block whose relaxation runs on a
 GPU holds the GPU resource, so one cluster mixes CPU workers and GPU workers and the GPU
 blocks run on the GPU workers only (real scheduler, real `dask worker` processes)."""
 
@@ -12,10 +12,11 @@ import warnings
 import pytest
 
 from sroa_dist.sweep import load_spec, run_sweep
-from sroa_dist.sweep.cluster import GPU_RESOURCE
-from sroa_dist.sweep.grid import block_task, make_layout
-from sroa_dist.sweep.routing import block_resources, spec_needs_gpu, warn_without_gpu_workers
-from sroa_dist.sweep.spec import SpecError
+from sroa_dist.sweep.kinds import make_layout
+from sroa_dist.sweep.layout import block_task
+from sroa_dist.sweep.run.cluster import GPU_RESOURCE
+from sroa_dist.sweep.run.routing import block_resources, spec_needs_gpu, warn_without_gpu_workers
+from sroa_dist.sweep.spec.fields import SpecError
 
 SPEC = "sweeps/smoke/figure2.toml"
 GPU = {"driver": "admm", "device": "cuda"}
@@ -81,7 +82,7 @@ def test_without_a_gpu_worker_the_sweep_says_it_waits():
 
 def test_the_embedded_cluster_refuses_a_gpu_spec_on_a_machine_without_one(root, tmp_path):
     from sroa_dist.relaxation.backend import DeviceUnavailableError, get_backend
-    from sroa_dist.sweep.cluster import ClusterConnectError
+    from sroa_dist.sweep.run.cluster import ClusterConnectError
 
     try:
         get_backend("cuda")

@@ -15,8 +15,9 @@ from sroa_dist import (
     rank_one_batch,
     register_method,
 )
+from sroa_dist.methods import unregister_method
+from sroa_dist.methods.builtin import GAP_TOL
 from sroa_dist.relaxation import solve as relaxation_solve
-from sroa_dist.solvers import GAP_TOL, unregister_method
 from sroa_dist.tensors import unfolding_norm
 
 ALL_METHODS = sorted(METHODS)

@@ -1,4 +1,4 @@
-"""The cube's vocabulary (sweep/schema.py) and the on-disk format it describes.
+"""The cube's vocabulary (sweep/cube.py) and the on-disk format it describes.
 
 ``tests/data/cube_format.json`` was written by the code of main before the schema module
 existed (``tests/cube_format.py``); the format of every kind of cube must stay that one. One
@@ -7,7 +7,7 @@ stored it as int64, truncating ratios such as 2.5 and refusing to resume such a 
 tensor cubes gained the per-step ``n_best`` and ``confirmed`` (how a local step's best value
 was found), which a store made before them does without when it is resumed. And (issue 20)
 every array carries a CRC32C codec after zstd, and stores hold ``block_digest`` (per-block
-content digests, :mod:`sroa_dist.sweep.integrity`), which is storage bookkeeping, not cube
+content digests, :mod:`sroa_dist.sweep.store.integrity`), which is storage bookkeeping, not cube
 vocabulary. And (issue 18) the stored spec states the method revisions the store computes with
 (``solver.revisions``); a store without them ran revision 1 of every method and keeps it
 (tests/test_method_revisions.py). The manifest states that every method's revision is pinned,
@@ -36,15 +36,16 @@ import zarr
 from cube_format import SPECS, build
 
 from sroa_dist.analysis import _cube
-from sroa_dist.sweep import schema
-from sroa_dist.sweep.certificate_files import CERTIFICATE_DIGEST
-from sroa_dist.sweep.grid import block_task, make_layout
-from sroa_dist.sweep.integrity import DIGEST
-from sroa_dist.sweep.kinds import KINDS, kind_of
-from sroa_dist.sweep.model_sweep import MODEL_AXIS_KEYS
-from sroa_dist.sweep.spec import AXIS_KEYS, spec_from_dict
-from sroa_dist.sweep.storage import prepare_store
-from sroa_dist.sweep.worker import compute_block, draw_group
+from sroa_dist.sweep import cube as schema
+from sroa_dist.sweep.kinds import KINDS, kind_of, make_layout, spec_from_dict
+from sroa_dist.sweep.kinds.model import MODEL_AXIS_KEYS
+from sroa_dist.sweep.kinds.tensor.block import draw_group
+from sroa_dist.sweep.kinds.tensor.spec import AXIS_KEYS
+from sroa_dist.sweep.layout import block_task
+from sroa_dist.sweep.run.worker import compute_block
+from sroa_dist.sweep.store.certificate_files import CERTIFICATE_DIGEST
+from sroa_dist.sweep.store.integrity import DIGEST
+from sroa_dist.sweep.store.prepare import prepare_store
 
 FORMAT = json.loads((Path(__file__).parent / "data" / "cube_format.json").read_text())
 
@@ -197,7 +198,7 @@ def test_steps_record_how_their_best_value_was_found(tmp_path):
 
 
 def test_a_store_made_before_n_best_is_resumed_in_its_own_format(tmp_path):
-    from sroa_dist.sweep.storage import write_block
+    from sroa_dist.sweep.store.block_write import write_block
 
     spec = spec_from_dict(SPECS["tensor_sigma_vectors"])
     layout = make_layout(spec, block_size=4)

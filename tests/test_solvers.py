@@ -19,15 +19,15 @@ from sroa_dist import (
     sod_tensor,
     symmetrize,
 )
-from sroa_dist.solvers import (
+from sroa_dist.methods import (
     OptionError,
     check_options,
     memory_estimate,
     method_options,
-    moment_side,
-    newton_polish,
     resolve_method,
 )
+from sroa_dist.methods.ascent import newton_polish
+from sroa_dist.methods.builtin import moment_side
 from sroa_dist.tensors import contract
 
 ALL_METHODS = sorted(METHODS)
@@ -274,7 +274,7 @@ def test_a_singular_newton_system_does_not_change_other_instances_bits():
 @pytest.fixture
 def scratch_methods():
     """The method registry restored after the test (no method leaks into other tests)."""
-    from sroa_dist import method_records
+    from sroa_dist.methods import records as method_records
 
     saved = dict(method_records._REGISTRY)
     yield
@@ -406,7 +406,7 @@ def test_a_user_method_by_import_path_runs_through_every_front_door():
     rec = resolve_method("user_method:CERTIFIED_RECORD")
     assert rec.global_steps and rec.name == "user_method:CERTIFIED_RECORD"
     assert rank_one(T, "user_method:CERTIFIED_RECORD", rng=0).certified
-    from sroa_dist.policy import resolve_norm_method, solve_cost
+    from sroa_dist.methods.cost import resolve_norm_method, solve_cost
 
     assert resolve_norm_method("user_method:CERTIFIED_RECORD", 6, 3, None) == rec.name
     assert resolve_norm_method("user_method:first_axis", 6, 3, None) == "certified"
@@ -420,7 +420,7 @@ def test_register_method_accepts_an_import_path_and_a_record(scratch_methods):
     T = sod_tensor(np.array([2.0, 1.0, 0.5]), identity_basis(3), 3)
     assert rank_one(T, "mine", rng=0).lam == 2.0
     register_method("mine-global", _first_axis, global_steps=True, cost=lambda n, p, o: 7.0)
-    from sroa_dist.policy import resolve_norm_method, solve_cost
+    from sroa_dist.methods.cost import resolve_norm_method, solve_cost
 
     assert resolve_norm_method("mine-global", 6, 3, None) == "mine-global"
     assert solve_cost("mine-global", 6, 3) == 7.0

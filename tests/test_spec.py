@@ -10,14 +10,10 @@ from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
 from sroa_dist.errors import with_hint
-from sroa_dist.sweep.spec import (
-    SpecError,
-    expand_range,
-    load_spec,
-    parse_override,
-    round_sig,
-    spec_from_dict,
-)
+from sroa_dist.sweep import load_spec
+from sroa_dist.sweep.kinds import spec_from_dict
+from sroa_dist.sweep.spec.fields import SpecError, expand_range, round_sig
+from sroa_dist.sweep.spec.load import parse_override
 
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = sorted((ROOT / "sweeps").rglob("*.toml"))
@@ -203,7 +199,7 @@ def test_method_specific_options(tmp_path):
         'method = ["power", "sshopm"]\n[solver.options.sshopm]\nn_starts = 4',
     )
     spec = load_spec(write(tmp_path, text))
-    from sroa_dist.sweep.spec import solver_options
+    from sroa_dist.sweep.spec.base import solver_options
 
     assert solver_options(spec.data, "sshopm") == {"n_starts": 4}
     assert solver_options(spec.data, "power") == {}
@@ -213,8 +209,8 @@ def test_typed_sections_and_derived_properties(tmp_path):
     """The package reads a spec through typed, frozen sections; each is the resolved dict."""
     import dataclasses
 
-    from sroa_dist.policy import resolve_norm_method
-    from sroa_dist.sweep.spec import default_store
+    from sroa_dist.methods.cost import resolve_norm_method
+    from sroa_dist.sweep.spec.base import default_store
 
     text = BASE.replace('method = "sshopm"', 'method = ["power", "sshopm"]\nsteps = 2')
     text = text.replace("n = 4", "n = [4, 6]\nrank = [2, 3]").replace("sigma = 0.01", "eps = 0.1")
@@ -311,7 +307,7 @@ def test_options_are_checked_for_every_method_and_its_norm_method(tmp_path):
 
 
 def test_range_length_is_shared_capped_and_overflow_safe():
-    from sroa_dist.sweep.spec import MAX_AXIS_LEN, range_length
+    from sroa_dist.sweep.spec.fields import MAX_AXIS_LEN, range_length
 
     assert range_length({"start": 0.0001, "stop": 0.2, "step": 0.0001}) == 2000
     assert range_length({"start": 1.0, "stop": 1000.0, "factor": 10.0}) == 4
@@ -332,7 +328,7 @@ def test_validation_never_materialises_the_grid(tmp_path):
     enumerating instances: validation allocates O(axes) memory, not O(instances)."""
     import tracemalloc
 
-    from sroa_dist.sweep.grid import make_layout
+    from sroa_dist.sweep.kinds import make_layout
 
     path = write(tmp_path, BASE)
     tracemalloc.start()
@@ -442,8 +438,9 @@ def _issue_case(**edits):
 def test_every_spec_that_validates_runs_one_instance(raw):
     """The contract of ``validate``: a spec it accepts computes, here one instance of the first
     block through the worker kernel, without error."""
-    from sroa_dist.sweep.grid import block_task, make_layout
-    from sroa_dist.sweep.worker import compute_block
+    from sroa_dist.sweep.kinds import make_layout
+    from sroa_dist.sweep.layout import block_task
+    from sroa_dist.sweep.run.worker import compute_block
 
     try:
         spec = spec_from_dict(raw)

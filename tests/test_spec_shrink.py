@@ -11,10 +11,9 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, run_cli
 
-from sroa_dist.sweep import open_results
-from sroa_dist.sweep.fields import SpecError, prune_model_params
-from sroa_dist.sweep.grid import make_layout
-from sroa_dist.sweep.spec import load_spec
+from sroa_dist.sweep import load_spec, open_results
+from sroa_dist.sweep.kinds import make_layout
+from sroa_dist.sweep.spec.fields import SpecError, prune_model_params
 
 SPECS = sorted((ROOT / "sweeps").glob("*.toml")) + sorted(
     (ROOT / "sweeps" / "smoke").glob("*.toml")

@@ -15,23 +15,20 @@ import numpy as np
 import pytest
 import zarr
 
-from sroa_dist.sweep import open_results
-from sroa_dist.sweep.grid import block_task, make_layout
-from sroa_dist.sweep.lease import LEASE_GROUP
-from sroa_dist.sweep.spec import load_spec
-from sroa_dist.sweep.storage import (
+from sroa_dist.sweep import load_spec, open_results
+from sroa_dist.sweep.kinds import make_layout
+from sroa_dist.sweep.layout import block_task
+from sroa_dist.sweep.run.worker import compute_block
+from sroa_dist.sweep.store.block_write import StaleLayoutError, write_block
+from sroa_dist.sweep.store.lease import LEASE_GROUP
+from sroa_dist.sweep.store.prepare import prepare_store, read_done, store_status
+from sroa_dist.sweep.store.target import (
     NotAStoreError,
-    StaleLayoutError,
     StoreIncompatibleError,
     StoreRefusedError,
     check_store_target,
-    prepare_store,
-    read_done,
     store_kind,
-    store_status,
-    write_block,
 )
-from sroa_dist.sweep.worker import compute_block
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = ROOT / "sweeps/smoke/figure1.toml"
@@ -219,7 +216,7 @@ def test_store_kinds(tmp_path):
 def test_overwrite_and_extension_keep_the_lease_and_change_the_layout_token(tmp_path):
     """The writer lease lives in the store; neither replacing nor extending the store drops it,
     and each new layout gets a new token that stale writers are refused with."""
-    from sroa_dist.sweep.lease import StoreLease, read_lease
+    from sroa_dist.sweep.store.lease import StoreLease, read_lease
 
     spec = load_spec(SPEC)
     url = str(tmp_path / "cube.zarr")
@@ -282,7 +279,7 @@ def test_a_new_layout_fences_stale_writers_then_outlasts_their_late_chunks(
     """An overwrite or extension sets its new layout token before deleting anything, so a stale
     writer checking from then on is refused; a chunk that lands while a folder is being removed
     (a write already past its check) makes the step start again instead of failing the run."""
-    import sroa_dist.sweep.storage as storage
+    import sroa_dist.sweep.store.prepare as storage
 
     spec = load_spec(SPEC)
     url, _ = _store(tmp_path, spec)
@@ -311,7 +308,7 @@ def test_a_new_layout_fences_stale_writers_then_outlasts_their_late_chunks(
 
 
 def test_an_overwrite_that_cannot_clear_names_the_store(tmp_path, monkeypatch):
-    import sroa_dist.sweep.storage as storage
+    import sroa_dist.sweep.store.prepare as storage
 
     spec = load_spec(SPEC)
     url, _ = _store(tmp_path, spec)
@@ -329,7 +326,7 @@ def test_an_overwrite_that_cannot_clear_names_the_store(tmp_path, monkeypatch):
 def _slow_stale_writer(url: str, spec_path: str, block_size: int, token: str) -> dict:
     """Another process: write block 0 again and again with layout ``token``, each write slow
     (1 s between its layout check and its chunks), until it is refused."""
-    import sroa_dist.sweep.block_write as block_write
+    import sroa_dist.sweep.store.block_write as block_write
 
     spec = load_spec(spec_path)
     layout = make_layout(spec, block_size=block_size)
@@ -392,7 +389,7 @@ def test_a_stale_writer_racing_an_overwrite_never_marks_a_block_done(tmp_path, s
 
 def test_an_interrupted_swap_is_finished_on_the_next_run(tmp_path, monkeypatch):
     """Kill the extension's swap after its first entry moved: the next prepare finishes it."""
-    import sroa_dist.sweep.storage as storage
+    import sroa_dist.sweep.store.prepare as storage
 
     spec = load_spec(SPEC)
     url, _ = _store(tmp_path, spec)
@@ -421,7 +418,7 @@ def test_an_interrupted_swap_is_finished_on_the_next_run(tmp_path, monkeypatch):
 
 def test_git_commit_comes_from_the_environment_in_images(monkeypatch):
     """Images carry no .git: SROA_GIT_COMMIT (a Docker build arg) is the provenance there."""
-    from sroa_dist.sweep.storage import git_commit
+    from sroa_dist.sweep.store.target import git_commit
 
     monkeypatch.setenv("SROA_GIT_COMMIT", "0123abcd")
     assert git_commit() == "0123abcd"
@@ -430,7 +427,7 @@ def test_git_commit_comes_from_the_environment_in_images(monkeypatch):
     import subprocess
     from pathlib import Path
 
-    import sroa_dist.sweep.storage as storage
+    import sroa_dist.sweep.store.prepare as storage
 
     try:
         want = subprocess.run(

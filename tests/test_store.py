@@ -10,11 +10,12 @@ import pytest
 
 import sroa_dist as core
 from sroa_dist.norms import scale_factors
-from sroa_dist.perturbations import DEFAULT_WEIGHT, model_params
-from sroa_dist.sweep.grid import block_task, instance_seed, make_layout
-from sroa_dist.sweep.spec import spec_from_dict
+from sroa_dist.problems.perturbations import DEFAULT_WEIGHT, model_params
+from sroa_dist.sweep.kinds import make_layout, spec_from_dict
+from sroa_dist.sweep.kinds.tensor.spec import instance_seed
+from sroa_dist.sweep.layout import block_task
+from sroa_dist.sweep.run.worker import compute_block
 from sroa_dist.sweep.store import ResultStore, instance_of
-from sroa_dist.sweep.worker import compute_block
 
 SIGMA = {
     "name": "store-sigma",
@@ -209,7 +210,7 @@ def test_result_store_writes_certificates_before_the_done_flag(tmp_path):
 def test_a_stale_task_is_refused_and_writes_nothing(tmp_path):
     import dataclasses
 
-    from sroa_dist.sweep.storage import StaleLayoutError
+    from sroa_dist.sweep.store.block_write import StaleLayoutError
 
     rs = _filled(tmp_path, SIGMA)
     spec, layout = rs.spec_and_layout

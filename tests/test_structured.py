@@ -1,4 +1,4 @@
-"""Matrix-free structured tensors (sroa_dist.structured, .operators, .matrix_free): the
+"""Matrix-free structured tensors (sroa_dist.problems.structured, .operators, .matrix_free): the
 operator equals the dense tensor the sweep builds, SROA and rank_one give the same components
 on both, methods that need entries are refused, and no step on an operator is certified."""
 
@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import sroa_dist as core
-from sroa_dist import perturbations as pt
 from sroa_dist.operators import StructuredTensor, SymmetricProducts
+from sroa_dist.problems import perturbations as pt
 from sroa_dist.tensors import contract, symmetrize
 
 #: Small n per order: the dense reference has n^p entries.

@@ -8,8 +8,8 @@ import pytest
 
 import sroa_dist as sd
 from sroa_dist.errors import InputError
-from sroa_dist.methods import MethodOutput
-from sroa_dist.solvers import unregister_method
+from sroa_dist.methods import unregister_method
+from sroa_dist.methods.builtin import MethodOutput
 from sroa_dist.threads import (
     BLAS_THREAD_VARIABLES,
     BLAS_THREADS_ENV,

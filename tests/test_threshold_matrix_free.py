@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 import sroa_dist
-from sroa_dist.instances import make_instance
-from sroa_dist.structured import structured_tensor
-from sroa_dist.threshold_search import DENSE_BYTES_CAP, _use_matrix_free, default_lambdas
+from sroa_dist.problems.instances import make_instance
+from sroa_dist.problems.structured import structured_tensor
+from sroa_dist.studies.threshold import DENSE_BYTES_CAP, _use_matrix_free, default_lambdas
 
 RTOL = 0.01
 
@@ -57,8 +57,8 @@ def test_matrix_free_tensor_is_the_dense_instance():
         rng=np.random.default_rng(ss),
     )
     gen = np.random.default_rng(np.random.SeedSequence(11))
-    V = sroa_dist.instances.BASES["random"](n, n, rng=gen)
-    lam = sroa_dist.instances.draw_lambdas(default_lambdas(n).tolist(), n, rng=gen)
+    V = sroa_dist.problems.instances.BASES["random"](n, n, rng=gen)
+    lam = sroa_dist.problems.instances.draw_lambdas(default_lambdas(n).tolist(), n, rng=gen)
     op = structured_tensor(p, lam, V=V, family="coherent-tilt", eps=eps)
     x = np.random.default_rng(3).standard_normal((7, n))
     x /= np.linalg.norm(x, axis=1, keepdims=True)

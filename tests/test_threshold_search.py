@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import sroa_dist
-from sroa_dist.criteria import DEFAULT_RADIUS, DEFAULT_VALUE_C, RUN_CRITERIA, STUDY_THEOREM
-from sroa_dist.first_crossing import CONTINUE_POINTS, SCAN_FACTOR, first_crossing
-from sroa_dist.threshold_search import (
+from sroa_dist.studies.criteria import DEFAULT_RADIUS, DEFAULT_VALUE_C, RUN_CRITERIA, STUDY_THEOREM
+from sroa_dist.studies.first_crossing import CONTINUE_POINTS, SCAN_FACTOR, first_crossing
+from sroa_dist.studies.threshold import (
     CERTIFY_ENDS_MAX_N,
     _Draw,
     _seed,
@@ -206,9 +206,10 @@ def test_find_threshold_argument_errors():
 
 def test_instance_is_the_sweeps_instance():
     """At a given ε, the search's tensor is bit for bit the one a tensor sweep solves."""
-    from sroa_dist.sweep.grid import block_task, instance_seed, make_layout
-    from sroa_dist.sweep.spec import spec_from_dict
-    from sroa_dist.sweep.worker import draw_group
+    from sroa_dist.sweep.kinds import make_layout, spec_from_dict
+    from sroa_dist.sweep.kinds.tensor.block import draw_group
+    from sroa_dist.sweep.kinds.tensor.spec import instance_seed
+    from sroa_dist.sweep.layout import block_task
 
     n, p, eps = 6, 3, 0.3
     lam = default_lambdas(n)

@@ -1,4 +1,4 @@
-"""The threshold sweep kind (``sroa_dist.sweep.threshold_sweep``): spec errors name their key,
+"""The threshold sweep kind (``sroa_dist.sweep.kinds.threshold``): spec errors name their key,
 a sweep on real worker processes equals serial ``find_threshold`` bit for bit, a run resumes
 bit for bit after SIGKILL of the runner or of a worker, and every shipped threshold spec
 validates (with a cost estimate) and runs shrunk."""
@@ -17,16 +17,14 @@ import pytest
 from conftest import ROOT, assert_same_bits, cube_values, run_cli, sigkill_run_mid_sweep
 
 from sroa_dist import find_threshold
-from sroa_dist.first_crossing import max_evals
-from sroa_dist.sweep import open_results, run_sweep
-from sroa_dist.sweep.execute import connect
-from sroa_dist.sweep.fields import SpecError
-from sroa_dist.sweep.grid import make_layout
-from sroa_dist.sweep.kinds import KINDS, kind_for_raw
+from sroa_dist.studies.first_crossing import max_evals
+from sroa_dist.sweep import load_spec, open_results, run_sweep
+from sroa_dist.sweep.kinds import KINDS, kind_for_raw, make_layout, spec_from_dict
+from sroa_dist.sweep.kinds.threshold import THRESHOLD
 from sroa_dist.sweep.layout import stable_hash32
-from sroa_dist.sweep.spec import load_spec, spec_from_dict
-from sroa_dist.sweep.storage import read_done
-from sroa_dist.sweep.threshold_sweep import THRESHOLD
+from sroa_dist.sweep.run.cluster import connect
+from sroa_dist.sweep.spec.fields import SpecError
+from sroa_dist.sweep.store.prepare import read_done
 
 SWEEPS = ROOT / "sweeps"
 SHIPPED = sorted(SWEEPS.glob("threshold-*.toml"))
@@ -207,7 +205,7 @@ def _as_made_before_search_revisions(store) -> None:
 
     import zarr
 
-    from sroa_dist.sweep.integrity import DIGEST
+    from sroa_dist.sweep.store.integrity import DIGEST
 
     g = zarr.open_group(str(store), mode="r+")
     for name in (*NEW_VARIABLES, DIGEST):
@@ -229,8 +227,8 @@ def test_a_store_made_before_search_revisions_resumes_with_revision_1(tmp_path, 
     revision 2, and a spec naming another revision than its store's is refused."""
     import zarr
 
-    from sroa_dist.sweep.integrity import forget_blocks
-    from sroa_dist.sweep.storage import StoreIncompatibleError
+    from sroa_dist.sweep.store.integrity import forget_blocks
+    from sroa_dist.sweep.store.target import StoreIncompatibleError
 
     old = _small(**{"solver.revisions": {"sshopm": 3}})
     rev1 = {**old, "threshold": {**old["threshold"], "revision": 1}}
@@ -400,7 +398,7 @@ def test_shipped_threshold_specs_run_shrunk(tmp_path, path, client):
 def test_replicates_of_a_deterministic_family_are_flagged_once():
     """The pure coherent tilt turns with the basis: its replicates repeat one threshold (the
     README suggested replicates = 2 for it). `advice` says so; `run` warns with it."""
-    from sroa_dist.perturbations import is_deterministic
+    from sroa_dist.problems.perturbations import is_deterministic
     from sroa_dist.sweep.kinds import advice
 
     assert is_deterministic("coherent-tilt")

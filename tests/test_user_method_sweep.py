@@ -10,8 +10,8 @@ from conftest import assert_same_bits, cube_values
 
 from sroa_dist.errors import with_hint
 from sroa_dist.sweep import open_results, run_sweep
-from sroa_dist.sweep.fields import SpecError
-from sroa_dist.sweep.spec import spec_from_dict
+from sroa_dist.sweep.kinds import spec_from_dict
+from sroa_dist.sweep.spec.fields import SpecError
 
 
 def _spec(method: str) -> dict:

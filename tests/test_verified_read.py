@@ -23,15 +23,16 @@ import pytest
 import zarr
 from conftest import SMOKE, assert_same_bits, chunk_file, cube_values, run_cli
 
-from sroa_dist.sweep import verified_read
-from sroa_dist.sweep.certificate_files import block_file_name, certificates_folder
-from sroa_dist.sweep.grid import block_task, make_layout
-from sroa_dist.sweep.integrity import DamagedStoreError
-from sroa_dist.sweep.spec import load_spec
-from sroa_dist.sweep.storage import store_layout
+from sroa_dist.sweep import load_spec
+from sroa_dist.sweep.kinds import make_layout
+from sroa_dist.sweep.layout import block_task
+from sroa_dist.sweep.run.worker import compute_block
 from sroa_dist.sweep.store import ResultStore
-from sroa_dist.sweep.verified_read import open_results
-from sroa_dist.sweep.worker import compute_block
+from sroa_dist.sweep.store import read as verified_read
+from sroa_dist.sweep.store.certificate_files import block_file_name, certificates_folder
+from sroa_dist.sweep.store.integrity import DamagedStoreError
+from sroa_dist.sweep.store.prepare import store_layout
+from sroa_dist.sweep.store.read import open_results
 
 FIGURE2 = SMOKE / "figure2.toml"
 CERTIFIED = {"output.certificates": True}
@@ -334,7 +335,7 @@ def test_an_extension_keeps_blocks_with_their_certificate_files(clean_certified,
     its name (same coordinates), recording the file's digest: the extended store checks and
     verifies whole, and only the new blocks were computed."""
     from sroa_dist.sweep import run_sweep
-    from sroa_dist.sweep.certificates import verify_store
+    from sroa_dist.sweep.store.verify import verify_store
 
     store = _copy(clean_certified, tmp_path)
     spec = load_spec(SMOKE / "certified.toml", {**CERTIFIED, "replicates": 6})

@@ -11,9 +11,9 @@ import zarr
 from conftest import run_cli
 
 from sroa_dist.sweep import run_sweep
-from sroa_dist.sweep.certificates import verify_store
-from sroa_dist.sweep.integrity import DIGEST, DIGEST_VARIABLES, block_digests
-from sroa_dist.sweep.storage import store_layout
+from sroa_dist.sweep.store.integrity import DIGEST, DIGEST_VARIABLES, block_digests
+from sroa_dist.sweep.store.prepare import store_layout
+from sroa_dist.sweep.store.verify import verify_store
 
 SPEC = """
 name = "verify-smoke"

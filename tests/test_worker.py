@@ -1,4 +1,4 @@
-"""The block kernel (``sroa_dist.sweep.worker``) on its own: serial, no Dask, no store.
+"""The block kernel (``sroa_dist.sweep.run.worker``) on its own: serial, no Dask, no store.
 
 Entry points used (the kernel's stable surface): ``compute_block(task) -> BlockResult`` with
 ``.data`` / ``.n_instances`` / ``.index``, and ``draw_group(spec, [(settings, replicate)])``
@@ -16,9 +16,12 @@ import numpy as np
 import pytest
 from conftest import assert_same_bits
 
-from sroa_dist.sweep.grid import block_task, make_layout
-from sroa_dist.sweep.spec import SpecError, load_spec
-from sroa_dist.sweep.worker import compute_block, draw_group
+from sroa_dist.sweep import load_spec
+from sroa_dist.sweep.kinds import make_layout
+from sroa_dist.sweep.kinds.tensor.block import draw_group
+from sroa_dist.sweep.layout import block_task
+from sroa_dist.sweep.run.worker import compute_block
+from sroa_dist.sweep.spec.fields import SpecError
 
 SMOKE = Path(__file__).resolve().parents[1] / "sweeps" / "smoke"
 #: n in {3, 4} x method in {power, sshopm} x eps_scaled in {0.25, 0.5, 1, 2} x 2 replicates;

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from sroa_dist.ascent import power_iterations, random_starts
-from sroa_dist.solvers import MethodOutput, resolve_method
+from sroa_dist.methods import MethodOutput, resolve_method
+from sroa_dist.methods.ascent import power_iterations, random_starts
 
 
 def first_axis(Ts, rngs, *, scale: float = 1.0):

@@ -231,7 +231,7 @@ def make_cluster(args: argparse.Namespace):
 
 
 #: The Dask resource a GPU worker advertises; the sweep's GPU blocks (relaxation device
-#: "cuda") hold one while they run (sroa_dist.sweep.cluster.GPU_RESOURCE).
+#: "cuda") hold one while they run (sroa_dist.sweep.run.cluster.GPU_RESOURCE).
 GPU_RESOURCE = "GPU"
 
 
@@ -338,8 +338,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from distributed import Client
 
-    from sroa_dist.sweep.execute import run_sweep
-    from sroa_dist.sweep.spec import load_spec
+    from sroa_dist.sweep import load_spec
+    from sroa_dist.sweep.run.execute import run_sweep
 
     if not args.dry_run:
         try:

@@ -8,12 +8,10 @@ criterion from the :data:`CRITERIA` registry (``recovery``, ``value``, ``theorem
 report and figure states the cube's :func:`completeness`.
 """
 
+from ._completeness import Completeness, IncompleteCubeWarning, completeness
 from .aggregate import (
     CRITERIA,
-    Completeness,
-    IncompleteCubeWarning,
     SuccessCriterion,
-    completeness,
     count_violations,
     error_growth,
     get_criterion,
@@ -27,8 +25,6 @@ from .figures import (
     FIGURES,
     build_figures,
     figure1,
-    figure2,
-    figure_step_accumulation,
     figure_success_heatmap,
     figure_threshold_scaling,
     plot_cube,
@@ -36,6 +32,7 @@ from .figures import (
 )
 from .moments import fit_sample_exponent, plot_sample_scaling, sample_size_needed
 from .report import summarize, write_report
+from .step_figures import figure2, figure_step_accumulation
 from .threshold import (
     RateFit,
     SizeMedians,

@@ -15,8 +15,8 @@ import numpy as np
 import xarray as xr
 
 from ..errors import InputError, SroaWarning
-from ..sweep.schema import BLOCK, DAMAGED, DONE, FAILED, FAILED_MESSAGES
-from ._cube import REPLICATE, STEP, sweep_axes
+from ..sweep.cube import BLOCK, DAMAGED, DONE, FAILED, FAILED_MESSAGES, REPLICATE, STEP
+from ._cube import sweep_axes
 
 
 @dataclass(frozen=True)

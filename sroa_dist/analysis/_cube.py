@@ -10,7 +10,7 @@ import xarray as xr
 
 from ..errors import InputError
 from ..metrics import theorem_2_2_bounds, theorem_3_1_bounds
-from ..sweep.schema import BLOCK, COMPONENT, DIMS, REPLICATE, STEP, TENSOR_DIMS
+from ..sweep.cube import BLOCK, COMPONENT, DIMS, REPLICATE, STEP, TENSOR_DIMS
 
 #: Sweep axes of tensor cubes, in storage order.  Other dims of a per-instance variable are
 #: treated as sweep axes too (after these, in the cube's order), so a future axis does not

@@ -10,8 +10,8 @@ import xarray as xr
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogFormatter, MaxNLocator, NullLocator
 
+from ._completeness import Completeness
 from ._cube import combinations, sweep_axes
-from .aggregate import Completeness
 
 
 def set_scale(ax, axis: str, values: np.ndarray) -> None:

@@ -12,8 +12,9 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ..criteria import DEFAULT_RADIUS, DEFAULT_THEOREM_C, DEFAULT_VALUE_C
 from ..errors import InputError
+from ..studies.criteria import DEFAULT_RADIUS, DEFAULT_THEOREM_C, DEFAULT_VALUE_C
+from ..sweep.cube import REPLICATE, STEP
 from ._completeness import (  # noqa: F401  (re-exported: the analysis layer's vocabulary)
     Completeness,
     IncompleteCubeWarning,
@@ -25,8 +26,6 @@ from ._completeness import (  # noqa: F401  (re-exported: the analysis layer's v
 )
 from ._cube import (
     CATEGORICAL_AXES,
-    REPLICATE,
-    STEP,
     as_tuple,
     measured_eps,
     require,

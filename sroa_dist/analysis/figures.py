@@ -17,10 +17,11 @@ from matplotlib.ticker import NullLocator
 
 from ..errors import InputError
 from ..metrics import theorem_2_2_bounds
+from ..studies.criteria import DEFAULT_RADIUS, DEFAULT_VALUE_C
+from ..sweep.cube import REPLICATE, STEP
+from ._completeness import Completeness, completeness, warn_incomplete
 from ._cube import (
     PERTURBATION_AXES,
-    REPLICATE,
-    STEP,
     combinations,
     group_label,
     measured_eps,
@@ -32,16 +33,11 @@ from ._cube import (
 )
 from ._plotting import noise_rows, plain_log_labels, set_scale, status_title
 from .aggregate import (
-    DEFAULT_RADIUS,
-    DEFAULT_VALUE_C,
-    Completeness,
     SuccessCriterion,
-    completeness,
     criterion_options,
     get_criterion,
     success_probability,
     violation_mask,
-    warn_incomplete,
 )
 from .step_figures import figure2, figure_step_accumulation
 from .threshold import estimate_thresholds, fit_exponent

@@ -26,7 +26,8 @@ import xarray as xr
 from matplotlib.figure import Figure
 
 from ..errors import InputError
-from ._cube import REPLICATE, STEP, combinations, group_label, require, require_dim, sweep_axes
+from ..sweep.cube import REPLICATE, STEP
+from ._cube import combinations, group_label, require, require_dim, sweep_axes
 from .threshold import _thresholds_one
 
 __all__ = [

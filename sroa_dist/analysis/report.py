@@ -17,22 +17,19 @@ import pandas as pd
 import xarray as xr
 
 from ..errors import InputError
-from ..sweep.schema import DAMAGED_BLOCKS
-from ._cube import REPLICATE, STEP, combinations, group_label, scalar_p, sweep_axes
+from ..studies.criteria import DEFAULT_RADIUS, DEFAULT_VALUE_C
+from ..sweep.cube import DAMAGED_BLOCKS, REPLICATE, STEP
+from ._completeness import Completeness, completeness, warn_incomplete
+from ._cube import combinations, group_label, scalar_p, sweep_axes
 from .aggregate import (
     CRITERIA,
-    DEFAULT_RADIUS,
-    DEFAULT_VALUE_C,
-    Completeness,
     SuccessCriterion,
-    completeness,
     count_violations,
     criterion_options,
     error_growth,
     get_criterion,
     list_violations,
     success,
-    warn_incomplete,
 )
 from .figures import _plot_cube, supported_figures
 from .moments import is_model_cube, report_section

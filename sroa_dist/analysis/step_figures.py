@@ -15,9 +15,10 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from ..errors import InputError
-from ._cube import REPLICATE, STEP, combinations, group_label, sweep_axes
+from ..sweep.cube import REPLICATE, STEP
+from ._completeness import Completeness, completeness, has_results, replicate_span, replicates_text
+from ._cube import combinations, group_label, sweep_axes
 from ._plotting import noise_rows, present_text, status_title
-from .aggregate import Completeness, completeness, has_results, replicate_span, replicates_text
 from .aggregate import step_stats as _step_stats
 
 #: Quantile levels of the band drawn around the per-step median (a central 90 % band).

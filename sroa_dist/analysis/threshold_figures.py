@@ -18,9 +18,9 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 
 from ..errors import InputError
+from ._completeness import Completeness, completeness
 from ._cube import combinations, group_label, sweep_axes
 from ._plotting import plain_log_labels, status_title
-from .aggregate import Completeness, completeness
 from .threshold import RateFit, fit_rate, size_medians
 
 #: The variables that make a cube a threshold cube.

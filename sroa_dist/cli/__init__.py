@@ -19,6 +19,10 @@ each expected failure prints), :mod:`.logs` (log routing).
 
 from __future__ import annotations
 
+# First of all: the `sroa-dist` command answers Ctrl-C / SIGTERM with one line from here on,
+# however long the sweep service and the analysis take to load (Dask, zarr, matplotlib).
+from . import _early_signals  # noqa: F401  # isort: skip
+
 import argparse
 import os
 import signal
@@ -51,7 +55,7 @@ def _blocks_done(args: argparse.Namespace) -> str:
     if url is None:
         return ""
     try:
-        from ..sweep.storage import read_done
+        from ..sweep.store.prepare import read_done
 
         return f"; {int(read_done(url).sum())} blocks done"
     except Exception:

@@ -1,7 +1,7 @@
 """``sroa-dist check STORE`` and ``status --deep``: read every chunk and certificate file of a
 store and compare each finished block with the digests recorded when it was written
-(:mod:`..sweep.integrity`); ``check --repair-metadata`` first rebuilds lost top-level metadata
-(:mod:`..sweep.metadata_repair`).
+(:mod:`sroa_dist.sweep.store.integrity`); ``check --repair-metadata`` first rebuilds lost top-level
+metadata (:mod:`sroa_dist.sweep.store.repair`).
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ from .errors import CLIError
 def _deep_check(store: str) -> int:
     """Print the integrity check of ``store``; 0 if no damage, 1 otherwise."""
     from .._registry import names_only
-    from ..sweep.integrity import scan_store
-    from ..sweep.storage import require_store, store_layout
+    from ..sweep.store.integrity import scan_store
+    from ..sweep.store.prepare import store_layout
+    from ..sweep.store.target import require_store
 
     require_store(store)  # the same one-line answer as status/info for a non-store
     with names_only():  # reading chunks needs none of the spec's user code
@@ -42,7 +43,7 @@ def _deep_check(store: str) -> int:
 
 def _repair(store: str, argv: list[str]) -> None:
     """Rebuild the store's lost top-level metadata, or fail naming what cannot be rebuilt."""
-    from ..sweep.metadata_repair import repair_metadata
+    from ..sweep.store.repair import repair_metadata
 
     result = repair_metadata(store, history="sroa-dist " + " ".join(map(shlex.quote, argv)))
     if result.lost:

@@ -15,7 +15,7 @@ from .errors import CLIError
 
 def _load_spec(args: argparse.Namespace):
     """``load_spec`` with unreadable files (not UTF-8, a directory, no permission) explained."""
-    from ..sweep.spec import load_spec
+    from ..sweep.kinds import load_spec
 
     path = Path(args.spec)
     if path.is_dir():
@@ -43,7 +43,7 @@ def _load_spec(args: argparse.Namespace):
 def _cmd_run(args: argparse.Namespace) -> int:
     import errno
 
-    from ..sweep.execute import disk_full, run_sweep
+    from ..sweep.run.execute import disk_full, run_sweep
 
     spec = _load_spec(args)
     store = args.store or spec.default_store
@@ -90,9 +90,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    from ..sweep.cluster import default_workers
-    from ..sweep.grid import make_layout
-    from ..sweep.kinds import advice, kind_of
+    from ..sweep.kinds import advice, kind_of, make_layout
+    from ..sweep.run.cluster import default_workers
 
     spec = _load_spec(args)
     layout = make_layout(spec, block_size=args.block_size)
@@ -118,7 +117,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
-    from ..sweep.storage import store_status
+    from ..sweep.store.prepare import store_status
 
     st = store_status(args.store)
     print(
@@ -133,8 +132,8 @@ def _cmd_status(args: argparse.Namespace) -> int:
 
 def _cmd_info(args: argparse.Namespace) -> int:
     """``info``: dims, variables and provenance; damaged blocks are listed (exit 1)."""
-    from ..sweep.schema import DAMAGED, DAMAGED_BLOCKS
-    from ..sweep.verified_read import open_results
+    from ..sweep.cube import DAMAGED, DAMAGED_BLOCKS
+    from ..sweep.store.read import open_results
 
     ds = open_results(args.store, damaged="mask")
     print(f"store: {args.store}")
@@ -176,8 +175,8 @@ def _print_damage(store: str, damaged: str | None, n: int) -> int:
 def _cmd_verify(args: argparse.Namespace) -> int:
     """``verify``: re-check every stored certificate against the instances' rebuilt tensors,
     and the stored ``lam_hat``, ``upper_bound`` and ``certified`` against the certificates."""
-    from ..sweep.certificates import verify_store
-    from ..sweep.storage import require_store
+    from ..sweep.store.target import require_store
+    from ..sweep.store.verify import verify_store
 
     require_store(args.store)  # the same one-line answer as status/info for a non-store
     rep = verify_store(args.store)
@@ -241,8 +240,8 @@ def _write_outputs(writer, args: argparse.Namespace) -> int:
     import warnings
 
     from ..analysis import IncompleteCubeWarning, completeness
-    from ..sweep.schema import DAMAGED_BLOCKS
-    from ..sweep.verified_read import open_results
+    from ..sweep.cube import DAMAGED_BLOCKS
+    from ..sweep.store.read import open_results
 
     fmts = _formats(args.formats)
     if fmts is not None and args.command == "plot":

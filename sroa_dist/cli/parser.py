@@ -6,7 +6,7 @@ import argparse
 import re
 from collections.abc import Callable
 
-from ..criteria import DEFAULT_RADIUS, RUN_CRITERIA
+from ..studies.criteria import DEFAULT_RADIUS, RUN_CRITERIA
 from .check import _cmd_check, _cmd_status_deep
 from .commands import (
     _cmd_info,
@@ -94,13 +94,9 @@ def _positive_float(text: str) -> float:
 def build_parser() -> argparse.ArgumentParser:
     """The ``sroa-dist`` argument parser."""
     # The run defaults live with the sweep service (light to import: no Dask until a run).
-    from ..sweep.execute import (
-        DEFAULT_DASHBOARD_ADDRESS,
-        DEFAULT_RETRIES,
-        TASK_DEADLINE_FACTOR,
-        TASK_DEADLINE_FLOOR,
-    )
-    from ..sweep.lease import DEFAULT_LEASE_TIMEOUT
+    from ..sweep.run.cluster import DEFAULT_DASHBOARD_ADDRESS
+    from ..sweep.run.execute import DEFAULT_RETRIES, TASK_DEADLINE_FACTOR, TASK_DEADLINE_FLOOR
+    from ..sweep.store.lease import DEFAULT_LEASE_TIMEOUT
 
     p = _Parser(
         prog="sroa-dist",
@@ -230,7 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _damaged_argument(sub: argparse.ArgumentParser) -> None:
     """What ``plot`` and ``report`` do with a damaged store (``open_results(damaged=...)``)."""
-    from ..sweep.schema import DAMAGED_MODES
+    from ..sweep.cube import DAMAGED_MODES
 
     sub.add_argument(
         "--damaged",

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ..decomposition import SROAResult, sroa
-from ..solvers import RngLike
+from ..decomposition.algorithm import SROAResult, sroa
+from ..methods import RngLike
 from ..tensors import FloatArray, symmetrize
 from .estimators import CHUNK_SIZE, WhitenedMoments, whitened_moments
 

@@ -140,7 +140,7 @@ def polish(
     ``power_steps`` shifted power iterations ``x <- normalize(sign T x^{p-1} + shift x)``
     (monotone for ``shift >= (p - 1) ||T||_F``: SS-HOPM, Kolda & Mayo 2011) are followed by
     Newton steps on the sphere (:func:`sroa_dist.tensors.sphere_newton_step`, the same steps
-    as :func:`sroa_dist.solvers.newton_polish`). A Newton step is accepted only if the
+    as :func:`sroa_dist.methods.ascent.newton_polish`). A Newton step is accepted only if the
     objective does not decrease (otherwise a shifted power step is taken instead), so a
     candidate near a maximiser is never moved to a saddle. Converges quadratically to
     non-degenerate KKT points (Z-eigenvectors).

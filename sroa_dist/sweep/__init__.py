@@ -10,12 +10,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .spec import SpecError, SweepSpec, load_spec
+from .kinds import load_spec
+from .spec.base import SweepSpec
+from .spec.fields import SpecError
 
 if TYPE_CHECKING:
     import xarray
 
-    from .execute import SweepResult
+    from .run.execute import SweepResult
     from .store import ResultStore, instance_of
 
 __all__ = [
@@ -31,8 +33,8 @@ __all__ = [
 
 
 def run_sweep(spec_or_path: Any, store: str | Path | None = None, client: Any = None, **kw: Any):
-    """Run, resume or extend a sweep; see :func:`sroa_dist.sweep.execute.run_sweep`."""
-    from .execute import run_sweep as _run
+    """Run, resume or extend a sweep; see :func:`sroa_dist.sweep.run.execute.run_sweep`."""
+    from .run.execute import run_sweep as _run
 
     return _run(spec_or_path, store, client, **kw)
 
@@ -41,15 +43,15 @@ def open_results(
     store: str | Path, storage_options: dict | None = None, *, damaged: str = "raise"
 ) -> xarray.Dataset:
     """Open a result cube, every block checked against its digests; see
-    :func:`sroa_dist.sweep.verified_read.open_results`."""
-    from .verified_read import open_results as _open
+    :func:`sroa_dist.sweep.store.read.open_results`."""
+    from .store.read import open_results as _open
 
     return _open(store, storage_options, damaged=damaged)
 
 
 def __getattr__(name: str) -> Any:
     if name == "SweepResult":
-        from .execute import SweepResult
+        from .run.execute import SweepResult
 
         return SweepResult
     if name in ("ResultStore", "instance_of"):  # zarr on first use

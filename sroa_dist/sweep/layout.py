@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from .common import SweepSpec
-from .fields import SpecError, round_sig
-from .schema import COMPONENT, STEP, Variable
+from .cube import COMPONENT, STEP, Variable
+from .spec.base import SweepSpec
+from .spec.fields import SpecError, round_sig
 
 __all__ = [
     "BlockResult",
@@ -311,7 +311,7 @@ class BlockTask:
 
     def instances(self, spec: SweepSpec) -> Iterator[tuple[tuple[int, ...], Any, int]]:
         """Yield ``(index within block, settings, replicate)`` in C order; ``settings`` are
-        the kind's grid-point settings (:meth:`~.common.SweepSpec.settings_at`)."""
+        the kind's grid-point settings (:meth:`~.spec.base.SweepSpec.settings_at`)."""
         cache: dict[tuple[int, ...], Any] = {}
         for idx in np.ndindex(*self.shape):
             outer = idx[:-1]
@@ -348,7 +348,7 @@ class BlockResult:
     wall_time: float  # seconds for the whole block computation
     n_instances: int
     # ``[output] certificates``: each step's SOS certificate and the SROA steps needed to
-    # rebuild the deflated tensors (sweep/certificates.py), written beside the store.
+    # rebuild the deflated tensors (sweep/store/verify.py), written beside the store.
     certificates: dict[str, np.ndarray] | None = None
 
 

@@ -1,0 +1,8 @@
+"""Algorithm 1 of the paper (successive rank-one approximation, SROA) and what it is made of:
+the algorithm and its result (:mod:`.algorithm`), the deflation engines (:mod:`.engines`), the
+global check of a decomposition's steps (:mod:`.global_check`) and the adjoint of SROA's
+steps used by the worst-case searches (:mod:`.adjoint`)."""
+
+from .algorithm import SROAResult, sroa, sroa_batch
+
+__all__ = ["SROAResult", "sroa", "sroa_batch"]

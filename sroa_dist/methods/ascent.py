@@ -1,0 +1,591 @@
+"""Local ascent on the unit sphere, batched over instances and starts: random and spectral
+starts, the shifted symmetric higher-order power method, Newton polish, and SROA's implicit
+deflation (the deflated tensors are never formed)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..errors import InputError
+from ..operators import TensorOperator
+from ..tensors import FloatArray, contract, kron_power, sphere_newton_step
+
+#: Relative distance below which a start counts as having reached the best value (``n_best``).
+BEST_RTOL = 1e-6
+#: ``sshopm``'s default cap on start doubling (``max_starts``) on formed tensors (at least
+#: four times the first start set).
+DEFAULT_MAX_STARTS = 64
+#: ``sshopm``'s first start set under implicit deflation, and its floor on formed tensors, where
+#: it grows with n up to 64: local misses of the global step grow with n (measured against
+#: certified steps by benchmarks/bench_miss_rate.py).
+DEFAULT_N_STARTS = 16
+#: ``sshopm``'s spectral starts (:func:`spectral_starts`) on every path since its revision 4
+#: (before it: on matrix-free operators only). At large n uniform starts drift into the basin
+#: of a coherent perturbation's sink: on the p = 5 coherent tilt (ε = 0.2) the share of
+#: uniform starts reaching the global first step halves as n doubles (about 0.9, 0.5 and 0.25
+#: at n = 100, 200, 400), while every spectral start reached it; on the dense p = 3 tilt at
+#: n = 256 (ε = 0.055) uniform starts deflated the tilted component at step 2. Four cost two
+#: ``T x^{p-2}`` contractions and two n × n eigensolves per step.
+DEFAULT_N_SPECTRAL = 4
+#: ``shifted_ascent``'s gradient kernels on formed tensors (see :class:`_Gradients`).
+KERNELS = ("dense", "symmetric", "packed")
+#: Above this many starts (A·S) the packed kernel forms its pair products block by block.
+_BLOCKED_PRODUCTS = 1024
+
+
+@dataclasses.dataclass(frozen=True)
+class Deflation:
+    """The deflated tensors ``sign·(T̂ − Σ_j λ̂_j v̂_j^{⊗p})`` of SROA (Algorithm 1, line 4),
+    represented by their terms and never formed, so a large-n SROA holds one tensor, not two.
+
+    Attributes
+    ----------
+    U : (B, n, k) ndarray
+        Deflated vectors ``v̂_j`` as columns (``k = 0`` before the first deflation).
+    lam : (B, k) ndarray
+        Their weights ``λ̂_j`` (already multiplied by ``sign``).
+    fro : (B,) ndarray
+        Frobenius norm of each deflated tensor (scales the shift cap and the tolerances).
+    sign : float
+        ``+1`` or ``−1``: the second sign lets even orders maximise ``−T x^p`` without a
+        negated copy of the tensor.
+    warm : (B, W, n) ndarray, optional
+        Extra starts (previous steps' leftovers), appended after the others.
+    warm_grad : (B, W, n) ndarray, optional
+        ``(T̂ − Σ_j λ̂_j v̂_j^{⊗p}) w^{p-1}`` at the warm starts (sign not applied), carried over
+        from the previous step, which saves the first pass over the tensor.
+    """
+
+    U: FloatArray
+    lam: FloatArray
+    fro: FloatArray
+    sign: float = 1.0
+    warm: FloatArray | None = None
+    warm_grad: FloatArray | None = None
+
+    def take(self, rows: Any) -> Deflation:
+        """The same deflation for the instances ``rows`` only."""
+        warm = None if self.warm is None else self.warm[rows]
+        grad = None if self.warm_grad is None else self.warm_grad[rows]
+        return Deflation(self.U[rows], self.lam[rows], self.fro[rows], self.sign, warm, grad)
+
+    def negated(self) -> Deflation:
+        """``−(T̂ − Σ λ̂_j v̂_j^{⊗p})``."""
+        return dataclasses.replace(self, lam=-self.lam, sign=-self.sign)
+
+    def cold(self) -> Deflation:
+        """The same tensors without warm starts."""
+        return dataclasses.replace(self, warm=None, warm_grad=None)
+
+
+def _contract(
+    Ts: FloatArray, X: FloatArray, times: int, deflation: Deflation | None = None
+) -> FloatArray:
+    """:func:`~sroa_dist.tensors.contract` of the (implicitly deflated) tensors.
+
+    The deflation terms cost ``O(S n k)`` (vectors) or ``O(S n² k)`` (matrices) on top of the
+    one GEMM against ``T̂``; without a deflation this is exactly ``contract``.
+    """
+    matrix_free = isinstance(Ts, TensorOperator)
+    if deflation is None and not matrix_free:
+        return contract(Ts, X, times)
+    B, n, p = Ts.shape[0], Ts.shape[1], Ts.ndim - 1
+    # By symmetry any axes may be contracted; these orders stream T once in the layout BLAS
+    # reads fastest (benchmarks/bench_large_n.py times them against `contract`).
+    if matrix_free:
+        out = Ts.contract(X, times)  # a matrix-free operator contracts itself
+        if deflation is None:
+            return out
+    elif times == p - 2:
+        K = kron_power(X, times)  # T(I, I, x, …) over the leading axes
+        out = np.matmul(K, Ts.reshape(B, n**times, n * n)).reshape(X.shape[:2] + (n, n))
+    elif times == p - 1 and p == 3:
+        out = np.matmul(kron_power(X, 2), Ts.reshape(B, n * n, n))
+    elif times == p - 1:
+        # Stacked GEMMs T[i] (n × n^{p-2}) @ x^{⊗(p-2)}, then Σ_i x_i: no (S, n^{p-1}) Kronecker
+        # power (as large as T itself when S = n at p = 4).
+        K = kron_power(X, p - 2).transpose(0, 2, 1)[:, None]  # (B, 1, n^{p-2}, S)
+        Y = np.matmul(Ts.reshape(B, n, n, n ** (p - 2)), K)  # (B, i, a, S)
+        out = np.einsum("bias,bsi->bsa", Y, X)
+    else:
+        out = contract(Ts, X, times)
+    if deflation.sign < 0:
+        out = -out
+    if deflation.lam.shape[-1] == 0:
+        return out
+    U, lam = deflation.U, deflation.lam
+    C = np.matmul(X, U)  # (B, S, k): v̂_j · x
+    W = C**times * lam[:, None, :]
+    if times == p:
+        return out - W.sum(axis=-1)
+    if times == p - 1:
+        return out - np.matmul(W, U.transpose(0, 2, 1))
+    if times == p - 2:
+        return out - np.einsum("bsk,bik,bjk->bsij", W, U, U)
+    raise InputError(
+        f"times: implicit deflation supports times >= p - 2, received {times}",
+        "contract at least p - 2 times under implicit deflation",
+    )
+
+
+def random_starts(rngs: Sequence[np.random.Generator], n_starts: int, n: int) -> FloatArray:
+    """Starts uniform on the sphere, drawn from each instance's own stream: ``(B, S, n)``."""
+    X = np.stack([g.standard_normal((n_starts, n)) for g in rngs])
+    return X / np.linalg.norm(X, axis=-1, keepdims=True)
+
+
+def spectral_starts(
+    Ts: FloatArray,
+    rngs: Sequence[np.random.Generator],
+    n_starts: int,
+    deflation: Deflation | None = None,
+) -> FloatArray:
+    """Top eigenvectors (both signs of the extreme eigenvalues) of random contractions
+    ``T(I, I, θ, …, θ)``: each matrix is dominated by the components ``v_i`` with large
+    ``λ_i (v_i·θ)^{p-2}``, so its extreme eigenvectors start next to large components, which
+    uniform starts rarely do when n is large. ``(B, n_starts, n)``."""
+    n, p = Ts.shape[1], Ts.ndim - 1
+    theta = random_starts(rngs, -(-n_starts // 2), n)
+    # T(I, I, θ, ...) = Σ_i λ_i (v_i·θ)^{p-2} v_i v_iᵀ + noise: both extreme eigenvalues.
+    w, V = np.linalg.eigh(_contract(Ts, theta, p - 2, deflation))
+    ends = [V[..., -1], V[..., 0]]
+    # An extreme eigenvalue that is zero (a tensor of rank below n, no negative part) has an
+    # eigenvector in the null space, where T x^{p-1} = 0 and no ascent can start: θ instead.
+    scale = np.max(np.abs(w), axis=-1)
+    for k, col in enumerate((-1, 0)):
+        null = np.abs(w[..., col]) <= 1e-12 * scale
+        if np.any(null):
+            ends[k] = np.where(null[..., None], theta, ends[k])
+    X = np.concatenate(ends, axis=1)[:, :n_starts]
+    return X / np.linalg.norm(X, axis=-1, keepdims=True)
+
+
+def _values(
+    Ts: FloatArray, X: FloatArray, deflation: Deflation | None = None
+) -> tuple[FloatArray, FloatArray]:
+    G = _contract(Ts, X, Ts.ndim - 2, deflation)
+    return G, np.sum(G * X, axis=-1)
+
+
+def shifted_ascent(
+    Ts: FloatArray,
+    X0: FloatArray,
+    *,
+    max_iter: int,
+    tol: float,
+    shift: str | float = "adaptive",
+    deflation: Deflation | None = None,
+    lazy: bool = False,
+    abandon_margin: float = math.inf,
+    kernel: str = "dense",
+) -> tuple[FloatArray, FloatArray, NDArray[np.int64]]:
+    """Shifted symmetric higher-order power method, batched: maximise ``T x^p`` from each start.
+
+    Iterates ``x ← normalize(T x^{p-1} + α x)``. With ``shift="adaptive"`` (Kolda & Mayo,
+    SIAM J. Matrix Anal. Appl. 2014) the shift is ``α = max(0, τ − (p−1) λ_min(T x^{p−2}))``,
+    which makes ``T x^p + α‖x‖^p`` locally convex so ``T x^p`` increases monotonically. With
+    ``shift="monotone"`` no eigenvalues are computed: each start keeps its own shift, halves it
+    after an ascent step and doubles it after a rejected (descending) step, which gives the same
+    monotonicity guarantee at the cost of one contraction per step. A float is a fixed shift
+    (SS-HOPM). Each instance stops once all its starts moved less than ``tol``.
+
+    With a :class:`Deflation` the tensors are ``sign·(T̂ − Σ λ̂_j v̂_j^{⊗p})`` (never formed)
+    and converged starts drop out of the GEMM, so a step costs what its live starts cost.
+    ``lazy`` (deflated only) stops an instance as soon as its best converged start is at least
+    as high as every unconverged one: the unconverged starts are returned where they are, to be
+    continued as the next SROA step's warm starts, instead of being finished now.
+    ``abandon_margin`` (formed tensors only): an instance stops once it has a converged start
+    and every start still climbing is more than ``abandon_margin·|best|`` below the best
+    converged value. Such starts wander the flat region between components (late SROA steps,
+    where the residual holds one or two components and noise) for up to ``max_iter``
+    iterations; ``inf`` never abandons them. ``kernel`` (formed tensors only):
+    ``"symmetric"`` contracts p = 3 tensors over their ``n(n+1)/2`` distinct index pairs
+    (:class:`_Gradients`), ``"dense"`` over all ``n²`` (the unfolding GEMM); ``"packed"`` is
+    the symmetric contraction with the iterates held coordinates first (:func:`_ascent_packed`,
+    p = 3 with a shift other than ``"adaptive"``; otherwise ``"symmetric"``): the same iterates
+    up to rounding, at 1.2-1.5 times the throughput (Figure 2). Other orders use the dense kernel.
+
+    Returns ``X (B, S, n)``, ``f (B, S)`` and iterations per instance ``(B,)``.
+    """
+    if deflation is not None:
+        return _ascent_deflated(Ts, X0, max_iter, tol, shift, deflation, lazy)[:3]
+    if kernel not in KERNELS:
+        raise InputError(
+            f"kernel: expected one of {list(KERNELS)}, received {kernel!r}",
+            "use one of the listed kernels",
+        )
+    formed_p3 = Ts.ndim == 4 and not isinstance(Ts, TensorOperator)
+    if kernel == "packed" and formed_p3 and shift != "adaptive":
+        return _ascent_packed(Ts, X0, max_iter, tol, shift, abandon_margin)
+    B, S, n = X0.shape
+    p = Ts.ndim - 1
+    X = X0.copy()
+    grads = _Gradients(Ts, kernel)
+    G, F = grads.values(np.arange(B), X)
+    scale, cap, alpha = _shift_state(Ts, F, shift)
+    n_iter = np.zeros(B, dtype=np.int64)
+    active = np.arange(B)
+    done = np.zeros((B, S), dtype=bool)
+    slack = 64 * np.finfo(float).eps
+    for _ in range(max_iter):
+        if active.size == 0:
+            break
+        # A slice while every instance is active: views, not copies.
+        sel = slice(None) if active.size == B else active
+        Xa, Ga, Fa = X[sel], G[sel], F[sel]
+        if shift == "adaptive":
+            H = contract(Ts if active.size == B else Ts[active], Xa, p - 2)
+            lmin = np.linalg.eigvalsh(H)[..., 0]
+            a = np.maximum(0.0, 1e-6 * scale[sel] - (p - 1) * lmin)
+        else:
+            a = alpha[sel]
+        Y = Ga + a[..., None] * Xa
+        Y /= _norms(Y, keepdims=True)
+        Gy, Fy = grads.values(active, Y)
+        accept = (Fy >= Fa - slack * scale[sel]) & ~done[sel]
+        step = _norms(Y - Xa)
+        X[sel] = np.where(accept[..., None], Y, Xa)
+        G[sel] = np.where(accept[..., None], Gy, Ga)
+        F[sel] = np.where(accept, Fy, Fa)
+        if shift == "monotone":
+            alpha[sel] = _monotone_shift(a, accept, scale[sel], cap[sel])
+        done[sel] |= accept & (step <= tol)
+        n_iter[sel] += 1
+        active = active[~_stopped(done[sel], F[sel], abandon_margin)]
+    return X, F, n_iter
+
+
+def _shift_state(
+    Ts: FloatArray, F: FloatArray, shift: str | float
+) -> tuple[FloatArray, FloatArray, FloatArray | None]:
+    """``(scale (B, 1), cap (B, 1), alpha (B, S))`` of an ascent from values ``F (B, S)``: the
+    value scale of the tolerances, the largest shift and the starting shifts (``None`` for the
+    adaptive shift, which is computed each step)."""
+    B, p = len(Ts), Ts.ndim - 1
+    tiny = np.finfo(float).tiny
+    scale = np.max(np.abs(F), axis=1, keepdims=True) + tiny
+    # (p-1)·‖T‖_F ≥ (p-1)·‖T‖ makes T x^p + α‖x‖^p convex, so a larger shift is never needed.
+    cap = (p - 1) * np.linalg.norm(Ts.reshape(B, -1), axis=1)[:, None] + tiny
+    if shift == "adaptive":
+        return scale, cap, None
+    alpha = np.zeros(F.shape) if shift == "monotone" else np.full(F.shape, float(shift))
+    return scale, cap, alpha
+
+
+def _monotone_shift(
+    a: FloatArray, accept: NDArray[np.bool_], scale: FloatArray, cap: FloatArray
+) -> FloatArray:
+    """The monotone shift's next values: halved after an accepted step, doubled (at least half
+    the value scale, at most ``cap``) after a rejected one."""
+    return np.where(accept, 0.5 * a, np.minimum(np.maximum(2.0 * a, 0.5 * scale), cap))
+
+
+def _stopped(done: NDArray[np.bool_], F: FloatArray, abandon_margin: float) -> NDArray[np.bool_]:
+    """Instances ``(A,)`` whose ascent ends: every start converged (``done (A, S)``), or, with
+    a finite ``abandon_margin``, every start still climbing is more than that fraction of the
+    best converged value below it (values ``F (A, S)``)."""
+    finished = np.all(done, axis=1)
+    if abandon_margin < math.inf:
+        best = np.max(np.where(done, F, -np.inf), axis=1)
+        climbing = np.max(np.where(done, -np.inf, F), axis=1)
+        with np.errstate(invalid="ignore"):  # no converged start yet: -inf, never stops
+            finished |= climbing < best - abandon_margin * np.abs(best)
+    return finished
+
+
+def _norms(X: FloatArray, keepdims: bool = False) -> FloatArray:
+    """Euclidean norms along the last axis: ``np.linalg.norm(X, axis=-1)``'s arithmetic (the
+    same bits) without its argument handling, which costs more than the sums at these sizes."""
+    return np.sqrt(np.add.reduce(X * X, axis=-1, keepdims=keepdims))
+
+
+class _Gradients:
+    """``(T x^{p-1}, T x^p)`` of formed tensors for the instances still ascending, keeping
+    their copy of the tensors until that set shrinks (indexing copies every tensor).
+
+    ``kernel="symmetric"`` (p = 3): ``T x² = Σ_{j<=k} w_jk T[:, j, k] x_j x_k`` with ``w = 2``
+    off the diagonal, one GEMM against the ``n(n+1)/2`` distinct products ``x_j x_k`` instead of
+    the ``n²`` of the Kronecker square: 45 % fewer multiplications at n = 10 and half the
+    memory traffic, the same values up to rounding. Other orders use the dense kernel.
+    ``"packed"`` reaches this class only where its own loop does not apply: with the adaptive
+    shift it runs as ``"symmetric"``, on other orders and operators as ``"dense"``.
+    """
+
+    def __init__(self, Ts: FloatArray, kernel: str) -> None:
+        formed = not isinstance(Ts, TensorOperator)
+        self.symmetric = kernel != "dense" and Ts.ndim == 4 and formed
+        if self.symmetric:
+            Ts, *self.pairs = _packed_tensors(Ts)  # (B, n, m)
+        self.all, self.rows = Ts, len(Ts)
+        self.sub = Ts
+
+    def values(self, rows: NDArray[np.intp], X: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """Gradients ``(len(rows), S, n)`` and values ``(len(rows), S)`` at ``X``; ``rows``
+        only ever shrinks between calls."""
+        if rows.size != self.rows:
+            self.sub = self.all if rows.size == len(self.all) else self.all[rows]
+            self.rows = rows.size
+        if not self.symmetric:
+            return _values(self.sub, X)
+        # Coordinates first: the pair products are rows of S contiguous numbers.
+        Xt = np.ascontiguousarray(X.transpose(0, 2, 1))  # (A, n, S)
+        j, k = self.pairs
+        K = np.take(Xt, j, axis=1) * np.take(Xt, k, axis=1)  # (A, m, S)
+        G = np.ascontiguousarray(np.matmul(self.sub, K).transpose(0, 2, 1))
+        return G, np.sum(G * X, axis=-1)
+
+
+def _ascent_deflated(
+    Ts: FloatArray,
+    X0: FloatArray,
+    max_iter: int,
+    tol: float,
+    shift: str | float,
+    deflation: Deflation,
+    lazy: bool,
+    floor: FloatArray | None = None,
+) -> tuple[FloatArray, FloatArray, NDArray[np.int64], FloatArray]:
+    """:func:`shifted_ascent` on implicitly deflated tensors, one instance at a time (large n:
+    the GEMM dominates and a per-instance loop costs nothing) so that converged starts stop
+    costing contractions. Also returns the final gradients ``(B, S, n)`` (sign not applied);
+    when ``deflation.warm_grad`` is given, the last ``W`` starts are the warm ones. ``floor``
+    (B,): a value already attained elsewhere (the other sign), which a lazy stop counts as a
+    converged start."""
+    B, S, n = X0.shape
+    p = Ts.ndim - 1
+    X = X0.copy()
+    F = np.empty((B, S))
+    G = np.empty((B, S, n))
+    n_iter = np.zeros(B, dtype=np.int64)
+    slack = 64 * np.finfo(float).eps
+    W = 0 if deflation.warm_grad is None else deflation.warm_grad.shape[1]
+    for b in range(B):
+        T1, d1 = Ts[b : b + 1], deflation.take([b])
+        G1 = np.empty((S, n))
+        if S > W:
+            G1[: S - W] = _values(T1, X[b : b + 1, : S - W], d1)[0][0]
+        if W:
+            G1[S - W :] = deflation.sign * deflation.warm_grad[b]
+        F1 = np.sum(G1 * X[b], axis=-1)
+        scale = np.max(np.abs(F1)) + np.finfo(float).tiny
+        cap = (p - 1) * d1.fro[0] + np.finfo(float).tiny
+        alpha = np.zeros(S) if shift in ("monotone", "adaptive") else np.full(S, float(shift))
+        live = np.arange(S)
+        for _ in range(max_iter):
+            if live.size == 0:
+                break
+            if lazy:
+                conv = np.ones(S, dtype=bool)
+                conv[live] = False
+                best = F1[conv].max(initial=-np.inf)
+                if floor is not None:
+                    best = max(best, floor[b])
+                if best >= F1[live].max():
+                    break
+            Xa, Ga, Fa = X[b, live], G1[live], F1[live]
+            if shift == "adaptive":
+                H = _contract(T1, Xa[None], p - 2, d1)[0]
+                lmin = np.linalg.eigvalsh(H)[..., 0]
+                a = np.maximum(0.0, 1e-6 * scale - (p - 1) * lmin)
+            else:
+                a = alpha[live]
+            Y = Ga + a[:, None] * Xa
+            Y /= np.linalg.norm(Y, axis=-1, keepdims=True)
+            Gy, Fy = _values(T1, Y[None], d1)
+            Gy, Fy = Gy[0], Fy[0]
+            accept = Fy >= Fa - slack * scale
+            step = np.linalg.norm(Y - Xa, axis=-1)
+            X[b, live] = np.where(accept[:, None], Y, Xa)
+            G1[live] = np.where(accept[:, None], Gy, Ga)
+            F1[live] = np.where(accept, Fy, Fa)
+            if shift == "monotone":
+                grown = np.minimum(np.maximum(2.0 * a, 0.5 * scale), cap)
+                alpha[live] = np.where(accept, 0.5 * a, grown)
+            n_iter[b] += 1
+            live = live[~(accept & (step <= tol))]
+        F[b], G[b] = F1, deflation.sign * G1
+    return X, F, n_iter, G
+
+
+def power_iterations(
+    Ts: FloatArray, X: FloatArray, n_iter: int, deflation: Deflation | None = None
+) -> FloatArray:
+    """``n_iter`` unshifted power iterations ``x ← normalize(T x^{p-1})`` from every start."""
+    for _ in range(n_iter):
+        G = _contract(Ts, X, Ts.ndim - 2, deflation)
+        norm = np.linalg.norm(G, axis=-1, keepdims=True)
+        X = np.where(norm > 0, G / np.where(norm > 0, norm, 1.0), X)
+    return X
+
+
+def newton_polish(
+    Ts: FloatArray, x: FloatArray, *, steps: int = 4, deflation: Deflation | None = None
+) -> FloatArray:
+    """Refine one candidate per instance to a Z-eigenvector by Newton steps on the sphere.
+
+    Solves the bordered KKT system of ``T x^{p-1} = λ x, ‖x‖ = 1`` and keeps a step only when it
+    does not move ``|T x^p|`` downhill (so a maximiser stays a maximiser). Shape ``(B, n)``.
+    With a :class:`Deflation` (large n) each step costs one contraction ``T x^{p-2}`` instead
+    of three, and a step below ``1e-8`` (already in the quadratic regime) ends the polish.
+    """
+    if deflation is not None:
+        return _polish_deflated(Ts, x, steps, deflation)
+    B, n = x.shape
+    p = Ts.ndim - 1
+    x = x.copy()
+    fx = contract(Ts, x[:, None, :], p)[:, 0]
+    for _ in range(steps):
+        H = contract(Ts, x[:, None, :], p - 2)[:, 0]
+        g = np.einsum("bij,bj->bi", H, x)
+        lam = np.sum(g * x, axis=-1)
+        d = sphere_newton_step(H, g, lam, x, p)
+        y = x + d[:, :n]
+        y /= np.linalg.norm(y, axis=-1, keepdims=True)
+        fy = contract(Ts, y[:, None, :], p)[:, 0]
+        ok = np.isfinite(fy) & (np.abs(fy) >= np.abs(fx) - 1e-13 * (np.abs(fx) + 1e-300))
+        ok &= np.sign(fy) * np.sign(fx) >= 0
+        x = np.where(ok[:, None], y, x)
+        fx = np.where(ok, fy, fx)  # T x^p at the new x, bit for bit, without contracting again
+    return x
+
+
+def _polish_deflated(Ts: FloatArray, x: FloatArray, steps: int, deflation: Deflation) -> Any:
+    B, n = x.shape
+    p = Ts.ndim - 1
+    x = x.copy()
+    H = _contract(Ts, x[:, None, :], p - 2, deflation)[:, 0]
+    for _ in range(steps):
+        g = np.einsum("bij,bj->bi", H, x)
+        lam = np.sum(g * x, axis=-1)
+        d = sphere_newton_step(H, g, lam, x, p)[:, :n]
+        size = np.linalg.norm(d, axis=-1)
+        y = x + d
+        y /= np.linalg.norm(y, axis=-1, keepdims=True)
+        if np.all(size <= 1e-8):
+            # Quadratic convergence: a step this small lands at rounding level and cannot
+            # leave the maximiser's basin, so it is taken without paying for its check.
+            return y
+        Hy = _contract(Ts, y[:, None, :], p - 2, deflation)[:, 0]
+        fy = np.einsum("bi,bij,bj->b", y, Hy, y)
+        ok = np.isfinite(fy) & (np.abs(fy) >= np.abs(lam) - 1e-13 * (np.abs(lam) + 1e-300))
+        ok &= np.sign(fy) * np.sign(lam) >= 0
+        x = np.where(ok[:, None], y, x)
+        H = np.where(ok[:, None, None], Hy, H)
+    return x
+
+
+def _signed_problems(Ts: FloatArray) -> tuple[FloatArray, int]:
+    """For even p, maximise both ``T x^p`` and ``−T x^p`` (stacked as ``2B`` problems)."""
+    p = Ts.ndim - 1
+    if p % 2 == 1:
+        return Ts, 1
+    return np.concatenate([Ts, -Ts]), 2
+
+
+def _packed_tensors(Ts: FloatArray) -> tuple[FloatArray, NDArray[np.intp], NDArray[np.intp]]:
+    """p = 3 tensors over their distinct index pairs ``j <= k``, weighted 2 off the diagonal:
+    ``(B, n, n(n+1)/2)``, with the pairs."""
+    n = Ts.shape[1]
+    j, k = np.triu_indices(n)
+    return np.ascontiguousarray(Ts[:, :, j, k] * np.where(j == k, 1.0, 2.0)), j, k
+
+
+def _coordinate_sums(P: FloatArray) -> FloatArray:
+    """``Σ_i P[i]`` over the leading (coordinate) axis of ``(n, A, S)``, accumulated in index
+    order whatever A and S are, so an instance's bits do not depend on its batch. (numpy's
+    reduce over a leading axis adds row after row, but sums a lone column pairwise.)"""
+    if P[0].size > 1:
+        return np.add.reduce(P, axis=0)
+    out = P[0].copy()
+    for row in P[1:]:
+        out += row
+    return out
+
+
+def _packed_values(
+    Tp: FloatArray, Xc: FloatArray, j: NDArray[np.intp], k: NDArray[np.intp]
+) -> tuple[FloatArray, FloatArray]:
+    """``(T x², T x³)`` in coordinates-first layout: ``Xc (n, A, S)`` → gradients ``(n, A, S)``
+    and values ``(A, S)``, the sums over coordinates in index order."""
+    n, A, S = Xc.shape
+    if A * S >= _BLOCKED_PRODUCTS:
+        # Row j's block x_j·x_{j..n-1} is contiguous in K: n products, no gathers.
+        K = np.empty((j.size, A, S))
+        lo = 0
+        for a in range(n):
+            np.multiply(Xc[a], Xc[a:], out=K[lo : lo + n - a])
+            lo += n - a
+    else:
+        K = np.take(Xc, j, axis=0)
+        K *= np.take(Xc, k, axis=0)  # (m, A, S): the distinct products x_j x_k
+    G = np.empty_like(Xc)
+    np.matmul(Tp, K.transpose(1, 0, 2), out=G.transpose(1, 0, 2))  # BLAS writes (n, A, S)
+    return G, _coordinate_sums(G * Xc)
+
+
+def _ascent_packed(
+    Ts: FloatArray,
+    X0: FloatArray,
+    max_iter: int,
+    tol: float,
+    shift: str | float,
+    abandon_margin: float,
+) -> tuple[FloatArray, FloatArray, NDArray[np.int64]]:
+    """:func:`shifted_ascent` of formed p = 3 tensors (``kernel="packed"``, shifts other than
+    ``"adaptive"``): the distinct-pair GEMM of the symmetric kernel, with every iterate held
+    coordinates first, ``(n, A, S)``, so each element-wise step and each sum over coordinates
+    runs over contiguous rows of ``A·S`` numbers (in ``(A, S, n)`` a sum over 10 coordinates
+    costs more than the GEMM). The sums over coordinates run in index order, so the values
+    differ from the other kernels' by rounding. An instance's results are taken when it stops;
+    its rows are dropped from the working arrays once a quarter of them have stopped."""
+    B, S, n = X0.shape
+    Tp, j, k = _packed_tensors(Ts)
+    X, F = np.empty_like(X0), np.empty((B, S))
+    Xc = np.ascontiguousarray(X0.transpose(2, 0, 1))
+    Gc, Fc = _packed_values(Tp, Xc, j, k)
+    scale, cap, alpha = _shift_state(Ts, Fc, shift)
+    n_iter = np.zeros(B, dtype=np.int64)
+    rows = np.arange(B)  # the instance of each working row
+    live = np.ones(B, dtype=bool)  # working rows whose instance is still ascending
+    done = np.zeros((B, S), dtype=bool)
+    slack = 64 * np.finfo(float).eps
+    iterations = 0
+    while iterations < max_iter and live.any():
+        iterations += 1
+        Y = alpha * Xc
+        Y += Gc
+        Y /= np.sqrt(_coordinate_sums(Y * Y))
+        Gy, Fy = _packed_values(Tp, Y, j, k)
+        accept = (Fy >= Fc - slack * scale) & ~done
+        D = Y - Xc
+        step = np.sqrt(_coordinate_sums(D * D))
+        np.copyto(Xc, Y, where=accept)
+        np.copyto(Gc, Gy, where=accept)
+        np.copyto(Fc, Fy, where=accept)
+        if shift == "monotone":
+            alpha = _monotone_shift(alpha, accept, scale, cap)
+        done |= accept & (step <= tol)
+        finished = _stopped(done, Fc, abandon_margin) & live
+        if not finished.any():
+            continue
+        stopped = rows[finished]
+        n_iter[stopped] = iterations
+        X[stopped] = Xc[:, finished].transpose(1, 2, 0)
+        F[stopped] = Fc[finished]
+        live &= ~finished
+        if 4 * np.count_nonzero(live) <= 3 * live.size:
+            rows, Tp = rows[live], Tp[live]
+            Xc, Gc = Xc[:, live], Gc[:, live]
+            Fc, done, scale, cap, alpha = (v[live] for v in (Fc, done, scale, cap, alpha))
+            live = live[live]
+    last = rows[live]
+    n_iter[last] = iterations
+    X[last] = Xc[:, live].transpose(1, 2, 0)
+    F[last] = Fc[live]
+    return X, F, n_iter

@@ -1,0 +1,351 @@
+"""The first crossing of a pass/fail criterion in ε, with its bracket: the scan, the bisection,
+and what the evaluations above the first failure say (:class:`ThresholdResult`).
+
+A fixed ε grid and a logistic fit put every threshold at a grid midpoint, and success is not
+monotone in ε for the value criterion (an instance can pass again above a failure). Here the
+threshold is the *first crossing*: scan upward from ``eps_range[0]`` until the criterion fails,
+then bisect between the last pass and the first failure. The scan runs in two phases offset by
+half the factor in log ε, so a failure window is missed only when it is narrower than
+``SCAN_FACTOR^(1/2)`` (the recorded ``scan_resolution``), whatever ``eps_range[0]`` is.
+
+Core module: numpy only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
+
+from ..errors import InputError
+
+__all__ = [
+    "CONTINUE_POINTS",
+    "SCAN_FACTOR",
+    "SCAN_PHASES",
+    "Evaluation",
+    "ThresholdResult",
+    "check_range",
+    "first_crossing",
+    "max_evals",
+]
+
+#: Ratio between consecutive ε of one scan phase. With rtol = 1 % the bisection then needs
+#: log2(log 1.25 / log 1.01) ≈ 5 evaluations.
+SCAN_FACTOR = 1.25
+#: Scan phases, each offset from the previous by ``SCAN_FACTOR^(1/SCAN_PHASES)`` in ε: the
+#: second phase evaluates the midpoints (in log ε) below the first phase's first failure, so
+#: the scan resolution is ``√1.25 ≈ 1.118``. At p = 3, n = 128 the coherent tilt has a failure
+#: window of ratio ≤ 1.30 just above its threshold, which one phase at 1.25 can step over
+#: depending on where it starts. 1: the single scan of search revision 1.
+SCAN_PHASES = 2
+#: Scan points of the first phase evaluated past its first failure (same factor, so up to
+#: 1.25^6 ≈ 3.8 times the first failing ε, never past ``eps_range[1]``) to detect a pass above
+#: a failure.
+CONTINUE_POINTS = 6
+
+
+class Evaluation(NamedTuple):
+    """One evaluation of a search: the criterion's verdict at one ε, and how it was reached.
+
+    ``global_gap`` is the largest global gap of the evaluation's SROA steps
+    (:attr:`sroa_dist.SROAResult.global_gap`, in the tensor's units; NaN where no step was
+    checked), ``non_global`` whether a step's gap exceeded its tolerance after any redo,
+    ``redone`` how many steps were redone from a check's point, ``lam_err`` and ``vec_err``
+    the run's largest ``|λ̂_j − λ_j|`` and ``‖v̂_j − v_j‖`` (after matching), from which any
+    criterion with fixed levels can judge the run again (:meth:`ThresholdResult.judged`).
+    """
+
+    eps: float
+    metric: float
+    passed: bool
+    global_gap: float = math.nan
+    non_global: bool = False
+    redone: int = 0
+    lam_err: float = math.nan
+    vec_err: float = math.nan
+
+
+@dataclasses.dataclass(frozen=True)
+class ThresholdResult:
+    """Outcome of a first-crossing search (:func:`sroa_dist.find_threshold`,
+    :func:`first_crossing`).
+
+    Attributes
+    ----------
+    eps_star : float
+        Upper end of the final bracket: the smallest ε seen to fail below which every ε
+        evaluated passed. ``inf`` when no ε in range failed (``reached`` is False).
+    bracket : (float, float)
+        ``(lo, hi)``: ``lo`` passed, ``hi`` failed and the first crossing lies in ``(lo, hi]``;
+        ``hi / lo − 1 ≤ rtol`` after bisection. ``lo = 0`` when ``eps_range[0]`` already failed
+        (the crossing is below the range); ``(eps_range[1], inf)`` when it was never reached.
+    reached : bool
+        Whether a failure was seen in ``eps_range`` (else the threshold lies above it).
+    trace : tuple of Evaluation
+        Every evaluation in the order made (``(ε, metric, passed, …)``, see
+        :class:`Evaluation`).
+    n_evals : int
+        Number of evaluations (one SROA each for :func:`sroa_dist.find_threshold`).
+    non_monotone : bool
+        Some ε passed above an ε that failed, both evaluations with global steps only (no
+        step's global gap above its tolerance): a pass above a failure of SROA as the paper
+        defines it (up to what the check can see).
+    criterion : str
+        Criterion name (``value``, ``recovery``, ``theorem`` or the caller's label).
+    c : float or None
+        The criterion's level: the multiple of ε for ``value``, the radius for ``recovery``,
+        the value bound's multiple of ε for ``theorem``.
+    certified_fraction : float
+        Fraction of all SROA steps over all evaluations solved to certified global optimality
+        (0 for local methods; NaN when the evaluations report no steps).
+    radius : float or None
+        The vector bound of ``theorem`` (``None``: Theorem 3.1's ``20ε/λ_j``) or the radius of
+        ``recovery``; ``None`` for ``value``.
+    artefacts : int
+        Evaluations whose verdict came from an SROA with a non-global step: passes above a
+        failure, and failures, with a step whose global gap exceeded its tolerance (after
+        any redo). Such a verdict says where the local method went, not where SROA fails.
+    scan_resolution : float
+        Ratio between consecutive scanned ε below the first failure (``SCAN_FACTOR`` with
+        one phase, its square root with two): failure windows narrower than it can be missed.
+    certified_ends : bool or None
+        ``find_threshold(certify_ends=True)``: whether the bracket stands when the SROA at
+        both ends is run again with certified steps (``lo`` passes and ``hi`` fails); ``None``
+        where that was not run (outside the budget, matrix-free, no bracket) or a step could
+        not be certified.
+    """
+
+    eps_star: float
+    bracket: tuple[float, float]
+    reached: bool
+    trace: tuple[Evaluation, ...]
+    n_evals: int
+    non_monotone: bool
+    criterion: str
+    c: float | None
+    certified_fraction: float
+    radius: float | None = None
+    artefacts: int = 0
+    scan_resolution: float = SCAN_FACTOR
+    certified_ends: bool | None = None
+
+    def judged(self, criterion: Any, level: float | None = None, **params: Any) -> list[bool]:
+        """Each evaluation's verdict under another criterion (a
+        :class:`sroa_dist.studies.criteria.RunCriterion`) from its largest errors, e.g. the theorem
+        criterion at ``c = 0.5, radius = 0.3`` beside ``value``. Exact for criteria whose
+        bounds do not depend on the step (value, recovery, theorem with a ``radius``)."""
+        if criterion.name == "theorem" and params.get("radius") is None:
+            raise InputError(
+                "radius: judging a trace by 'theorem' needs a fixed radius (its default "
+                "20ε/λ_j depends on each step's weight, which the trace does not keep)",
+                "pass a radius, e.g. radius=0.3",
+            )
+        out = []
+        for e in self.trace:
+            # The bounds are the same for every step, so the worst step is the one with the
+            # largest error of each kind; lam_true only enters the default vector bound.
+            _, ok = criterion.evaluate([e.lam_err], [e.vec_err], e.eps, [1.0], level, **params)
+            out.append(ok)
+        return out
+
+
+def check_range(eps_range: Any, rtol: Any) -> tuple[float, float, float]:
+    """``(start, stop, rtol)`` of a search, checked: ``0 < start < stop`` finite and
+    ``0 < rtol < SCAN_FACTOR − 1``; a ``ValueError`` naming the argument otherwise."""
+    try:
+        lo, hi = (float(x) for x in eps_range)
+    except (TypeError, ValueError):
+        raise InputError(
+            f"eps_range: expected two numbers (start, stop), received {eps_range!r}",
+            "e.g. eps_range=(0.02, 1.5)",
+        ) from None
+    if not (math.isfinite(lo) and math.isfinite(hi) and 0 < lo < hi):
+        raise InputError(
+            f"eps_range: expected finite 0 < start < stop, received {eps_range!r}",
+            "e.g. eps_range=(0.02, 1.5)",
+        )
+    if not (isinstance(rtol, (int, float)) and 0 < rtol < SCAN_FACTOR - 1):
+        raise InputError(
+            f"rtol: expected a relative bracket width in (0, {SCAN_FACTOR - 1:g}) (below the "
+            f"scan factor {SCAN_FACTOR}), received {rtol!r}",
+            "e.g. rtol=0.02",
+        )
+    return lo, hi, float(rtol)
+
+
+def _check_phases(scan_phases: Any) -> int:
+    if isinstance(scan_phases, bool) or scan_phases not in (1, 2):
+        raise InputError(
+            f"scan_phases: expected 1 or 2, received {scan_phases!r}",
+            "2 (the default) guards against a failure window between scan points",
+        )
+    return int(scan_phases)
+
+
+def _scan_grid(start: float, stop: float) -> list[float]:
+    """``start · SCAN_FACTOR^k`` up to ``stop``, and ``stop`` itself so the range is covered."""
+    k_max = math.floor(math.log(stop / start) / math.log(SCAN_FACTOR) + 1e-12)
+    grid = [start * SCAN_FACTOR**k for k in range(k_max + 1)]
+    if grid[-1] < stop * (1 - 1e-12):
+        grid.append(stop)
+    return grid
+
+
+def _offset_grid(start: float, below: float) -> list[float]:
+    """The second phase: ``start · SCAN_FACTOR^(k + 1/2)`` below ``below``."""
+    half = math.sqrt(SCAN_FACTOR)
+    out, eps = [], start * half
+    while eps < below * (1 - 1e-12):
+        out.append(eps)
+        eps *= SCAN_FACTOR
+    return out
+
+
+def max_evals(eps_range: Any, rtol: float, scan_phases: int = SCAN_PHASES) -> int:
+    """Most evaluations one search can make: every scan point of both phases, the continued
+    scan, and the bisection of a bracket no wider than the scan factor down to ``rtol``."""
+    start, stop, rtol = check_range(eps_range, rtol)
+    scan = len(_scan_grid(start, stop))
+    if _check_phases(scan_phases) == 2:
+        scan += len(_offset_grid(start, stop))
+    bisect = math.ceil(math.log2(math.log(SCAN_FACTOR) / math.log1p(rtol))) + 1
+    return scan + CONTINUE_POINTS + bisect
+
+
+#: ``evaluate(eps) -> (metric, passed)`` or ``(metric, passed, extras)``, ``extras`` a mapping
+#: of the other :class:`Evaluation` fields.
+Evaluate = Callable[[float], tuple[Any, ...]]
+
+
+def first_crossing(
+    evaluate: Evaluate,
+    *,
+    eps_range: tuple[float, float] = (0.02, 1.5),
+    rtol: float = 0.01,
+    criterion: str = "custom",
+    c: float | None = None,
+    radius: float | None = None,
+    certified_fraction: float = float("nan"),
+    scan_phases: int = SCAN_PHASES,
+) -> ThresholdResult:
+    """Bracket the first ε at which ``evaluate`` fails, scanning upward then bisecting.
+
+    1. Evaluate ``eps_range[0] · 1.25^k`` (:data:`SCAN_FACTOR`; ``eps_range[1]`` closes the
+       grid) upward until the first failure.
+    2. With ``scan_phases=2``: evaluate ``eps_range[0] · 1.25^(k + 1/2)`` below that failure
+       (below ``eps_range[1]`` when there was none) upward until a failure. The first
+       failure of the two phases is the upper end, the last pass below it the lower one.
+    3. Evaluate up to :data:`CONTINUE_POINTS` further first-phase points past its first
+       failure (never beyond ``eps_range[1]``); a pass above a failure there or anywhere is
+       classified (``non_monotone`` or ``artefacts``). The bracket stays the first one.
+    4. Bisect geometrically (ε = √(lo·hi)) between the last pass and the first failure until
+       ``hi / lo − 1 ≤ rtol``.
+
+    Between two scanned points a pass–fail–pass pattern narrower than ``scan_resolution``
+    cannot be seen; the bracket then holds the crossing that the bisection follows.
+
+    Parameters
+    ----------
+    evaluate : callable
+        ``evaluate(eps) -> (metric, passed)`` or ``(metric, passed, extras)`` with
+        ``extras`` the other :class:`Evaluation` fields; called once per ε, in increasing
+        order within each scan phase.
+    eps_range : (float, float)
+        Scan range, ``0 < start < stop``.
+    rtol : float
+        Final relative bracket width, ``0 < rtol < 0.25``.
+    criterion, c, radius, certified_fraction
+        Recorded in the result (:func:`sroa_dist.find_threshold` fills them in).
+    scan_phases : {1, 2}
+        Scan phases (:data:`SCAN_PHASES`).
+
+    Returns
+    -------
+    ThresholdResult
+    """
+    start, stop, rtol = check_range(eps_range, rtol)
+    phases = _check_phases(scan_phases)
+    trace: list[Evaluation] = []
+
+    def run(eps: float) -> bool:
+        out = evaluate(eps)
+        extras: Mapping[str, Any] = out[2] if len(out) > 2 else {}
+        trace.append(Evaluation(float(eps), float(out[0]), bool(out[1]), **extras))
+        return bool(out[1])
+
+    grid = _scan_grid(start, stop)
+    first_fail = None
+    for k, eps in enumerate(grid):
+        if not run(eps):
+            first_fail = k
+            break
+    if phases == 2:
+        below = grid[first_fail] if first_fail is not None else stop
+        for eps in _offset_grid(start, below):
+            if not run(eps):
+                break
+    fails = [e.eps for e in trace if not e.passed]
+    resolution = SCAN_FACTOR ** (1.0 / phases)
+    done = dict(criterion=criterion, c=c, radius=radius, scan_resolution=resolution)
+    if not fails:
+        return _result(trace, math.inf, (stop, math.inf), False, certified_fraction, **done)
+    if first_fail is not None:
+        for eps in grid[first_fail + 1 : first_fail + 1 + CONTINUE_POINTS]:
+            run(eps)
+    hi = min(fails)
+    passes_below = [e.eps for e in trace if e.passed and e.eps < hi]
+    lo = max(passes_below, default=0.0)
+    if lo > 0:
+        while hi / lo - 1 > rtol:
+            mid = math.sqrt(lo * hi)
+            if run(mid):
+                lo = mid
+            else:
+                hi = mid
+    return _result(trace, hi, (lo, hi), True, certified_fraction, **done)
+
+
+def classify(trace: list[Evaluation] | tuple[Evaluation, ...]) -> tuple[bool, int]:
+    """``(non_monotone, artefacts)`` of a trace (see :class:`ThresholdResult`): a pass above a
+    failure with global steps in both, and the evaluations among the passes above a failure
+    and the failures whose SROA had a non-global step."""
+    fails = [e for e in trace if not e.passed]
+    if not fails:
+        return False, 0
+    lowest = min(e.eps for e in fails)
+    above = [e for e in trace if e.passed and e.eps > lowest]
+    global_fails = [e.eps for e in fails if not e.non_global]
+    non_monotone = any(not e.non_global and any(f < e.eps for f in global_fails) for e in above)
+    artefacts = sum(e.non_global for e in above) + sum(e.non_global for e in fails)
+    return bool(non_monotone), int(artefacts)
+
+
+def _result(
+    trace: list[Evaluation],
+    eps_star: float,
+    bracket: tuple[float, float],
+    reached: bool,
+    certified_fraction: float,
+    *,
+    criterion: str,
+    c: float | None,
+    radius: float | None,
+    scan_resolution: float,
+) -> ThresholdResult:
+    non_monotone, artefacts = classify(trace)
+    return ThresholdResult(
+        eps_star=float(eps_star),
+        bracket=(float(bracket[0]), float(bracket[1])),
+        reached=reached,
+        trace=tuple(trace),
+        n_evals=len(trace),
+        non_monotone=non_monotone,
+        criterion=criterion,
+        c=c,
+        certified_fraction=float(certified_fraction),
+        radius=radius,
+        artefacts=artefacts,
+        scan_resolution=float(scan_resolution),
+    )

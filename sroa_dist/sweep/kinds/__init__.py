@@ -1,0 +1,32 @@
+"""Sweep kinds: the registry (:mod:`.registry`) and one module or package per kind
+(:mod:`.tensor`, :mod:`.model`, :mod:`.threshold`)."""
+
+from .registry import (
+    KINDS,
+    SweepKind,
+    advice,
+    default_block_size,
+    kind_for_raw,
+    kind_of,
+    load_spec,
+    make_layout,
+    parse_spec,
+    register_kind,
+    spec_from_dict,
+    variable_order,
+)
+
+__all__ = [
+    "KINDS",
+    "SweepKind",
+    "advice",
+    "default_block_size",
+    "kind_for_raw",
+    "kind_of",
+    "load_spec",
+    "make_layout",
+    "parse_spec",
+    "register_kind",
+    "spec_from_dict",
+    "variable_order",
+]

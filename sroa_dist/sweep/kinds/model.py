@@ -1,0 +1,576 @@
+"""Model sweeps: method-of-moments studies (a ``[model]`` spec table) as sweep instances.
+
+A model sweep replaces the planted tensor and synthetic noise of ``[tensor]``/``[noise]`` by a
+latent variable model of :mod:`sroa_dist.moments`: every instance draws the model's parameters
+from its seeded prior, samples ``N`` observations, estimates the whitened third moment
+``T̂ = T + E`` and runs SROA on it (:func:`sroa_dist.moments.run_study`). This module holds
+everything specific to that kind of sweep -- schema and checks, grid-point settings and seeds,
+cost model, block kernel, cube variables, provenance -- and the kind object :data:`MODEL`
+registered in :mod:`.registry`, through which spec loading, layouts, the worker and the store reach
+it.
+
+Grammar (see ``docs/sweeps.md``)::
+
+    name, seed, replicates, description
+    [model]   name, N, k, d, L (topics), sigma2 (gmm), weights, norms
+    [model.prior]       concentration (topics) | mean_scale (gmm)
+    [model.tolerances]  component, weight
+    [solver]  method, options
+
+``model.N``, ``model.k``, ``model.d``, ``model.L``, ``model.weights`` and ``solver.method`` may be
+axes (a list or a range table), with dimensions ``N``, ``k``, ``d``, ``L``, ``weight_ratio`` and
+``method``.
+
+Seeding: the model's parameters come from ``SeedSequence(seed, spawn_key=(h("model=…"),
+h("k=…"), h("d=…"), h("weight_ratio=…"), replicate))`` and the study (sample, SROA starts, norm
+solver) from the same key extended by ``(h("N=…"), h("L=…"))``. Neither contains the method, so
+methods are compared on the same samples; and replicate ``r`` keeps the same topics or means
+along the ``N`` and ``L`` axes, so an error-vs-``N`` curve is one model seen with more data.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from sroa_dist.moments import (
+    DEFAULT_TOLERANCES,
+    MODELS,
+    MomentStudy,
+    Tolerances,
+    make_model,
+    run_study,
+)
+
+from ..cube import MODEL_VARIABLES, Variable
+from ..layout import (
+    BlockResult,
+    BlockTask,
+    Layout,
+    allocate,
+    default_block_size,
+    layout_chunks,
+    stable_hash32,
+)
+from ..spec.base import COMMON_SCHEMA, SweepSpec, check_method_options, check_methods
+from ..spec.fields import Axis, SpecError, build_axes, check_replicates, validate_table
+
+__all__ = [
+    "MODEL",
+    "MODEL_AXIS_KEYS",
+    "MODEL_VARIABLES",
+    "ModelInstanceSettings",
+    "ModelKind",
+    "ModelSection",
+    "ModelSweepSpec",
+    "compute_model_block",
+    "is_model_spec",
+    "model_layout",
+    "model_spec_from_dict",
+    "model_weights",
+]
+
+#: Dotted spec key -> dimension name, for the keys of a model sweep that may be swept.
+MODEL_AXIS_KEYS: dict[str, str] = {
+    "model.k": "k",
+    "model.d": "d",
+    "model.L": "L",
+    "model.weights": "weight_ratio",
+    "solver.method": "method",
+    "model.N": "N",
+}
+
+#: Largest estimated memory of one instance (the sample is held whole by the estimators).
+MAX_INSTANCE_BYTES = 4 * 2**30
+#: Largest estimated time of one instance: beyond it a block cannot be retried cheaply.
+MAX_INSTANCE_SECONDS = 3600.0
+
+# The keys shared with other kinds (name, seed, replicates, [solver], [output] vectors) come
+# from the common schema, so the kinds cannot disagree on them.
+_SCHEMA: dict[str, Any] = {
+    **{k: COMMON_SCHEMA[k] for k in ("name", "description", "seed", "replicates")},
+    "model": {
+        "name": ("str", None, True),
+        "N": ("int_axis", None, True),
+        "k": ("int_axis", None, True),
+        "d": ("int_axis", None, True),
+        "L": ("int_axis", None, False),
+        "sigma2": ("float", None, False),
+        "weights": ("float_axis", 1.0, False),
+        "norms": ("bool", True, False),
+        "prior": ("table", {}, False),
+        "tolerances": ("table", {}, False),
+    },
+    "solver": COMMON_SCHEMA["solver"],
+    "output": {"vectors": COMMON_SCHEMA["output"]["vectors"]},
+}
+
+#: Prior parameters of each registered model (keywords of its ``from_prior``).
+_PRIOR_KEYS = {"topics": ("concentration",), "gmm": ("mean_scale",)}
+
+
+def is_model_spec(spec: Any) -> bool:
+    """Whether ``spec`` describes a model sweep (a ``[model]`` table)."""
+    return isinstance(spec, ModelSweepSpec)
+
+
+@dataclass(frozen=True)
+class ModelSection:
+    """``[model]``: the latent variable model, its sample size and what is measured.
+
+    Keys that may be swept hold their value as written; their values are in the spec's axes.
+    """
+
+    name: str
+    N: Any
+    k: Any
+    d: Any
+    L: Any
+    sigma2: float | None
+    weights: Any
+    norms: bool
+    prior: Mapping[str, float]
+    tolerances: Mapping[str, float]
+
+
+@dataclass(frozen=True)
+class ModelSweepSpec(SweepSpec):
+    """A validated model sweep spec; as :class:`SweepSpec`, with the model's axes."""
+
+    kind: ClassVar[str] = "model"
+    axis_keys: ClassVar[Mapping[str, str]] = MODEL_AXIS_KEYS
+
+    @functools.cached_property
+    def model(self) -> ModelSection:
+        """The ``[model]`` section."""
+        return ModelSection(**self.data["model"])
+
+    @property
+    def model_name(self) -> str:
+        """Registered model name (``"topics"`` or ``"gmm"``)."""
+        return self.model.name
+
+    @property
+    def ranks(self) -> tuple[int, ...]:
+        """SROA recovers every latent class: the rank is k."""
+        return tuple(int(k) for k in self.axes["model.k"].values)
+
+    def settings_at(self, coords: Mapping[str, Any]) -> ModelInstanceSettings:
+        """The :class:`ModelInstanceSettings` of a grid point."""
+        return settings_from_coords(self, coords)
+
+
+# --------------------------------------------------------------------------------------------
+# Validation
+
+
+def model_spec_from_dict(raw: Mapping[str, Any], source: str = "<dict>") -> ModelSweepSpec:
+    """Validate a spec with a ``[model]`` table and resolve defaults."""
+    for other in ("tensor", "noise"):
+        if other in raw:
+            raise SpecError(
+                source,
+                other,
+                "no [tensor] or [noise] table in a spec with a [model] table",
+                f"<[{other}] given>",
+                "a sweep either plants a tensor with synthetic noise ([tensor], [noise]) or "
+                "samples a latent variable model ([model]); split it into two specs",
+            )
+    raw = dict(raw)
+    model_raw = raw.get("model")
+    if isinstance(model_raw, Mapping):
+        model_raw = dict(model_raw)
+        w = model_raw.get("weights")
+        if w == "uniform" or (isinstance(w, list) and "uniform" in w):
+            model_raw["weights"] = (
+                [1.0 if x == "uniform" else x for x in w] if isinstance(w, list) else 1.0
+            )
+        raw["model"] = model_raw
+    data = validate_table(raw, _SCHEMA, "", source)
+    axes = build_axes(data, _SCHEMA, MODEL_AXIS_KEYS, source)
+    _check_model_semantics(data, axes, source)
+    return ModelSweepSpec(data=data, source=source, axes=axes)
+
+
+def _check_model_semantics(data: dict[str, Any], axes: dict[str, Axis], source: str) -> None:
+    """Cross-key rules: registry names, 2 <= k <= d, L >= 3, steps = k, memory and time."""
+    model = data["model"]
+    name = model["name"]
+    if name not in MODELS:
+        raise SpecError(source, "model.name", f"one of {sorted(MODELS)}", name, "unknown model")
+    check_replicates(data["replicates"], source)
+    Ns, ks, ds = (axes[f"model.{x}"].values for x in ("N", "k", "d"))
+    if min(Ns) < 2:
+        raise SpecError(source, "model.N", "sample sizes N >= 2", min(Ns))
+    if min(ks) < 2:
+        raise SpecError(source, "model.k", "k >= 2 latent classes", min(ks))
+    if max(ks) > min(ds):
+        raise SpecError(
+            source,
+            "model.k",
+            f"k <= d (smallest d is {min(ds)})",
+            max(ks),
+            "the k components must be linearly independent in R^d",
+        )
+    if name == "topics":
+        if "model.L" not in axes:
+            raise SpecError(source, "model.L", "words per document L >= 3 (topics)", "<missing>")
+        if min(axes["model.L"].values) < 3:
+            raise SpecError(
+                source,
+                "model.L",
+                "L >= 3",
+                min(axes["model.L"].values),
+                "three distinct words per document estimate M3",
+            )
+        if model["sigma2"] is not None:
+            raise SpecError(
+                source, "model.sigma2", "no sigma2 for topics", model["sigma2"], "sigma2 is gmm's"
+            )
+    else:
+        if "model.L" in axes:
+            raise SpecError(
+                source, "model.L", f"no L for model {name!r}", model["L"], "L is the topics' one"
+            )
+        if model["sigma2"] is None:
+            model["sigma2"] = 1.0
+        if not model["sigma2"] > 0:
+            raise SpecError(source, "model.sigma2", "a variance > 0", model["sigma2"])
+    if min(axes["model.weights"].values) < 1:
+        raise SpecError(
+            source,
+            "model.weights",
+            '"uniform" or imbalance ratios max(w)/min(w) >= 1',
+            min(axes["model.weights"].values),
+        )
+    valid_prior = _PRIOR_KEYS[name]
+    for key, val in model["prior"].items():
+        if key not in valid_prior:
+            raise SpecError(
+                source, f"model.prior.{key}", f"one of {list(valid_prior)}", "<unknown key>"
+            )
+        if isinstance(val, bool) or not isinstance(val, int | float) or not val > 0:
+            raise SpecError(source, f"model.prior.{key}", "a positive number", val)
+    default_tol = DEFAULT_TOLERANCES[name]
+    for key, val in model["tolerances"].items():
+        if key not in ("component", "weight"):
+            raise SpecError(
+                source, f"model.tolerances.{key}", "one of ['component', 'weight']", "<unknown key>"
+            )
+        if isinstance(val, bool) or not isinstance(val, int | float) or not val > 0:
+            raise SpecError(source, f"model.tolerances.{key}", "a positive number", val)
+    model["tolerances"] = {
+        "component": float(model["tolerances"].get("component", default_tol.component)),
+        "weight": float(model["tolerances"].get("weight", default_tol.weight)),
+    }
+    solver = data["solver"]
+    for key in ("norm_method", "norm_options"):
+        if solver[key]:
+            raise SpecError(
+                source,
+                f"solver.{key}",
+                "nothing (model sweeps choose the norm solver)",
+                solver[key],
+                "||E|| is certified where the moment relaxation fits (k <= 14), else a "
+                "multi-start lower bound",
+            )
+    check_methods(solver, axes["solver.method"].values, source, ("options",))
+    # The core's own dry bind of option names and values, at every SROA size (k x k x k).
+    for m in axes["solver.method"].values:
+        for k in sorted(set(ks)):
+            check_method_options(data, m, int(k), 3, False, source)
+    if solver["steps"] is not None and set(ks) != {solver["steps"]}:
+        raise SpecError(
+            source,
+            "solver.steps",
+            f"steps = k ({sorted(ks)}) or no steps",
+            solver["steps"],
+            "a model sweep recovers every component, so SROA runs k steps; omit steps",
+        )
+    if data["output"]["vectors"]:
+        raise SpecError(
+            source,
+            "output.vectors",
+            "false for a model sweep",
+            True,
+            "recovered components are summarised by component_error; use "
+            "sroa_dist.moments.run_study to inspect them",
+        )
+    _check_budget(data, axes, source)
+
+
+def _check_budget(data: dict[str, Any], axes: dict[str, Axis], source: str) -> None:
+    """Refuse grid corners whose one instance would not fit in memory or in an hour."""
+    N, k, d = (max(axes[f"model.{x}"].values) for x in ("N", "k", "d"))
+    L = max(axes["model.L"].values) if "model.L" in axes else None
+    s = ModelInstanceSettings(data["model"]["name"], N, k, d, L, 1.0, "certified")
+    mem, cost = s.memory_bytes(), s.cost()
+    if mem > MAX_INSTANCE_BYTES:
+        raise SpecError(
+            source,
+            "model.N",
+            f"instances within {MAX_INSTANCE_BYTES / 2**30:.0f} GiB",
+            f"<about {mem / 2**30:.1f} GiB at N = {N}, d = {d}>",
+            "the sample is held in memory; lower N or d",
+        )
+    if cost > MAX_INSTANCE_SECONDS:
+        raise SpecError(
+            source,
+            "model.N",
+            f"instances within {MAX_INSTANCE_SECONDS:.0f} s",
+            f"<about {cost:.0f} s at N = {N}, k = {k}, d = {d}>",
+            "lower N, k or d",
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# Grid points, seeds, cost
+
+
+def model_weights(k: int, ratio: float) -> np.ndarray:
+    """Mixing weights ``w_i ∝ ratio^{-i/(k-1)}`` (``max/min = ratio``; 1 is uniform)."""
+    w = float(ratio) ** (-np.arange(k) / (k - 1))
+    return w / w.sum()
+
+
+@dataclass(frozen=True)
+class ModelInstanceSettings:
+    """Everything that defines one grid point of a model sweep (instances differ by replicate)."""
+
+    model: str
+    N: int
+    k: int
+    d: int
+    L: int | None
+    weight_ratio: float
+    method: str
+    sigma2: float | None = None
+    prior: tuple[tuple[str, float], ...] = ()
+
+    def prior_key(self) -> tuple[int, ...]:
+        """Spawn-key prefix of the model's parameters: neither N, L nor the method."""
+        return (
+            stable_hash32("model", self.model),
+            stable_hash32("k", self.k),
+            stable_hash32("d", self.d),
+            stable_hash32("weight_ratio", float(self.weight_ratio)),
+        )
+
+    def seed_key(self) -> tuple[int, ...]:
+        """Spawn-key suffix (after the replicate) of the study: N and L, never the method."""
+        return (stable_hash32("N", self.N), stable_hash32("L", self.L))
+
+    def group_key(self) -> tuple[Any, ...]:
+        """Instances sharing this key share the model's parameters (per replicate)."""
+        return (self.model, self.k, self.d, self.weight_ratio)
+
+    def prior_seed(self, master_seed: int, replicate: int) -> np.random.SeedSequence:
+        """Seed of the model's parameters for ``replicate``."""
+        return np.random.SeedSequence(master_seed, spawn_key=(*self.prior_key(), int(replicate)))
+
+    def study_seed(self, master_seed: int, replicate: int) -> np.random.SeedSequence:
+        """Seed of the study (sample, SROA starts, norm solver) for ``replicate``."""
+        key = (*self.prior_key(), int(replicate), *self.seed_key())
+        return np.random.SeedSequence(master_seed, spawn_key=key)
+
+    def build_model(self, master_seed: int, replicate: int):
+        """The instance's model, parameters drawn from the seeded prior."""
+        params: dict[str, Any] = dict(self.prior)
+        if self.model == "topics":
+            params["doc_length"] = int(self.L)
+        else:
+            params["sigma2"] = float(self.sigma2)
+        weights = model_weights(self.k, self.weight_ratio)
+        return make_model(
+            self.model,
+            self.k,
+            self.d,
+            rng=np.random.default_rng(self.prior_seed(master_seed, replicate)),
+            weights=weights,
+            **params,
+        )
+
+    def memory_bytes(self) -> float:
+        """Rough peak bytes of one instance (the sample dominates)."""
+        if self.model == "topics":
+            return 48.0 * self.N * self.L + 64.0 * self.d * self.k + 8.0 * min(self.d, 400) ** 2
+        return 24.0 * self.N * self.d + 8.0 * min(self.d, 400) ** 2
+
+    def cost(self) -> float:
+        """Rough seconds of one instance on one core; only used to size blocks.
+
+        Orders of magnitude measured on one core: a fixed part growing with d² (the whitening's
+        eigensolver), the streamed moments ``N·(nnz/N·k + k³)`` (topics) or ``N·d·k`` plus the
+        eigensolver's passes over the dense sample (gmm); SROA and the two norm solves on
+        ``k × k × k`` tensors do not depend on ``N`` or ``d``.
+        """
+        k, N, d = self.k, self.N, self.d
+        fixed = 0.1 + 0.02 * (k / 5) ** 3 + 1e-7 * d**2
+        if self.model == "topics":
+            return fixed + 2e-8 * N * (self.L * k + k**3)
+        return fixed + 5e-9 * N * d * (k + 50)
+
+
+def settings_from_coords(spec: ModelSweepSpec, values: Mapping[str, Any]) -> ModelInstanceSettings:
+    """Settings of the grid point whose swept coordinates are ``values`` (scalars from spec)."""
+    model = spec.model
+    L = spec.setting("model.L", values)
+    return ModelInstanceSettings(
+        model=model.name,
+        N=int(spec.setting("model.N", values)),
+        k=int(spec.setting("model.k", values)),
+        d=int(spec.setting("model.d", values)),
+        L=None if L is None else int(L),
+        weight_ratio=float(spec.setting("model.weights", values)),
+        method=str(spec.setting("solver.method", values)),
+        sigma2=model.sigma2,
+        prior=tuple(sorted((k, float(v)) for k, v in model.prior.items())),
+    )
+
+
+def model_mean_cost(spec: ModelSweepSpec) -> float:
+    """Mean cost of one instance over the grid points (model grids are a few hundred points:
+    the sample-size and model axes, not the replicates)."""
+    dims, coords = spec.instance_grid()
+    dims, coords = dims[:-1], coords[:-1]
+    costs = [
+        settings_from_coords(spec, dict(zip(dims, point, strict=True))).cost()
+        for point in itertools.product(*coords)
+    ]
+    return sum(costs) / len(costs)
+
+
+def model_layout(
+    spec: ModelSweepSpec, block_size: int | None = None, chunks: Sequence[int] | None = None
+) -> Layout:
+    """The layout of a model sweep (as :func:`~sroa_dist.sweep.kinds.make_layout`).
+
+    ``step`` has length max k (SROA runs k steps); there is no ``component`` dim.
+    """
+    dims, coords = spec.instance_grid()
+    shape = [len(c) for c in coords]
+    n_steps = spec.n_steps
+    chunks = layout_chunks(
+        dims, shape, block_size, chunks, lambda: default_block_size(spec, model_mean_cost(spec))
+    )
+    return Layout(tuple(dims), tuple(coords), chunks, int(n_steps), int(n_steps))
+
+
+# --------------------------------------------------------------------------------------------
+# Block kernel
+
+
+def compute_model_block(task: BlockTask, spec: ModelSweepSpec) -> BlockResult:
+    """Compute every instance of a model-sweep block (pure: depends only on the task)."""
+    t_start = time.perf_counter()
+    out = allocate(task, MODEL_VARIABLES)
+    tol = Tolerances(**spec.model.tolerances)
+    norms = bool(spec.model.norms)
+    kernel = 0.0
+    for idx, s, rep in task.instances(spec):
+        model = s.build_model(spec.seed, rep)
+        t0 = time.perf_counter()
+        st = run_study(
+            model,
+            s.N,
+            s.method,
+            rng=s.study_seed(spec.seed, rep),
+            tolerances=tol,
+            norms=norms,
+            **spec.options_for(s.method),
+        )
+        dt = time.perf_counter() - t0
+        kernel += dt
+        write_study(out, idx, st, dt)
+    n = math.prod(task.shape)
+    return BlockResult(task.index, out, kernel, time.perf_counter() - t_start, n)
+
+
+def write_study(
+    out: dict[str, np.ndarray], idx: tuple[int, ...], st: MomentStudy, seconds: float
+) -> None:
+    """Store one :class:`~sroa_dist.moments.MomentStudy` at ``idx`` of a block's arrays."""
+    fit, err = st.fit, st.errors
+    k = fit.k
+    out["lam_hat"][idx][:k] = fit.lambdas
+    out["certified"][idx][:k] = fit.certified
+    out["upper_bound"][idx][:k] = fit.upper_bounds
+    out["component_error"][idx][:k] = err.component_error
+    out["weight_error"][idx][:k] = err.weight_error
+    if st.eps_population is not None:
+        e = st.eps_population
+        out["eps"][idx], out["eps_lower"][idx], out["eps_upper"][idx] = e.value, e.lower, e.upper
+        out["eps_certified"][idx] = e.certified
+    if st.eps_full is not None:
+        out["eps_full"][idx], out["eps_full_upper"][idx] = st.eps_full.value, st.eps_full.upper
+    out["lambda_min"][idx] = st.lambda_min
+    out["success"][idx] = st.success
+    out["sigma2_hat"][idx] = fit.sigma2
+    out["solve_time"][idx] = seconds
+
+
+class ModelKind:
+    """The ``model`` kind (marker table ``[model]``): method-of-moments studies."""
+
+    name = "model"
+    marker = "model"
+    all_variables: Mapping[str, Variable] = MODEL_VARIABLES
+
+    def parse(self, raw: Mapping[str, Any], source: str) -> ModelSweepSpec:
+        """Validate a raw spec (:func:`model_spec_from_dict`)."""
+        return model_spec_from_dict(raw, source)
+
+    def settings(self, spec: ModelSweepSpec, coords: Mapping[str, Any]) -> ModelInstanceSettings:
+        """The grid point's :class:`ModelInstanceSettings`."""
+        return settings_from_coords(spec, coords)
+
+    def mean_cost(self, spec: ModelSweepSpec) -> float:
+        """Seconds per instance, averaged over the grid (:func:`model_mean_cost`)."""
+        return model_mean_cost(spec)
+
+    def layout(
+        self,
+        spec: ModelSweepSpec,
+        block_size: int | None = None,
+        chunks: Sequence[int] | None = None,
+        *,
+        memory_limit: int | None = None,
+    ) -> Layout:
+        """See :func:`model_layout` (instance memory is bounded by validation instead)."""
+        return model_layout(spec, block_size, chunks)
+
+    def compute_block(self, task: BlockTask, spec: ModelSweepSpec) -> BlockResult:
+        """See :func:`compute_model_block`."""
+        return compute_model_block(task, spec)
+
+    def variables(self, spec: ModelSweepSpec) -> Mapping[str, Variable]:
+        """The cube's variables (:data:`~..cube.MODEL_VARIABLES`)."""
+        return MODEL_VARIABLES
+
+    def provenance(self, spec: ModelSweepSpec) -> dict[str, Any]:
+        """Root attrs of the settings that are not axes: the model, prior, tolerances."""
+        model = spec.model
+        return {
+            "setting_model": model.name,
+            "setting_model_prior": json.dumps(model.prior, sort_keys=True),
+            "setting_model_tolerances": json.dumps(model.tolerances, sort_keys=True),
+            "setting_model_norms": int(model.norms),
+            **({"setting_sigma2": model.sigma2} if model.sigma2 is not None else {}),
+        }
+
+    def instance(self, spec: ModelSweepSpec, settings: ModelInstanceSettings, replicate: int):
+        """The instance's latent variable model, parameters drawn from its seeded prior (the
+        sample is drawn inside the study from :meth:`ModelInstanceSettings.study_seed`)."""
+        return settings.build_model(spec.seed, replicate)
+
+
+#: The registered model kind.
+MODEL = ModelKind()

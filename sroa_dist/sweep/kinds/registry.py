@@ -1,0 +1,272 @@
+"""The sweep-kind registry: which kind of sweep a spec describes, and the one place that
+dispatches on it.
+
+A *kind* (tensor, model, ...) is an object satisfying :class:`SweepKind`; its module holds
+everything specific to it (schema and checks, grid-point settings and seeds, cost, layout,
+block kernel, cube variables, provenance) and imports only the shared modules (:mod:`..spec.fields`,
+:mod:`..spec.base`, :mod:`..layout`, :mod:`..cube`) and the numerical core -- never another
+kind, and never this registry. Spec loading, the grid, the worker and storage ask
+:func:`kind_of` / :func:`kind_for_raw` and call the kind, so none of them branches on a
+kind's name. Adding a kind is one new module and one line in :data:`_BUILTIN` (or a call to
+:func:`register_kind` for a kind defined outside the package); see docs/architecture.md.
+
+A raw spec is of the kind whose :attr:`SweepKind.marker` table it has (``[model]``); a spec
+with no marker table is of the default kind (marker ``None``: ``tensor``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Protocol, runtime_checkable
+
+from sroa_dist.errors import InputError
+
+from ..cube import Variable
+from ..layout import BlockResult, BlockTask, Layout
+from ..layout import default_block_size as _block_size_for_cost
+from ..spec.base import SweepSpec, override_for, override_items
+from ..spec.fields import SpecError
+from ..spec.load import apply_overrides, read_spec_file
+from .model import MODEL
+from .tensor.kind import TENSOR
+from .threshold import THRESHOLD
+
+__all__ = [
+    "KINDS",
+    "SweepKind",
+    "advice",
+    "default_block_size",
+    "kind_for_raw",
+    "kind_of",
+    "load_spec",
+    "make_layout",
+    "parse_spec",
+    "spec_from_dict",
+    "register_kind",
+    "variable_order",
+]
+
+
+@runtime_checkable
+class SweepKind(Protocol):
+    """What a sweep kind implements (one object per kind, registered by :attr:`name`).
+
+    Everything but :meth:`parse` receives a spec the kind itself parsed (an instance of its
+    own :class:`~..spec.base.SweepSpec` subclass, whose ``kind`` class attribute is :attr:`name`
+    and whose ``settings_at`` returns :meth:`settings`).
+    """
+
+    #: The kind's name: the ``kind`` of its specs.
+    name: str
+    #: Top-level spec table that marks a raw spec as this kind (``None``: the default kind).
+    marker: str | None
+    #: Every variable this kind may write, in documented order (for reading cubes).
+    all_variables: Mapping[str, Variable]
+
+    def parse(self, raw: Mapping[str, Any], source: str) -> SweepSpec:
+        """Validate a raw (TOML-like) spec and resolve its defaults; ``SpecError`` naming the
+        source and key otherwise."""
+
+    def settings(self, spec: Any, coords: Mapping[str, Any]) -> Any:
+        """The settings of the grid point at the swept coordinates ``coords`` (dim -> value):
+        a frozen object with ``seed_key()`` and ``group_key()``."""
+
+    def mean_cost(self, spec: Any) -> float:
+        """Estimated seconds per instance averaged over the grid (sizes blocks)."""
+
+    def layout(
+        self,
+        spec: Any,
+        block_size: int | None = None,
+        chunks: Sequence[int] | None = None,
+        *,
+        memory_limit: int | None = None,
+    ) -> Layout:
+        """The sweep's :class:`~..layout.Layout` (dims, coordinates, block shape, extents of
+        ``step`` and ``component``); ``SpecError`` when a task cannot fit ``memory_limit``."""
+
+    def compute_block(self, task: BlockTask, spec: Any) -> BlockResult:
+        """Every instance of one block: a pure function of the task."""
+
+    def variables(self, spec: Any) -> Mapping[str, Variable]:
+        """The cube variables this spec's sweep writes, in documented order."""
+
+    def provenance(self, spec: Any) -> dict[str, Any]:
+        """Root attrs (``setting_*``) recording the kind's settings that are not axes."""
+
+    def instance(self, spec: Any, settings: Any, replicate: int) -> Any:
+        """The instance ``(settings, replicate)`` rebuilt exactly as its block computed it."""
+
+
+_KINDS: dict[str, SweepKind] = {}
+#: Registered sweep kinds by name (read-only view; :func:`register_kind` adds one).
+KINDS: Mapping[str, SweepKind] = MappingProxyType(_KINDS)
+
+
+def register_kind(kind: SweepKind, *, overwrite: bool = False) -> None:
+    """Register a sweep kind under ``kind.name``.
+
+    Refused (``ValueError``) for an object that does not implement :class:`SweepKind`, an
+    existing name (unless ``overwrite``), or a marker table another kind already claims.
+    """
+    if not isinstance(kind, SweepKind):
+        missing = [m for m in _MEMBERS if not hasattr(kind, m)]
+        raise InputError(
+            f"sweep kind: expected an object implementing SweepKind; received {kind!r}, "
+            f"which lacks {missing}",
+            "implement every member of sroa_dist.sweep.kinds.SweepKind (docs/architecture.md)",
+        )
+    name = kind.name
+    if not isinstance(name, str) or not name:
+        raise InputError(
+            f"sweep kind name: expected a non-empty string, received {name!r}",
+            "give the kind a non-empty name",
+        )
+    if name in _KINDS and not overwrite:
+        raise InputError(
+            f"sweep kind {name!r}: expected a new name; received one already registered",
+            "pass overwrite=True to replace it, or choose another name",
+        )
+    for other in _KINDS.values():
+        if other.name != name and other.marker == kind.marker:
+            what = f"table [{kind.marker}]" if kind.marker else "the default (no marker)"
+            raise InputError(
+                f"sweep kind {name!r}: {what} is already kind {other.name!r}'s",
+                "give the kind its own marker table and spec class",
+            )
+    _KINDS[name] = kind
+
+
+_MEMBERS = (
+    "name",
+    "marker",
+    "all_variables",
+    "parse",
+    "settings",
+    "mean_cost",
+    "layout",
+    "compute_block",
+    "variables",
+    "provenance",
+    "instance",
+)
+
+
+def kind_for_raw(raw: Any, source: str = "<dict>") -> SweepKind:
+    """The kind a raw spec describes: the one whose marker table it has, else the default.
+
+    A spec with the marker tables of two kinds is a ``SpecError`` (it must be split).
+    """
+    marked = [
+        k for k in _KINDS.values() if k.marker and isinstance(raw, Mapping) and k.marker in raw
+    ]
+    if len(marked) > 1:
+        names = sorted(f"[{k.marker}]" for k in marked)
+        raise SpecError(
+            source,
+            marked[1].marker or "<root>",
+            "the table of one kind of sweep",
+            f"<tables {', '.join(names)}>",
+            "a spec describes one kind of sweep; split it into one spec per kind",
+        )
+    if marked:
+        return marked[0]
+    default = [k for k in _KINDS.values() if k.marker is None]
+    return default[0]
+
+
+def advice(spec: SweepSpec) -> list[str]:
+    """One-line notes on a valid spec that probably does not do what its author wants (e.g.
+    replicates of a deterministic family), from its kind's optional ``advice(spec)``."""
+    hook = getattr(kind_of(spec), "advice", None)
+    return list(hook(spec)) if hook is not None else []
+
+
+def kind_of(spec: SweepSpec) -> SweepKind:
+    """The registered kind of a parsed spec."""
+    try:
+        return _KINDS[spec.kind]
+    except KeyError:
+        raise InputError(
+            f"spec kind: expected one of {sorted(_KINDS)}; received {spec.kind!r}",
+            "register the kind first (register_kind)",
+        ) from None
+
+
+def parse_spec(raw: Mapping[str, Any], source: str = "<dict>") -> SweepSpec:
+    """Validate a raw spec with its kind's rules (:func:`kind_for_raw`)."""
+    return kind_for_raw(raw, source).parse(raw, source)
+
+
+def spec_from_dict(raw: Mapping[str, Any], source: str = "<dict>") -> SweepSpec:
+    """Validate a spec given as a (TOML-like) dict with its kind's rules and resolve defaults."""
+    return parse_spec(raw, source)
+
+
+def load_spec(path: str | Path, overrides: Sequence[str] | Mapping[str, Any] = ()) -> SweepSpec:
+    """Read, override and validate a TOML sweep spec.
+
+    Parameters
+    ----------
+    path
+        The TOML file.
+    overrides
+        ``KEY=VALUE`` strings as given to ``sroa-dist run --set`` (VALUE is a TOML value; a bare
+        word is taken as a string), or a mapping of dotted keys to Python values.
+
+    Raises
+    ------
+    SpecError
+        Naming the file (or the ``--set`` option), the key and the reason.
+    """
+    source = str(path)
+    raw = apply_overrides(read_spec_file(path), overrides, source)
+    try:
+        spec = parse_spec(raw, source)
+    except SpecError as exc:
+        setting = override_for(exc.key, overrides)
+        if setting is None:
+            raise
+        # The bad value came from the command line: say so, not the file.
+        raise SpecError(
+            f"--set {setting}", exc.key, exc.expected, exc.received, exc.given_hint
+        ) from None
+    return dataclasses.replace(spec, overrides=override_items(overrides))
+
+
+def default_block_size(spec: SweepSpec, mean_cost: float | None = None) -> int:
+    """Instances per task (see :func:`~sroa_dist.layout.default_block_size`); ``mean_cost`` (seconds
+    per instance) defaults to the spec's kind's cost model."""
+    if mean_cost is None:
+        mean_cost = kind_of(spec).mean_cost(spec)
+    return _block_size_for_cost(spec, mean_cost)
+
+
+def make_layout(
+    spec: SweepSpec,
+    block_size: int | None = None,
+    chunks: Sequence[int] | None = None,
+    *,
+    memory_limit: int | None = None,
+) -> Layout:
+    """The sweep's layout; block shape from explicit ``chunks``, a ``block_size`` or the default.
+
+    Raises ``SpecError`` if a task would need more than ``memory_limit`` bytes (default:
+    :func:`~sroa_dist.layout.default_worker_memory`; ``math.inf`` skips the check).
+    """
+    return kind_of(spec).layout(spec, block_size, chunks, memory_limit=memory_limit)
+
+
+def variable_order() -> list[str]:
+    """Every variable any registered kind writes, in documented order (kinds in registration
+    order): the order :func:`~..store.prepare.open_results` presents a cube's variables in."""
+    return list(dict.fromkeys(name for k in _KINDS.values() for name in k.all_variables))
+
+
+#: The kinds that ship with the package (adding one: its module, then one entry here).
+_BUILTIN: tuple[SweepKind, ...] = (TENSOR, MODEL, THRESHOLD)
+for _kind in _BUILTIN:
+    register_kind(_kind)

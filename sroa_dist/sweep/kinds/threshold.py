@@ -1,0 +1,726 @@
+"""The threshold sweep kind: one adaptive first-crossing search per instance.
+
+Each instance is one :func:`sroa_dist.find_threshold` call (a scan ×1.25 upward, a continued
+scan past the first failure, a bisection to ``rtol``): its threshold ε*, bracket, number of
+SROA evaluations, whether a pass was seen above a failure, and the whole trace. Searches take
+from a few to a few dozen SROA runs, so a block is one instance by default: the runner's
+window of futures (``as_completed``) hands the next search to whichever worker finishes,
+and no worker idles while another refines.
+
+Grammar (marker table ``[threshold]``)::
+
+    name, seed, replicates, description
+    [tensor]    n, p, lambdas            (basis random, full rank: as find_threshold builds it)
+    [noise]     model, params            (ε is searched, so no noise level)
+    [solver]    method                   (each method with its defaults)
+    [threshold] criterion, c, radius, eps_range, rtol,
+                global_check, redo, scan_phases, certify_ends, revision
+
+``tensor.n``, ``tensor.p``, ``noise.model`` and ``solver.method`` may be axes (a list or a
+range table). ``c`` is the level of ``criterion = "value"`` (max |λ̂ − λ| ≤ c·ε), ``radius``
+that of ``"recovery"`` (max ‖v̂ − v‖ ≤ radius); ``"theorem"`` takes both (value bound c·ε,
+default 2; vector bound radius, default Theorem 3.1's 20ε/λ_j). ``global_check``, ``redo`` and
+``scan_phases`` default to the search revision's (:data:`sroa_dist.studies.threshold.
+SEARCH_REVISION`: the check on, redo on, two scan phases); ``revision`` is pinned by the store
+(a store made before revisions were recorded ran revision 1 and keeps it).
+
+Seeding: instance ``(settings, replicate)`` searches with ``rng = SeedSequence(seed,
+spawn_key=(h("noise=…"), h("n=…"), h("p=…"), replicate))`` (``h`` is
+:func:`~..layout.stable_hash32`); the method is not in the key, so a method axis compares
+methods on the same instances. The search's trace is stored over the cube's ``step`` dim,
+which here counts evaluations (k = 1, 2, ... in the order made), not SROA steps.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar
+
+import numpy as np
+
+from sroa_dist.errors import InputError, with_hint
+from sroa_dist.methods import memory_estimate
+from sroa_dist.methods.cost import resolve_norm_method, solve_cost
+from sroa_dist.problems.noise import NOISE_MODELS
+from sroa_dist.problems.perturbations import PERTURBATIONS, check_model, model_params
+from sroa_dist.studies.criteria import RUN_CRITERIA
+from sroa_dist.studies.first_crossing import SCAN_FACTOR, SCAN_PHASES, ThresholdResult, max_evals
+from sroa_dist.studies.threshold import (
+    DEFAULT_C,
+    SEARCH_LEGACY,
+    SEARCH_REVISION,
+    find_threshold,
+    search_options,
+    uses_matrix_free,
+)
+
+from ..cube import THRESHOLD_VARIABLES, Variable
+from ..layout import (
+    WORKER_BASE_BYTES,
+    BlockResult,
+    BlockTask,
+    Layout,
+    allocate,
+    default_worker_memory,
+    layout_chunks,
+    stable_hash32,
+)
+from ..spec.base import (
+    COMMON_SCHEMA,
+    SweepSpec,
+    check_method_options,
+    check_methods,
+    replicate_advice,
+)
+from ..spec.fields import (
+    SpecError,
+    build_axes,
+    check_replicates,
+    prune_model_params,
+    validate_table,
+)
+
+__all__ = [
+    "THRESHOLD",
+    "THRESHOLD_SCHEMA",
+    "ThresholdKind",
+    "ThresholdProblem",
+    "ThresholdSettings",
+    "ThresholdSweepSpec",
+    "threshold_seed",
+]
+
+#: The schema of a threshold spec: ``(vtype, default, required)`` per key (see
+#: :mod:`..spec.fields`).
+THRESHOLD_SCHEMA: dict[str, Any] = {
+    **COMMON_SCHEMA,
+    "tensor": {
+        "n": ("int_axis", None, True),
+        "p": ("int_axis", 3, False),
+        # None: find_threshold's default weights (one distinct smallest weight).
+        "lambdas": ("lambdas", None, False),
+    },
+    "noise": {
+        "model": ("str_axis", "coherent-tilt", False),
+        "params": ("table", {}, False),
+    },
+    "threshold": {
+        "criterion": ("str", "value", False),
+        "c": ("float", None, False),
+        "radius": ("float", None, False),
+        # Checked as a pair below; "float_axis" only type-checks the two numbers.
+        "eps_range": ("float_axis", [0.02, 1.5], False),
+        "rtol": ("float", 0.01, False),
+        # None: the search revision's own (find_threshold's defaults, or its legacy values).
+        "global_check": ("bool", None, False),
+        "redo": ("bool", None, False),
+        "scan_phases": ("int", None, False),
+        "certify_ends": ("bool", False, False),
+        # Pinned by the store (ThresholdSweepSpec.pinned): None in a spec as written.
+        "revision": ("int", None, False),
+    },
+}
+
+#: Dotted spec key -> axis (dimension) name, for keys that may be swept.
+AXIS_KEYS: dict[str, str] = {
+    "noise.model": "noise",
+    "tensor.n": "n",
+    "tensor.p": "p",
+    "solver.method": "method",
+}
+
+
+@dataclass(frozen=True)
+class ThresholdSection:
+    """``[threshold]``: the success criterion, the search's range and precision, and how its
+    SROA steps are checked."""
+
+    criterion: str
+    c: float | None
+    radius: float | None
+    eps_range: tuple[float, float]
+    rtol: float
+    global_check: bool | None = None
+    redo: bool | None = None
+    scan_phases: int | None = None
+    certify_ends: bool = False
+    revision: int | None = None
+
+    @property
+    def level(self) -> float | None:
+        """The criterion's level (``c`` for value, ``radius`` for recovery, None for theorem)."""
+        name = RUN_CRITERIA[self.criterion].level_name
+        return None if name is None else {"c": self.c, "radius": self.radius}[name]
+
+    @property
+    def search(self) -> dict[str, Any]:
+        """:func:`sroa_dist.find_threshold`'s check and scan keywords: the search revision's
+        (the current one where none is pinned), under the keys the spec sets."""
+        out = {"global_check": True, "redo": True, "scan_phases": SCAN_PHASES}
+        out.update(search_options(self.revision))
+        for key in ("global_check", "redo", "scan_phases"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        out["certify_ends"] = bool(self.certify_ends)
+        return out
+
+
+@dataclass(frozen=True)
+class ThresholdSweepSpec(SweepSpec):
+    """A validated threshold sweep spec: :class:`~..spec.base.SweepSpec` with ``[tensor]``,
+    ``[noise]`` and ``[threshold]``."""
+
+    kind: ClassVar[str] = "threshold"
+    axis_keys: ClassVar[Mapping[str, str]] = AXIS_KEYS
+
+    @functools.cached_property
+    def threshold(self) -> ThresholdSection:
+        """The ``[threshold]`` section."""
+        t = dict(self.data["threshold"])
+        t["eps_range"] = tuple(t["eps_range"])
+        return ThresholdSection(**t)
+
+    @property
+    def lambdas(self) -> Any:
+        """``[tensor] lambdas`` as written (None: find_threshold's default weights)."""
+        return self.data["tensor"]["lambdas"]
+
+    @property
+    def params(self) -> Mapping[str, Any]:
+        """``[noise.params]`` (sub-tables per model)."""
+        return self.data["noise"]["params"]
+
+    @property
+    def ranks(self) -> tuple[int, ...]:
+        """Every search runs full-rank SROA: the n values."""
+        return tuple(int(n) for n in self.axes["tensor.n"].values)
+
+    @property
+    def n_steps(self) -> int:
+        """Length of the ``step`` dim: here the longest possible trace
+        (:func:`sroa_dist.studies.first_crossing.max_evals`)."""
+        t = self.threshold
+        return max_evals(t.eps_range, t.rtol, t.search["scan_phases"])
+
+    def instance_settings(self) -> dict[str, Any]:
+        """:meth:`SweepSpec.instance_settings` without the search revision, which the store
+        pins (like the method revisions)."""
+        d = super().instance_settings()
+        d["threshold"].pop("revision", None)
+        return d
+
+    def pin_own(self, old: SweepSpec | None) -> ThresholdSweepSpec:
+        """This spec with ``threshold.revision`` stated: its own, else the store's (a store
+        whose spec has none ran revision 1), else the current one (a new store). ``ValueError``
+        naming the key where the spec's own differs from the store's."""
+        own = self.data["threshold"].get("revision")
+        if old is None:
+            base = SEARCH_REVISION
+        else:
+            base = int(old.data["threshold"].get("revision") or 1)
+            if own is not None and own != base:
+                raise InputError(
+                    f"threshold.revision: the store was made with search revision {base}; "
+                    f"received {own}",
+                    "drop threshold.revision from the spec to resume with the store's revision",
+                )
+        data = self.to_dict()
+        data["threshold"]["revision"] = base if own is None else own
+        return replace(self, data=data)
+
+    def settings_at(self, coords: Mapping[str, Any]) -> ThresholdSettings:
+        """The :class:`ThresholdSettings` of a grid point."""
+        return ThresholdSettings(
+            noise=str(self.setting("noise.model", coords)),
+            n=int(self.setting("tensor.n", coords)),
+            p=int(self.setting("tensor.p", coords)),
+            method=str(self.setting("solver.method", coords)),
+        )
+
+
+@dataclass(frozen=True)
+class ThresholdSettings:
+    """One grid point: instances at it differ only by replicate."""
+
+    noise: str
+    n: int
+    p: int
+    method: str
+
+    def seed_key(self) -> tuple[int, ...]:
+        """Spawn-key prefix; the method is excluded on purpose (paired searches)."""
+        return (
+            stable_hash32("noise", self.noise),
+            stable_hash32("n", self.n),
+            stable_hash32("p", self.p),
+        )
+
+    def group_key(self) -> tuple[Any, ...]:
+        """Searches are not batched; instances of one point share this key all the same."""
+        return (self.noise, self.n, self.p, self.method)
+
+
+def threshold_seed(master_seed: int, settings: ThresholdSettings, replicate: int):
+    """The ``rng`` of instance ``(settings, replicate)``'s search (a ``SeedSequence``)."""
+    return np.random.SeedSequence(master_seed, spawn_key=(*settings.seed_key(), int(replicate)))
+
+
+@dataclass(frozen=True)
+class ThresholdProblem:
+    """One instance's search, as its block runs it: :meth:`run` is the stored result."""
+
+    n: int
+    p: int
+    family: str
+    method: str
+    lambdas: Any
+    params: Mapping[str, Any]
+    criterion: str
+    c: float | None
+    eps_range: tuple[float, float]
+    rtol: float
+    seed: int
+    spawn_key: tuple[int, ...]
+    revisions: Mapping[str, int] = field(default_factory=dict)
+    radius: float | None = None
+    search: Mapping[str, Any] = field(default_factory=dict)
+
+    def run(self) -> ThresholdResult:
+        """:func:`sroa_dist.find_threshold` on this instance."""
+        kwargs = {} if self.c is None else {"c": self.c}
+        if self.radius is not None and self.criterion == "theorem":
+            kwargs["radius"] = self.radius
+        return find_threshold(
+            self.n,
+            self.p,
+            family=self.family,
+            lambdas=self.lambdas,
+            criterion=self.criterion,
+            method=self.method,
+            eps_range=self.eps_range,
+            rtol=self.rtol,
+            params=self.params,
+            rng=np.random.SeedSequence(self.seed, spawn_key=self.spawn_key),
+            revisions=self.revisions,
+            **self.search,
+            **kwargs,
+        )
+
+
+def problem_of(
+    spec: ThresholdSweepSpec, settings: ThresholdSettings, replicate: int
+) -> ThresholdProblem:
+    """The search of instance ``(settings, replicate)``."""
+    t = spec.threshold
+    return ThresholdProblem(
+        n=settings.n,
+        p=settings.p,
+        family=settings.noise,
+        method=settings.method,
+        lambdas=spec.lambdas,
+        params=model_params(spec.params, settings.noise),
+        criterion=t.criterion,
+        c=t.level if t.criterion != "theorem" else t.c,
+        eps_range=t.eps_range,
+        rtol=t.rtol,
+        seed=spec.seed,
+        spawn_key=(*settings.seed_key(), int(replicate)),
+        revisions=dict(spec.solver.revisions),
+        radius=t.radius if t.criterion == "theorem" else None,
+        search=t.search,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Validation
+
+
+def threshold_spec_from_dict(raw: Mapping[str, Any], source: str = "<dict>") -> ThresholdSweepSpec:
+    """Validate a threshold spec given as a (TOML-like) dict and resolve defaults."""
+    data = validate_table(raw, THRESHOLD_SCHEMA, "", source)
+    axes = build_axes(data, THRESHOLD_SCHEMA, AXIS_KEYS, source)
+    check_replicates(data["replicates"], source)
+    ns, ps = axes["tensor.n"].values, axes["tensor.p"].values
+    if min(ns) < 2:
+        raise SpecError(
+            source,
+            "tensor.n",
+            "dimensions n >= 2",
+            min(ns),
+            "give integers >= 2, e.g. tensor.n = [8, 16, 32]",
+        )
+    if min(ps) < 3:
+        raise SpecError(source, "tensor.p", "tensor order p >= 3", min(ps))
+    _check_threshold(data["threshold"], source)
+    _check_solver(data, axes["solver.method"].values, ns, ps, source)
+    models = axes["noise.model"].values
+    data["noise"]["params"] = prune_model_params(data["noise"]["params"], models, source)
+    for name in models:
+        try:
+            check_model(name, model_params(data["noise"]["params"], name))
+        except ValueError as exc:
+            known = sorted(PERTURBATIONS)
+            raise SpecError(
+                source, "noise.model", f"a perturbation model (e.g. {known})", name, with_hint(exc)
+            ) from None
+    return ThresholdSweepSpec(data=data, source=source, axes=axes)
+
+
+def _check_threshold(t: dict[str, Any], source: str) -> None:
+    crit = t["criterion"]
+    if crit not in RUN_CRITERIA:
+        raise SpecError(source, "threshold.criterion", f"one of {list(RUN_CRITERIA)}", crit)
+    level_name = RUN_CRITERIA[crit].level_name
+    takes = ("c", "radius") if level_name is None else (level_name,)
+    for key in ("c", "radius"):
+        if key not in takes and t[key] is not None:
+            raise SpecError(
+                source,
+                f"threshold.{key}",
+                f"no {key} with criterion {crit!r}",
+                t[key],
+                "c is the level of 'value', radius that of 'recovery'; 'theorem' takes both",
+            )
+    if level_name is not None and t[level_name] is None:  # find_threshold's own default
+        t[level_name] = float(DEFAULT_C)
+    for key in takes:
+        if t[key] is not None and not t[key] > 0:
+            raise SpecError(source, f"threshold.{key}", "a number > 0", t[key])
+    if t["scan_phases"] is not None and t["scan_phases"] not in (1, 2):
+        raise SpecError(source, "threshold.scan_phases", "1 or 2", t["scan_phases"])
+    if t["redo"] and t["global_check"] is False:
+        raise SpecError(
+            source,
+            "threshold.redo",
+            "no redo without the global check",
+            t["redo"],
+            "a step is redone from its check's point: set global_check = true too",
+        )
+    known = sorted({*SEARCH_LEGACY, SEARCH_REVISION})
+    if t["revision"] is not None and t["revision"] not in known:
+        raise SpecError(
+            source,
+            "threshold.revision",
+            f"a search revision this code runs: one of {known}",
+            t["revision"],
+        )
+    rng = t["eps_range"]
+    if not (isinstance(rng, list) and len(rng) == 2 and 0 < rng[0] < rng[1]):
+        raise SpecError(
+            source, "threshold.eps_range", "a list [start, stop] with 0 < start < stop", rng
+        )
+    if not 0 < t["rtol"] < SCAN_FACTOR - 1:
+        raise SpecError(
+            source,
+            "threshold.rtol",
+            f"a relative bracket width in (0, {SCAN_FACTOR - 1:g})",
+            t["rtol"],
+            f"the scan factor is {SCAN_FACTOR}; bisection narrows below it",
+        )
+
+
+def _check_solver(
+    data: dict[str, Any], methods: Sequence[str], ns: Sequence[int], ps: Sequence[int], src: str
+) -> None:
+    solver = data["solver"]
+    for key in ("steps", "norm_method"):
+        if solver[key] is not None:
+            raise SpecError(
+                src,
+                f"solver.{key}",
+                "no value in a threshold sweep",
+                solver[key],
+                "find_threshold runs full-rank SROA and bounds ||E|| with the method's default",
+            )
+    for key in ("options", "norm_options"):
+        if solver[key]:
+            raise SpecError(
+                src,
+                f"solver.{key}",
+                "an empty table in a threshold sweep",
+                solver[key],
+                "find_threshold runs each method with its default options",
+            )
+    check_methods(solver, methods, src)
+    for m in methods:
+        for n in ns:
+            for p in ps:
+                check_method_options(data, m, n, p, False, src)
+
+
+# --------------------------------------------------------------------------------------------
+# Cost, memory, layout
+
+
+def _combos(spec: ThresholdSweepSpec):
+    for m in spec.axes["solver.method"].values:
+        for n in spec.axes["tensor.n"].values:
+            for p in spec.axes["tensor.p"].values:
+                yield str(m), int(n), int(p)
+
+
+#: Least CPU seconds of one SROA step inside a search (Python and per-step overhead, which the
+#: core's cost model leaves out; it dominates at small n): SS-HOPM at n = 8, p = 3.
+STEP_FLOOR = 0.015
+
+
+#: CPU seconds of one full matrix-free SROA (rank n) of the coherent tilt at p = 5, n = 200
+#: (benchmarks/bench_structured.py, 2026-11-26); it grows about as n^4 (an n × n eigenproblem,
+#: the polish Hessian and the deflation terms per step, n steps).
+MATRIX_FREE_SROA_SECONDS = 8.3
+MATRIX_FREE_REFERENCE_N = 200
+
+
+#: What the global check (with redo) multiplies an SROA's seconds by, at most: 1.3-1.8 on
+#: formed p = 3 tensors at n = 16-64, about 2 matrix-free (benchmarks/bench_global_check.py).
+CHECK_COST_FACTOR = 2.0
+
+
+def search_cost(
+    method: str, n: int, p: int, evals: int, model: str = "gaussian", checked: bool = False
+) -> float:
+    """Seconds of a search of ``evals`` SROA runs (n steps each) at ``(method, n, p)`` of
+    ``model``, plus one norm bound (families without a closed form): the core's cost model, or
+    the measured matrix-free cost where the search builds the tensor matrix-free; ``checked``:
+    every step globally checked (:data:`CHECK_COST_FACTOR`)."""
+    factor = CHECK_COST_FACTOR if checked else 1.0
+    if uses_matrix_free(n, p, model):
+        sroa = MATRIX_FREE_SROA_SECONDS * (n / MATRIX_FREE_REFERENCE_N) ** 4
+        return factor * evals * max(sroa, n * STEP_FLOOR)
+    norm = solve_cost(resolve_norm_method(method, n, p, None), n, p)
+    return factor * evals * n * max(solve_cost(method, n, p), STEP_FLOOR) + norm
+
+
+def _all_costs(spec: ThresholdSweepSpec) -> list[float]:
+    evals = spec.n_steps
+    checked = bool(spec.threshold.search["global_check"])
+    return [
+        search_cost(m, n, p, evals, str(model), checked)
+        for model in spec.axes["noise.model"].values
+        for m, n, p in _combos(spec)
+    ]
+
+
+def threshold_mean_cost(spec: ThresholdSweepSpec) -> float:
+    """Estimated seconds per instance, averaged over the grid (every search assumed to make
+    :func:`max_evals` evaluations)."""
+    costs = _all_costs(spec)
+    return sum(costs) / len(costs)
+
+
+def _has_iid_part(model: str) -> bool:
+    """Whether drawing ``model`` draws an i.i.d. tensor (alone or as a mixture's background)."""
+    return model in NOISE_MODELS or "+" in model
+
+
+def search_memory(method: str, n: int, p: int, n_evals: int, iid: bool = True) -> float:
+    """Estimated peak bytes of one search: the worker process, the instance (``T``, ``E``,
+    the rescaled ``E`` and ``T̂``), the SROA call (:func:`sroa_dist.methods.memory_estimate`)
+    or, for a model with an i.i.d. part (``iid``), drawing ``E`` (which sorts index arrays of
+    ``p`` times the tensor's size), whichever is larger, and the trace. Structured families
+    (the coherent tilt) are built from the basis and need no sort."""
+    tensor = 8.0 * float(n) ** p
+    solve = float(memory_estimate(method, n, p, 1, {}))
+    draw = (2 * p + 2) * tensor if iid else 0.0
+    return WORKER_BASE_BYTES + 4 * tensor + max(solve, draw) + 24.0 * n_evals
+
+
+#: Bytes per n² of a matrix-free search: the basis and deflation vectors (n × n each), the
+#: starts and their gradients, and the n × n eigenproblems of the spectral starts.
+MATRIX_FREE_BYTES_PER_N2 = 8.0 * 16
+
+
+def _worst_memory(spec: ThresholdSweepSpec) -> tuple[float, tuple[str, int, int]]:
+    worst: tuple[float, tuple[str, int, int]] = (0.0, ("", 0, 0))
+    for model in spec.axes["noise.model"].values:
+        for m, n, p in _combos(spec):
+            if uses_matrix_free(n, p, str(model)):
+                need = WORKER_BASE_BYTES + MATRIX_FREE_BYTES_PER_N2 * n * n
+            else:
+                need = search_memory(m, n, p, spec.n_steps, _has_iid_part(str(model)))
+            worst = max(worst, (need, (m, n, p)))
+    return worst
+
+
+def _gib(x: float) -> str:
+    return f"{x / 2**30:,.2f} GiB" if x < 2**50 else f"{x:.2g} bytes"
+
+
+def threshold_layout(
+    spec: ThresholdSweepSpec,
+    block_size: int | None = None,
+    chunks: Sequence[int] | None = None,
+    *,
+    memory_limit: int | None = None,
+) -> Layout:
+    """The layout: one instance per block unless ``block_size`` or ``chunks`` say otherwise
+    (a search is seconds to minutes, far above the per-task overhead, and small blocks keep
+    every worker busy). ``SpecError`` naming ``tensor.n`` if a search would not fit in a
+    worker's ``memory_limit``."""
+    dims, coords = spec.instance_grid()
+    shape = [len(c) for c in coords]
+    chunks = layout_chunks(dims, shape, block_size, chunks, lambda: 1)
+    if memory_limit is None:
+        limit, origin = default_worker_memory()
+    else:
+        limit, origin = memory_limit, "given limit"
+    block = math.prod(chunks)
+    need, (m, n, p) = _worst_memory(spec)
+    need += block * 24.0 * spec.n_steps
+    if need > limit:
+        raise spec.error(
+            "tensor.n",
+            f"searches that fit in a worker's memory limit of {_gib(limit)} ({origin})",
+            f"<n = {n}, p = {p}, method {m!r}: about {_gib(need)}; one dense tensor of n^p "
+            f"entries is {_gib(8.0 * float(n) ** p)}>",
+            "use a smaller n or p, or workers with more memory",
+        )
+    return Layout(tuple(dims), tuple(coords), chunks, spec.n_steps, max(spec.ranks))
+
+
+def describe_cost(spec: ThresholdSweepSpec, layout: Layout, workers: int) -> list[str]:
+    """Lines for ``sroa-dist validate``: estimated time (every search making the most
+    evaluations) on ``workers`` workers and the peak memory of one search."""
+    evals = spec.n_steps
+    total = spec.replicates * sum(_all_costs(spec))
+    mem, worst = _worst_memory(spec)
+    return [
+        f"estimate: at most {evals} SROA runs per search; about {total / 3600:,.2f} CPU hours "
+        f"in all, {total / 3600 / max(1, workers):,.2f} h on {workers} workers (cost model, "
+        "each search assumed to make the most evaluations)",
+        f"memory: about {_gib(mem)} per worker at the largest search (n = {worst[1]}, "
+        f"p = {worst[2]}, method {worst[0]!r})",
+    ]
+
+
+# --------------------------------------------------------------------------------------------
+# Block kernel
+
+
+#: Cube variable -> the :class:`~sroa_dist.studies.first_crossing.Evaluation` field it stores.
+_TRACE_FIELDS = {
+    "trace_eps": "eps",
+    "trace_metric": "metric",
+    "trace_passed": "passed",
+    "trace_global_gap": "global_gap",
+    "trace_non_global": "non_global",
+    "trace_redone": "redone",
+    "trace_lam_err": "lam_err",
+    "trace_vec_err": "vec_err",
+}
+
+
+def compute_threshold_block(task: BlockTask, spec: ThresholdSweepSpec) -> BlockResult:
+    """Every search of one block (a pure function of the task, timings aside)."""
+    t_start = time.perf_counter()
+    out = allocate(task, THRESHOLD_VARIABLES)
+    kernel = 0.0
+    for idx, settings, replicate in task.instances(spec):
+        t0 = time.perf_counter()
+        res = problem_of(spec, settings, replicate).run()
+        dt = time.perf_counter() - t0
+        kernel += dt
+        if res.n_evals > task.n_steps:  # max_evals is a bound; a breach is a bug, say so
+            raise RuntimeError(f"search made {res.n_evals} evaluations, more than {task.n_steps}")
+        out["eps_star"][idx] = res.eps_star
+        out["eps_lo"][idx], out["eps_hi"][idx] = res.bracket
+        out["n_evals"][idx] = res.n_evals
+        out["reached"][idx] = res.reached
+        out["non_monotone"][idx] = res.non_monotone
+        out["certified_fraction"][idx] = res.certified_fraction
+        out["artefacts"][idx] = res.artefacts
+        out["scan_resolution"][idx] = res.scan_resolution
+        ends = res.certified_ends
+        out["certified_ends"][idx] = np.nan if ends is None else float(ends)
+        k = res.n_evals
+        for var, field_name in _TRACE_FIELDS.items():
+            out[var][idx][:k] = [getattr(e, field_name) for e in res.trace]
+        out["solve_time"][idx] = dt
+    return BlockResult(
+        index=task.index,
+        data=out,
+        kernel_time=kernel,
+        wall_time=time.perf_counter() - t_start,
+        n_instances=math.prod(task.shape),
+    )
+
+
+class ThresholdKind:
+    """The ``threshold`` kind (marker table ``[threshold]``): first-crossing searches."""
+
+    name = "threshold"
+    marker = "threshold"
+    all_variables: Mapping[str, Variable] = THRESHOLD_VARIABLES
+    #: What the cube's ``step`` dim counts (``sroa-dist validate`` says it).
+    step_meaning = (
+        "search evaluations, each one SROA run at one eps: the trace of a first-crossing "
+        "search, not SROA steps"
+    )
+
+    def parse(self, raw: Mapping[str, Any], source: str) -> ThresholdSweepSpec:
+        """Validate a raw spec (:func:`threshold_spec_from_dict`)."""
+        return threshold_spec_from_dict(raw, source)
+
+    def settings(self, spec: ThresholdSweepSpec, coords: Mapping[str, Any]) -> ThresholdSettings:
+        """The grid point's :class:`ThresholdSettings`."""
+        return spec.settings_at(coords)
+
+    def mean_cost(self, spec: ThresholdSweepSpec) -> float:
+        """Seconds per instance (:func:`threshold_mean_cost`)."""
+        return threshold_mean_cost(spec)
+
+    def layout(
+        self,
+        spec: ThresholdSweepSpec,
+        block_size: int | None = None,
+        chunks: Sequence[int] | None = None,
+        *,
+        memory_limit: int | None = None,
+    ) -> Layout:
+        """See :func:`threshold_layout`."""
+        return threshold_layout(spec, block_size, chunks, memory_limit=memory_limit)
+
+    def compute_block(self, task: BlockTask, spec: ThresholdSweepSpec) -> BlockResult:
+        """See :func:`compute_threshold_block`."""
+        return compute_threshold_block(task, spec)
+
+    def variables(self, spec: ThresholdSweepSpec) -> Mapping[str, Variable]:
+        """Every threshold variable (the trace included: a few hundred bytes per search)."""
+        return THRESHOLD_VARIABLES
+
+    def provenance(self, spec: ThresholdSweepSpec) -> dict[str, Any]:
+        """Root attrs of the settings that are not axes: criterion, level, range, rtol, and
+        the search's check and scan settings."""
+        t = spec.threshold
+        search = {**t.search, "revision": t.revision, "c": t.c, "radius": t.radius}
+        return {
+            "setting_criterion": t.criterion,
+            "setting_level": "none" if t.level is None else t.level,
+            "setting_eps_range": json.dumps(list(t.eps_range)),
+            "setting_rtol": t.rtol,
+            "setting_lambdas": json.dumps(spec.lambdas),
+            "setting_search": json.dumps(search, sort_keys=True),
+        }
+
+    def instance(
+        self, spec: ThresholdSweepSpec, settings: ThresholdSettings, replicate: int
+    ) -> ThresholdProblem:
+        """The search of ``(settings, replicate)``; its ``run()`` gives the stored values."""
+        return problem_of(spec, settings, replicate)
+
+    def advice(self, spec: ThresholdSweepSpec) -> list[str]:
+        """See :func:`..spec.base.replicate_advice` (weights drawn from a distribution differ)."""
+        return replicate_advice(spec, isinstance(spec.lambdas, Mapping))
+
+    def describe_cost(self, spec: ThresholdSweepSpec, layout: Layout, workers: int) -> list[str]:
+        """See :func:`describe_cost`."""
+        return describe_cost(spec, layout, workers)
+
+
+#: The registered threshold kind.
+THRESHOLD = ThresholdKind()
