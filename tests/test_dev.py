@@ -9,7 +9,8 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
+
+from tests.support.helpers import ROOT
 
 sys.path.insert(0, str(ROOT))
 import dev  # noqa: E402

@@ -31,8 +31,8 @@ import xarray as xr
 import sroa_dist
 import sroa_dist.analysis as analysis
 from sroa_dist.errors import InputError, SroaWarning
+from tests.support.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "sroa_dist"
 SPEC = str(ROOT / "sweeps" / "smoke" / "figure2.toml")
 THRESHOLD_SPEC = str(ROOT / "sweeps" / "smoke" / "threshold.toml")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from support.import_graph import (
+from tests.support.import_graph import (
     ROOT,
     circles,
     collapse,

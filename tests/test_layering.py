@@ -23,7 +23,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.helpers import ROOT
+
 PKG = ROOT / "sroa_dist"
 
 ORCHESTRATION = {"dask", "distributed"}
@@ -257,9 +258,9 @@ def test_every_imported_distribution_is_declared():
         allowed = runtime | (any_extra if guarded else set())
         if not _distributions(top) & allowed:
             missing.append(f"{where}: {top} ({' or '.join(sorted(_distributions(top)))})")
-    test_files = sorted((ROOT / "tests").glob("*.py"))
-    # The repository's own modules: the package, the test helpers and the root's dev.py.
-    local = {"sroa_dist", "dev"} | {f.stem for f in test_files}
+    test_files = sorted((ROOT / "tests").rglob("*.py"))
+    # The repository's own modules: the package, the tests and their helpers, the root's dev.py.
+    local = {"sroa_dist", "dev", "tests"} | {f.stem for f in test_files}
     for top, (where, _) in _third_party(test_files, local).items():
         if not _distributions(top) & (runtime | extras["test"]):
             missing.append(f"{where}: {top} (tests)")

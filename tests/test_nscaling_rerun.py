@@ -10,7 +10,8 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
+
+from tests.support.helpers import ROOT
 
 BENCH = ROOT / "benchmarks"
 PUBLISHED = ROOT / "docs" / "data" / "nscaling"

@@ -5,8 +5,8 @@
     python deploy/test/cube_check.py attr STORE KEY    # one dataset attribute
     python deploy/test/cube_check.py pace STORE        # steady-state seconds per instance
 
-The comparison is the deployment tests' own (tests/deploy_helpers.assert_cubes_equal), so the
-processes-only tests and these real-engine tests hold deployments to the same standard.
+The comparison is the deployment tests' own (tests/support/deploy_helpers.assert_cubes_equal), so
+the processes-only tests and these real-engine tests hold deployments to the same standard.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from deploy_helpers import assert_cubes_equal, done_mask  # noqa: E402
+from tests.support.deploy_helpers import assert_cubes_equal, done_mask  # noqa: E402
 
 
 def steady_pace(store: str) -> float:

@@ -1,0 +1,222 @@
+"""The sweep-kind registry (``sroa_dist.sweep.kinds``): dispatch by marker table, the rules of
+registration, and that a new kind -- one module (here: this file's ``EchoKind``) and one
+registration -- runs through spec loading, the grid, the worker and a real store without any
+other change."""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import pytest
+
+from sroa_dist.sweep import load_spec
+from sroa_dist.sweep.cube import Variable
+from sroa_dist.sweep.kinds import (
+    KINDS,
+    SweepKind,
+    kind_for_raw,
+    kind_of,
+    make_layout,
+    register_kind,
+    registry,
+    spec_from_dict,
+)
+from sroa_dist.sweep.layout import (
+    BlockResult,
+    BlockTask,
+    Layout,
+    allocate,
+    block_task,
+    default_block_size,
+    layout_chunks,
+    stable_hash32,
+)
+from sroa_dist.sweep.run.worker import compute_block
+from sroa_dist.sweep.spec.base import COMMON_SCHEMA, SweepSpec
+from sroa_dist.sweep.spec.fields import SpecError, build_axes, validate_table
+from sroa_dist.sweep.store.block_write import write_block
+from sroa_dist.sweep.store.prepare import prepare_store, store_layout
+from sroa_dist.sweep.store.read import open_results
+from tests.support.helpers import ROOT
+
+SMOKE = sorted((ROOT / "sweeps" / "smoke").glob("*.toml"))
+
+
+def test_builtin_kinds_are_registered_and_implement_the_protocol():
+    assert set(KINDS) >= {"tensor", "model"}
+    for name, kind in KINDS.items():
+        assert isinstance(kind, SweepKind) and kind.name == name
+    assert [k.name for k in KINDS.values() if k.marker is None] == ["tensor"]
+    with pytest.raises(TypeError):
+        KINDS["x"] = KINDS["tensor"]  # read-only view
+
+
+@pytest.mark.parametrize("path", SMOKE, ids=[p.stem for p in SMOKE])
+def test_every_smoke_spec_is_dispatched_to_its_kind(path):
+    raw = tomllib.loads(path.read_text())
+    kind = kind_for_raw(raw)
+    assert kind.name == next((k for k in ("model", "threshold") if k in raw), "tensor")
+    spec = load_spec(path)
+    assert kind_of(spec) is kind and spec.kind == kind.name
+    layout = make_layout(spec)
+    assert layout == kind.layout(spec)
+    dims, coords = layout.dims[:-1], layout.coords[:-1]
+    point = {d: c[0] for d, c in zip(dims, coords, strict=True)}
+    assert spec.settings_at(point) == kind.settings(spec, point)
+
+
+def test_registration_rules():
+    with pytest.raises(ValueError, match="implementing SweepKind"):
+        register_kind(object())
+    with pytest.raises(ValueError, match="already registered"):
+        register_kind(KINDS["model"])
+
+    class Other(EchoKind):
+        name = "other"
+
+    with pytest.raises(ValueError, match=r"table \[echo\] is already kind 'echo'"):
+        with _registered(EchoKind()):
+            register_kind(Other())
+    assert "echo" not in KINDS and "other" not in KINDS
+
+    @dataclass(frozen=True)
+    class Stray(SweepSpec):
+        kind: ClassVar[str] = "stray"
+
+    with pytest.raises(ValueError, match="spec kind: expected one of"):
+        kind_of(Stray(data={}))
+
+
+def test_a_spec_with_two_kinds_tables_is_refused():
+    with _registered(EchoKind()):
+        raw = {"name": "x", "echo": {"x": 1.0}, "model": {"name": "topics"}}
+        with pytest.raises(SpecError, match="one kind of sweep"):
+            spec_from_dict(raw)
+
+
+# ---- a new kind: one module, one registration ------------------------------------------------
+
+ECHO_VALUE = Variable("echo_value", (), "f8", "x * (replicate + 1) + u, u ~ U(0, 1) seeded")
+ECHO_SCHEMA: dict[str, Any] = {
+    **COMMON_SCHEMA,
+    "echo": {"x": ("float_axis", None, True)},
+}
+
+
+@dataclass(frozen=True)
+class EchoSettings:
+    x: float
+
+    def seed_key(self) -> tuple[int, ...]:
+        return (stable_hash32("x", self.x),)
+
+    def group_key(self) -> tuple[Any, ...]:
+        return (self.x,)
+
+
+@dataclass(frozen=True)
+class EchoSpec(SweepSpec):
+    kind: ClassVar[str] = "echo"
+    # The toy's axis reuses an existing float dim of the cube's vocabulary.
+    axis_keys: ClassVar[Mapping[str, str]] = {"echo.x": "sigma"}
+
+    @property
+    def ranks(self) -> tuple[int, ...]:
+        return (1,)
+
+    def settings_at(self, coords: Mapping[str, Any]) -> EchoSettings:
+        return EchoSettings(float(self.setting("echo.x", coords)))
+
+
+class EchoKind:
+    name = "echo"
+    marker = "echo"
+    all_variables: Mapping[str, Variable] = {ECHO_VALUE.name: ECHO_VALUE}
+
+    def parse(self, raw: Mapping[str, Any], source: str) -> EchoSpec:
+        data = validate_table(raw, ECHO_SCHEMA, "", source)
+        return EchoSpec(
+            data=data, source=source, axes=build_axes(data, ECHO_SCHEMA, EchoSpec.axis_keys, source)
+        )
+
+    def settings(self, spec: EchoSpec, coords: Mapping[str, Any]) -> EchoSettings:
+        return spec.settings_at(coords)
+
+    def mean_cost(self, spec: EchoSpec) -> float:
+        return 1e-3
+
+    def layout(
+        self,
+        spec: EchoSpec,
+        block_size: int | None = None,
+        chunks: Sequence[int] | None = None,
+        *,
+        memory_limit: int | None = None,
+    ) -> Layout:
+        dims, coords = spec.instance_grid()
+        shape = [len(c) for c in coords]
+        chunks = layout_chunks(
+            dims, shape, block_size, chunks, lambda: default_block_size(spec, 1e-3)
+        )
+        return Layout(tuple(dims), tuple(coords), chunks, 1, 1)
+
+    def compute_block(self, task: BlockTask, spec: EchoSpec) -> BlockResult:
+        out = allocate(task, self.variables(spec))
+        for idx, s, rep in task.instances(spec):
+            out["echo_value"][idx] = s.x * (rep + 1) + self.instance(spec, s, rep)
+        return BlockResult(task.index, out, 0.0, 0.0, int(np.prod(task.shape)))
+
+    def variables(self, spec: EchoSpec) -> Mapping[str, Variable]:
+        return self.all_variables
+
+    def provenance(self, spec: EchoSpec) -> dict[str, Any]:
+        return {"setting_echo": "toy"}
+
+    def instance(self, spec: EchoSpec, settings: EchoSettings, replicate: int) -> float:
+        ss = np.random.SeedSequence(spec.seed, spawn_key=(*settings.seed_key(), replicate))
+        return float(np.random.default_rng(ss).random())
+
+
+class _registered:
+    """Register a kind for the duration of a ``with`` block."""
+
+    def __init__(self, kind: Any):
+        self.kind = kind
+
+    def __enter__(self) -> Any:
+        register_kind(self.kind)
+        return self.kind
+
+    def __exit__(self, *exc: Any) -> None:
+        registry._KINDS.pop(self.kind.name, None)
+
+
+def test_a_new_kind_runs_end_to_end_on_a_real_store(tmp_path):
+    """Spec loading, grid, worker and storage reach the new kind through the registry only."""
+    raw = {"name": "echo", "seed": 3, "replicates": 4, "echo": {"x": [0.5, 1.0, 2.0]}}
+    with _registered(EchoKind()):
+        spec = spec_from_dict(raw)
+        assert isinstance(spec, EchoSpec)
+        layout = make_layout(spec, block_size=2)
+        assert layout.dims == ("sigma", "replicate") and layout.n_blocks == 6
+        url = str(tmp_path / "echo.zarr")
+        prepare_store(url, spec, layout)
+        for b in range(layout.n_blocks):
+            task = block_task(spec, layout, b)
+            write_block(url, b, compute_block(task))
+        stored_spec, stored_layout = store_layout(url)
+        assert stored_spec.to_json() == spec.pinned().to_json()
+        assert stored_layout.coords == layout.coords
+        ds = open_results(url)
+        assert ds.attrs["setting_echo"] == "toy" and bool(ds["done"].all())
+        got = ds["echo_value"].values
+        kind = KINDS["echo"]
+        for i, x in enumerate(layout.coord("sigma")):
+            for r in range(4):
+                u = kind.instance(spec, spec.settings_at({"sigma": x}), r)
+                assert got[i, r] == x * (r + 1) + u
+    assert "echo" not in KINDS

@@ -1,0 +1,435 @@
+"""The threshold sweep kind (``sroa_dist.sweep.kinds.threshold``): spec errors name their key,
+a sweep on real worker processes equals serial ``find_threshold`` bit for bit, a run resumes
+bit for bit after SIGKILL of the runner or of a worker, and every shipped threshold spec
+validates (with a cost estimate) and runs shrunk."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from sroa_dist import find_threshold
+from sroa_dist.studies.first_crossing import max_evals
+from sroa_dist.sweep import load_spec, open_results, run_sweep
+from sroa_dist.sweep.kinds import KINDS, kind_for_raw, make_layout, spec_from_dict
+from sroa_dist.sweep.kinds.threshold import THRESHOLD
+from sroa_dist.sweep.layout import stable_hash32
+from sroa_dist.sweep.run.cluster import connect
+from sroa_dist.sweep.spec.fields import SpecError
+from sroa_dist.sweep.store.prepare import read_done
+from tests.support.helpers import (
+    ROOT,
+    assert_same_bits,
+    cube_values,
+    run_cli,
+    sigkill_run_mid_sweep,
+)
+
+SWEEPS = ROOT / "sweeps"
+SHIPPED = sorted(SWEEPS.glob("threshold-*.toml"))
+
+
+def _small(**over):
+    """A threshold spec of a few cheap searches (p = 3, n = 4-5, two families)."""
+    raw = {
+        "name": "thr-small",
+        "seed": 5,
+        "replicates": 2,
+        "tensor": {"n": [4, 5], "p": 3},
+        "noise": {
+            "model": ["coherent-tilt", "gaussian"],
+            "params": {"coherent-tilt": {"component": "smallest"}},
+        },
+        "solver": {"method": "sshopm"},
+        "threshold": {"criterion": "value", "c": 0.5, "eps_range": [0.05, 1.5], "rtol": 0.03},
+    }
+    for key, value in over.items():
+        node = raw
+        *parts, leaf = key.split(".")
+        for part in parts:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return raw
+
+
+def test_the_kind_is_registered_and_marked_by_its_table():
+    assert "threshold" in KINDS
+    assert kind_for_raw(_small()).name == "threshold"
+    spec = spec_from_dict(_small())
+    assert spec.kind == "threshold" and spec.sweep_dims() == ["noise", "n"]
+    assert spec.threshold.level == 0.5
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "blamed"),
+    [
+        ("threshold.criterion", "nope", "threshold.criterion"),
+        ("threshold.radius", 0.3, "threshold.radius"),  # radius belongs to 'recovery'
+        ("threshold.c", -1.0, "threshold.c"),
+        ("threshold.eps_range", [1.0, 0.5], "threshold.eps_range"),
+        ("threshold.eps_range", [0.1, 0.5, 1.0], "threshold.eps_range"),
+        ("threshold.rtol", 0.5, "threshold.rtol"),
+        ("threshold.bogus", 1, "threshold.bogus"),
+        ("solver.options", {"n_starts": 4}, "solver.options"),
+        ("solver.steps", 2, "solver.steps"),
+        ("solver.method", "nope", "solver.method"),
+        ("noise.model", "nope", "noise.model"),
+        ("tensor.n", 1, "tensor.n"),
+        ("tensor.p", 2, "tensor.p"),
+        ("tensor.basis", "random", "tensor.basis"),  # find_threshold always draws the basis
+    ],
+)
+def test_spec_errors_name_their_key(key, value, blamed):
+    with pytest.raises(SpecError) as info:
+        spec_from_dict(_small(**{key: value}), source="s.toml")
+    assert info.value.key == blamed and "s.toml" in str(info.value)
+
+
+def test_theorem_takes_c_and_radius_and_recovery_takes_a_radius():
+    spec = spec_from_dict(_small(**{"threshold.criterion": "theorem", "threshold.radius": 0.3}))
+    assert spec.threshold.level is None
+    assert (spec.threshold.c, spec.threshold.radius) == (0.5, 0.3)
+    problem = THRESHOLD.instance(spec, spec.settings_at({"noise": "gaussian", "n": 4}), 0)
+    assert (problem.criterion, problem.c, problem.radius) == ("theorem", 0.5, 0.3)
+    bare = spec_from_dict(
+        _small(**{"threshold.criterion": "theorem", "threshold.c": None}), source="x"
+    )
+    assert (bare.threshold.c, bare.threshold.radius) == (None, None)  # Theorem 3.1's own
+    with pytest.raises(SpecError, match="threshold.radius"):
+        spec_from_dict(_small(**{"threshold.criterion": "theorem", "threshold.radius": -1.0}))
+    rec = _small(**{"threshold.criterion": "recovery", "threshold.radius": 0.3})
+    del rec["threshold"]["c"]
+    assert spec_from_dict(rec).threshold.level == 0.3
+    with pytest.raises(SpecError, match="threshold.c"):
+        spec_from_dict(_small(**{"threshold.criterion": "recovery", "threshold.radius": 0.3}))
+
+
+def test_trace_length_bounds_every_search():
+    """max_evals is the cube's trace length: a search at the range's worst case fits it."""
+    rng, rtol = (0.02, 1.5), 0.01
+    bound = max_evals(rng, rtol)
+    # every scan point passes but the last, then the longest bisection: the worst case
+    k = math.floor(math.log(1.5 / 0.02) / math.log(1.25)) + 2
+    assert bound >= k + 6 + math.ceil(math.log2(math.log(1.25) / math.log(1.01)))
+
+
+def test_a_search_that_cannot_fit_in_memory_is_refused_naming_tensor_n():
+    spec = spec_from_dict(_small(**{"tensor.n": [4, 200], "tensor.p": 5}))
+    with pytest.raises(SpecError) as info:
+        make_layout(spec, memory_limit=8 * 2**30)
+    assert info.value.key == "tensor.n" and "n = 200" in str(info.value)
+
+
+def _serial(spec_raw, coords):
+    """find_threshold called directly, seeded by the documented contract."""
+    t = spec_raw["threshold"]
+    noise, n, rep = coords
+    key = (stable_hash32("noise", noise), stable_hash32("n", n), stable_hash32("p", 3), rep)
+    params = spec_raw["noise"]["params"].get(noise, {})
+    return find_threshold(
+        n,
+        3,
+        family=noise,
+        criterion=t["criterion"],
+        c=t["c"],
+        method="sshopm",
+        eps_range=tuple(t["eps_range"]),
+        rtol=t["rtol"],
+        params=params,
+        rng=np.random.SeedSequence(spec_raw["seed"], spawn_key=key),
+    )
+
+
+@pytest.mark.slow
+def test_cluster_sweep_equals_serial_find_threshold_bit_for_bit(tmp_path, client):
+    raw = _small()
+    res = run_sweep(raw, tmp_path / "t.zarr", client=client)
+    assert res.complete and res.n_blocks == res.n_instances == 8  # one search per task
+    ds = open_results(tmp_path / "t.zarr").load()
+    for noise in ds.noise.values:
+        for n in ds.n.values:
+            for rep in ds.replicate.values:
+                want = _serial(raw, (str(noise), int(n), int(rep)))
+                got = ds.sel(noise=noise, n=n, replicate=rep)
+                k = want.n_evals
+                assert float(got.n_evals) == k
+                for name, value in (
+                    ("eps_star", want.eps_star),
+                    ("eps_lo", want.bracket[0]),
+                    ("eps_hi", want.bracket[1]),
+                    ("certified_fraction", want.certified_fraction),
+                    ("artefacts", want.artefacts),
+                    ("scan_resolution", want.scan_resolution),
+                ):
+                    assert np.float64(got[name]).tobytes() == np.float64(value).tobytes(), name
+                assert bool(got.reached) == want.reached
+                assert bool(got.non_monotone) == want.non_monotone
+                assert np.isnan(got.certified_ends)  # certify_ends was not asked for
+                for var, field_name in (
+                    ("trace_eps", "eps"),
+                    ("trace_metric", "metric"),
+                    ("trace_global_gap", "global_gap"),
+                    ("trace_redone", "redone"),
+                    ("trace_lam_err", "lam_err"),
+                    ("trace_vec_err", "vec_err"),
+                ):
+                    want_k = np.array([getattr(e, field_name) for e in want.trace], dtype=float)
+                    assert got[var].values[:k].tobytes() == want_k.tobytes(), var
+                passed = np.array([e.passed for e in want.trace])
+                assert (got.trace_passed.values[:k] == passed).all()
+                non_global = np.array([e.non_global for e in want.trace])
+                assert (got.trace_non_global.values[:k] == non_global).all()
+                assert np.isnan(got.trace_eps.values[k:]).all()
+    assert ds.reached.any()  # the searches found a crossing: the test compares real brackets
+    assert np.isfinite(ds.trace_global_gap).any()  # every local step was checked
+
+
+#: The variables search revision 2 added to the cube (a store made before has none of them).
+NEW_VARIABLES = (
+    "artefacts",
+    "scan_resolution",
+    "certified_ends",
+    "trace_global_gap",
+    "trace_non_global",
+    "trace_redone",
+    "trace_lam_err",
+    "trace_vec_err",
+)
+
+
+def _as_made_before_search_revisions(store) -> None:
+    """Turn a store into the format of one made before search revisions were recorded: no
+    new variables, no [threshold] keys for them, no digests (recreated on resume)."""
+    import json
+
+    import zarr
+
+    from sroa_dist.sweep.store.integrity import DIGEST
+
+    g = zarr.open_group(str(store), mode="r+")
+    for name in (*NEW_VARIABLES, DIGEST):
+        del g[name]
+    raw = json.loads(g.attrs["spec"])
+    for key in ("revision", "global_check", "redo", "scan_phases", "certify_ends"):
+        del raw["threshold"][key]
+    g.attrs["spec"] = json.dumps(raw, sort_keys=True, separators=(",", ":"))
+    attrs = dict(g.attrs)
+    attrs.pop("setting_search")
+    g.attrs.clear()
+    g.attrs.update(attrs)
+
+
+@pytest.mark.slow
+def test_a_store_made_before_search_revisions_resumes_with_revision_1(tmp_path, client):
+    """A threshold store from before the global check keeps computing the search it was made
+    with (revision 1: no check, one scan phase), in its own format; a new store records
+    revision 2, and a spec naming another revision than its store's is refused."""
+    import zarr
+
+    from sroa_dist.sweep.store.integrity import forget_blocks
+    from sroa_dist.sweep.store.target import StoreIncompatibleError
+
+    old = _small(**{"solver.revisions": {"sshopm": 3}})
+    rev1 = {**old, "threshold": {**old["threshold"], "revision": 1}}
+    ref = tmp_path / "ref.zarr"
+    run_sweep(rev1, ref, client=client)
+    legacy = tmp_path / "legacy.zarr"
+    run_sweep(rev1, legacy, client=client)
+    _as_made_before_search_revisions(legacy)
+    n_blocks = len(read_done(str(legacy)))
+    forget_blocks(str(legacy), list(range(n_blocks)))  # every block is computed again
+    res = run_sweep(old, legacy, client=client)  # names no search revision
+    assert res.action == "resumed" and res.blocks_computed == n_blocks
+    want = {k: v for k, v in cube_values(ref).items() if k not in NEW_VARIABLES}
+    assert_same_bits(cube_values(legacy), want)
+    g = zarr.open_group(str(legacy), mode="r")
+    assert not any(name in g for name in NEW_VARIABLES)
+    assert "revision" not in json.loads(g.attrs["spec"])["threshold"]  # read as revision 1
+    # A new store: revision 2, the check's variables filled in.
+    new = tmp_path / "new.zarr"
+    run_sweep(old, new, client=client)
+    assert (
+        json.loads(zarr.open_group(str(new), mode="r").attrs["spec"])["threshold"]["revision"] == 2
+    )
+    assert np.isfinite(cube_values(new)["trace_global_gap"]).any()
+    with pytest.raises(StoreIncompatibleError, match=r"threshold\.revision"):
+        run_sweep(rev1, new, client=client)
+
+
+def _slow():
+    """Searches of about a second each, so that a kill lands mid-run."""
+    return _small(**{"tensor.n": [8, 9], "replicates": 2, "threshold.rtol": 0.005})
+
+
+@pytest.mark.slow
+def test_sigkill_of_a_worker_loses_nothing(tmp_path, client):
+    raw = _slow()
+    store = tmp_path / "k.zarr"
+    with connect(workers=2, dashboard_address=":0") as c:
+        box = {}
+        t = threading.Thread(target=lambda: box.setdefault("res", run_sweep(raw, store, client=c)))
+        t.start()
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            if (store / "done" / "zarr.json").exists() and read_done(store).sum() >= 2:
+                break
+            time.sleep(0.05)
+        done_at_kill = int(read_done(store).sum())
+        victim = sorted(c.run(os.getpid).values())[0]
+        os.kill(victim, signal.SIGKILL)
+        t.join(300)
+        res = box["res"]
+    assert res.complete, res.failed
+    assert 2 <= done_at_kill < res.n_blocks  # the kill landed mid-run
+    ref = run_sweep(raw, tmp_path / "ref.zarr", client=client, block_size=4)
+    assert ref.complete
+    assert_same_bits(cube_values(store), cube_values(tmp_path / "ref.zarr"))
+
+
+@pytest.mark.slow
+def test_sigkill_of_the_runner_then_resume_equals_uninterrupted(tmp_path, client):
+    spec_path = tmp_path / "slow.toml"
+    spec_path.write_text(
+        """name = "thr-slow"
+seed = 5
+replicates = 2
+[tensor]
+n = [8, 9]
+p = 3
+[noise]
+model = ["coherent-tilt", "gaussian"]
+[noise.params.coherent-tilt]
+component = "smallest"
+[solver]
+method = "sshopm"
+[threshold]
+criterion = "value"
+c = 0.5
+eps_range = [0.05, 1.5]
+rtol = 0.005
+"""
+    )
+    store = tmp_path / "killed.zarr"
+    args = ["run", str(spec_path), "--store", str(store), "--workers", "2"]
+    sigkill_run_mid_sweep(args, store)
+    done = read_done(store)
+    assert 2 <= done.sum() < done.size
+    again = run_cli(*args, timeout=1200)
+    assert "already done" in again.stdout and read_done(store).all()
+    ref = run_sweep(spec_path, tmp_path / "ref.zarr", client=client, block_size=4)
+    assert ref.complete
+    assert_same_bits(cube_values(store), cube_values(tmp_path / "ref.zarr"))
+
+
+@pytest.mark.slow
+def test_progress_is_shown(tmp_path, client):
+    import io
+
+    stream = io.StringIO()
+    raw = _small(**{"tensor.n": 4, "replicates": 1})
+    assert run_sweep(raw, tmp_path / "p.zarr", client=client, progress=stream).complete
+    assert "2/2" in stream.getvalue()
+
+
+# --------------------------------------------------------------------------------------------
+# Shipped specs
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
+@pytest.mark.slow
+def test_shipped_threshold_specs_validate_with_an_estimate(path):
+    out = run_cli("validate", str(path)).stdout
+    assert "valid sweep" in out and "CPU hours" in out and "GiB per worker" in out
+
+
+@pytest.mark.slow
+def test_the_p4_n128_run_its_header_documents_validates(monkeypatch):
+    """n = 128 dense (p = 4): the tilt alone, one worker of 22 GiB, as the header says."""
+    monkeypatch.setenv("SROA_DIST_WORKER_MEMORY", "22GiB")
+    path = SWEEPS / "threshold-tilt-p4.toml"
+    assert "tensor.n=[128]" in path.read_text()
+    over = ("--set", "tensor.n=[128]", "--set", "noise.model=coherent-tilt")
+    out = run_cli("validate", str(path), *over).stdout
+    assert "valid sweep" in out and "n = 128" in out
+    # the i.i.d. families at n = 128 need more than the machine: refused, naming tensor.n
+    proc = run_cli("validate", str(path), "--set", "tensor.n=[128]", check=False)
+    assert proc.returncode != 0 and "'tensor.n'" in proc.stderr
+
+
+def test_shipped_threshold_specs_cover_the_issue():
+    specs = {p.stem: load_spec(p, ["tensor.n=[8]"]) for p in SHIPPED}
+    assert set(specs) == {
+        "threshold-tilt-p3",
+        "threshold-tilt-p4",
+        "threshold-tilt-p5",
+        "threshold-power-vs-sroa",
+    }
+    assert max(load_spec(SWEEPS / "threshold-tilt-p4.toml").axes["tensor.n"].values) >= 96
+    assert max(load_spec(SWEEPS / "threshold-tilt-p5.toml").axes["tensor.n"].values) >= 256
+    pvs = specs["threshold-power-vs-sroa"]
+    assert set(pvs.axes["solver.method"].values) == {"power", "sshopm", "certified"}
+    assert set(pvs.axes["tensor.p"].values) == {3, 4}
+    for name in ("threshold-tilt-p3", "threshold-tilt-p4"):
+        fams = set(specs[name].axes["noise.model"].values)
+        assert fams == {"coherent-tilt", "coherent-tilt+gaussian", "gaussian"}
+    # p = 5 to n = 256 runs matrix-free, which only a family with a factored form allows; its
+    # header gives the dense command for all three families at small n.
+    assert set(specs["threshold-tilt-p5"].axes["noise.model"].values) == {"coherent-tilt"}
+    assert '"coherent-tilt+gaussian", "gaussian"' in (SWEEPS / "threshold-tilt-p5.toml").read_text()
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
+@pytest.mark.slow
+def test_shipped_threshold_specs_run_shrunk(tmp_path, path, client):
+    """Each spec on its own grid shrunk to n = 5, one replicate, the tilt and a coarse rtol."""
+    over = {
+        "tensor.n": 5,
+        "replicates": 1,
+        "noise.model": "coherent-tilt",
+        "threshold.rtol": 0.05,
+    }
+    res = run_sweep(path, tmp_path / "s.zarr", client=client, **over)
+    assert res.complete, res.failed
+    ds = open_results(tmp_path / "s.zarr").load()
+    assert (ds.n_evals > 0).all() and (ds.eps_lo < ds.eps_hi).all()
+
+
+def test_replicates_of_a_deterministic_family_are_flagged_once():
+    """The pure coherent tilt turns with the basis: its replicates repeat one threshold (the
+    README suggested replicates = 2 for it). `advice` says so; `run` warns with it."""
+    from sroa_dist.problems.perturbations import is_deterministic
+    from sroa_dist.sweep.kinds import advice
+
+    assert is_deterministic("coherent-tilt")
+    assert not is_deterministic("coherent-tilt+gaussian") and not is_deterministic("gaussian")
+    alone = advice(spec_from_dict(_small(**{"noise.model": "coherent-tilt"}), source="s.toml"))
+    assert len(alone) == 1 and "set replicates = 1" in alone[0] and "\n" not in alone[0]
+    mixed = advice(spec_from_dict(_small(), source="s.toml"))
+    assert len(mixed) == 1 and "they spread only ['gaussian']" in mixed[0]
+    iid = _small(**{"noise.model": "gaussian"})
+    del iid["noise"]["params"]
+    assert advice(spec_from_dict(iid)) == []
+    one = _small(**{"noise.model": "coherent-tilt", "replicates": 1})
+    assert advice(spec_from_dict(one)) == []
+
+
+def test_the_readme_does_not_suggest_replicates_for_the_pure_tilt():
+    readme = (ROOT / "README.md").read_text()
+    for line in readme.splitlines():
+        if '"coherent-tilt"' in line and "--set replicates=" in line:
+            assert "--set replicates=1" in line, line
+
+
+def test_random_weights_make_deterministic_family_replicates_differ():
+    from sroa_dist.sweep.kinds import advice
+
+    raw = _small(**{"noise.model": "coherent-tilt"})
+    raw["tensor"]["lambdas"] = {"dist": "uniform", "low": 0.9, "high": 1.0}
+    assert advice(spec_from_dict(raw)) == []
