@@ -43,6 +43,7 @@ from ..monomials import monomial_exponents, polynomial_coefficients
 from .builders import FORMULATIONS
 from .core import SOLVE_OPTION_RULES, SOLVE_OPTIONS, MomentRelaxation, option_rules
 from .driver import Schedule, SdpDriver, SdpIterate, SdpProblem
+from .drivers import DRIVERS, DriverEntry, register_driver
 from .export import export_certificate
 from .polish import polish
 from .result import RelaxationResult
@@ -57,6 +58,8 @@ from .structure import MomentStructure
 
 __all__ = [
     "DEFAULT_SCS_SETTINGS",
+    "DRIVERS",
+    "DriverEntry",
     "FORMULATIONS",
     "SCS",
     "SCS_SETTING_NAMES",
@@ -78,13 +81,10 @@ __all__ = [
     "option_rules",
     "polish",
     "polynomial_coefficients",
+    "register_driver",
     "solve",
     "solve_abs",
 ]
-
-# Former private names, kept for callers that imported them.
-_SCS_SETTING_NAMES = SCS_SETTING_NAMES
-_SOLVE_OPTIONS = SOLVE_OPTIONS
 
 _CACHE: dict[tuple[int, int, int, str], MomentRelaxation] = {}
 _CACHE_LOCK = threading.Lock()

@@ -26,7 +26,7 @@ from .driver import (
     int_at_least,
     is_int,
 )
-from .drivers import DRIVERS, SELECTION_RULES
+from .drivers import SELECTION_RULES, driver_entry
 from .export import export_certificate
 from .polish import check_sign, check_tensor, fro, polish_many, value, values
 from .result import Best, RelaxationResult
@@ -73,11 +73,11 @@ SOLVE_OPTIONS = tuple(SOLVE_OPTION_RULES)
 
 def option_rules(driver: SdpDriver | str = SCS) -> dict[str, Rule | None]:
     """Every option a ``relaxation`` table may set for ``driver`` (an :class:`SdpDriver` or a
-    name of :data:`~.drivers.DRIVERS`): the solve options (:data:`SOLVE_OPTION_RULES`), the
+    registered name or import path, :func:`~.drivers.driver_entry`): the solve options (:data:`SOLVE_OPTION_RULES`), the
     selection keys ``driver`` and ``device`` (:data:`~.drivers.SELECTION_RULES`) and the
     driver's settings, with their value rules (``None``: checked by name only). The one place
     callers (option checks, sweep specs) read them; by name it needs no device."""
-    rules = DRIVERS[driver].setting_rules if isinstance(driver, str) else driver.setting_rules
+    rules = driver_entry(driver).setting_rules if isinstance(driver, str) else driver.setting_rules
     return {**SOLVE_OPTION_RULES, **SELECTION_RULES, **rules}
 
 

@@ -319,3 +319,79 @@ if __name__ == "__main__":
         sys.exit(__doc__)
     np.savez_compressed(GOLDEN, **record())
     print(f"wrote {GOLDEN}")
+
+
+# ---- a new driver is one module: tests/support/toy_driver.py ----------------------------
+
+ZERO_DUAL = "tests.support.toy_driver:ZERO_DUAL"
+
+
+def _nearly_sod():
+    from sroa_dist import make_instance
+
+    return make_instance(4, 3, noise="gaussian", sigma=0.01, rng=0).T_hat
+
+
+@pytest.mark.parametrize("method", ["sos", "certified"])
+def test_a_driver_module_named_by_import_path_bounds_a_step(method):
+    """The toy driver yields only the zero dual: the relaxation validates its bound as any
+    other (valid, looser than SCS's, never certified) and records which driver bounded it."""
+    from sroa_dist import rank_one
+
+    T = _nearly_sod()
+    toy = rank_one(T, method, relaxation={"driver": ZERO_DUAL, "label": "toy"})
+    scs = rank_one(T, method)
+    assert toy.relaxation == f"{ZERO_DUAL}/cpu" and scs.relaxation == "scs/cpu"
+    assert scs.certified and not toy.certified
+    assert toy.upper_bound >= scs.upper_bound - 1e-12 >= abs(toy.lam) - 1e-12
+    with pytest.raises(ValueError, match=r"relaxation.*unknown keys \['max_iters'\].*label"):
+        rank_one(T, method, relaxation={"driver": ZERO_DUAL, "max_iters": 5})
+
+
+def test_a_registered_driver_is_chosen_by_name_and_the_builtins_stay():
+    from sroa_dist import rank_one
+    from sroa_dist.relaxation import DRIVERS, register_driver
+    from sroa_dist.relaxation.drivers import unregister_driver
+    from tests.support.toy_driver import ZERO_DUAL as driver
+
+    register_driver("zero-dual", driver)
+    try:
+        assert "zero-dual" in DRIVERS
+        res = rank_one(_nearly_sod(), "sos", relaxation={"driver": "zero-dual"})
+        assert res.relaxation == "zero-dual/cpu" and not res.certified
+        with pytest.raises(ValueError, match="already registered"):
+            register_driver("zero-dual", driver)
+        with pytest.raises(ValueError, match="runs on cpu"):
+            rank_one(_nearly_sod(), "sos", relaxation={"driver": "zero-dual", "device": "cuda"})
+    finally:
+        unregister_driver("zero-dual")
+    with pytest.raises(ValueError, match="built in"):
+        register_driver("scs", driver)
+    with pytest.raises(ValueError, match=r"lacks \['setting_rules', 'configure', 'runs'\]"):
+        register_driver("nothing", type("NotADriver", (), {"name": "x"})())
+    assert "zero-dual" not in DRIVERS
+
+
+@pytest.mark.slow
+def test_a_driver_module_runs_in_a_sweep_on_real_workers(tmp_path, client):
+    """A spec names the driver by import path; the workers import it where the blocks run."""
+    from sroa_dist.sweep import open_results, run_sweep
+
+    spec = {
+        "name": "toy-driver",
+        "seed": 3,
+        "replicates": 2,
+        "tensor": {"n": 3, "p": 3},
+        "noise": {"model": "gaussian", "sigma": 0.01},
+        "solver": {
+            "method": "certified",
+            "options": {"certified": {"relaxation": {"driver": ZERO_DUAL}}},
+            "norm_method": "sshopm",
+        },
+    }
+    res = run_sweep(spec, tmp_path / "toy.zarr", client=client, block_size=1)
+    assert res.complete
+    ds = open_results(tmp_path / "toy.zarr")
+    assert not bool(ds["certified"].isel(step=0).any())  # the zero dual bounds loosely
+    lam = np.abs(ds["lam_hat"].values)
+    assert np.all(ds["upper_bound"].values >= lam - 1e-12)
