@@ -73,10 +73,11 @@ SOLVE_OPTIONS = tuple(SOLVE_OPTION_RULES)
 
 def option_rules(driver: SdpDriver | str = SCS) -> dict[str, Rule | None]:
     """Every option a ``relaxation`` table may set for ``driver`` (an :class:`SdpDriver` or a
-    registered name or import path, :func:`~.drivers.driver_entry`): the solve options (:data:`SOLVE_OPTION_RULES`), the
-    selection keys ``driver`` and ``device`` (:data:`~.drivers.SELECTION_RULES`) and the
-    driver's settings, with their value rules (``None``: checked by name only). The one place
-    callers (option checks, sweep specs) read them; by name it needs no device."""
+    registered name or import path, :func:`~.drivers.driver_entry`): the solve options
+    (:data:`SOLVE_OPTION_RULES`), the selection keys ``driver`` and ``device``
+    (:data:`~.drivers.SELECTION_RULES`) and the driver's settings, with their value rules
+    (``None``: checked by name only). The one place callers (option checks, sweep specs) read
+    them; by name it needs no device."""
     rules = driver_entry(driver).setting_rules if isinstance(driver, str) else driver.setting_rules
     return {**SOLVE_OPTION_RULES, **SELECTION_RULES, **rules}
 

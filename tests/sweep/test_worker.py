@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 
 import numpy as np
 import pytest
@@ -151,3 +152,32 @@ def test_a_task_the_kernel_cannot_compute_raises_and_returns_nothing():
     bad = dataclasses.replace(task, spec_json=json.dumps(data))
     with pytest.raises(SpecError, match="tensor.p"):
         compute_block(bad)
+
+
+def _ignored_signals(pid: int) -> int:
+    with open(f"/proc/{pid}/status", encoding="ascii") as f:
+        line = next(x for x in f if x.startswith("SigIgn:"))
+    return int(line.split()[1], 16)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads /proc")
+def test_embedded_workers_ignore_sigint_from_their_start(tmp_path):
+    """The terminal's Ctrl-C reaches the whole process group: the embedded cluster's worker
+    processes start with SIGINT ignored (not merely blocked, which Python's process start
+    clears), so one that is still importing prints no KeyboardInterrupt traceback; the
+    launcher that makes it so is gone afterwards and this process's SIGINT is left alone."""
+    import multiprocessing.spawn as mp_spawn
+    import signal
+
+    from sroa_dist.sweep.run.cluster import _embedded
+
+    before = mp_spawn.get_executable()
+    handler = signal.getsignal(signal.SIGINT)
+    with _embedded(1, ":0", None) as client:
+        pids = client.run(os.getpid)
+        assert pids
+        for pid in pids.values():
+            assert _ignored_signals(pid) & (1 << (signal.SIGINT - 1)), pid
+    assert mp_spawn.get_executable() == before
+    assert signal.getsignal(signal.SIGINT) is handler
+    assert not signal.pthread_sigmask(signal.SIG_BLOCK, set()) & {signal.SIGINT}

@@ -252,21 +252,57 @@ def _embedded(
 
 @contextlib.contextmanager
 def _sigint_deferred() -> Iterator[None]:
-    """Block SIGINT in this thread while worker processes are started, then let it through.
+    """Start worker processes that never see the terminal's Ctrl-C, and defer this process's.
 
-    Threads and processes started meanwhile inherit the blocked signal: the workers never see
-    the terminal's Ctrl-C (sent to the whole process group), so they print no traceback, and
-    this process closes them. A Ctrl-C that arrives meanwhile stays pending and is delivered
-    when the block ends -- ignoring SIGINT instead (``SIG_IGN``) would lose it.
+    The terminal sends Ctrl-C to the whole process group. A worker that receives it while it
+    still imports prints a ``KeyboardInterrupt`` traceback, so the workers must start with
+    SIGINT ignored; this process, not each worker, answers it (one line, then it closes them).
+    A blocked signal mask does not reach them (Python's process start clears it), but an
+    ignored signal survives ``exec``: the workers are started through a two-line launcher that
+    ignores SIGINT and then runs this Python (:func:`_ignoring_launcher`).
+
+    In this thread SIGINT is blocked meanwhile, not ignored: a Ctrl-C that arrives during the
+    start stays pending and is delivered when the start ends (``SIG_IGN`` would lose it).
     """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
+    with _ignoring_launcher():
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            yield
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+@contextlib.contextmanager
+def _ignoring_launcher() -> Iterator[None]:
+    """Processes started by ``multiprocessing``'s spawn method meanwhile ignore SIGINT from
+    their first instruction: they run a shell launcher (``trap '' INT; exec python ...``)
+    instead of this Python directly. The launcher lives in a private temporary folder and the
+    previous executable is restored afterwards (a later worker restart runs Python directly and
+    ignores SIGINT from the worker plugin on)."""
+    import multiprocessing.spawn as mp_spawn
+    import shlex
+    import sys
+    import tempfile
+
+    shell = "/bin/sh"
+    if os.name != "posix" or not os.path.exists(shell):
         yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        return
+    previous = mp_spawn.get_executable()
+    with tempfile.TemporaryDirectory(prefix="sroa-launch-") as folder:
+        launcher = os.path.join(folder, "python")
+        with open(launcher, "w", encoding="utf-8") as f:
+            python = shlex.quote(os.fsdecode(previous or sys.executable))
+            f.write(f"#!{shell}\ntrap '' INT\nexec {python} \"$@\"\n")
+        os.chmod(launcher, 0o700)
+        mp_spawn.set_executable(launcher)
+        try:
+            yield
+        finally:
+            mp_spawn.set_executable(previous)
 
 
 def _address_from_file(path: str) -> str:
