@@ -8,6 +8,13 @@ criterion from the :data:`CRITERIA` registry (``recovery``, ``value``, ``theorem
 report and figure states the cube's :func:`completeness`.
 """
 
+from .accumulation import (
+    Accumulation,
+    PredictedThreshold,
+    accumulation,
+    accumulation_limit,
+    predict_threshold,
+)
 from .aggregate import (
     CRITERIA,
     Completeness,
@@ -46,6 +53,11 @@ from .threshold import (
 )
 
 __all__ = [
+    "Accumulation",
+    "PredictedThreshold",
+    "accumulation",
+    "accumulation_limit",
+    "predict_threshold",
     "CRITERIA",
     "FIGURES",
     "Completeness",
