@@ -9,6 +9,13 @@ report and figure states the cube's :func:`completeness`.
 """
 
 from ._completeness import Completeness, IncompleteCubeWarning, completeness
+from .accumulation import (
+    Accumulation,
+    PredictedThreshold,
+    accumulation,
+    accumulation_limit,
+    predict_threshold,
+)
 from .aggregate import (
     CRITERIA,
     SuccessCriterion,
@@ -43,6 +50,11 @@ from .threshold import (
 )
 
 __all__ = [
+    "Accumulation",
+    "PredictedThreshold",
+    "accumulation",
+    "accumulation_limit",
+    "predict_threshold",
     "CRITERIA",
     "FIGURES",
     "Completeness",

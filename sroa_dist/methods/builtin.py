@@ -174,6 +174,35 @@ class MethodOutput:
 # positional, it is not a user option (method_options lists keyword-only parameters).
 
 
+#: Constants of the AGHKT budget (:func:`aghkt_budget`).
+AGHKT_ITER_FACTOR = 3.0
+AGHKT_ETA = 0.05
+
+
+def aghkt_budget(n: int, eps: float | None = None, eta: float = AGHKT_ETA) -> tuple[int, int]:
+    """Starts and iterations ``(L, N)`` of the robust tensor power method as Anandkumar, Ge,
+    Hsu, Kakade and Telgarsky's analysis (JMLR 2014, Theorem 5.1) sizes them for rank ``k = n``:
+    ``L = ⌈n ln(n/η)⌉`` starts (so that, with probability ``1 − η``, some start lies in the
+    basin of every component the analysis guarantees) and
+    ``N = ⌈3 (ln n + ln max(1, ln(1/ε)))⌉`` iterations (``ln k + ln ln(λ_max/ε)`` with
+    ``λ_max = 1``; the constant 3 for the theorem's unspecified ``C₂``, and the double
+    logarithm floored at 0 where ``ε > 1/e`` makes it negative). ``eps`` is the noise level the
+    analysis assumes known; ``None`` drops that term. ``η`` defaults to
+    :data:`AGHKT_ETA`."""
+    n = int(n)
+    if n < 1 or not (0 < eta < 1):
+        raise InputError(
+            f"aghkt_budget: expected n >= 1 and 0 < eta < 1, received n = {n}, eta = {eta!r}",
+            "e.g. aghkt_budget(64, 0.1)",
+        )
+    if eps is not None and not eps > 0:
+        raise InputError(f"eps: expected a noise level > 0, received {eps!r}", "e.g. eps=0.1")
+    loglog = 0.0 if eps is None else math.log(max(1.0, math.log(1.0 / eps)))
+    starts = math.ceil(n * math.log(n / eta)) if n > 1 else 1
+    iters = math.ceil(AGHKT_ITER_FACTOR * (math.log(n) + loglog)) if n > 1 else 1
+    return max(starts, 1), max(iters, 1)
+
+
 def _method_power(
     Ts: FloatArray,
     rngs: Sequence[np.random.Generator],
@@ -181,15 +210,21 @@ def _method_power(
     *,
     n_starts: int = 20,
     n_iter: int = 30,
+    budget: str = "fixed",
+    noise_level: float | None = None,
 ) -> MethodOutput:
     """Randomized robust tensor power method (Anandkumar et al., JMLR 2014, Algorithm 1).
 
     Options: ``n_starts`` (L) random starts uniform on the sphere, ``n_iter`` (N) unshifted power
     iterations each; the start with the largest ``T x^p`` (``|T x^p|`` for even p) is iterated
     ``N`` more times. No convergence test and no shift: the paper's local baseline.
+    ``budget="aghkt"`` replaces ``L`` and ``N`` by the sizes of the method's analysis for this
+    ``n`` (:func:`aghkt_budget`, with ``noise_level`` its assumed ``ε``); ``"fixed"`` keeps them.
     """
     B, n = Ts.shape[0], Ts.shape[1]
     p = Ts.ndim - 1
+    if budget == "aghkt":
+        n_starts, n_iter = aghkt_budget(n, noise_level)
     X = power_iterations(Ts, random_starts(rngs, n_starts, n), n_iter, deflation)
     _, F = _values(Ts, X, deflation)
     score = np.abs(F) if p % 2 == 0 else F

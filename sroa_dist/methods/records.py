@@ -105,6 +105,8 @@ def _relaxation_rules(table: Mapping[str, Any]) -> dict[str, Rule | None]:
 OPTION_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "n_starts": _int_at_least(1),
     "n_iter": _int_at_least(0),
+    "budget": (lambda v: v in ("fixed", "aghkt"), "'fixed' (n_starts, n_iter) or 'aghkt'"),
+    "noise_level": (lambda v: v is None or (_is_real(v) and v > 0), "a number > 0, or none"),
     "max_iter": _int_at_least(0),
     "tol": (lambda v: _is_real(v) and v >= 0, "a finite number >= 0"),
     "gap_tol": (lambda v: _is_real(v) and v >= 0, "a finite number >= 0"),

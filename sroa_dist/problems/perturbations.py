@@ -58,6 +58,8 @@ __all__ = [
     "factored_perturbation",
     "is_deterministic",
     "model_params",
+    "attractor",
+    "attractor_factored",
     "register_perturbation",
     "resolve_family",
     "tilt_norm",
@@ -358,10 +360,90 @@ register_perturbation(
     deterministic=True,  # E turns with the basis: replicates are rotations of one instance
 )
 
+# --------------------------------------------------------------------------------------------
+# The attractor
+
+
+def attractor(
+    n: int, p: int, V: ArrayLike, lambdas: ArrayLike, rng: np.random.Generator | None = None
+) -> tuple[NDArray[np.float64], float]:
+    """The attractor, ``E x^p = ‖x‖²·(u·x)^{p-2}`` with ``u = Σ_i v_i/√r``, ``‖E‖ = 1``.
+
+    A perturbation that separates random-start local steps from global ones (p = 3, 4). Its
+    maximum over the sphere is 1, at ``x = u``, where the components give only
+    ``Σ λ_i (v_i·u)^p = O(r^{1-p/2})``; at a component ``T̂ v_i^p = λ_i + ε r^{-(p-2)/2}``,
+    so for ``ε`` below about ``λ_min`` the global maximum is always at a component and global
+    SROA recovers every one. But the gradient ``E x^{p-1}`` is ``O(ε)`` toward ``u`` everywhere,
+    while a uniform start feels the components only through ``O(n^{-1/2})`` overlaps: once
+    ``ε ≳ 4√(ln n/n)`` power iterations from random starts are captured by ``u``. Exact norm:
+    ``‖x‖² = 1`` and ``|u·x| ≤ 1`` on the sphere, equality at ``±u``. Deterministic (``rng``
+    unused). Only ``p = 3, 4`` (the orders of the studies).
+
+    Returns
+    -------
+    E : ndarray, shape (n,)*p
+        Exactly symmetric.
+    norm : float
+        ``1.0`` (exact).
+    """
+    n, p = int(n), int(p)
+    u = _attractor_direction(n, p, V, lambdas)
+    # sym(I ⊗ u^{⊗(p-2)}): average of I placed on each pair of the p axes, u on the others.
+    E = np.zeros((n,) * p)
+    pairs = [(a, b) for a in range(p) for b in range(a + 1, p)]
+    for a, b in pairs:
+        term = np.ones((1,) * p)
+        for axis in range(p):
+            if axis not in (a, b):
+                term = term * u.reshape([n if k == axis else 1 for k in range(p)])
+        eye = np.eye(n).reshape([n if k in (a, b) else 1 for k in range(p)])
+        E += eye * term
+    E /= len(pairs)
+    return _exactly_symmetric(E), 1.0
+
+
+def attractor_factored(
+    n: int, p: int, V: ArrayLike, lambdas: ArrayLike
+) -> tuple[SymmetricProducts, float]:
+    """:func:`attractor`'s tensor factored: ``Σ_i sym(e_i ⊗ e_i ⊗ u^{⊗(p-2)})`` (``‖x‖² =
+    Σ_i (e_i·x)²``), contracted in ``O(n²)`` per vector, the order of the components' own
+    ``O(n·r)`` at ``r = n``; ``‖E‖ = 1`` exactly."""
+    n, p = int(n), int(p)
+    u = _attractor_direction(n, p, V, lambdas)
+    return SymmetricProducts((np.eye(n), u[:, None]), (2, p - 2), np.ones(n)), 1.0
+
+
+def _attractor_direction(n: int, p: int, V: ArrayLike, lambdas: ArrayLike) -> NDArray:
+    V = np.asarray(V, dtype=float)
+    lam = np.asarray(lambdas, dtype=float)
+    if p not in (3, 4):
+        raise InputError(
+            f"attractor: defined for p = 3 and 4 (‖x‖²(u·x) and ‖x‖²(u·x)²), received p = {p}",
+            "use p = 3 or 4",
+        )
+    if V.ndim != 2 or V.shape[0] != n or V.shape[1] != lam.shape[0]:
+        raise InputError(
+            f"V: expected an (n, r) basis matching {lam.shape[0]} weights, received {V.shape}",
+            "pass the instance's basis and weights",
+        )
+    u = V.sum(axis=1)
+    return u / np.linalg.norm(u)
+
+
+register_perturbation(
+    "attractor",
+    attractor,
+    params={},
+    description="||x||^2 (u.x)^(p-2) with u the normalised sum of the components (exact norm; "
+    "captures random starts, never the global maximum)",
+    factored=attractor_factored,
+    deterministic=True,
+)
+
 #: Families whose stated operator norm the package proves (a closed form derived and tested
 #: here). Any other family's stated norm (a user's family, by import path or registered at run
 #: time) is a claim: sweeps record it, but never as certified.
-PROVEN_NORMS: frozenset[str] = frozenset({"coherent-tilt"})
+PROVEN_NORMS: frozenset[str] = frozenset({"coherent-tilt", "attractor"})
 
 
 # --------------------------------------------------------------------------------------------

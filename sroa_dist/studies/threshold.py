@@ -20,7 +20,7 @@ from numpy.typing import ArrayLike
 from ..decomposition.algorithm import SROAResult, sroa_batch
 from ..errors import InputError, InputTypeError
 from ..methods.cost import resolve_norm_method
-from ..methods.records import revision_options
+from ..methods.records import check_options, revision_options
 from ..metrics import match
 from ..norms import operator_norm, scale_factors
 from ..problems.instances import BASES, draw_lambdas, make_instance
@@ -131,6 +131,7 @@ def find_threshold(
     c: float | None = None,
     radius: float | None = None,
     method: str = "sshopm",
+    options: Mapping[str, Any] | None = None,
     eps_range: tuple[float, float] = (0.02, 1.5),
     rtol: float = 0.01,
     params: Mapping[str, Any] | None = None,
@@ -189,6 +190,10 @@ def find_threshold(
         :data:`sroa_dist.studies.criteria.STUDY_THEOREM`). ``recovery``: its radius.
     method : str
         Rank-one method of every SROA step (:data:`sroa_dist.METHODS`).
+    options : mapping, optional
+        The method's options for every step (e.g. ``{"budget": "aghkt"}`` for ``power``),
+        checked as :func:`sroa_dist.rank_one` checks them; an option the method's revision
+        pins (``revisions``) is refused.
     eps_range : (float, float)
         Scan range of ``‖E‖``.
     rtol : float
@@ -241,7 +246,16 @@ def find_threshold(
     n, p = int(n), int(p)
     lam_spec = default_lambdas(n) if lambdas is None else lambdas
     revisions = dict(revisions or {})
-    options = revision_options(method, revisions.get(method))
+    pinned = revision_options(method, revisions.get(method))
+    given = check_options(method, dict(options or {}))
+    given = {k: v for k, v in given.items() if k in (options or {})}
+    clash = sorted(set(given) & set(pinned))
+    if clash:
+        raise InputError(
+            f"options: {clash} are fixed by {method!r} revision {revisions.get(method)}",
+            "drop them, or compute with the current revision",
+        )
+    options = {**pinned, **given}
     checks = {"global_check": bool(global_check), "redo": bool(redo and global_check)}
     inst_ss, solve_ss, norm_ss = _seed(rng).spawn(3)
     steps = [0, 0]  # certified steps, all steps

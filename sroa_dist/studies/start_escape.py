@@ -1,0 +1,145 @@
+"""How often one random start of the power method escapes a perturbation's attractor.
+
+The robust tensor power method (Anandkumar et al.) draws ``L`` uniform starts, runs ``N``
+unshifted power iterations from each and keeps the start of largest ``T x^p``. Where a
+perturbation pulls every start toward one direction ``u`` (the ``attractor`` family), a step
+succeeds when at least one start reaches a component instead; with per-start escape
+probability ``q`` and independent starts that is ``1 − (1 − q)^L``, for any budget ``L``. This
+module measures ``q`` directly, from many single starts on the tensor one SROA step sees: the
+weights still to be found, ``r`` of them, plus the whole perturbation (the earlier components
+deflated exactly: what global steps leave, up to their small residuals).
+
+Numerics only: the package's own power iterations on matrix-free operators.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from ..errors import InputError
+from ..methods.ascent import power_iterations, random_starts
+from ..methods.builtin import aghkt_budget
+from ..operators import StructuredTensor, SymmetricProducts
+from ..problems.perturbations import attractor_factored
+
+__all__ = ["EscapeResult", "escape_probability", "step_success"]
+
+#: Recovery radius of a start: it escaped when it ends within this distance of a component
+#: still to be found (the threshold studies' vector bound).
+DEFAULT_RADIUS = 0.3
+
+
+@dataclasses.dataclass(frozen=True)
+class EscapeResult:
+    """Per-start escape probability of the power method at one ``(n, ε, r)``.
+
+    Attributes
+    ----------
+    q : float
+        Fraction of starts that ended within ``radius`` of a component still to be found.
+    interval : (float, float)
+        Its 95 % Wilson interval.
+    n, p, r : int
+        Dimension, order and the number of components still to be found.
+    eps : float
+        ``‖E‖``.
+    n_starts, n_iter : int
+        Starts measured and power iterations per start.
+    """
+
+    q: float
+    interval: tuple[float, float]
+    n: int
+    p: int
+    r: int
+    eps: float
+    n_starts: int
+    n_iter: int
+
+
+def escape_probability(
+    n: int,
+    eps: float,
+    *,
+    p: int = 3,
+    remaining: int | None = None,
+    n_starts: int = 1000,
+    n_iter: int | None = None,
+    radius: float = DEFAULT_RADIUS,
+    rng: int | np.random.SeedSequence = 0,
+) -> EscapeResult:
+    """Measure ``q(n, ε)``: the probability that one uniform start, after ``n_iter`` power
+    iterations, ends within ``radius`` of a component, on ``Σ_{i<r} e_i^{⊗p} + ε·E`` with ``E``
+    the ``attractor`` of all ``n`` components (unit weights; the family turns with the basis
+    and the starts are uniform, so the identity basis loses nothing).
+
+    Parameters
+    ----------
+    n : int
+        Dimension (= rank).
+    eps : float
+        ``‖E‖ > 0``.
+    p : int
+        3 or 4.
+    remaining : int, optional
+        ``r``, the components still to be found: ``n`` (default) is SROA's first step, 1 its
+        last.
+    n_starts : int
+        Starts measured.
+    n_iter : int, optional
+        Power iterations per start; default the AGHKT budget's ``N`` for ``(n, ε)``
+        (:func:`sroa_dist.methods.builtin.aghkt_budget`).
+    radius : float
+        Recovery radius.
+    rng : int or SeedSequence
+        Seed of the starts.
+    """
+    if isinstance(n, bool) or int(n) != n or n < 2:
+        raise InputError(f"n: expected an integer >= 2, received {n!r}", "e.g. n=256")
+    n = int(n)
+    r = n if remaining is None else remaining
+    if isinstance(r, bool) or int(r) != r or not 1 <= r <= n:
+        raise InputError(f"remaining: expected an integer in [1, {n}], received {r!r}", "e.g. 1")
+    if not (isinstance(eps, (int, float)) and eps > 0):
+        raise InputError(f"eps: expected a number > 0, received {eps!r}", "e.g. eps=0.3")
+    if not (isinstance(n_starts, int) and n_starts >= 1):
+        raise InputError(f"n_starts: expected an integer >= 1, received {n_starts!r}", "1000")
+    if not 0 < radius < math.sqrt(2):
+        raise InputError(f"radius: expected a number in (0, √2), received {radius!r}", "0.3")
+    iters = aghkt_budget(n, float(eps))[1] if n_iter is None else int(n_iter)
+    basis = np.eye(n)
+    sod = SymmetricProducts((basis[:, : int(r)],), (int(p),), np.ones(int(r)))
+    E, _ = attractor_factored(n, p, basis, np.ones(n))
+    T = StructuredTensor(((sod, E.scaled(float(eps))),), batched=True)
+    X = random_starts([np.random.default_rng(rng)], n_starts, n)
+    X = power_iterations(T, X, iters)[0]
+    overlap = X[:, : int(r)]
+    # odd p: the maximiser is +v_i (λ > 0); even p: ±v_i
+    best = overlap.max(axis=1) if p % 2 else np.abs(overlap).max(axis=1)
+    hits = int(np.sum(best >= 1 - radius**2 / 2))  # ‖x − v‖ ≤ radius
+    return EscapeResult(
+        q=hits / n_starts,
+        interval=_wilson(hits, n_starts),
+        n=n,
+        p=int(p),
+        r=int(r),
+        eps=float(eps),
+        n_starts=int(n_starts),
+        n_iter=int(iters),
+    )
+
+
+def step_success(q: float | np.ndarray, starts: int) -> float | np.ndarray:
+    """``1 − (1 − q)^L``: the probability that some start of ``L`` independent ones escapes."""
+    return 1.0 - (1.0 - np.asarray(q, dtype=float)) ** int(starts)
+
+
+def _wilson(k: int, m: int, z: float = 1.959964) -> tuple[float, float]:
+    phat = k / m
+    den = 1 + z * z / m
+    mid = (phat + z * z / (2 * m)) / den
+    half = z * math.sqrt(phat * (1 - phat) / m + z * z / (4 * m * m)) / den
+    return max(0.0, mid - half), min(1.0, mid + half)
