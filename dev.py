@@ -8,6 +8,8 @@
     python dev.py bench        # run the benchmarks (writes benchmarks/out/*.json)
     python dev.py imports [REV]  # rooms, import levels and edges of the package (or of a
                                  # git revision): tests/support/import_graph.py, no install
+    python dev.py docs [--check]  # write docs/reference/ from the code (--check: exit 1
+                                  # naming the stale pages; the test suite checks it too)
 
 Extra arguments after the command go to the underlying tool (sroa-dist run / pytest).
 
@@ -30,6 +32,8 @@ ROOT = Path(__file__).resolve().parent
 VENV = Path(os.environ.get("SROA_VENV", ROOT / ".venv"))
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 DEMO = ["run", "sweeps/figure2-sshopm.toml"]
+#: The generated reference pages (relative, so that messages name no path of this machine).
+REFERENCE = "docs/reference"
 #: First release of each minor version with the fix for CPython gh-106883.
 FIXED = (3, 11, 9)
 CANDIDATES = ("python3.14", "python3.13", "python3.12", "python3.11", "python3", "python")
@@ -146,13 +150,17 @@ def pytest_args(rest: list[str], cores: int | None) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in {"demo", "test", "bench", "imports"}:
+    if not argv or argv[0] not in {"demo", "test", "bench", "imports", "docs"}:
         print(__doc__)
         return 2
     command, rest = argv[0], argv[1:]
     if command == "imports":  # the standard library only: no environment needed
         graph = ROOT / "tests" / "support" / "import_graph.py"
         return subprocess.call([sys.executable, str(graph), *rest], cwd=ROOT)
+    if command == "docs":  # generated from the installed package's parser, schemas and names
+        ensure_env("")
+        module = "sroa_dist.cli.reference"
+        return subprocess.call([str(BIN / "python"), "-m", module, REFERENCE, *rest], cwd=ROOT)
     if command == "demo":
         ensure_env("")
         return subprocess.call([str(BIN / "sroa-dist"), *DEMO, *rest], cwd=ROOT)

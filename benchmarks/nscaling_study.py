@@ -172,7 +172,8 @@ STUDIES = {
         ),
     ]
 }
-#: The published studies' results (docs/results.md), and where ``rerun`` writes them again.
+#: The published studies' results (docs/results/thresholds.md), and where ``rerun`` writes
+#: them again.
 PUBLISHED = DATA
 RERUN = ROOT / "docs" / "data" / "nscaling-global"
 #: Studies ``rerun`` adds after the published ones: the theorem criterion beside value.

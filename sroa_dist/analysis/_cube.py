@@ -30,8 +30,8 @@ def require(ds: xr.Dataset, names: Iterable[str], purpose: str) -> None:
         have = ", ".join(sorted(str(v) for v in ds.data_vars)) or "none"
         raise InputError(
             f"cube has no {listed} variable: {purpose} needs it "
-            f"(data variables present: {have}; see the RESULT CUBE table in docs/architecture.md)",
-            "use a cube of a sweep that stores it (docs/architecture.md, Result cube)",
+            f"(data variables present: {have}; see docs/reference/cube.md)",
+            "use a cube of a sweep that stores it (docs/reference/cube.md)",
         )
 
 

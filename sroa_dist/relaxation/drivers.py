@@ -88,7 +88,7 @@ def _entry_of(obj: Any, what: str) -> DriverEntry:
         raise InputError(
             f"{what}: expected an SdpDriver (members {list(_DRIVER_MEMBERS)}) or a "
             f"DriverEntry; received {obj!r}, which lacks {missing}",
-            "implement sroa_dist.relaxation.driver.SdpDriver (docs/certificates.md)",
+            "implement sroa_dist.relaxation.driver.SdpDriver (docs/explanation/certificates.md)",
         )
     return DriverEntry(obj.setting_rules, ("cpu",), lambda device: obj)
 
@@ -150,7 +150,7 @@ def selection(table: Mapping[str, Any] | None) -> tuple[str, str]:
         if not ok(value):
             raise InputError(
                 f"relaxation.{key}: expected {expected}, received {value!r}",
-                f"see the {name} driver's settings in docs/certificates.md",
+                f"see the {name} driver's settings in docs/explanation/certificates.md",
             )
     if is_names_only() and name not in _DRIVERS:
         return name, device  # a stored spec's import path: read, not imported

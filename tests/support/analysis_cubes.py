@@ -1,4 +1,4 @@
-"""Synthetic result cubes (docs/architecture.md contract) for the analysis tests; seeded, fast."""
+"""Synthetic result cubes (docs/reference/cube.md contract) for the analysis tests; seeded, fast."""
 
 from __future__ import annotations
 

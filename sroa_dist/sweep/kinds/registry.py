@@ -117,7 +117,8 @@ def register_kind(kind: SweepKind, *, overwrite: bool = False) -> None:
         raise InputError(
             f"sweep kind: expected an object implementing SweepKind; received {kind!r}, "
             f"which lacks {missing}",
-            "implement every member of sroa_dist.sweep.kinds.SweepKind (docs/architecture.md)",
+            "implement every member of sroa_dist.sweep.kinds.SweepKind "
+            "(docs/explanation/architecture.md)",
         )
     name = kind.name
     if not isinstance(name, str) or not name:
