@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pytest
+import zarr
 
 from sroa_dist.sweep import load_spec
 from sroa_dist.sweep.cube import Variable
@@ -213,6 +214,9 @@ def test_a_new_kind_runs_end_to_end_on_a_real_store(tmp_path):
         assert stored_layout.coords == layout.coords
         ds = open_results(url)
         assert ds.attrs["setting_echo"] == "toy" and bool(ds["done"].all())
+        # The store records its kind, and the cube names it: analysis asks the registry.
+        assert zarr.open_group(url, mode="r").attrs["sroa_kind"] == "echo"
+        assert ds.attrs["sroa_kind"] == "echo" and kind_of(ds) is KINDS["echo"]
         got = ds["echo_value"].values
         kind = KINDS["echo"]
         for i, x in enumerate(layout.coord("sigma")):
@@ -220,3 +224,29 @@ def test_a_new_kind_runs_end_to_end_on_a_real_store(tmp_path):
                 u = kind.instance(spec, spec.settings_at({"sigma": x}), r)
                 assert got[i, r] == x * (r + 1) + u
     assert "echo" not in KINDS
+
+
+def test_a_store_is_read_as_the_kind_it_records(tmp_path):
+    """``sroa_kind`` decides how the stored spec is read: a store naming a kind that is not
+    registered is refused, naming the registered ones, and a cube without the attr has no kind
+    (nothing looks at its variables to guess one)."""
+    raw = {"name": "echo", "seed": 3, "replicates": 2, "echo": {"x": [0.5, 1.0]}}
+    with _registered(EchoKind()):
+        spec = spec_from_dict(raw)
+        url = str(tmp_path / "echo.zarr")
+        prepare_store(url, spec, make_layout(spec, block_size=2))
+        assert store_layout(url)[0].kind == "echo"
+    with pytest.raises(ValueError, match=r"sroa_kind: expected one of \['model', 'tensor'"):
+        store_layout(url)  # the toy kind is gone: the store says what it is, and it is refused
+    cube = open_results_like(url)
+    with pytest.raises(ValueError, match="cube kind: expected a parsed spec or a cube"):
+        kind_of(cube)
+
+
+def open_results_like(url: str) -> Any:
+    """A cube opened past :func:`open_results` (xarray directly), its kind attr dropped."""
+    import xarray as xr
+
+    ds = xr.open_zarr(url, consolidated=False)
+    del ds.attrs["sroa_kind"]
+    return ds
