@@ -14,6 +14,7 @@ from .registry import (
     recorded_kind,
     register_kind,
     spec_from_dict,
+    spec_of_task,
     variable_order,
 )
 
@@ -30,5 +31,6 @@ __all__ = [
     "recorded_kind",
     "register_kind",
     "spec_from_dict",
+    "spec_of_task",
     "variable_order",
 ]

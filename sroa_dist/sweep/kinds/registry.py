@@ -20,11 +20,14 @@ cube, so a cube's kind is :func:`kind_of` the cube: analysis and ``verify`` ask 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
+from sroa_dist._registry import is_names_only
 from sroa_dist.errors import InputError
 
 from ..cube import ATTR_KIND, Variable
@@ -49,6 +52,7 @@ __all__ = [
     "parse_spec",
     "recorded_kind",
     "spec_from_dict",
+    "spec_of_task",
     "register_kind",
     "variable_order",
 ]
@@ -242,6 +246,20 @@ def _named(name: Any, what: str) -> SweepKind:
 def parse_spec(raw: Mapping[str, Any], source: str = "<dict>") -> SweepSpec:
     """Validate a raw spec with its kind's rules (:func:`kind_for_raw`)."""
     return kind_for_raw(raw, source).parse(raw, source)
+
+
+def spec_of_task(spec_json: str) -> SweepSpec:
+    """The spec a block task carries (its ``spec_json``), parsed and validated once per
+    process and spec text: the spec is frozen, so every later task of the same sweep on this
+    worker (its block and its certificate file) reuses the same object."""
+    return _spec_of_task(spec_json, is_names_only())
+
+
+@functools.lru_cache(maxsize=16)
+def _spec_of_task(spec_json: str, names_only: bool) -> SweepSpec:
+    # ``names_only`` is part of the key: a spec read without importing its user code must
+    # never stand in for one that a block runs.
+    return parse_spec(json.loads(spec_json), source="<block task>")
 
 
 def spec_from_dict(raw: Mapping[str, Any], source: str = "<dict>") -> SweepSpec:
