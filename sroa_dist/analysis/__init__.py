@@ -2,10 +2,12 @@
 
 Every function takes the xarray Dataset returned by ``open_results`` (or any Dataset following
 the RESULT CUBE contract of docs/architecture.md, with any subset of the sweep axes) and relies
-on dimension and variable names only, never on attrs.  Aggregations stay lazy on dask-backed
-cubes; thresholds, figures and reports compute what they need.  Success is judged by a
-criterion from the :data:`CRITERIA` registry (``recovery``, ``value``, ``theorem``), and every
-report and figure states the cube's :func:`completeness`.
+on dimension and variable names, never on attrs, with one exception: the report and the set of
+figures are the cube's kind's (the ``sroa_kind`` attr that ``open_results`` sets, looked up in
+the kind registry: :mod:`.kinds`), never guessed from its variables.  Aggregations stay lazy
+on dask-backed cubes; thresholds, figures and reports compute what they need.  Success is
+judged by a criterion from the :data:`CRITERIA` registry (``recovery``, ``value``,
+``theorem``), and every report and figure states the cube's :func:`completeness`.
 """
 
 from ._completeness import Completeness, IncompleteCubeWarning, completeness
@@ -37,6 +39,7 @@ from .figures import (
     plot_cube,
     supported_figures,
 )
+from .kinds import KindAnalysis
 from .moments import fit_sample_exponent, plot_sample_scaling, sample_size_needed
 from .report import summarize, write_report
 from .step_figures import figure2, figure_step_accumulation
@@ -59,6 +62,7 @@ __all__ = [
     "FIGURES",
     "Completeness",
     "IncompleteCubeWarning",
+    "KindAnalysis",
     "SuccessCriterion",
     "build_figures",
     "completeness",

@@ -16,7 +16,7 @@ import xarray as xr
 
 from ..errors import InputError, SroaWarning
 from ..sweep.cube import BLOCK, DAMAGED, DONE, FAILED, FAILED_MESSAGES, REPLICATE, STEP
-from ._cube import sweep_axes
+from ._cube import kind_variables, sweep_axes
 
 
 @dataclass(frozen=True)
@@ -160,7 +160,7 @@ def replicates_text(lo: int, hi: int, planned: int) -> str:
 
 def has_results(ds: xr.Dataset) -> xr.DataArray:
     """Boolean per instance (sweep axes × replicate): some step has a non-NaN result."""
-    for name in _RESULT_VARS:
+    for name in (*_RESULT_VARS, *kind_variables(ds)):
         if name in ds.data_vars:
             ran = ds[name].notnull()
             return ran.any(STEP) if STEP in ran.dims else ran

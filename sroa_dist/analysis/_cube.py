@@ -10,7 +10,8 @@ import xarray as xr
 
 from ..errors import InputError
 from ..metrics import theorem_2_2_bounds, theorem_3_1_bounds
-from ..sweep.cube import BLOCK, COMPONENT, DIMS, REPLICATE, STEP, TENSOR_DIMS
+from ..sweep.cube import ATTR_KIND, BLOCK, COMPONENT, DIMS, REPLICATE, STEP, TENSOR_DIMS
+from ..sweep.kinds import kind_of
 
 #: Sweep axes of tensor cubes, in storage order.  Other dims of a per-instance variable are
 #: treated as sweep axes too (after these, in the cube's order), so a future axis does not
@@ -45,6 +46,13 @@ def require_dim(ds: xr.Dataset | xr.DataArray, dim: str, purpose: str) -> None:
         )
 
 
+def kind_variables(ds: xr.Dataset) -> tuple[str, ...]:
+    """The variables the cube's kind writes (``sroa_kind``, through the kind registry), in
+    its documented order; none for a cube that names no kind. After the built-in names a
+    lookup tries, they let any registered kind's cube be read."""
+    return tuple(kind_of(ds).all_variables) if ATTR_KIND in ds.attrs else ()
+
+
 def sweep_axes(ds: xr.Dataset) -> list[str]:
     """Sweep axes of the cube: dims of the per-instance variables except replicate/step.
 
@@ -52,7 +60,7 @@ def sweep_axes(ds: xr.Dataset) -> list[str]:
     ``done`` block grid) are never mistaken for sweep axes.
     """
     dims: list[str] = []
-    for name in _REFERENCE_VARS:
+    for name in (*_REFERENCE_VARS, *kind_variables(ds)):
         if name in ds.data_vars:
             dims = [str(d) for d in ds[name].dims if d not in _NON_AXIS_DIMS]
             break

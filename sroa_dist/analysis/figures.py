@@ -39,9 +39,10 @@ from .aggregate import (
     success_probability,
     violation_mask,
 )
+from .kinds import analysis_of
 from .step_figures import figure2, figure_step_accumulation
 from .threshold import estimate_thresholds, fit_exponent
-from .threshold_figures import figure_rate_normalised, figure_threshold_rate, is_threshold_cube
+from .threshold_figures import figure_rate_normalised, figure_threshold_rate
 
 #: Figure names :func:`plot_cube` can produce, in order.
 FIGURES = (
@@ -62,8 +63,9 @@ _VIOLATION = {"marker": "x", "color": "black", "s": 40, "linewidths": 1.5, "zord
 
 def supported_figures(ds: xr.Dataset) -> list[str]:
     """Names (from :data:`FIGURES`) of the figures this cube has the data for."""
-    if is_threshold_cube(ds):  # a [threshold] sweep: first-crossing brackets, no per-step errors
-        return ["threshold_rate", "rate_normalised"]
+    hook = analysis_of(ds).figures  # the kind's own figures, if it names them
+    if hook is not None:
+        return list(hook(ds))
     names: list[str] = []
     errs = {"lam_err", "vec_err"} <= set(ds.data_vars)
     has_step = STEP in ds.dims

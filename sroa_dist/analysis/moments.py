@@ -28,12 +28,13 @@ from matplotlib.figure import Figure
 from ..errors import InputError
 from ..sweep.cube import REPLICATE, STEP
 from ._cube import combinations, group_label, require, require_dim, sweep_axes
+from .kinds import KindAnalysis
 from .threshold import _thresholds_one
 
 __all__ = [
     "SAMPLE_ERRORS",
+    "MODEL_ANALYSIS",
     "fit_sample_exponent",
-    "is_model_cube",
     "plot_sample_scaling",
     "sample_error",
     "sample_size_needed",
@@ -50,11 +51,6 @@ SAMPLE_ERRORS = {
 }
 #: The exponent concentration predicts for every error above.
 REFERENCE_EXPONENT = -0.5
-
-
-def is_model_cube(ds: xr.Dataset) -> bool:
-    """Whether ``ds`` is the cube of a model sweep (an ``N`` axis and matched component errors)."""
-    return SAMPLE_AXIS in ds.dims and "component_error" in ds.data_vars
 
 
 def _ran(ds: xr.Dataset) -> xr.DataArray:
@@ -383,3 +379,8 @@ def report_section(
     )
     doc.table([str(h) for h in header], list(rows))
     return plot_sample_scaling(ds, fig_dir, exponents=fits["eps"], needed=needed)
+
+
+#: The ``model`` kind's analysis (its ``analysis`` member names it by import path): SROA's
+#: per-step results, then the sample-size section.
+MODEL_ANALYSIS = KindAnalysis(report_section=report_section)

@@ -11,6 +11,7 @@ is attained.
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import xarray as xr
@@ -21,6 +22,7 @@ from ..errors import InputError
 from ._completeness import Completeness, completeness
 from ._cube import combinations, group_label, sweep_axes
 from ._plotting import plain_log_labels, status_title
+from .kinds import KindAnalysis
 from .threshold import RateFit, fit_rate, size_medians
 
 #: The variables that make a cube a threshold cube.
@@ -29,11 +31,6 @@ _TITLE_WIDTH = 44
 _LEGEND_WIDTH = 70
 #: Margin (a factor on log axes) between the outermost bracket and the axis edge.
 _Y_MARGIN = 1.25
-
-
-def is_threshold_cube(ds: xr.Dataset) -> bool:
-    """Whether ``ds`` holds first-crossing brackets (a ``[threshold]`` sweep's cube)."""
-    return set(THRESHOLD_VARS) <= set(ds.data_vars) and "n" in ds.dims
 
 
 def _panels(ds: xr.Dataset) -> list[dict[str, object]]:
@@ -77,7 +74,7 @@ def rate_fits(
     Keys are the series' coordinates as sorted ``(dim, value)`` pairs; a value is the fit, or
     the reason no fit was possible (too few closed brackets or sizes) as a string.
     """
-    if not is_threshold_cube(ds):
+    if not (set(THRESHOLD_VARS) <= set(ds.data_vars) and "n" in ds.dims):
         raise InputError(
             f"a threshold cube needs variables {list(THRESHOLD_VARS)} and an `n` dim; "
             f"the cube has {sorted(ds.data_vars)}",
@@ -319,11 +316,12 @@ def threshold_summary(ds: xr.Dataset, *, level: float = 0.95) -> list[dict[str, 
 
 
 __all__ = [
+    "THRESHOLD_ANALYSIS",
     "THRESHOLD_VARS",
     "figure_rate_normalised",
     "figure_threshold_rate",
-    "is_threshold_cube",
     "rate_fits",
+    "report_section",
     "threshold_summary",
     "threshold_table",
 ]
@@ -369,3 +367,23 @@ def threshold_table(ds: xr.Dataset, *, level: float = 0.95) -> tuple[list[str], 
             ]
         )
     return header, rows
+
+
+def report_section(
+    doc: object, ds: xr.Dataset, fig_dir: Path, *, n_boot: int = 200, rng: int = 0
+) -> list[Path]:
+    """A threshold cube's answer in :func:`~sroa_dist.analysis.write_report`: per series, the
+    fitted rate of ε* in n with its interval (no figures beyond :func:`_figures`)."""
+    doc.heading("Thresholds: rate of ε* in n")  # type: ignore[attr-defined]
+    doc.para(THRESHOLD_TABLE_NOTE)  # type: ignore[attr-defined]
+    doc.table(*threshold_table(ds))  # type: ignore[attr-defined]
+    return []
+
+
+def _figures(ds: xr.Dataset) -> list[str]:
+    """First-crossing brackets, no per-step errors: the rate and the rate-normalised ε*."""
+    return ["threshold_rate", "rate_normalised"]
+
+
+#: The ``threshold`` kind's analysis (its ``analysis`` member names it by import path).
+THRESHOLD_ANALYSIS = KindAnalysis(instances=False, report_section=report_section, figures=_figures)

@@ -61,6 +61,9 @@ DAMAGED, DAMAGED_BLOCKS = "damaged", "damaged_blocks"
 DAMAGED_MODES = ("raise", "mask")
 #: Root attrs that identify a sroa-dist store and its layout.
 ATTR_SPEC, ATTR_SWEEP_NAME, ATTR_LAYOUT_TOKEN = "spec", "sweep_name", "layout_token"
+#: Root attr naming the store's sweep kind (its registered name); a read sets it on the cube, and
+#: analysis and ``verify`` dispatch on it through the kind registry.
+ATTR_KIND = "sroa_kind"
 #: Prefix of the root attrs recording a non-swept setting (``setting_n``, ``setting_basis``).
 SETTING_PREFIX = "setting_"
 

@@ -10,7 +10,6 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from sroa_dist.analysis.threshold_figures import (
     figure_rate_normalised,
     figure_threshold_rate,
-    is_threshold_cube,
     rate_fits,
     threshold_summary,
     threshold_table,
@@ -44,13 +43,17 @@ def threshold_cube(exponents=(-0.5, 0.0), n_rep=4, rtol=0.01, seed=0, ns=NS) -> 
             "solve_time": (dims, np.ones_like(lo)),
         },
         coords=coords,
-        attrs={"setting_p": 3, "setting_criterion": "value", "setting_level": 0.5},
+        attrs={
+            "sroa_kind": "threshold",
+            "setting_p": 3,
+            "setting_criterion": "value",
+            "setting_level": 0.5,
+        },
     )
 
 
 def test_rate_fits_recover_planted_exponents_per_family():
     ds = threshold_cube()
-    assert is_threshold_cube(ds)
     fits = rate_fits(ds)
     tilt = fits[(("noise", "coherent-tilt"),)]
     flat = fits[(("noise", "gaussian"),)]

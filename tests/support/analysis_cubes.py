@@ -8,6 +8,7 @@ from scipy.special import expit
 
 NOISES = ("binary", "uniform", "gaussian")
 PROVENANCE = {
+    "sroa_kind": "tensor",
     "spec": 'name = "synthetic"\n[grid]\nnoise = ["binary", "uniform", "gaussian"]\n',
     "sroa_dist_version": "0.1.0",
     "git_commit": "0123456789abcdef",

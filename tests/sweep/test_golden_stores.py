@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import zarr
 
 from sroa_dist.sweep import open_results, run_sweep
 from sroa_dist.sweep.store.integrity import forget_blocks
@@ -26,6 +27,8 @@ from tests.support.helpers import (
 
 GOLDEN = DATA / "golden"
 KINDS = ["tensor", "certified", "threshold"]
+#: The sweep kind of each golden store (its stored spec's kind: they predate ``sroa_kind``).
+SWEEP_KIND = {"tensor": "tensor", "certified": "tensor", "threshold": "threshold"}
 
 
 def _copy(kind: str, tmp_path: Path) -> Path:
@@ -43,6 +46,10 @@ def test_a_golden_store_opens_and_checks_clean(kind, tmp_path):
     ds = open_results(store)
     assert bool(ds["done"].all())
     assert ds.attrs["git_commit"].startswith("57a4229")  # written by the code before the move
+    # Written before stores recorded their kind: the read derives it from the stored spec,
+    # and writes nothing into the store.
+    assert "sroa_kind" not in zarr.open_group(str(store), mode="r").attrs
+    assert ds.attrs["sroa_kind"] == SWEEP_KIND[kind]
     out = run_cli("check", str(store))  # exit 0: every chunk matches its recorded digest
     n_blocks = int(ds["done"].size)
     assert f"{n_blocks} match their recorded digests" in out.stdout

@@ -12,7 +12,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pytest
+import zarr
 
+from sroa_dist.analysis import KindAnalysis, supported_figures, write_report
 from sroa_dist.sweep import load_spec
 from sroa_dist.sweep.cube import Variable
 from sroa_dist.sweep.kinds import (
@@ -213,6 +215,9 @@ def test_a_new_kind_runs_end_to_end_on_a_real_store(tmp_path):
         assert stored_layout.coords == layout.coords
         ds = open_results(url)
         assert ds.attrs["setting_echo"] == "toy" and bool(ds["done"].all())
+        # The store records its kind, and the cube names it: analysis asks the registry.
+        assert zarr.open_group(url, mode="r").attrs["sroa_kind"] == "echo"
+        assert ds.attrs["sroa_kind"] == "echo" and kind_of(ds) is KINDS["echo"]
         got = ds["echo_value"].values
         kind = KINDS["echo"]
         for i, x in enumerate(layout.coord("sigma")):
@@ -220,3 +225,78 @@ def test_a_new_kind_runs_end_to_end_on_a_real_store(tmp_path):
                 u = kind.instance(spec, spec.settings_at({"sigma": x}), r)
                 assert got[i, r] == x * (r + 1) + u
     assert "echo" not in KINDS
+
+
+def _echo_section(doc: Any, ds: Any, fig_dir: Any, *, n_boot: int, rng: int) -> list[Any]:
+    """The toy kind's report section: the mean of its one variable."""
+    doc.heading("Echo values")
+    doc.para(f"mean echo_value: {float(ds['echo_value'].mean()):.6f}")
+    return []
+
+
+class EchoWithReport(EchoKind):
+    """The toy kind with its own report section and no figures, in this module only."""
+
+    analysis = KindAnalysis(instances=False, report_section=_echo_section, figures=lambda ds: [])
+
+
+def test_a_new_kind_gets_its_own_report_section(tmp_path):
+    """``sroa-dist report`` (write_report on the store's cube) reaches the new kind's report
+    hook through the registry: the store names the kind, nothing else was edited."""
+    raw = {"name": "echo", "seed": 3, "replicates": 2, "echo": {"x": [0.5, 1.0]}}
+    with _registered(EchoWithReport()):
+        spec = spec_from_dict(raw)
+        layout = make_layout(spec, block_size=2)
+        url = str(tmp_path / "echo.zarr")
+        prepare_store(url, spec, layout)
+        for b in range(layout.n_blocks):
+            write_block(url, b, compute_block(block_task(spec, layout, b)))
+        ds = open_results(url)
+        assert supported_figures(ds) == []
+        md = write_report(ds, tmp_path / "r.md", formats=("md",), n_boot=0)[0].read_text()
+    mean = float(ds["echo_value"].mean())
+    assert "## Echo values" in md and f"mean echo_value: {mean:.6f}" in md
+    assert "## Instances" not in md  # the kind said it has no per-step SROA results
+
+
+def test_a_store_is_read_as_the_kind_it_records(tmp_path):
+    """``sroa_kind`` decides how the stored spec is read: a store naming a kind that is not
+    registered is refused, naming the registered ones, and a cube without the attr has no kind
+    (nothing looks at its variables to guess one)."""
+    raw = {"name": "echo", "seed": 3, "replicates": 2, "echo": {"x": [0.5, 1.0]}}
+    with _registered(EchoKind()):
+        spec = spec_from_dict(raw)
+        url = str(tmp_path / "echo.zarr")
+        prepare_store(url, spec, make_layout(spec, block_size=2))
+        assert store_layout(url)[0].kind == "echo"
+    with pytest.raises(ValueError, match=r"sroa_kind: expected one of \['model', 'tensor'"):
+        store_layout(url)  # the toy kind is gone: the store says what it is, and it is refused
+    cube = open_results_like(url)
+    with pytest.raises(ValueError, match="cube kind: expected a parsed spec or a cube"):
+        kind_of(cube)
+
+
+def open_results_like(url: str) -> Any:
+    """A cube opened past :func:`open_results` (xarray directly), its kind attr dropped."""
+    import xarray as xr
+
+    ds = xr.open_zarr(url, consolidated=False)
+    del ds.attrs["sroa_kind"]
+    return ds
+
+
+def test_verify_rebuilds_tensors_through_the_kind():
+    """``verify`` asks the store's kind for the tensors its certificates speak of: the tensor
+    kind's block draws them, and a kind without the hook is named, not guessed at."""
+    from sroa_dist.sweep.store.verify import _instance_tensors
+
+    spec = load_spec(ROOT / "sweeps" / "smoke" / "certified.toml", ["replicates=2"])
+    layout = make_layout(spec, block_size=2)
+    members = [(st, rep) for _, st, rep in block_task(spec, layout, 0).instances(spec)]
+    got = _instance_tensors(spec, members[:1])
+    want = KINDS["tensor"].instance(spec, *members[0]).T_hat
+    assert np.array_equal(got[0], want)
+    with _registered(EchoKind()):
+        echo = spec_from_dict({"name": "e", "echo": {"x": [1.0]}})
+        with pytest.raises(ValueError, match="'echo': expected a certificate_tensors hook"):
+            _instance_tensors(echo, [])

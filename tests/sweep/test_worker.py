@@ -181,3 +181,25 @@ def test_embedded_workers_ignore_sigint_from_their_start(tmp_path):
     assert mp_spawn.get_executable() == before
     assert signal.getsignal(signal.SIGINT) is handler
     assert not signal.pthread_sigmask(signal.SIG_BLOCK, set()) & {signal.SIGINT}
+
+
+def test_a_spec_is_validated_once_per_worker_not_per_task(tmp_path, monkeypatch):
+    """Two blocks of one sweep and a block's certificate file: one parse of the spec."""
+    from sroa_dist.sweep.kinds import KINDS, registry
+    from sroa_dist.sweep.store.certificate_files import write_certificates
+
+    spec = load_spec(ROOT / "sweeps" / "smoke" / "figure2.toml", ["replicates=2"])
+    layout = make_layout(spec, block_size=1)
+    tasks = [block_task(spec, layout, b) for b in range(2)]
+    tensor = KINDS["tensor"]
+    calls = []
+    parse = tensor.parse
+    monkeypatch.setattr(
+        tensor, "parse", lambda raw, source: calls.append(source) or parse(raw, source)
+    )
+    registry._spec_of_task.cache_clear()  # this process may have parsed the spec before
+    for task in tasks:
+        compute_block(task)
+    write_certificates(str(tmp_path / "c.zarr"), tasks[0], {})
+    assert calls == ["<block task>"]
+    registry._spec_of_task.cache_clear()

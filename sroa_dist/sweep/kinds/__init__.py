@@ -11,8 +11,10 @@ from .registry import (
     load_spec,
     make_layout,
     parse_spec,
+    recorded_kind,
     register_kind,
     spec_from_dict,
+    spec_of_task,
     variable_order,
 )
 
@@ -26,7 +28,9 @@ __all__ = [
     "load_spec",
     "make_layout",
     "parse_spec",
+    "recorded_kind",
     "register_kind",
     "spec_from_dict",
+    "spec_of_task",
     "variable_order",
 ]

@@ -523,6 +523,9 @@ class ModelKind:
     name = "model"
     marker = "model"
     all_variables: Mapping[str, Variable] = MODEL_VARIABLES
+    #: Report and figures (:class:`sroa_dist.analysis.KindAnalysis`; a path: analysis is a
+    #: layer above): SROA's per-step results, then error vs N and the N needed for success.
+    analysis = "sroa_dist.analysis.moments:MODEL_ANALYSIS"
 
     def parse(self, raw: Mapping[str, Any], source: str) -> ModelSweepSpec:
         """Validate a raw spec (:func:`model_spec_from_dict`)."""

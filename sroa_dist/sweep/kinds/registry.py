@@ -11,20 +11,26 @@ kind's name. Adding a kind is one new module and one line in :data:`_BUILTIN` (o
 :func:`register_kind` for a kind defined outside the package); see docs/architecture.md.
 
 A raw spec is of the kind whose :attr:`SweepKind.marker` table it has (``[model]``); a spec
-with no marker table is of the default kind (marker ``None``: ``tensor``).
+with no marker table is of the default kind (marker ``None``: ``tensor``). A store records its
+kind's name in the root attr ``sroa_kind`` (:data:`~..cube.ATTR_KIND`) and a read sets it on the
+cube, so a cube's kind is :func:`kind_of` the cube: analysis and ``verify`` ask the kind (its
+``analysis`` and ``certificate_tensors`` hooks), never the cube's variables.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
+from sroa_dist._registry import is_names_only
 from sroa_dist.errors import InputError
 
-from ..cube import Variable
+from ..cube import ATTR_KIND, Variable
 from ..layout import BlockResult, BlockTask, Layout
 from ..layout import default_block_size as _block_size_for_cost
 from ..spec.base import SweepSpec, override_for, override_items
@@ -44,7 +50,9 @@ __all__ = [
     "load_spec",
     "make_layout",
     "parse_spec",
+    "recorded_kind",
     "spec_from_dict",
+    "spec_of_task",
     "register_kind",
     "variable_order",
 ]
@@ -57,6 +65,19 @@ class SweepKind(Protocol):
     Everything but :meth:`parse` receives a spec the kind itself parsed (an instance of its
     own :class:`~..spec.base.SweepSpec` subclass, whose ``kind`` class attribute is :attr:`name`
     and whose ``settings_at`` returns :meth:`settings`).
+
+    Optional members, looked up where they are used (a kind without one gets the default):
+
+    - ``analysis``: the kind's analysis hooks, a
+      :class:`sroa_dist.analysis.KindAnalysis` (its report section, its figures) or the import
+      path ``"package.module:NAME"`` of one. A path, because a kind lives below analysis
+      (layers import downwards): the analysis layer imports it when it analyses such a cube.
+      Default: the report and figures of SROA's per-step results.
+    - ``certificate_tensors(spec, members)``: ``T_hat`` of instances ``(settings,
+      replicate)`` sharing a group key, rebuilt exactly as the block drew them: what
+      ``sroa-dist verify`` checks stored certificates against. Default: the kind stores no
+      certificates, and verify has none to check.
+    - ``advice``, ``trial_draws``, ``describe_cost``, ``step_meaning``: ``sroa-dist validate``.
     """
 
     #: The kind's name: the ``kind`` of its specs.
@@ -186,13 +207,39 @@ def advice(spec: SweepSpec) -> list[str]:
     return list(hook(spec)) if hook is not None else []
 
 
-def kind_of(spec: SweepSpec) -> SweepKind:
-    """The registered kind of a parsed spec."""
-    try:
-        return _KINDS[spec.kind]
-    except KeyError:
+def kind_of(spec_or_cube: Any) -> SweepKind:
+    """The registered kind of a parsed spec, or of a cube read from a store (the kind its
+    ``sroa_kind`` attr names: :func:`~..store.read.open_results` sets it)."""
+    if isinstance(spec_or_cube, SweepSpec):
+        return _named(spec_or_cube.kind, "spec kind")
+    attrs = getattr(spec_or_cube, "attrs", None)
+    if not isinstance(attrs, Mapping) or ATTR_KIND not in attrs:
         raise InputError(
-            f"spec kind: expected one of {sorted(_KINDS)}; received {spec.kind!r}",
+            f"cube kind: expected a parsed spec or a cube whose attrs name its kind "
+            f"({ATTR_KIND!r}); received {type(spec_or_cube).__name__} without it",
+            "open the store with sroa_dist.open_results (it sets the attr), or set "
+            f"ds.attrs[{ATTR_KIND!r}] to one of {sorted(_KINDS)} on a cube built by hand",
+        )
+    return _named(attrs[ATTR_KIND], "cube kind")
+
+
+def recorded_kind(attrs: Mapping[str, Any], raw_spec: Any, source: str) -> SweepKind:
+    """The kind of a store with root attrs ``attrs`` and stored (raw) spec ``raw_spec``.
+
+    The kind ``sroa_kind`` names; a store written before the attr existed is of its stored
+    spec's kind (:func:`kind_for_raw`), derived here once, on read, from the spec alone.
+    """
+    if ATTR_KIND in attrs:
+        return _named(attrs[ATTR_KIND], f"{source}: {ATTR_KIND}")
+    return kind_for_raw(raw_spec, source)
+
+
+def _named(name: Any, what: str) -> SweepKind:
+    try:
+        return _KINDS[name]
+    except (KeyError, TypeError):
+        raise InputError(
+            f"{what}: expected one of {sorted(_KINDS)}; received {name!r}",
             "register the kind first (register_kind)",
         ) from None
 
@@ -200,6 +247,20 @@ def kind_of(spec: SweepSpec) -> SweepKind:
 def parse_spec(raw: Mapping[str, Any], source: str = "<dict>") -> SweepSpec:
     """Validate a raw spec with its kind's rules (:func:`kind_for_raw`)."""
     return kind_for_raw(raw, source).parse(raw, source)
+
+
+def spec_of_task(spec_json: str) -> SweepSpec:
+    """The spec a block task carries (its ``spec_json``), parsed and validated once per
+    process and spec text: the spec is frozen, so every later task of the same sweep on this
+    worker (its block and its certificate file) reuses the same object."""
+    return _spec_of_task(spec_json, is_names_only())
+
+
+@functools.lru_cache(maxsize=16)
+def _spec_of_task(spec_json: str, names_only: bool) -> SweepSpec:
+    # ``names_only`` is part of the key: a spec read without importing its user code must
+    # never stand in for one that a block runs.
+    return parse_spec(json.loads(spec_json), source="<block task>")
 
 
 def spec_from_dict(raw: Mapping[str, Any], source: str = "<dict>") -> SweepSpec:

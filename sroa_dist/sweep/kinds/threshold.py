@@ -656,6 +656,9 @@ class ThresholdKind:
     name = "threshold"
     marker = "threshold"
     all_variables: Mapping[str, Variable] = THRESHOLD_VARIABLES
+    #: Report and figures (:class:`sroa_dist.analysis.KindAnalysis`; a path: analysis is a
+    #: layer above): the rate of ε* in n from the first-crossing brackets.
+    analysis = "sroa_dist.analysis.threshold_figures:THRESHOLD_ANALYSIS"
     #: What the cube's ``step`` dim counts (``sroa-dist validate`` says it).
     step_meaning = (
         "search evaluations, each one SROA run at one eps: the trace of a first-crossing "

@@ -57,7 +57,7 @@ from ..cube import (
     FAILED_MESSAGES,
     STEP,
 )
-from ..kinds import kind_of, parse_spec
+from ..kinds import recorded_kind
 from ..layout import Layout
 from ..spec.base import SweepSpec, resumable_as
 from .block_write import StaleLayoutError, check_chunk_aligned, write_block
@@ -204,8 +204,9 @@ def spec_and_layout(ds: xr.Dataset, url: str) -> tuple[SweepSpec, Layout]:
         )
     # A store made before method revisions were recorded parses with no [solver.revisions]:
     # SweepSpec.pinned reads each missing method as revision 1.
-    spec = parse_spec(json.loads(ds.attrs[ATTR_SPEC]), source=f"{url} (stored spec)")
-    kind = kind_of(spec)
+    raw, source = json.loads(ds.attrs[ATTR_SPEC]), f"{url} (stored spec)"
+    kind = recorded_kind(ds.attrs, raw, source)
+    spec = kind.parse(raw, source)
     dims = spec.instance_grid()[0]  # the kind's dims; coordinates and blocks are the store's
     ref = next(
         (

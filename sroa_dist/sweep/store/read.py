@@ -41,6 +41,7 @@ from sroa_dist._registry import names_only
 from sroa_dist.errors import InputError
 
 from ..cube import (
+    ATTR_KIND,
     BLOCK,
     BOOKKEEPING,
     DAMAGED,
@@ -50,7 +51,7 @@ from ..cube import (
     DONE_TIME,
     FAILED,
 )
-from ..kinds import variable_order
+from ..kinds import kind_of, variable_order
 from ..layout import Layout
 from .integrity import DamagedStoreError, digest_of, read_verified
 from .prepare import open_cube_metadata, spec_and_layout
@@ -100,6 +101,8 @@ def open_results(
     ds = open_cube_metadata(url, storage_options)
     with names_only():  # reading needs none of the spec's user code
         spec, layout = spec_and_layout(ds, url)
+    # The cube names its kind for analysis (a store older than the attr: its spec's kind).
+    kind = kind_of(spec).name
     read = read_verified(
         url,
         layout,
@@ -151,6 +154,7 @@ def open_results(
         da.from_array(bad, chunks=-1, name=False),
         {"long_name": "block failed its integrity check on read and reads as fill values"},
     )
+    ds.attrs[ATTR_KIND] = kind
     if report.damaged:
         ds.attrs[DAMAGED_BLOCKS] = json.dumps(
             {str(b): p for b, p in sorted(report.damaged.items())}

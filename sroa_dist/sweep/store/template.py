@@ -15,6 +15,7 @@ import numpy as np
 import xarray as xr
 
 from ..cube import (
+    ATTR_KIND,
     ATTR_LAYOUT_TOKEN,
     ATTR_SPEC,
     ATTR_SWEEP_NAME,
@@ -89,6 +90,7 @@ def template(
             "description": spec.description,
             "source": "sroa-dist (certified SROA of nearly SOD tensors), Monte Carlo sweep",
             ATTR_SWEEP_NAME: spec.name,
+            ATTR_KIND: kind_of(spec).name,
             ATTR_SPEC: spec.to_json(),
             "spec_source": spec.source,
             "block_shape": json.dumps(dict(zip(layout.dims, layout.chunks, strict=True))),

@@ -9,7 +9,8 @@ spec at the same path are recognised as stale), and per instance the SROA steps 
 x_j)``, the recorded ``upper_bound``/``certified`` and each step's certificate arrays.
 
 :func:`verify_store` rebuilds every instance's tensor from the stored spec and its seed (the
-same construction as :mod:`sroa_dist.sweep.kinds.tensor.block`), deflates it with the stored steps
+store's kind's ``certificate_tensors``: the block's own construction; a kind without it writes
+no certificates), deflates it with the stored steps
 exactly as :func:`sroa_dist.sroa` does, and checks each certificate with
 :meth:`sroa_dist.certificate.Certificate.verify`.
 """
@@ -32,15 +33,14 @@ from sroa_dist.methods.finishing import certifies
 from sroa_dist.tensors import rank_one_tensor
 
 from ..cube import DAMAGED, DAMAGED_BLOCKS
-from ..kinds.tensor.block import collect, draw_group
-from ..kinds.tensor.spec import InstanceSettings
+from ..kinds import kind_of
 from ..layout import BlockTask, block_task
 from ..spec.base import SweepSpec
 from .certificate_files import certificates_folder, json_default, settings_hash
 from .prepare import read_done, store_layout
 from .read import open_results
 
-__all__ = ["CertificateCheck", "VerifyReport", "collect", "verify_store"]
+__all__ = ["CertificateCheck", "VerifyReport", "verify_store"]
 
 
 def _labels_text(dims: Sequence[str], coords: Sequence[Sequence[Any]], idx) -> str:
@@ -93,12 +93,18 @@ class VerifyReport:
         return not self.checks
 
 
-def _instance_tensors(
-    spec: SweepSpec, members: Sequence[tuple[InstanceSettings, int]]
-) -> list[np.ndarray]:
-    """``T_hat`` of instances sharing a group key, drawn by the worker's own
-    :func:`~sroa_dist.sweep.kinds.tensor.block.draw_group` (so they cannot drift apart)."""
-    return list(draw_group(spec, members).T_hat)
+def _instance_tensors(spec: SweepSpec, members: Sequence[tuple[Any, int]]) -> list[np.ndarray]:
+    """``T_hat`` of instances sharing a group key, rebuilt by the spec's kind exactly as its
+    block drew them (the kind's ``certificate_tensors`` hook)."""
+    kind = kind_of(spec)
+    rebuild = getattr(kind, "certificate_tensors", None)
+    if rebuild is None:
+        raise InputError(
+            f"sweep kind {kind.name!r}: expected a certificate_tensors hook to rebuild the "
+            "tensors its certificates speak of; received a kind without one",
+            "a kind that writes certificates implements certificate_tensors(spec, members)",
+        )
+    return list(rebuild(spec, members))
 
 
 def verify_store(

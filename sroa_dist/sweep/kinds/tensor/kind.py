@@ -251,6 +251,14 @@ class TensorKind:
             lines.append(f"user family {model!r}: one draw at n = {inst.T_hat.shape[0]} checked")
         return lines
 
+    def certificate_tensors(
+        self, spec: TensorSweepSpec, members: Sequence[tuple[InstanceSettings, int]]
+    ) -> list[np.ndarray]:
+        """``T_hat`` of instances sharing a group key, drawn by the block's own
+        :func:`~.block.draw_group` (so verify and the block cannot drift apart): the tensors
+        ``sroa-dist verify`` checks the stored certificates against."""
+        return list(draw_group(spec, members).T_hat)
+
     def instance(
         self, spec: TensorSweepSpec, settings: InstanceSettings, replicate: int
     ) -> Instance:
