@@ -100,12 +100,14 @@ def escape(out: Path) -> None:
         print(f"escape n={n}: {time.perf_counter() - t0:.0f} s", flush=True)
 
 
-def thresholds(out: Path) -> None:
+def thresholds(out: Path, max_n: int | None = None) -> None:
     path = out / "attractor-thresholds.json"
     data = json.loads(path.read_text()) if path.exists() else {"rows": []}
     seen = {(r["solver"], r["n"]) for r in data["rows"]}
     data["setup"] = {"p": 3, "family": "attractor", **SEARCH, "seed": f"[{MASTER_SEED}, n]"}
     for n in THRESHOLD_SIZES:
+        if max_n is not None and n > max_n:
+            break
         for label, method, options, check, largest in SOLVERS:
             if n > largest or (label, n) in seen:
                 continue
@@ -156,12 +158,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=Path("docs/data/rate"))
     ap.add_argument("--part", choices=["escape", "thresholds", "all"], default="all")
+    ap.add_argument("--max-n", type=int, help="thresholds only up to this n")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     if args.part in ("escape", "all"):
         escape(args.out)
     if args.part in ("thresholds", "all"):
-        thresholds(args.out)
+        thresholds(args.out, args.max_n)
 
 
 if __name__ == "__main__":

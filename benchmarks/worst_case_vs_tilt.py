@@ -159,8 +159,10 @@ def issue_case(args) -> dict:
         "seconds_baselines": time.perf_counter() - t0,
     }
     print(f"\nissue case: n = {n}, p = {p}, eps = {eps}, weights {lam.tolist()}, vec metric")
-    print(f"best of 20 random: {best_random:.4f}; hand-made rotation: {hand_value:.4f} "
-          f"({hand_value / best_random:.2f}x)")  # fmt: skip
+    print(
+        f"best of 20 random: {best_random:.4f}; hand-made rotation: {hand_value:.4f} "
+        f"({hand_value / best_random:.2f}x)"
+    )
     for method in ("es", "gradient"):
         res, sec = _common.timed(
             core.worst_case,

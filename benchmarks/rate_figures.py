@@ -1,0 +1,461 @@
+"""Figures of the rate study (docs/results/thresholds.md) from the data in docs/data.
+
+Reads ``docs/data/rate/*.json`` (accumulation_study.py, theorem_thresholds.py,
+lambda_min_study.py, power_vs_global.py) and the published first crossings in
+``docs/data/nscaling`` (and their rerun with global steps in ``docs/data/nscaling-global``
+where present); writes ``docs/figures/rate_*.png``:
+
+- ``rate_accumulation.png``: g_p(ε)/g_p(0) against ε, p = 3–6, at n = 8 and 16;
+- ``rate_value.png``: value-criterion thresholds against n with the prediction from n = 16,
+  the asymptote and the onset (top), the residual per size (bottom);
+- ``rate_normalised.png``: ε*·(n−1)^{1/(p−1)} over its asymptotic prefactor, against n;
+- ``rate_theorem.png``: theorem-criterion thresholds (recovery part included), apart;
+- ``rate_power_vs_global.png``: the power method's per-start escape probability and the
+  step success it implies for both budgets, against ε and n, on the attractor;
+- ``rate_lambda_min.png``: thresholds for three weight sets.
+
+Usage: ``python benchmarks/rate_figures.py``
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "docs" / "data"
+FIGURES = ROOT / "docs" / "figures"
+COLOURS = {3: "tab:blue", 4: "tab:orange", 5: "tab:green", 6: "tab:red"}
+#: Published value-criterion studies of the coherent tilt (c = 0.5), per order.
+VALUE_STUDIES = {3: ["tilt-p3"], 4: ["tilt-p4"], 5: ["tilt-p5", "tilt-p5-big"]}
+
+
+def _json(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def per_size(rows: list[dict]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per n: median geometric bracket centre, median lo and hi over replicates (closed
+    brackets only)."""
+    rows = [r for r in rows if r["lo"] > 0 and math.isfinite(r["hi"])]
+    ns = np.array(sorted({r["n"] for r in rows}))
+
+    def med(key):
+        return np.array([np.median([key(r) for r in rows if r["n"] == s]) for s in ns])
+
+    return (
+        ns,
+        med(lambda r: math.sqrt(r["lo"] * r["hi"])),
+        med(lambda r: r["lo"]),
+        med(lambda r: r["hi"]),
+    )
+
+
+def measured_value(p: int) -> tuple[np.ndarray, ...]:
+    rows = []
+    for name in VALUE_STUDIES[p]:
+        rows += _json(DATA / "nscaling" / f"{name}.json")["results"]
+    return per_size(rows)
+
+
+def prediction(p: int, label: str) -> dict:
+    rows = _json(DATA / "rate" / "predictions.json")["rows"]
+    return next(r for r in rows if r["p"] == p and r["criterion"] == label)
+
+
+def g0(p: int) -> float:
+    return next(r["g0"] for r in _json(DATA / "rate" / "accumulation.json")["rows"] if r["p"] == p)
+
+
+def prefactor(p: int, c: float) -> float:
+    """(c/g_p(0))^{1/(p−1)}: ε*·(n−1)^{1/(p−1)} tends to it."""
+    return (c / g0(p)) ** (1 / (p - 1))
+
+
+def figure_accumulation() -> None:
+    acc = _json(DATA / "rate" / "accumulation.json")
+    eps = np.array(acc["setup"]["eps"])
+    fig, ax = plt.subplots(figsize=(7.5, 5))
+    ax.axhspan(0.97, 1.03, color="0.9", label="±3 % of g_p(0)")
+    ax.axhline(1.0, color="k", lw=0.8)
+    for row in acc["rows"]:
+        p, n = row["p"], row["n"]
+        ratio = np.array(row["g"]) / row["g0"]
+        ax.plot(
+            eps,
+            ratio,
+            "o-" if n == 16 else "s--",
+            color=COLOURS[p],
+            mfc=COLOURS[p] if n == 16 else "none",
+            ms=4,
+            label=f"p = {p}, n = {n} (g_p(0) = {row['g0']:.4f})",
+        )
+    ax.set_xscale("log")
+    ax.set_xlabel("ε = ‖E‖")
+    ax.set_ylabel("g_p(ε) / g_p(0)")
+    ax.set_title(
+        "Coherent tilt: accumulation coefficient over its closed-form limit (global "
+        "steps)\nn = 8 (open) and 16 (filled) agree to 0.2 % for ε ≤ 0.1; p = 3 parts "
+        "above ε ≈ 0.15",
+        fontsize=10,
+    )
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(FIGURES / "rate_accumulation.png", dpi=120)
+    plt.close(fig)
+
+
+def figure_value() -> None:
+    orders = [3, 4, 5, 6]
+    fig, axes = plt.subplots(2, 4, figsize=(18, 8), height_ratios=[3, 1.3], squeeze=False)
+    for k, p in enumerate(orders):
+        top, bottom = axes[0, k], axes[1, k]
+        pr = prediction(p, "value c=0.5")
+        n_pred = np.array(pr["n"], dtype=float)
+        grid = np.unique(np.r_[np.geomspace(n_pred.min(), n_pred.max(), 200), n_pred])
+        eps_pred = np.interp(np.log(grid), np.log(n_pred), np.log(np.array(pr["eps_star"])))
+        top.plot(
+            grid - 1,
+            np.exp(eps_pred),
+            "-",
+            color=COLOURS[p],
+            label="predicted from n = 16 (global steps)",
+        )
+        asym = prefactor(p, 0.5) * (grid - 1) ** (-1 / (p - 1))
+        top.plot(
+            grid - 1,
+            asym,
+            "k--",
+            lw=1,
+            label=f"asymptote {prefactor(p, 0.5):.3f}·(n−1)^(−1/{p - 1})",
+        )
+        top.axvline(
+            pr["onset_n"] - 1, color="0.5", ls=":", label=f"predicted onset n = {pr['onset_n']}"
+        )
+        if p in VALUE_STUDIES:
+            ns, centre, lo, hi = measured_value(p)
+            top.errorbar(
+                ns - 1,
+                centre,
+                yerr=[centre - lo, hi - centre],
+                fmt="o",
+                color="k",
+                ms=4,
+                capsize=3,
+                label="measured first crossing (bracket)",
+            )
+            predicted = np.exp(np.interp(np.log(ns), np.log(n_pred), np.log(pr["eps_star"])))
+            resid = 100 * (centre / predicted - 1)
+            bottom.axhspan(-2, 2, color="0.9")
+            bottom.errorbar(
+                ns - 1,
+                resid,
+                yerr=[100 * (centre - lo) / predicted, 100 * (hi - centre) / predicted],
+                fmt="o",
+                color="k",
+                ms=4,
+                capsize=3,
+            )
+            bottom.axvline(pr["onset_n"] - 1, color="0.5", ls=":")
+            bottom.axhline(0, color=COLOURS[p])
+            bottom.set_ylim(-6, 6)
+        else:
+            bottom.text(
+                0.5,
+                0.5,
+                "no measured size past the onset\n(n ≥ 1180 is out of reach here)",
+                ha="center",
+                va="center",
+                transform=bottom.transAxes,
+            )
+            bottom.set_yticks([])
+        top.set_xscale("log")
+        top.set_yscale("log")
+        top.set_title(f"p = {p}: first crossing of |λ̂_j − λ_j| ≤ 0.5·ε")
+        top.set_ylabel("ε*")
+        top.legend(fontsize=7)
+        bottom.set_xscale("log")
+        bottom.set_xlabel("n − 1")
+        bottom.set_ylabel("measured / predicted − 1 (%)")
+        bottom.set_xlim(top.get_xlim())
+    fig.suptitle(
+        "Coherent tilt, value criterion: measured thresholds against the accumulation "
+        "model fed by n = 16 only (grey band ±2 %)"
+    )
+    fig.tight_layout()
+    fig.savefig(FIGURES / "rate_value.png", dpi=110)
+    plt.close(fig)
+
+
+def figure_normalised() -> None:
+    fig, axes = plt.subplots(1, 4, figsize=(18, 4.6), squeeze=False)
+    for k, p in enumerate([3, 4, 5, 6]):
+        ax = axes[0, k]
+        pr = prediction(p, "value c=0.5")
+        n_pred = np.array(pr["n"], dtype=float)
+        scale = prefactor(p, 0.5)
+        ax.axhline(1.0, color="k", ls="--", lw=1, label=f"asymptote (prefactor {scale:.3f})")
+        ax.plot(
+            n_pred - 1,
+            np.array(pr["eps_star"]) * (n_pred - 1) ** (1 / (p - 1)) / scale,
+            "-",
+            color=COLOURS[p],
+            label="predicted from n = 16",
+        )
+        if p in VALUE_STUDIES:
+            ns, centre, lo, hi = measured_value(p)
+            f = (ns - 1.0) ** (1 / (p - 1)) / scale
+            ax.errorbar(
+                ns - 1,
+                centre * f,
+                yerr=[(centre - lo) * f, (hi - centre) * f],
+                fmt="o",
+                color="k",
+                ms=4,
+                capsize=3,
+                label="measured",
+            )
+        ax.axvline(pr["onset_n"] - 1, color="0.5", ls=":", label=f"onset n = {pr['onset_n']}")
+        ax.set_xscale("log")
+        ax.set_xlabel("n − 1")
+        ax.set_ylabel("ε*·(n−1)^(1/(p−1)) / prefactor")
+        ax.set_title(f"p = {p}: normalised threshold → 1")
+        ax.legend(fontsize=7)
+    fig.suptitle(
+        "Value criterion c = 0.5: the threshold over the theorem's rate, relative to "
+        "the limit (c/g_p(0))^(1/(p−1)); below the onset it rises as (n−1)^(1/(p−1))"
+    )
+    fig.tight_layout()
+    fig.savefig(FIGURES / "rate_normalised.png", dpi=110)
+    plt.close(fig)
+
+
+def figure_theorem() -> None:
+    folder = DATA / "rate" / "theorem"
+    panels = [
+        (3, 0.5, "theorem c=0.5 r=0.3"),
+        (3, 2.0, "value c=2"),
+        (4, 0.5, "theorem c=0.5 r=0.3"),
+        (4, 2.0, "value c=2"),
+    ]
+    fig, axes = plt.subplots(1, 4, figsize=(18, 4.8), squeeze=False)
+    for ax, (p, c, label) in zip(axes[0], panels, strict=False):
+        path = folder / f"theorem-p{p}-c{c:g}.json"
+        pr = prediction(p, label)
+        n_pred = np.array(pr["n"], dtype=float)
+        e_pred = np.array(pr["eps_star"], dtype=float)
+        ok = np.isfinite(e_pred)
+        ax.plot(n_pred[ok] - 1, e_pred[ok], "-", color=COLOURS[p], label="predicted from n = 16")
+        ax.plot(
+            n_pred - 1,
+            prefactor(p, c) * (n_pred - 1) ** (-1 / (p - 1)),
+            "k--",
+            lw=1,
+            label=f"asymptote {prefactor(p, c):.3f}·(n−1)^(−1/{p - 1})",
+        )
+        if path.exists():
+            rows = _json(path)["results"]
+            closed = [r for r in rows if math.isfinite(r["hi"])]
+            open_ = [r for r in rows if not math.isfinite(r["hi"])]
+            if closed:
+                ns, centre, lo, hi = per_size(closed)
+                ax.errorbar(
+                    ns - 1,
+                    centre,
+                    yerr=[centre - lo, hi - centre],
+                    fmt="o",
+                    color="k",
+                    ms=4,
+                    capsize=3,
+                    label="measured (global steps)",
+                )
+            if open_:
+                ax.plot(
+                    [r["n"] - 1 for r in open_],
+                    [r["lo"] for r in open_],
+                    "k^",
+                    ms=7,
+                    mfc="none",
+                    label="no crossing: passes up to ε = 1.5",
+                )
+        radius = "radius 0.3" if "r=0.3" in label else "radius 20ε/λ_j"
+        ax.set_title(f"p = {p}: |λ̂−λ| ≤ {c:g}ε and ‖v̂−v‖ ≤ {radius}", fontsize=9)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("n − 1")
+        ax.set_ylabel("ε*")
+        ax.legend(fontsize=7)
+    fig.suptitle(
+        "Theorem criterion (value and vector bound together), coherent tilt, every "
+        "step global: measured first crossings, prediction and asymptote"
+    )
+    fig.tight_layout()
+    fig.savefig(FIGURES / "rate_theorem.png", dpi=110)
+    plt.close(fig)
+
+
+def escape_table() -> dict:
+    """{(n, r, n_iter): (eps array, q array)} of the attractor escape study."""
+    rows = _json(DATA / "rate" / "attractor-escape.json")["rows"]
+    out: dict = {}
+    for row in rows:
+        out.setdefault((row["n"], row["r"], row["n_iter"]), []).append((row["eps"], row["q"]))
+    return {k: tuple(np.array(x) for x in zip(*sorted(v), strict=False)) for k, v in out.items()}
+
+
+def aghkt(n: int, eps: float, eta: float = 0.05) -> tuple[int, int]:
+    """L = ⌈n ln(n/η)⌉ starts, N = ⌈3(ln n + ln max(1, ln 1/ε))⌉ iterations."""
+    return (
+        math.ceil(n * math.log(n / eta)),
+        math.ceil(3 * (math.log(n) + math.log(max(1.0, math.log(1 / eps))))),
+    )
+
+
+def success_edge(table: dict, n: int, budget: str) -> float:
+    """The smallest ε of the grid at which some stage's success with the budget's L starts,
+    1 − (1 − q)^L, falls below 1/2 (``nan`` if none)."""
+    stages = sorted({r for (m, r, _) in table if m == n})
+    eps_grid = sorted({e for (m, r, it), (es, _) in table.items() if m == n for e in es})
+    for eps in eps_grid:
+        L, N = (20, 30) if budget == "fixed" else aghkt(n, eps)
+        for r in stages:
+            es, qs = table.get((n, r, N), (np.array([]), np.array([])))
+            hit = np.isclose(es, eps)
+            if hit.any() and 1 - (1 - qs[hit][0]) ** L < 0.5:
+                return eps
+    return math.nan
+
+
+def hardest_stage(table: dict, n: int, budget: str) -> tuple[np.ndarray, np.ndarray]:
+    """Per ε of the grid: the least q over the measured stages of size ``n`` with the budget's
+    iteration count (30, or AGHKT's N(n, ε))."""
+    best: dict[float, float] = {}
+    for (m, _r, it), (es, qs) in table.items():
+        if m != n:
+            continue
+        for e, q in zip(es, qs, strict=False):
+            want = 30 if budget == "fixed" else aghkt(n, e)[1]
+            if it == want:
+                best[e] = min(best.get(e, 1.0), q)
+    keys = sorted(best)
+    return np.array(keys), np.array([best[k] for k in keys])
+
+
+def figure_power_vs_global() -> None:
+    table = escape_table()
+    sizes = sorted({n for (n, _, _) in table})
+    cmap = plt.get_cmap("viridis")
+    fig, axes = plt.subplots(1, 3, figsize=(17, 4.8))
+    for i, n in enumerate(sizes):
+        colour = cmap(i / max(1, len(sizes) - 1))
+        for ax, budget in [(axes[0], "fixed"), (axes[1], "aghkt")]:
+            e, q = hardest_stage(table, n, budget)
+            if e.size:
+                ax.plot(e, q, "o-", ms=3, color=colour, label=f"n = {n}")
+    for ax, title in [(axes[0], "N = 30 iterations"), (axes[1], "AGHKT N(n, ε) iterations")]:
+        ax.set_xscale("log")
+        ax.set_xlabel("ε = ‖E‖")
+        ax.set_ylabel("q: one random start ends within 0.3 of a remaining component")
+        ax.set_title(
+            f"Power method, {title}: q of the hardest SROA step\n"
+            "(the least q over the steps with r = n, n/8, 4, 1 components left)",
+            fontsize=9,
+        )
+        ax.legend(fontsize=7)
+    ns = np.array(sizes, dtype=float)
+    fixed = np.array([success_edge(table, n, "fixed") for n in sizes])
+    grow = np.array([success_edge(table, n, "aghkt") for n in sizes])
+    ax = axes[2]
+    ax.plot(ns, fixed, "o-", color="tab:blue", ms=9, mfc="none", label="power, L = 20, N = 30")
+    ax.plot(ns, grow, "s-", color="tab:orange", ms=4, label="power, AGHKT L(n), N(n, ε)")
+    ok = np.isfinite(grow)
+    if ok.sum() >= 1:
+        anchor = ns[ok][0], grow[ok][0]
+        ax.plot(ns, anchor[1] * anchor[0] / ns, "k:", lw=1, label="∝ 1/n through the first point")
+        ax.plot(
+            ns,
+            anchor[1] * np.sqrt(np.log(ns) / ns) / math.sqrt(math.log(anchor[0]) / anchor[0]),
+            "k--",
+            lw=1,
+            label="∝ √(ln n / n) through the first point",
+        )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("n")
+    ax.set_ylabel("smallest ε where a step's success < 1/2")
+    ax.set_title(
+        "Where the power method's budget stops sufficing\n"
+        "(global steps fail only at ε ≈ 0.9 at every n)",
+        fontsize=9,
+    )
+    ax.legend(fontsize=7)
+    fig.suptitle(
+        "Attractor family E x³ = ε‖x‖²(u·x), u = Σ v_i/√n: random starts against "
+        "global steps (1,000 single starts per point)"
+    )
+    fig.tight_layout()
+    fig.savefig(FIGURES / "rate_power_vs_global.png", dpi=110)
+    plt.close(fig)
+
+
+def figure_lambda_min() -> None:
+    path = DATA / "rate" / "lambda-min.json"
+    if not path.exists():
+        return
+    rows = _json(path)["rows"]
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
+    for label, marker in [
+        ("default (target 0.95)", "o"),
+        ("target 0.5", "s"),
+        ("linear [0.5, 1]", "^"),
+    ]:
+        sel = [r for r in rows if r["weights"] == label]
+        if not sel:
+            continue
+        ns, centre, lo, hi = per_size(sel)
+        lam_min = sel[0]["lambda_min"]
+        axes[0].errorbar(
+            ns - 1,
+            centre,
+            yerr=[centre - lo, hi - centre],
+            fmt=marker + "-",
+            ms=4,
+            capsize=3,
+            label=f"{label}, λ_min = {lam_min:g}",
+        )
+        axes[1].plot(ns - 1, centre / lam_min, marker + "-", label=label)
+    for ax, ylabel in [(axes[0], "ε*"), (axes[1], "ε* / λ_min")]:
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("n − 1")
+        ax.set_ylabel(ylabel)
+        ax.legend(fontsize=7)
+    axes[0].set_title("p = 3 coherent tilt, theorem criterion c = 0.5, radius 0.3", fontsize=9)
+    axes[1].set_title(
+        "Divided by λ_min: the theorem's scaling would put them on one curve", fontsize=9
+    )
+    fig.tight_layout()
+    fig.savefig(FIGURES / "rate_lambda_min.png", dpi=110)
+    plt.close(fig)
+
+
+def main() -> None:
+    FIGURES.mkdir(parents=True, exist_ok=True)
+    figure_accumulation()
+    figure_value()
+    figure_normalised()
+    figure_theorem()
+    figure_power_vs_global()
+    figure_lambda_min()
+    print(f"wrote {FIGURES}/rate_*.png")
+
+
+if __name__ == "__main__":
+    main()
