@@ -174,7 +174,8 @@ def _run_block(
 def _compute_and_write(
     url: str, task: BlockTask, storage_options: Mapping[str, Any] | None
 ) -> dict:
-    from ..store.block_write import StaleLayoutError, write_block
+    from ..store.block_write import StaleLayoutError
+    from ..store.result_store import ResultStore
     from .worker import compute_block
 
     t0, c0 = time.perf_counter(), time.process_time()
@@ -184,20 +185,8 @@ def _compute_and_write(
         raise
     except Exception as exc:  # deterministic: would fail again on any worker
         return {"index": task.index, "error": f"{type(exc).__name__}: {exc}"}
-    try:
-        digest = None
-        if result.certificates is not None:  # before the block's data and done flag
-            from ..store.certificate_files import write_certificates
-
-            digest = write_certificates(url, task, result.certificates, storage_options)
-        write_block(
-            url,
-            task.index,
-            result,
-            storage_options=storage_options,
-            layout_token=task.layout_token or None,
-            certificate_digest=digest,
-        )
+    try:  # the store's one door writes certificates, then arrays, then the done flag
+        ResultStore(url, storage_options).write(task, result)
     except StaleLayoutError as exc:  # the store moved on to another layout: final
         return {"index": task.index, "error": f"{type(exc).__name__}: {exc}"}
     return {
