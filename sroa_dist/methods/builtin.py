@@ -6,14 +6,13 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ..errors import InputError, InputTypeError, SroaDeprecationWarning
+from ..errors import InputError, InputTypeError
 from ..operators import TensorOperator
 from ..tensors import FloatArray
 from .ascent import (
@@ -137,30 +136,9 @@ class MethodOutput:
 
     @classmethod
     def coerce(cls, out: Any, method: str) -> MethodOutput:
-        """``out`` itself, or (deprecated, one release) a mapping with the same keys, where the
-        former ``message_extra`` key becomes ``notes``."""
+        """``out`` itself; anything else a method returns is refused."""
         if isinstance(out, cls):
             return out
-        if isinstance(out, Mapping):
-            warnings.warn(
-                f"method {method!r} returned a {type(out).__name__}; return a "
-                "sroa_dist.methods.MethodOutput instead (mappings are deprecated and will be "
-                "refused in the next release)",
-                SroaDeprecationWarning,
-                stacklevel=3,
-            )
-            d = dict(out)
-            if "message_extra" in d:
-                d["notes"] = d.pop("message_extra") or ""
-            names = {f.name for f in dataclasses.fields(cls)}
-            unknown = sorted(set(d) - names)
-            if unknown:
-                raise InputError(
-                    f"method {method!r}: returned unknown keys {unknown}; expected the fields "
-                    f"of MethodOutput: {sorted(names)}",
-                    "return only the fields of MethodOutput",
-                )
-            return cls(**d)
         raise InputTypeError(
             f"method {method!r}: expected it to return a MethodOutput, received "
             f"{type(out).__name__}",
