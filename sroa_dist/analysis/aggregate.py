@@ -15,15 +15,6 @@ import xarray as xr
 from ..errors import InputError
 from ..studies.criteria import DEFAULT_RADIUS, DEFAULT_THEOREM_C, DEFAULT_VALUE_C
 from ..sweep.cube import REPLICATE, STEP
-from ._completeness import (  # noqa: F401  (re-exported: the analysis layer's vocabulary)
-    Completeness,
-    IncompleteCubeWarning,
-    completeness,
-    has_results,
-    replicate_span,
-    replicates_text,
-    warn_incomplete,
-)
 from ._cube import (
     CATEGORICAL_AXES,
     as_tuple,
