@@ -9,7 +9,7 @@ two as ``error: ...`` and ``hint: ...`` and exits with status 2. ``InputError`` 
 ``ValueError``, so ``except ValueError`` keeps working. ``tests/test_error_grammar.py`` holds
 every raise site of the package to this.
 
-Warnings of the package are :class:`SroaWarning` (or :class:`SroaDeprecationWarning`): they
+Warnings of the package are :class:`SroaWarning`: they
 print as one line, ``SroaWarning: ...``, never with a file name and a source line
 (:func:`install_warning_format`, called when ``sroa_dist`` is imported, in workers too).
 """
@@ -21,7 +21,6 @@ import warnings
 __all__ = [
     "InputError",
     "InputTypeError",
-    "SroaDeprecationWarning",
     "SroaWarning",
     "install_warning_format",
     "one_line",
@@ -89,10 +88,6 @@ def _rebuild(cls: type, message: str, hint: str, state: dict) -> InputError:
 
 class SroaWarning(UserWarning):
     """A warning of this package: one line that says what happened and what it means."""
-
-
-class SroaDeprecationWarning(SroaWarning, DeprecationWarning):
-    """A deprecated use of this package (shown where Python shows deprecation warnings)."""
 
 
 _ORIGINAL_FORMAT = warnings.formatwarning

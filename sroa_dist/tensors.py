@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
-import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .errors import InputError, InputTypeError, SroaDeprecationWarning
+from .errors import InputError
 
 __all__ = [
     "sod_tensor",
@@ -34,38 +32,6 @@ FloatArray = NDArray[np.float64]
 
 #: Relative tolerance for "symmetric" and "orthonormal" input checks.
 SYMMETRY_RTOL = 1e-10
-
-
-def keyword_rng(position: int) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Make ``rng`` keyword-only, still accepting it at positional index ``position`` for one
-    release (with a ``DeprecationWarning``), as every core function that draws takes ``rng=``.
-
-    The decorated function declares ``rng`` keyword-only; callers that passed it
-    positionally keep working and are told how to change the call.
-    """
-
-    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            if len(args) > position:
-                if len(args) > position + 1 or "rng" in kwargs:
-                    raise InputTypeError(
-                        f"{fn.__name__}: expected at most {position} positional arguments and "
-                        f"rng=... as a keyword, received {len(args)} positional arguments",
-                        "pass the generator as a keyword: rng=...",
-                    )
-                warnings.warn(
-                    f"{fn.__name__}: pass the generator as a keyword (rng=...); a positional "
-                    "rng is deprecated and will be refused in the next release",
-                    SroaDeprecationWarning,
-                    stacklevel=2,
-                )
-                args, kwargs = args[:position], {**kwargs, "rng": args[position]}
-            return fn(*args, **kwargs)
-
-        return wrapper
-
-    return decorate
 
 
 def tensor_order(T: NDArray, *, batched: bool = False) -> tuple[int, int]:
@@ -218,7 +184,6 @@ def identity_basis(n: int, r: int | None = None) -> FloatArray:
     return np.eye(n, r)
 
 
-@keyword_rng(2)
 def random_orthonormal_basis(
     n: int, r: int | None = None, *, rng: np.random.Generator | int | None = None
 ) -> FloatArray:

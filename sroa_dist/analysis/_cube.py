@@ -13,12 +13,8 @@ from ..metrics import theorem_2_2_bounds, theorem_3_1_bounds
 from ..sweep.cube import ATTR_KIND, BLOCK, COMPONENT, DIMS, REPLICATE, STEP, TENSOR_DIMS
 from ..sweep.kinds import kind_of
 
-#: Sweep axes of tensor cubes, in storage order.  Other dims of a per-instance variable are
-#: treated as sweep axes too (after these, in the cube's order), so a future axis does not
-#: break the analysis; model-sweep dims other than ``method`` therefore sort after it.
-AXIS_ORDER = TENSOR_DIMS
 #: Axes whose values are labels, not magnitudes: pooled analyses keep them apart by default.
-CATEGORICAL_AXES = tuple(d for d in AXIS_ORDER if DIMS[d].dtype == "str")
+CATEGORICAL_AXES = tuple(d for d in TENSOR_DIMS if DIMS[d].dtype == "str")
 _NON_AXIS_DIMS = (REPLICATE, STEP, COMPONENT, "quantile", BLOCK)
 _REFERENCE_VARS = ("vec_err", "lam_err", "lam_hat", "eps", "eps_upper", "solve_time")
 
@@ -71,7 +67,10 @@ def sweep_axes(ds: xr.Dataset) -> list[str]:
             + ": cannot tell its sweep axes (is this a sroa-dist result cube?)",
             "open a store written by sroa-dist run (open_results(store))",
         )
-    order = {name: i for i, name in enumerate(AXIS_ORDER)}
+    # Tensor dims first, in their cube order; any other dim (a model sweep's size axes, a
+    # future axis) after them in the order the variable stores it, so a new axis does not
+    # break the analysis and a model sweep's dims other than ``method`` sort after it.
+    order = {name: i for i, name in enumerate(TENSOR_DIMS)}
     return sorted(dims, key=lambda d: order.get(d, len(order)))
 
 

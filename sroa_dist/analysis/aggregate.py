@@ -15,15 +15,6 @@ import xarray as xr
 from ..errors import InputError
 from ..studies.criteria import DEFAULT_RADIUS, DEFAULT_THEOREM_C, DEFAULT_VALUE_C
 from ..sweep.cube import REPLICATE, STEP
-from ._completeness import (  # noqa: F401  (re-exported: the analysis layer's vocabulary)
-    Completeness,
-    IncompleteCubeWarning,
-    completeness,
-    has_results,
-    replicate_span,
-    replicates_text,
-    warn_incomplete,
-)
 from ._cube import (
     CATEGORICAL_AXES,
     as_tuple,
@@ -353,22 +344,19 @@ _CRITERIA = {
 }
 #: Success criteria by name (read-only): ``recovery`` (default), ``value`` and ``theorem``.
 CRITERIA: Mapping[str, SuccessCriterion] = MappingProxyType(_CRITERIA)
-#: Earlier name of ``recovery``, still accepted.
-_ALIASES = {"radius": "recovery"}
 
 
 def get_criterion(name: str | SuccessCriterion) -> SuccessCriterion:
     """The :class:`SuccessCriterion` registered as ``name``; unknown names list the valid ones."""
     if isinstance(name, SuccessCriterion):
         return name
-    key = _ALIASES.get(name, name) if isinstance(name, str) else None
-    if key not in CRITERIA:
+    if not isinstance(name, str) or name not in CRITERIA:
         raise InputError(
             f"criterion: expected one of {tuple(CRITERIA)}; received {name!r}",
             "'recovery' = vector error within a radius, 'value' = |λ̂ − λ| ≤ c·ε, "
             "'theorem' = the Theorem 3.1 bounds",
         )
-    return CRITERIA[key]
+    return CRITERIA[name]
 
 
 def criterion_options(name: str | SuccessCriterion, **pool: Any) -> dict[str, Any]:

@@ -18,34 +18,25 @@ from numpy.typing import ArrayLike, NDArray
 from ..operators import TensorOperator
 from ..tensors import FloatArray, as_rng_list, check_symmetric_tensor
 from ..threads import single_blas
-from .ascent import (  # noqa: F401  (Deflation, _contract, newton_polish: re-exported)
-    Deflation,
-    _contract,
-    newton_polish,
-)
-from .builtin import (  # noqa: F401  (re-exported)
-    COST_MODEL,
+from .ascent import Deflation  # noqa: F401  (the type of a local method's deflation argument)
+from .builtin import (
     DEFAULT_TIME_BUDGET,
     GAP_TOL,
     MethodOutput,
-    moment_side,
     relaxation_cost,
     relaxation_tractable,
 )
 from .finishing import RankOneResult, finish_step, normalize
 from .operator_step import operator_rank_one
-from .records import (  # noqa: F401  (re-exported: the front door's vocabulary)
+from .records import (  # noqa: F401  (method_options, unregister_method: re-exported)
     METHODS,
-    OPTION_RULES,
     Method,
     OptionError,
     check_options,
-    current_revisions,
     memory_estimate,
     method_options,
     register_method,
     resolve_method,
-    revision_options,
     unregister_method,
 )
 

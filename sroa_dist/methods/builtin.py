@@ -6,14 +6,13 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ..errors import InputError, InputTypeError, SroaDeprecationWarning
+from ..errors import InputError, InputTypeError
 from ..operators import TensorOperator
 from ..tensors import FloatArray
 from .ascent import (
@@ -45,11 +44,11 @@ RELAXATION_STOP_FRACTION = 0.9
 #: Cost model ``seconds ~ a * (m / 100) ** b`` of one certified step (SS-HOPM candidate plus
 #: relaxation; both signs for even p) with moment-matrix side ``m``, one BLAS thread, by ``p``
 #: (larger p use the largest calibrated p of the same parity). Least-squares fits in log-log
-#: to the per-step medians (m >= 100) of benchmarks/bench_certified_scaling.py (re-measured
-#: 2026-11-26 after the relaxation learned to stop at the certification tolerance, shared
-#: 2-core machine): p = 3 over the fresh nearly SOD and the deflated coherent-tilt families
-#: together, p = 4 and 5 on fresh nearly SOD tensors and their deflations. SCS's full
-#: eigendecomposition of the m x m matrix per iteration dominates.
+#: to the per-step medians (m >= 100) of benchmarks/bench_certified_scaling.py with the
+#: relaxation stopping at the certification tolerance: p = 3 over the fresh nearly SOD and the
+#: deflated coherent-tilt families together, p = 4 and 5 on fresh nearly SOD tensors and their
+#: deflations. SCS's full eigendecomposition of the m x m matrix per iteration dominates.
+#: Calibrated: docs/results/benchmarks.md, Certified step scaling.
 COST_MODEL: dict[int, tuple[float, float]] = {3: (0.14, 1.86), 4: (0.099, 2.26), 5: (0.039, 3.11)}
 #: Under ``confirm="settle"`` (``sshopm`` revisions 1–3) the confirming start set runs where
 #: fewer than two starts reached the best value, where a point near the best (within
@@ -64,10 +63,10 @@ CONFIRM_MARGIN = 1e-5
 #: :func:`~sroa_dist.methods.ascent.shifted_ascent`), and such points are not counted as maxima seen
 #: once (:func:`~sroa_dist.methods.confirmation.first_set_settles`), nor explored
 #: (:func:`~sroa_dist.methods.confirmation.explore`). They wander the flat region between
-#: components, in late SROA steps for up to ``max_iter`` iterations. Measured (bench_sroa_local.py
-#: and a side-by-side run on the Figure-2 workload and Gaussian n = 16-32, 2026-11-26): no step's
-#: best value changed on 500 Figure-2 SROAs and 864 Gaussian steps; a margin of 0 (stop once the
-#: best converged start leads) lost up to 2 % of the value on 1 % of Figure-2 steps.
+#: components, in late SROA steps for up to ``max_iter`` iterations. Calibrated with
+#: bench_sroa_local.py and a side-by-side run on the Figure-2 workload and Gaussian n = 16-32: no
+#: step's best value changed on 500 Figure-2 SROAs and 864 Gaussian steps; a margin of 0 (stop
+#: once the best converged start leads) lost up to 2 % of the value on 1 % of Figure-2 steps.
 ABANDON_MARGIN = 0.5
 #: Cost model of a local solve on a formed tensor, ``seconds ~ a + b·n^p`` (one core; orders of
 #: magnitude measured for block sizing, see docs/sweeps.md, Block sizing).
@@ -137,30 +136,9 @@ class MethodOutput:
 
     @classmethod
     def coerce(cls, out: Any, method: str) -> MethodOutput:
-        """``out`` itself, or (deprecated, one release) a mapping with the same keys, where the
-        former ``message_extra`` key becomes ``notes``."""
+        """``out`` itself; anything else a method returns is refused."""
         if isinstance(out, cls):
             return out
-        if isinstance(out, Mapping):
-            warnings.warn(
-                f"method {method!r} returned a {type(out).__name__}; return a "
-                "sroa_dist.methods.MethodOutput instead (mappings are deprecated and will be "
-                "refused in the next release)",
-                SroaDeprecationWarning,
-                stacklevel=3,
-            )
-            d = dict(out)
-            if "message_extra" in d:
-                d["notes"] = d.pop("message_extra") or ""
-            names = {f.name for f in dataclasses.fields(cls)}
-            unknown = sorted(set(d) - names)
-            if unknown:
-                raise InputError(
-                    f"method {method!r}: returned unknown keys {unknown}; expected the fields "
-                    f"of MethodOutput: {sorted(names)}",
-                    "return only the fields of MethodOutput",
-                )
-            return cls(**d)
         raise InputTypeError(
             f"method {method!r}: expected it to return a MethodOutput, received "
             f"{type(out).__name__}",

@@ -348,15 +348,15 @@ def _builtin_records() -> list[Method]:
             "sshopm",
             _method_sshopm,
             cost=_local_cost(1e-8),
-            # 2 (2026-11-26): starts far below the best are abandoned and do not ask for a
-            # confirming start set (ABANDON_MARGIN), and p = 3 gradients use the distinct
-            # index pairs (benchmarks/bench_sroa_local.py).
-            # 3 (2026-11-26): p = 3 ascents on formed tensors run coordinates first
-            # ("packed"): the same steps as revision 2 up to rounding, 1.2-1.5x its throughput.
-            # 4 (2026-11-27): 'confirmed' means an exploration of the unexplored directions
-            # found nothing higher (confirm="explore"; the earlier rule confirmed steps that
-            # missed a whole basin), and spectral starts run on every path, formed tensors
-            # included (benchmarks/bench_miss_rate.py, bench_sroa_local.py).
+            # 2: starts far below the best are abandoned and do not ask for a confirming
+            # start set (ABANDON_MARGIN), and p = 3 gradients use the distinct index pairs.
+            # 3: p = 3 ascents on formed tensors run coordinates first ("packed"): the same
+            # steps as revision 2 up to rounding, faster.
+            # 4: 'confirmed' means an exploration of the unexplored directions found nothing
+            # higher (confirm="explore"; the rule of 1-3 confirmed steps that missed a whole
+            # basin), and spectral starts run on every path, formed tensors included.
+            # Each revision's throughput and misses: docs/results/benchmarks.md, Figure-2
+            # throughput and False confirmations (bench_sroa_local.py, bench_miss_rate.py).
             revision=4,
             legacy={
                 1: {**_BEFORE_4, "abandon_margin": math.inf, "kernel": "dense"},

@@ -12,7 +12,7 @@ from numpy.typing import ArrayLike
 
 from ..errors import InputError
 from ..norms import scale_to_opnorm
-from ..tensors import identity_basis, keyword_rng, random_orthonormal_basis, sod_tensor
+from ..tensors import identity_basis, random_orthonormal_basis, sod_tensor
 from ..threads import single_blas
 from .perturbations import DEFAULT_WEIGHT, draw_perturbation
 
@@ -179,7 +179,6 @@ def check_lambdas(spec: Any, r: int | None = None) -> float | list[float] | dict
     return float(spec)
 
 
-@keyword_rng(2)
 def draw_lambdas(spec: Any, r: int, *, rng: np.random.Generator) -> np.ndarray:
     """Component weights from a scalar, a list of ``r`` values, or a distribution table such as
     ``{"dist": "uniform", "low": a, "high": b}`` (drawn from ``rng``); see :func:`check_lambdas`."""

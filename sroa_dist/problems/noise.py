@@ -12,7 +12,6 @@ from numpy.typing import NDArray
 from .._registry import check_entry
 from ..errors import InputError
 from ..monomials import multiset_index, multiset_rank
-from ..tensors import keyword_rng
 
 __all__ = [
     "NOISE_MODELS",
@@ -64,7 +63,6 @@ register_noise("uniform", _uniform)  # entries uniform on [−2σ, 2σ]
 register_noise("gaussian", _gaussian)  # entries N(0, σ²)
 
 
-@keyword_rng(4)
 def noise_tensor(
     model: str, n: int, p: int, sigma: float, *, rng: np.random.Generator | int | None
 ) -> NDArray[np.float64]:

@@ -39,7 +39,7 @@ from ..methods.records import revision_options
 from ..monomials import multiset_rank
 from ..norms import operator_norm
 from ..operators import SymmetricProducts
-from ..tensors import check_symmetric_tensor, keyword_rng
+from ..tensors import check_symmetric_tensor
 from .noise import NOISE_MODELS, noise_tensor, symmetric_from_multisets
 
 #: The ``sshopm`` revision that estimates a mixture's norms while its ``E`` is drawn. Drawing is
@@ -586,7 +586,6 @@ def _checked(model: str, out: Any, n: int, p: int) -> tuple[NDArray[np.float64],
     return E, norm
 
 
-@keyword_rng(5)
 def draw_perturbation(
     model: str,
     n: int,

@@ -60,7 +60,7 @@ DEFAULT_C = 0.5
 CERTIFY_ENDS_MAX_N: Mapping[int, int] = MappingProxyType({3: 32, 4: 20})
 #: The algorithm revision of :func:`find_threshold`'s defaults, raised when a default changes
 #: its results; a threshold sweep store records it and keeps computing with its own.
-#: 2 (2026-11-27): every local step checked and redone from a higher check point, a second
+#: 2: every local step checked and redone from a higher check point, a second
 #: scan phase (:mod:`sroa_dist.studies.first_crossing`).
 SEARCH_REVISION = 2
 #: Earlier search revisions -> the keyword values that reproduce them.

@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ..errors import InputError, SroaDeprecationWarning
+from ..errors import InputError
 from ..methods import METHODS
 from ..methods.cost import certified_tractable
 from ..problems.noise import noise_tensor
@@ -127,16 +126,7 @@ def tilt_alignment(E: ArrayLike, V: ArrayLike, lambdas: ArrayLike) -> tuple[floa
 def _resolve_methods(
     method: str, step_method: str | None, norm_method: str | None, n: int, p: int
 ) -> tuple[str, str, str]:
-    """(search, step method, norm method). A rank-one method name as ``method`` is the old
-    meaning of the argument (before the searches had names): the ES with those steps."""
-    if method not in SEARCHES and method in METHODS and step_method is None:
-        warnings.warn(
-            f"worst_case(method={method!r}) now names the search ({list(SEARCHES)}); "
-            f"pass step_method={method!r} for SROA's rank-one steps",
-            SroaDeprecationWarning,
-            stacklevel=3,
-        )
-        method, step_method = "es", method
+    """(search, step method, norm method), with the defaults filled in."""
     if method not in SEARCHES:
         raise InputError(
             f"method: expected a search method, one of {list(SEARCHES)}, received {method!r}",
@@ -253,9 +243,7 @@ def worst_case(
         gradient does, and it is orthogonal to ``E``. Where several local maximisers of ``|E x^p|``
         are within 2 % of ``eps`` (a corner of the sphere, where the norm is not differentiable and
         worst cases tend to sit) it takes the steepest ascent direction over all of them (a
-        least-norm point, see :meth:`sroa_dist.studies.worst_case_search.Objective.gradient`). A
-        rank-one method name here (the argument's meaning before searches had names) runs the ES
-        with those steps, with a DeprecationWarning.
+        least-norm point, see :meth:`sroa_dist.studies.worst_case_search.Objective.gradient`).
     step_method : str, optional
         Rank-one method of SROA's steps. Default: ``"certified"`` for the ES; for the
         gradient search ``"certified"`` where the relaxation is tractable for ``(n, p)``

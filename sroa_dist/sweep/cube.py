@@ -166,11 +166,6 @@ class Variable:
     over_grid: bool = True
 
     @property
-    def meaning(self) -> str:
-        """What the variable means (alias of ``long_name``)."""
-        return self.long_name
-
-    @property
     def per_step(self) -> bool:
         """Whether the variable has one value per SROA step."""
         return STEP in self.dims

@@ -81,7 +81,6 @@ def test_registry_errors_list_valid_names_and_options():
         success(criteria_cube(), "value", c=0.0)
     with pytest.raises(ValueError, match=r"criterion: expected one of"):
         estimate_thresholds(scaling_cube(ns=(4, 8), n_eps=4, n_rep=3), "bogus", n_boot=0)
-    assert get_criterion("radius") is CRITERIA["recovery"]  # the earlier name still works
     assert get_criterion("value").label(c=2.0) == "every step's |λ̂ − λ| ≤ 2·ε"
 
 

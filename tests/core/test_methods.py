@@ -323,16 +323,15 @@ def test_registry_is_left_clean():
     assert {"certified", "sos", "sshopm", "power"} <= set(METHODS)
 
 
-def test_a_mapping_result_still_works_with_a_deprecation_warning(scratch_methods):
+def test_a_mapping_result_is_refused(scratch_methods):
     def legacy(Ts, rngs):
         out = _first_axis(Ts, rngs)
-        return {"x": out.x, "n_starts": out.n_starts, "n_iter": out.n_iter, "message_extra": "old"}
+        return {"x": out.x, "n_starts": out.n_starts, "n_iter": out.n_iter}
 
     register_method("legacy", legacy)
     T = sod_tensor(np.ones(3), identity_basis(3), 3)
-    with pytest.warns(DeprecationWarning, match="MethodOutput"):
-        r = rank_one(T, "legacy", rng=0)
-    assert r.message.endswith("; old")
+    with pytest.raises(TypeError, match="expected it to return a MethodOutput, received dict"):
+        rank_one(T, "legacy", rng=0)
 
 
 def test_certified_reports_a_skipped_relaxation_in_the_message():

@@ -108,13 +108,9 @@ def test_bad_noise_arguments():
         noise_tensor("gaussian", 3, 2, 0.1, rng=0)
 
 
-def test_rng_is_keyword_only_with_a_deprecated_positional_form():
-    """``rng`` is keyword-only like everywhere in the core; the former positional call still
-    draws the same tensor for one release, with a DeprecationWarning."""
-    with pytest.warns(DeprecationWarning, match="rng"):
-        old = noise_tensor("gaussian", 3, 3, 1.0, 7)
-    np.testing.assert_array_equal(old, noise_tensor("gaussian", 3, 3, 1.0, rng=7))
+def test_rng_is_keyword_only():
+    """``rng`` is keyword-only and required, like everywhere in the core."""
     with pytest.raises(TypeError, match="rng"):
         noise_tensor("gaussian", 3, 3, 1.0)
-    with pytest.raises(TypeError, match="positional"):
-        noise_tensor("gaussian", 3, 3, 1.0, 7, rng=7)
+    with pytest.raises(TypeError):
+        noise_tensor("gaussian", 3, 3, 1.0, 7)

@@ -141,12 +141,8 @@ def test_unfolding_norm_is_scale_equivariant_and_padded():
         assert unfolding_norm(np.ldexp(T, j)[None])[0] == np.ldexp(ref, j)
 
 
-def test_rng_is_keyword_only_with_a_deprecated_positional_form():
-    """keyword_rng: the former positional call draws the same basis, with a warning."""
+def test_rng_is_keyword_only():
     from sroa_dist.tensors import random_orthonormal_basis
 
-    with pytest.warns(DeprecationWarning, match="random_orthonormal_basis.*rng="):
-        old = random_orthonormal_basis(5, 3, 11)
-    np.testing.assert_array_equal(old, random_orthonormal_basis(5, 3, rng=11))
-    with pytest.raises(TypeError, match="positional"):
-        random_orthonormal_basis(5, 3, 11, rng=11)
+    with pytest.raises(TypeError):
+        random_orthonormal_basis(5, 3, 11)

@@ -74,6 +74,8 @@ def test_bad_arguments():
         core.worst_case(4, 3, 0.1, starts=("tilt",))
     with pytest.raises(ValueError, match="method: expected a search method"):
         core.worst_case(4, 3, 0.1, method="newton")
+    with pytest.raises(ValueError, match="method: expected a search method"):
+        core.worst_case(4, 3, 0.1, method="certified")  # a rank-one method: step_method=
     with pytest.raises(ValueError, match="step_method: expected one of"):
         core.worst_case(4, 3, 0.1, method="gradient", step_method="lbfgs")
     with pytest.raises(ValueError, match="integer-valued"):
@@ -109,15 +111,6 @@ def test_adversarial_family_in_a_real_sweep(tmp_path, client):
     worst_adv = (adv["lam_err"].max("step") / 0.3).values
     worst_tilt = (tilt["lam_err"].max("step") / 0.3).values
     assert np.all(worst_adv >= worst_tilt - 1e-6)
-
-
-def test_old_meaning_of_method_still_runs_the_es():
-    # Before the searches had names, ``method`` was SROA's rank-one method.
-    with pytest.warns(DeprecationWarning, match="step_method='certified'"):
-        old = core.worst_case(3, 3, 0.2, budget=3, rng=2, method="certified")
-    new = core.worst_case(3, 3, 0.2, budget=3, rng=2)
-    assert old.method == new.method == "es" and old.step_method == "certified"
-    np.testing.assert_array_equal(old.E, new.E)
 
 
 def _instance(n, p, seed, eps=0.2):

@@ -469,9 +469,10 @@ def _combos(spec: ThresholdSweepSpec):
 STEP_FLOOR = 0.015
 
 
-#: CPU seconds of one full matrix-free SROA (rank n) of the coherent tilt at p = 5, n = 200
-#: (benchmarks/bench_structured.py, 2026-11-26); it grows about as n^4 (an n × n eigenproblem,
-#: the polish Hessian and the deflation terms per step, n steps).
+#: CPU seconds of one full matrix-free SROA (rank n) of the coherent tilt at p = 5, n = 200; it
+#: grows about as n^4 (an n × n eigenproblem, the polish Hessian and the deflation terms per
+#: step, n steps). Calibrated: docs/results/benchmarks.md, Matrix-free full SROA
+#: (benchmarks/bench_structured.py).
 MATRIX_FREE_SROA_SECONDS = 8.3
 MATRIX_FREE_REFERENCE_N = 200
 
