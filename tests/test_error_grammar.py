@@ -210,6 +210,9 @@ ANALYSIS = {
     "write_report": lambda out: analysis.write_report(xr.Dataset(), out / "report"),
     "plot_sample_scaling": lambda out: analysis.plot_sample_scaling(xr.Dataset(), out / "s"),
     "get_criterion": lambda: analysis.get_criterion("bogus"),
+    "accumulation": lambda: analysis.accumulation(3, [0.1, -0.1], n=8),
+    "accumulation_limit": lambda: analysis.accumulation_limit(2),
+    "predict_threshold": lambda: analysis.predict_threshold(3, [16], c=-1.0),
 }
 #: The ones among them that write files (their bad call gets a folder to leave untouched).
 OUTPUT_FUNCTIONS = {"plot_cube", "write_report", "plot_sample_scaling"}
