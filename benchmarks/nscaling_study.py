@@ -5,12 +5,14 @@ Usage::
 
     python benchmarks/nscaling_study.py run STUDY [STUDY ...] [--reps 4] [--until 12:50]
     python benchmarks/nscaling_study.py fit            # fits and a table, writes fits.json
-    python benchmarks/nscaling_study.py figures        # docs/figures/nscaling_*.png
+                                                       # (straight-line fits over the sizes
+                                                       # given, kept for the record: the
+                                                       # rate comparison is rate_tables.py's)
     python benchmarks/nscaling_study.py list           # the studies and their grids
     python benchmarks/nscaling_study.py rerun          # the published studies again, with the
                                                        # global check (docs/data/nscaling-global)
 
-``--data DIR`` (run, fit, figures) reads and writes another results directory than
+``--data DIR`` (run, fit) reads and writes another results directory than
 docs/data/nscaling; ``rerun`` writes next to the published files and never touches them.
 
 Every threshold is one ``sroa_dist.find_threshold`` call (value criterion, c = 0.5 unless the
@@ -45,10 +47,6 @@ import sys  # noqa: E402
 import time  # noqa: E402
 import zlib  # noqa: E402
 
-import matplotlib  # noqa: E402
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 import sroa_dist  # noqa: E402
@@ -489,130 +487,6 @@ def _ranges(specs: list[str]) -> dict[str, tuple[int, int]]:
     return out
 
 
-STYLE = {  # (family, method) -> colour, marker, label
-    ("coherent-tilt", "sshopm"): ("C0", "o", "tilt, SS-HOPM"),
-    ("coherent-tilt+gaussian", "sshopm"): ("C1", "s", "tilt + Gaussian, SS-HOPM"),
-    ("gaussian", "sshopm"): ("C2", "^", "Gaussian, SS-HOPM"),
-    ("coherent-tilt", "power"): ("C3", "v", "tilt, power method"),
-    ("gaussian", "power"): ("C4", "D", "Gaussian, power method"),
-    ("coherent-tilt", "certified"): ("C5", "P", "tilt, certified"),
-    ("gaussian", "certified"): ("C6", "X", "Gaussian, certified"),
-}
-
-
-def _per_size(res: list[dict]) -> tuple[np.ndarray, ...]:
-    """Per n: median bracket centre, median lo, median hi over replicates (closed brackets)."""
-    rows = [r for r in res if r["lo"] > 0 and math.isfinite(r["hi"])]
-    ns = np.array(sorted({r["n"] for r in rows}))
-    med = lambda key: np.array(  # noqa: E731
-        [np.median([key(r) for r in rows if r["n"] == s]) for s in ns]
-    )
-    return (
-        ns,
-        med(lambda r: math.sqrt(r["lo"] * r["hi"])),
-        med(lambda r: r["lo"]),
-        med(lambda r: r["hi"]),
-    )
-
-
-def draw_figures(ranges: dict[str, tuple[int, int]], data: pathlib.Path | None = None) -> None:
-    """ε*(n) log-log per p (bracket bars, fitted line and band, reference slope) and the
-    rate-normalised threshold (n − 1)^{1/(p−1)} ε*; named after ``data`` when it is not the
-    published directory."""
-    FIGURES.mkdir(parents=True, exist_ok=True)
-    fits = {r["study"]: r for r in fit_all(ranges, data)}
-    prefix = "nscaling" if data is None or data.resolve() == DATA.resolve() else data.name
-
-    orders = sorted({s.p for s in STUDIES.values() if load(s.name, data)})
-    fig1, ax1 = plt.subplots(1, len(orders), figsize=(5.2 * len(orders), 6.2), squeeze=False)
-    fig2, ax2 = plt.subplots(1, len(orders), figsize=(5.2 * len(orders), 6.2), squeeze=False)
-    for k, p in enumerate(orders):
-        a1, a2 = ax1[0, k], ax2[0, k]
-        groups: dict[tuple[str, str, str], list[dict]] = {}
-        names: dict[tuple[str, str, str], list[str]] = {}
-        for s in STUDIES.values():
-            if s.p == p and load(s.name, data):
-                crit = "" if s.criterion == "value" else f" ({s.criterion} r = {s.c:g})"
-                groups.setdefault((s.family, s.method, crit), []).extend(load(s.name, data))
-                names.setdefault((s.family, s.method, crit), []).append(s.name)
-        for key, res in groups.items():
-            colour, marker, label = STYLE.get(key[:2], ("k", "x", f"{key[0]}, {key[1]}"))
-            label += key[2]
-            ns, centre, lo, hi = _per_size(res)
-            if ns.size == 0:
-                continue
-            fit = next((fits[m] for m in names[key] if "exponent" in fits.get(m, {})), None)
-            if fit:
-                k, k_lo, k_hi = fit["exponent"], fit["exponent_lo"], fit["exponent_hi"]
-                label += f": k = {k:.2f} [{k_lo:.2f}, {k_hi:.2f}]"
-            a1.errorbar(
-                ns - 1,
-                centre,
-                yerr=[centre - lo, hi - centre],
-                fmt=marker,
-                color=colour,
-                ms=5,
-                capsize=3,
-                label=label,
-            )
-            scale = (ns - 1.0) ** (1.0 / (p - 1))
-            a2.errorbar(
-                ns - 1,
-                scale * centre,
-                yerr=[scale * (centre - lo), scale * (hi - centre)],
-                fmt=marker + "-",
-                color=colour,
-                ms=5,
-                capsize=3,
-                label=label.split(":")[0],
-            )
-            if fit:
-                lo_n, hi_n = fit["n_range"]
-                x = np.geomspace(lo_n - 1, hi_n - 1, 50)
-                sel = (ns >= lo_n) & (ns <= hi_n)
-                # Band: the slopes of the interval pivoted at the fitted points' centroid.
-                x0 = math.exp(np.mean(np.log(ns[sel] - 1.0)))
-                y0 = fit["prefactor"] * x0 ** fit["exponent"]
-                a1.plot(x, fit["prefactor"] * x ** fit["exponent"], "-", color=colour, lw=1.2)
-                ys = [y0 * (x / x0) ** fit[e] for e in ("exponent_lo", "exponent_hi")]
-                a1.fill_between(x, np.minimum(*ys), np.maximum(*ys), color=colour, alpha=0.15)
-        for a in (a1, a2):
-            a.set_xscale("log")
-            right = 2 * max(s.ns[-1] for s in STUDIES.values() if s.p == p)
-            ticks = [2**k - 1 for k in range(3, 12) if 2**k - 1 < right]
-            a.set_xticks(ticks, [str(t) for t in ticks])
-            a.minorticks_off()
-            a.set_xlim(5, right)
-        xr = np.array(a1.get_xlim())
-        yr = a1.get_ylim()
-        y_ref = math.sqrt(yr[0] * yr[1])
-        x_mid = math.sqrt(xr[0] * xr[1])
-        a1.plot(
-            xr,
-            y_ref * (xr / x_mid) ** (-1.0 / (p - 1)),
-            "k--",
-            lw=1,
-            label=f"reference slope −1/(p−1) = {-1 / (p - 1):.2f}",
-        )
-        a1.set_yscale("log")
-        a1.set_xlabel("n − 1")
-        a1.set_ylabel("ε*  (value c = 0.5 unless marked)")
-        a1.set_title(f"p = {p}")
-        a1.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16))
-        a2.set_xlabel("n − 1")
-        a2.set_ylabel("(n − 1)^(1/(p−1)) · ε*")
-        a2.set_title(f"p = {p}")
-        a2.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16))
-    fig1.suptitle("First-crossing thresholds ε*(n): bars = search bracket, band = 95 % interval")
-    fig2.suptitle(
-        "Rate-normalised threshold (n − 1)^(1/(p−1)) · ε*: flat where Theorem 3.1's rate holds"
-    )
-    for fig, name in ((fig1, f"{prefix}_eps_star.png"), (fig2, f"{prefix}_normalised.png")):
-        fig.tight_layout(rect=(0, 0, 1, 0.94))
-        fig.savefig(FIGURES / name, dpi=110)
-        print(FIGURES / name)
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -628,9 +502,7 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         help="STUDY:NMIN:NMAX fit ranges (default: every size of the study)",
     )
-    g = sub.add_parser("figures")
-    g.add_argument("--range", nargs="*", default=[], help="as for fit")
-    for parser in (r, f, g):
+    for parser in (r, f):
         parser.add_argument("--data", type=pathlib.Path, help=f"results directory ({DATA})")
     sub.add_parser("list")
     rr = sub.add_parser("rerun", help="the published studies again, with the global check")
@@ -660,9 +532,6 @@ def main(argv: list[str] | None = None) -> int:
         rows = fit_all(_ranges(args.range), args.data)
         print_table(rows)
         ((args.data or DATA) / "fits.json").write_text(json.dumps(rows, indent=1))
-        return 0
-    if args.cmd == "figures":
-        draw_figures(_ranges(args.range) if hasattr(args, "range") else {}, args.data)
         return 0
     return 1
 

@@ -58,7 +58,7 @@ def _stages(n: int) -> list[int]:
     return sorted({n, max(1, n // 8), min(4, n), 1}, reverse=True)
 
 
-def escape(out: Path) -> None:
+def escape(out: Path, sizes: list[int] | None = None, min_eps: float = 0.0) -> None:
     path = out / "attractor-escape.json"
     data = json.loads(path.read_text()) if path.exists() else {"rows": []}
     seen = {(r["n"], r["r"], r["eps"], r["n_iter"]) for r in data["rows"]}
@@ -71,10 +71,12 @@ def escape(out: Path) -> None:
         "aghkt": "L = ceil(n ln(n/0.05)), N = ceil(3 (ln n + ln max(1, ln 1/eps)))",
         "seed": f"SeedSequence([{MASTER_SEED}, n, r, k]) for the k-th eps of the grid",
     }
-    for n in ESCAPE_SIZES:
+    for n in sizes or ESCAPE_SIZES:
         t0 = time.perf_counter()
         for r in _stages(n):
             for k, eps in enumerate(ESCAPE_EPS):
+                if eps < min_eps:  # seeds follow k, so a partial grid gives the same rows
+                    continue
                 for iters in sorted({FIXED["n_iter"], aghkt_budget(n, eps)[1]}):
                     if (n, r, eps, iters) in seen:
                         continue
@@ -159,10 +161,12 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("docs/data/rate"))
     ap.add_argument("--part", choices=["escape", "thresholds", "all"], default="all")
     ap.add_argument("--max-n", type=int, help="thresholds only up to this n")
+    ap.add_argument("--ns", type=int, nargs="*", help="escape: only these sizes")
+    ap.add_argument("--min-eps", type=float, default=0.0, help="escape: only eps >= this")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     if args.part in ("escape", "all"):
-        escape(args.out)
+        escape(args.out, args.ns, args.min_eps)
     if args.part in ("thresholds", "all"):
         thresholds(args.out, args.max_n)
 

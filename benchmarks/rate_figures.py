@@ -252,7 +252,14 @@ def figure_theorem() -> None:
         n_pred = np.array(pr["n"], dtype=float)
         e_pred = np.array(pr["eps_star"], dtype=float)
         ok = np.isfinite(e_pred)
-        ax.plot(n_pred[ok] - 1, e_pred[ok], "-", color=COLOURS[p], label="predicted from n = 16")
+        caveat = "" if c < 1 else " (assumes the target is still found)"
+        ax.plot(
+            n_pred[ok] - 1,
+            e_pred[ok],
+            "-",
+            color=COLOURS[p],
+            label=f"predicted from n = 16{caveat}",
+        )
         ax.plot(
             n_pred - 1,
             prefactor(p, c) * (n_pred - 1) ** (-1 / (p - 1)),
@@ -285,6 +292,8 @@ def figure_theorem() -> None:
                     mfc="none",
                     label="no crossing: passes up to ε = 1.5",
                 )
+        else:
+            ax.text(0.5, 0.5, "not measured", ha="center", transform=ax.transAxes)
         radius = "radius 0.3" if "r=0.3" in label else "radius 20ε/λ_j"
         ax.set_title(f"p = {p}: |λ̂−λ| ≤ {c:g}ε and ‖v̂−v‖ ≤ {radius}", fontsize=9)
         ax.set_xscale("log")
