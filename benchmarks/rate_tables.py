@@ -136,6 +136,21 @@ def onset_table() -> None:
         )
 
 
+def p6_table() -> None:
+    path = DATA / "rate" / "tilt-p6.json"
+    if not path.exists():
+        return
+    pr = prediction(6, "value c=0.5")
+    print("| n | measured bracket (lo, hi] | predicted from n = 16 | measured/predicted − 1 |")
+    print("|---|---|---|---|")
+    for r in sorted(_json(path)["rows"], key=lambda r: r["n"]):
+        mid, pred = math.sqrt(r["lo"] * r["hi"]), predicted_at(pr, r["n"])
+        print(
+            f"| {r['n']} | ({r['lo']:.4f}, {r['hi']:.4f}] | {pred:.4f} | "
+            f"{100 * (mid / pred - 1):+.1f} % |"
+        )
+
+
 def theorem_table() -> None:
     folder = DATA / "rate" / "theorem"
     print(
@@ -234,6 +249,7 @@ if __name__ == "__main__":
         ("value criterion against the model", value_table),
         ("local slopes past the onset", slopes_table),
         ("onset", onset_table),
+        ("p6", p6_table),
         ("theorem criterion", theorem_table),
         ("lambda_min", lambda_table),
         ("attractor escape", escape_table),
