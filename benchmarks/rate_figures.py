@@ -470,7 +470,90 @@ def figure_lambda_min() -> None:
     plt.close(fig)
 
 
+def figure_worst_case() -> None:
+    path = DATA / "rate" / "worst-case.json"
+    if not path.exists():
+        return
+    from rate_tables import worst_case_rows
+
+    fig, ax = plt.subplots(figsize=(7.5, 5))
+    crossed = {n: v for n, v in worst_case_rows().items() if math.isfinite(v[1])}
+    never = {n: v for n, v in worst_case_rows().items() if not math.isfinite(v[1])}
+    if crossed:
+        ns = np.array(sorted(crossed), dtype=float)
+        lo = np.array([crossed[n][0] for n in sorted(crossed)])
+        hi = np.array([crossed[n][1] for n in sorted(crossed)])
+        ax.errorbar(
+            ns - 1,
+            hi,
+            yerr=[hi - lo, np.zeros_like(hi)],
+            fmt="v",
+            color="tab:red",
+            capsize=3,
+            label="worst case found (gradient search): first grid ε past 2ε",
+        )
+    for n, (lo, _, _) in never.items():
+        ax.plot(n - 1, lo, "^", color="tab:red", mfc="none", ms=8)
+    if never:
+        ax.plot(
+            [], [], "^", color="tab:red", mfc="none", label="worst case: none past 2ε up to here"
+        )
+    thr = DATA / "rate" / "theorem" / "theorem-p3-c2.json"
+    if thr.exists():
+        rows = _json(thr)["results"]
+        closed = [r for r in rows if math.isfinite(r["hi"])]
+        for r in rows:
+            if not math.isfinite(r["hi"]):
+                ax.plot(r["n"] - 1, 1.5, "^", color="tab:blue", mfc="none", ms=8)
+        ax.plot([], [], "^", color="tab:blue", mfc="none", label="coherent tilt: none up to 1.5")
+        if closed:
+            tn, tc, tlo, thi = per_size(closed)
+            ax.errorbar(
+                tn - 1,
+                tc,
+                yerr=[tc - tlo, thi - tc],
+                fmt="o",
+                color="tab:blue",
+                capsize=3,
+                label="coherent tilt: first crossing of 2ε",
+            )
+    grid = np.geomspace(7, 130, 50)
+    if crossed:
+        level = float(np.median(hi * np.sqrt(ns - 1)))
+        ax.plot(
+            grid,
+            level * grid**-0.5,
+            ":",
+            color="tab:red",
+            lw=1,
+            label=f"{level:.2f}·(n−1)^(−1/2): the median of the worst case's ε·(n−1)^(1/2)",
+        )
+    ax.plot(
+        grid,
+        prefactor(3, 2.0) * grid**-0.5,
+        "k--",
+        lw=1,
+        label=f"tilt's asymptote {prefactor(3, 2.0):.3f}·(n−1)^(−1/2)",
+    )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("n − 1")
+    ax.set_ylabel("ε")
+    ax.set_title(
+        "p = 3: where Theorem 3.1's value bound |λ̂ − λ| ≤ 2ε first breaks\n"
+        "(global-checked SROA), worst case found against the coherent tilt",
+        fontsize=10,
+    )
+    ax.legend(fontsize=7, loc="center right", bbox_to_anchor=(1.0, 0.62))
+    fig.tight_layout()
+    fig.savefig(FIGURES / "rate_worst_case.png", dpi=120)
+    plt.close(fig)
+
+
 def main() -> None:
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
     FIGURES.mkdir(parents=True, exist_ok=True)
     figure_accumulation()
     figure_value()
@@ -478,6 +561,7 @@ def main() -> None:
     figure_theorem()
     figure_power_vs_global()
     figure_lambda_min()
+    figure_worst_case()
     print(f"wrote {FIGURES}/rate_*.png")
 
 

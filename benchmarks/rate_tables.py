@@ -182,6 +182,44 @@ def theorem_table() -> None:
             )
 
 
+def worst_case_rows() -> dict[int, tuple[float, float, dict]]:
+    """n -> (last grid ε below the bound, first grid ε past it, that row) of the worst-case
+    study (``hi = inf`` when no grid ε broke the bound)."""
+    rows = _json(DATA / "rate" / "worst-case.json")["rows"]
+    out = {}
+    for n in sorted({r["n"] for r in rows}):
+        mine = sorted((r for r in rows if r["n"] == n), key=lambda r: r["eps"])
+        past = [r for r in mine if r["worst"] > 2.0]
+        if past:
+            below = [r["eps"] for r in mine if r["eps"] < past[0]["eps"]]
+            out[n] = (max(below) if below else 0.0, past[0]["eps"], past[0])
+        else:
+            out[n] = (mine[-1]["eps"], math.inf, mine[-1])
+    return out
+
+
+def worst_case_table() -> None:
+    path = DATA / "rate" / "worst-case.json"
+    if not path.exists():
+        return
+    print(
+        "| n | first grid ε with a found max_j \\|λ̂_j − λ_j\\|/ε > 2 (bracket) | found value there "
+        "(global-checked) | the tilt's value there | ε·(n−1)^{1/2} at the crossing |"
+    )
+    print("|---|---|---|---|---|")
+    for n, (lo, hi, row) in worst_case_rows().items():
+        if math.isfinite(hi):
+            print(
+                f"| {n} | ({lo:.4f}, {hi:.4f}] | {row['worst']:.3f} | {row['tilt']:.3f} | "
+                f"{hi * math.sqrt(n - 1):.3f} |"
+            )
+        else:
+            print(
+                f"| {n} | none up to {lo:.3f} | {row['worst']:.3f} (at {lo:.3f}) | "
+                f"{row['tilt']:.3f} | — |"
+            )
+
+
 def lambda_table() -> None:
     path = DATA / "rate" / "lambda-min.json"
     rows = _json(path)["rows"]
@@ -252,6 +290,7 @@ if __name__ == "__main__":
         ("p6", p6_table),
         ("theorem criterion", theorem_table),
         ("lambda_min", lambda_table),
+        ("worst case", worst_case_table),
         ("attractor escape", escape_table),
         ("attractor thresholds", power_table),
     ]:
