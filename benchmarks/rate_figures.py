@@ -98,6 +98,9 @@ def figure_accumulation() -> None:
             label=f"p = {p}, n = {n} (g_p(0) = {row['g0']:.4f})",
         )
     ax.set_xscale("log")
+    ticks = [0.02, 0.05, 0.1, 0.2, 0.5]
+    ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+    ax.minorticks_off()
     ax.set_xlabel("ε = ‖E‖")
     ax.set_ylabel("g_p(ε) / g_p(0)")
     ax.set_title(

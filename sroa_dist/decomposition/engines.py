@@ -245,26 +245,3 @@ def _leftovers(
         rows = np.array(chosen or [int(np.argmax(F[b]))])[np.arange(keep) % max(1, len(chosen))]
         out[b], grad[b] = X[b, rows], G[b, rows]
     return out, grad
-
-
-def _leftovers(
-    X: np.ndarray, F: np.ndarray, G: np.ndarray, x: np.ndarray, keep: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Up to ``keep`` distinct final iterates per instance away from the chosen ``x``, with their
-    gradients: the other local maxima a step found (or is still climbing to), which stay near
-    local maxima after ``x`` is deflated and so are nearly converged starts for the next step.
-    ``(B, keep, n)`` twice, padded by repetition."""
-    B, S, n = X.shape
-    out, grad = np.empty((B, keep, n)), np.empty((B, keep, n))
-    for b in range(B):
-        chosen: list[int] = []
-        cos = np.abs(X[b] @ X[b].T)
-        for s in np.argsort(-F[b], kind="stable"):
-            if abs(X[b, s] @ x[b]) >= 0.5 or (chosen and cos[s, chosen].max() > 0.99):
-                continue
-            chosen.append(int(s))
-            if len(chosen) == keep:
-                break
-        rows = np.array(chosen or [int(np.argmax(F[b]))])[np.arange(keep) % max(1, len(chosen))]
-        out[b], grad[b] = X[b, rows], G[b, rows]
-    return out, grad
