@@ -29,6 +29,12 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from sroa_dist.analysis import (  # noqa: E402
+    PredictedThreshold,
+    compare_prediction,
+    figure_prediction,
+)
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "docs" / "data"
 FIGURES = ROOT / "docs" / "figures"
@@ -115,86 +121,39 @@ def figure_accumulation() -> None:
     plt.close(fig)
 
 
-def figure_value() -> None:
-    orders = [3, 4, 5, 6]
-    fig, axes = plt.subplots(2, 4, figsize=(18, 8), height_ratios=[3, 1.3], squeeze=False)
-    for k, p in enumerate(orders):
-        top, bottom = axes[0, k], axes[1, k]
-        pr = prediction(p, "value c=0.5")
-        n_pred = np.array(pr["n"], dtype=float)
-        grid = np.unique(np.r_[np.geomspace(n_pred.min(), n_pred.max(), 200), n_pred])
-        eps_pred = np.interp(np.log(grid), np.log(n_pred), np.log(np.array(pr["eps_star"])))
-        top.plot(
-            grid - 1,
-            np.exp(eps_pred),
-            "-",
-            color=COLOURS[p],
-            label="predicted from n = 16 (global steps)",
-        )
-        asym = prefactor(p, 0.5) * (grid - 1) ** (-1 / (p - 1))
-        top.plot(
-            grid - 1,
-            asym,
-            "k--",
-            lw=1,
-            label=f"asymptote {prefactor(p, 0.5):.3f}·(n−1)^(−1/{p - 1})",
-        )
-        top.axvline(
-            pr["onset_n"] - 1, color="0.5", ls=":", label=f"predicted onset n = {pr['onset_n']}"
-        )
+def value_comparisons() -> list:
+    """Measured value-criterion crossings (p = 3–6) beside the prediction from n = 16, by
+    :func:`sroa_dist.analysis.compare_prediction` (the prediction read back from its record)."""
+    out = []
+    for p in (3, 4, 5, 6):
         if p in VALUE_STUDIES:
-            ns, centre, lo, hi = measured_value(p)
-            top.errorbar(
-                ns - 1,
-                centre,
-                yerr=[centre - lo, hi - centre],
-                fmt="o",
-                color="k",
-                ms=4,
-                capsize=3,
-                label="measured first crossing (bracket)",
-            )
-            predicted = np.exp(np.interp(np.log(ns), np.log(n_pred), np.log(pr["eps_star"])))
-            resid = 100 * (centre / predicted - 1)
-            bottom.axhspan(-2, 2, color="0.9")
-            bottom.errorbar(
-                ns - 1,
-                resid,
-                yerr=[100 * (centre - lo) / predicted, 100 * (hi - centre) / predicted],
-                fmt="o",
-                color="k",
-                ms=4,
-                capsize=3,
-            )
-            bottom.axvline(pr["onset_n"] - 1, color="0.5", ls=":")
-            bottom.axhline(0, color=COLOURS[p])
-            bottom.set_ylim(-6, 6)
+            ns, _, lo, hi = measured_value(p)
         else:
-            bottom.text(
-                0.5,
-                0.5,
-                "no measured size past the onset\n(n ≥ 1180 is out of reach here)",
-                ha="center",
-                va="center",
-                transform=bottom.transAxes,
-            )
-            bottom.set_yticks([])
-        top.set_xscale("log")
-        top.set_yscale("log")
-        top.set_title(f"p = {p}: first crossing of |λ̂_j − λ_j| ≤ 0.5·ε")
-        top.set_ylabel("ε*")
-        top.legend(fontsize=7)
-        bottom.set_xscale("log")
-        bottom.set_xlabel("n − 1")
-        bottom.set_ylabel("measured / predicted − 1 (%)")
-        bottom.set_xlim(top.get_xlim())
-    fig.suptitle(
-        "Coherent tilt, value criterion: measured thresholds against the accumulation "
-        "model fed by n = 16 only (grey band ±2 %)"
+            rows = [r for r in _json(DATA / "rate" / "tilt-p6.json")["rows"] if r["lo"] > 0]
+            ns = np.array([r["n"] for r in rows])
+            lo, hi = np.array([r["lo"] for r in rows]), np.array([r["hi"] for r in rows])
+        pr = PredictedThreshold.from_record(prediction(p, "value c=0.5"))
+        out.append(compare_prediction(ns, lo, hi, prediction=pr))
+    return out
+
+
+def figure_value() -> None:
+    comparisons = value_comparisons()
+    titles = []
+    for cmp in comparisons:
+        p = cmp.prediction.p
+        past = int(cmp.past_onset.sum())
+        worst = f"worst {100 * cmp.worst_past_onset:.1f} %" if past else "all before the onset"
+        titles.append(f"p = {p}: |λ̂_j − λ_j| ≤ 0.5·ε\n{past} sizes past the onset, {worst}")
+    fig = figure_prediction(
+        comparisons,
+        titles=titles,
+        suptitle=(
+            "Coherent tilt, value criterion: measured first crossings against the accumulation "
+            "model fed by n = 16 only (grey band ±2 %)"
+        ),
     )
-    fig.tight_layout()
     fig.savefig(FIGURES / "rate_value.png", dpi=110)
-    plt.close(fig)
 
 
 def figure_normalised() -> None:

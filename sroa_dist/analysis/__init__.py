@@ -41,6 +41,7 @@ from .figures import (
 )
 from .kinds import KindAnalysis
 from .moments import fit_sample_exponent, plot_sample_scaling, sample_size_needed
+from .prediction import PredictionComparison, compare_prediction, figure_prediction
 from .report import summarize, write_report
 from .step_figures import figure2, figure_step_accumulation
 from .threshold import (
@@ -58,6 +59,9 @@ __all__ = [
     "accumulation",
     "accumulation_limit",
     "predict_threshold",
+    "PredictionComparison",
+    "compare_prediction",
+    "figure_prediction",
     "CRITERIA",
     "FIGURES",
     "Completeness",

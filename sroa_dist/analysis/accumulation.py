@@ -195,11 +195,14 @@ class PredictedThreshold:
         ``(c/g_p(0))^{1/(p−1)}·(n − 1)^{−1/(p−1)}`` (value part of the criterion).
     local_slope : (k,) ndarray
         ``d log ε*/d log(n − 1)`` of the prediction at each size (its limit is ``−1/(p−1)``).
-    model : Accumulation
-        The curves the prediction rests on.
+    model : Accumulation or None
+        The curves the prediction rests on (``None`` for a prediction read back from its
+        record, :meth:`from_record`).
     criterion, c, radius
         The criterion predicted (``"value"``: ``|λ̂ − λ| ≤ c·ε``; ``"theorem"``: that and
         ``‖v̂ − v‖ ≤ radius``).
+    p : int
+        Tensor order.
     """
 
     n: np.ndarray
@@ -208,10 +211,61 @@ class PredictedThreshold:
     onset_n: int
     asymptote: np.ndarray
     local_slope: np.ndarray
-    model: Accumulation
+    model: Accumulation | None
     criterion: str
     c: float
     radius: float | None
+    p: int
+
+    def as_record(self) -> dict[str, object]:
+        """The prediction as plain JSON-ready numbers (the curves are not kept)."""
+        return {
+            "p": self.p,
+            "criterion": self.criterion,
+            "c": self.c,
+            "radius": self.radius,
+            "n": [int(k) for k in self.n],
+            "eps_star": [float(x) for x in self.eps_star],
+            "asymptote": [float(x) for x in self.asymptote],
+            "local_slope": [float(x) for x in self.local_slope],
+            "plateau": float(self.plateau),
+            "onset_n": int(self.onset_n),
+        }
+
+    @classmethod
+    def from_record(cls, record: dict[str, object]) -> PredictedThreshold:
+        """Read back :meth:`as_record`'s numbers (a stored study row), without the curves.
+
+        ``criterion`` may carry a label after the name (``"value c=0.5"``): the first word is
+        the criterion.
+        """
+        missing = [
+            k
+            for k in ("p", "criterion", "c", "n", "eps_star", "asymptote", "plateau", "onset_n")
+            if k not in record
+        ]
+        if missing:
+            raise InputError(
+                f"prediction record: missing key(s) {missing}",
+                "use a record written by PredictedThreshold.as_record",
+            )
+        n = np.asarray(record["n"], dtype=int)
+        slope = record.get("local_slope")
+        return cls(
+            n=n,
+            eps_star=np.asarray(record["eps_star"], dtype=float),
+            plateau=float(record["plateau"]),  # type: ignore[arg-type]
+            onset_n=int(record["onset_n"]),  # type: ignore[call-overload]
+            asymptote=np.asarray(record["asymptote"], dtype=float),
+            local_slope=np.full(n.shape, np.nan)
+            if slope is None
+            else np.asarray(slope, dtype=float),
+            model=None,
+            criterion=str(record["criterion"]).split()[0],
+            c=float(record["c"]),  # type: ignore[arg-type]
+            radius=None if record.get("radius") is None else float(record["radius"]),  # type: ignore[arg-type]
+            p=int(record["p"]),  # type: ignore[call-overload]
+        )
 
 
 def predict_threshold(
@@ -262,7 +316,9 @@ def predict_threshold(
     onset = _onset(curves, float(c), r, plateau)
     asym = (c / model.g0) ** (1 / (p - 1)) * (sizes - 1.0) ** (-1 / (p - 1))
     slope = np.array([curves.local_slope(int(k), float(c), r) for k in sizes])
-    return PredictedThreshold(sizes, eps_star, plateau, onset, asym, slope, model, criterion, c, r)
+    return PredictedThreshold(
+        sizes, eps_star, plateau, onset, asym, slope, model, criterion, c, r, p
+    )
 
 
 @functools.lru_cache(maxsize=32)
