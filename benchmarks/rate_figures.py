@@ -368,6 +368,20 @@ def figure_power_vs_global() -> None:
                 capsize=3,
                 label="whole SROA, global steps: first crossing",
             )
+        rows = [r for r in _json(thr)["rows"] if r["solver"] == "power L=20"]
+        if rows:
+            pn, pc, plo, phi = per_size(rows)
+            ax.errorbar(
+                pn * 1.06,
+                pc,
+                yerr=[pc - plo, phi - pc],
+                fmt="d",
+                color="tab:blue",
+                mfc="none",
+                ms=6,
+                capsize=3,
+                label="whole SROA, power L = 20: first crossing",
+            )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("n")
@@ -432,42 +446,58 @@ def figure_lambda_min() -> None:
     plt.close(fig)
 
 
-def figure_worst_case() -> None:
-    path = DATA / "rate" / "worst-case.json"
-    if not path.exists():
-        return
-    from rate_tables import worst_case_rows
+def _worst_case_panel(ax, p: int) -> None:
+    """One order: the worst case's first grid ε past 2ε (local and certified searches) beside
+    the coherent tilt's first crossing of 2ε, with the tilt's asymptote."""
+    from rate_tables import WORST_CASE_STUDIES, worst_case_rows
 
-    fig, ax = plt.subplots(figsize=(7.5, 5))
-    crossed = {n: v for n, v in worst_case_rows().items() if math.isfinite(v[1])}
-    never = {n: v for n, v in worst_case_rows().items() if not math.isfinite(v[1])}
-    if crossed:
-        ns = np.array(sorted(crossed), dtype=float)
-        lo = np.array([crossed[n][0] for n in sorted(crossed)])
-        hi = np.array([crossed[n][1] for n in sorted(crossed)])
-        ax.errorbar(
-            ns - 1,
-            hi,
-            yerr=[hi - lo, np.zeros_like(hi)],
-            fmt="v",
-            color="tab:red",
-            capsize=3,
-            label="worst case found (gradient search): first grid ε past 2ε",
-        )
-    for n, (lo, _, _) in never.items():
-        ax.plot(n - 1, lo, "^", color="tab:red", mfc="none", ms=8)
-    if never:
-        ax.plot(
-            [], [], "^", color="tab:red", mfc="none", label="worst case: none past 2ε up to here"
-        )
-    thr = DATA / "rate" / "theorem" / "theorem-p3-c2.json"
+    styles = {"sshopm": ("v", "tab:red", "full"), "certified": ("D", "tab:purple", "none")}
+    level = None
+    sizes: list[float] = []
+    for name, order, steps in WORST_CASE_STUDIES:
+        if order != p or not (DATA / "rate" / name).exists():
+            continue
+        kind = "certified" if steps == "certified" else "sshopm"
+        marker, colour, fill = styles[kind]
+        what = "certified steps" if kind == "certified" else "SS-HOPM steps, global-checked"
+        rows = worst_case_rows(name)
+        crossed = {n: v for n, v in rows.items() if math.isfinite(v[1])}
+        never = {n: v for n, v in rows.items() if not math.isfinite(v[1])}
+        sizes += list(rows)
+        if crossed:
+            ns = np.array(sorted(crossed), dtype=float)
+            lo = np.array([crossed[n][0] for n in sorted(crossed)])
+            hi = np.array([crossed[n][1] for n in sorted(crossed)])
+            shift = 1.03 if kind == "certified" else 1.0
+            ax.errorbar(
+                (ns - 1) * shift,
+                hi,
+                yerr=[hi - lo, np.zeros_like(hi)],
+                fmt=marker,
+                color=colour,
+                mfc=colour if fill == "full" else "none",
+                capsize=3,
+                label=f"worst case found ({what}): first grid ε past 2ε",
+            )
+            if kind == "sshopm":
+                level = float(np.median(hi * (ns - 1) ** (1 / (p - 1))))
+        for n, (lo_n, _, _) in never.items():
+            ax.plot(n - 1, lo_n, "^", color=colour, mfc="none", ms=8)
+        if never:
+            ax.plot(
+                [], [], "^", color=colour, mfc="none", label=f"worst case ({what}): none up to here"
+            )
+    thr = DATA / "rate" / "theorem" / f"theorem-p{p}-c2.json"
     if thr.exists():
         rows = _json(thr)["results"]
         closed = [r for r in rows if math.isfinite(r["hi"])]
-        for r in rows:
-            if not math.isfinite(r["hi"]):
-                ax.plot(r["n"] - 1, 1.5, "^", color="tab:blue", mfc="none", ms=8)
-        ax.plot([], [], "^", color="tab:blue", mfc="none", label="coherent tilt: none up to 1.5")
+        open_ = [r for r in rows if not math.isfinite(r["hi"])]
+        sizes += [r["n"] for r in rows]
+        for r in open_:
+            ax.plot(r["n"] - 1, 1.5, "^", color="tab:blue", mfc="none", ms=8)
+        if open_:
+            label = "coherent tilt: none up to 1.5"
+            ax.plot([], [], "^", color="tab:blue", mfc="none", label=label)
         if closed:
             tn, tc, tlo, thi = per_size(closed)
             ax.errorbar(
@@ -479,34 +509,43 @@ def figure_worst_case() -> None:
                 capsize=3,
                 label="coherent tilt: first crossing of 2ε",
             )
-    grid = np.geomspace(7, 130, 50)
-    if crossed:
-        level = float(np.median(hi * np.sqrt(ns - 1)))
+    grid = np.geomspace(min(sizes) - 1, max(sizes) * 1.05, 50)
+    k = 1 / (p - 1)
+    if level is not None and p == 3:  # p = 4's sizes sit on the plateau: no rate to draw
         ax.plot(
             grid,
-            level * grid**-0.5,
+            level * grid**-k,
             ":",
             color="tab:red",
             lw=1,
-            label=f"{level:.2f}·(n−1)^(−1/2): the median of the worst case's ε·(n−1)^(1/2)",
+            label=f"{level:.2f}·(n−1)^(−1/{p - 1}): median of the worst case's ε·(n−1)^(1/{p - 1})",
         )
     ax.plot(
         grid,
-        prefactor(3, 2.0) * grid**-0.5,
+        prefactor(p, 2.0) * grid**-k,
         "k--",
         lw=1,
-        label=f"tilt's asymptote {prefactor(3, 2.0):.3f}·(n−1)^(−1/2)",
+        label=f"tilt's asymptote {prefactor(p, 2.0):.3f}·(n−1)^(−1/{p - 1})",
     )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("n − 1")
     ax.set_ylabel("ε")
-    ax.set_title(
-        "p = 3: where Theorem 3.1's value bound |λ̂ − λ| ≤ 2ε first breaks\n"
-        "(global-checked SROA), worst case found against the coherent tilt",
-        fontsize=10,
+    ax.set_title(f"p = {p}", fontsize=10)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.13), frameon=False)
+
+
+def figure_worst_case() -> None:
+    if not (DATA / "rate" / "worst-case.json").exists():
+        return
+    fig, axes = plt.subplots(1, 2, figsize=(13, 7.5))
+    for ax, p in zip(axes, (3, 4), strict=True):
+        _worst_case_panel(ax, p)
+    fig.suptitle(
+        "Where Theorem 3.1's value bound |λ̂ − λ| ≤ 2ε first breaks: the worst case found "
+        "(gradient search) against the coherent tilt",
+        fontsize=11,
     )
-    ax.legend(fontsize=7, loc="center right", bbox_to_anchor=(1.0, 0.62))
     fig.tight_layout()
     fig.savefig(FIGURES / "rate_worst_case.png", dpi=120)
     plt.close(fig)
