@@ -48,8 +48,13 @@ from pathlib import Path
 import numpy as np
 
 import sroa_dist as sd
+from sroa_dist.decomposition.algorithm import sroa_batch
 from sroa_dist.methods.builtin import aghkt_budget
+from sroa_dist.problems.instances import BASES, draw_lambdas
 from sroa_dist.studies.start_escape import escape_probability, step_success
+
+# find_threshold's own instance and seed draw, to rerun its search's SROA (capture part)
+from sroa_dist.studies.threshold import _copy, _seed, default_lambdas
 
 MASTER_SEED = 20261127
 ESCAPE_SIZES = [16, 32, 64, 128, 256, 512, 1024]
@@ -127,8 +132,8 @@ def escape(out: Path, sizes: list[int] | None = None, min_eps: float = 0.0) -> N
 
 
 def _step_successes(vectors: np.ndarray, radius: float = 0.3) -> np.ndarray:
-    """Per step: did it end within ``radius`` of a component (the identity basis) not found
-    before?"""
+    """Per step: did it end within ``radius`` of a component not found before? ``vectors``
+    holds the steps' vectors (columns) in the components' coordinates."""
     found: set[int] = set()
     ok = np.zeros(vectors.shape[1], dtype=bool)
     for j in range(vectors.shape[1]):
@@ -228,9 +233,6 @@ def _first_lost(vectors: np.ndarray, basis: np.ndarray) -> int:
 
 
 def capture(out: Path) -> None:
-    from sroa_dist.problems.instances import BASES, draw_lambdas
-    from sroa_dist.studies.threshold import _copy, _seed, default_lambdas
-
     rows = json.loads((out / "attractor-thresholds.json").read_text())["rows"]
     n = CAPTURE_N
     power = next(r for r in rows if r["solver"] == "power L=20" and r["n"] == n)
@@ -257,8 +259,6 @@ def capture(out: Path) -> None:
         seeds = [("search", [_copy(solve_ss)])] + [(k, k) for k in range(CAPTURE_RUNS)]
         for label, rng in seeds:
             if label == "search":
-                from sroa_dist.decomposition.algorithm import sroa_batch
-
                 res = sroa_batch(T.as_batch(), rank=n, method="power", rng=rng, **FIXED)[0]
             else:
                 res = sd.sroa(T, method="power", rng=rng, **FIXED)

@@ -42,9 +42,11 @@ class PredictionComparison:
     lo, hi : (k,) ndarray
         Measured brackets ``(lo, hi]`` (the median over replicates when a size has several).
     predicted : (k,) ndarray
-        The predicted ``ε*`` at each size.
+        The predicted ``ε*`` at each size (``inf`` where the model has no crossing in its ε
+        range).
     residual : (k,) ndarray
-        ``√(lo·hi)/predicted − 1``: the bracket centre's relative distance from the prediction.
+        ``√(lo·hi)/predicted − 1``: the bracket centre's relative distance from the prediction
+        (``nan`` where ``predicted`` is ``inf``).
     residual_lo, residual_hi : (k,) ndarray
         ``lo/predicted − 1`` and ``hi/predicted − 1``: the range the bracket allows.
     past_onset : (k,) ndarray of bool
@@ -73,7 +75,7 @@ class PredictionComparison:
     def worst_past_onset(self) -> float:
         """The largest ``|residual|`` over the sizes past the onset (``nan`` if none is)."""
         r = np.abs(self.residual[self.past_onset])
-        return float(r.max()) if r.size else math.nan
+        return float(np.nanmax(r)) if np.isfinite(r).any() else math.nan
 
     def rows(self) -> list[dict[str, float | int | bool]]:
         """One plain row per size (for tables and JSON)."""
@@ -154,15 +156,17 @@ def compare_prediction(
     # log ε* against log(n − 1) is smooth (the asymptote is a power of n − 1)
     predicted = np.exp(np.interp(np.log(sizes - 1.0), np.log(pn - 1), np.log(prediction.eps_star)))
     centre = np.sqrt(lo_m * hi_m)
-    residual = centre / predicted - 1
+    # where the model has no crossing in its ε range (ε* = inf) there is no residual: nan
+    with np.errstate(invalid="ignore"):
+        residual = np.where(np.isfinite(predicted), centre / predicted - 1, np.nan)
     return PredictionComparison(
         n=sizes,
         lo=lo_m,
         hi=hi_m,
         predicted=predicted,
         residual=residual,
-        residual_lo=lo_m / predicted - 1,
-        residual_hi=hi_m / predicted - 1,
+        residual_lo=np.where(np.isfinite(predicted), lo_m / predicted - 1, np.nan),
+        residual_hi=np.where(np.isfinite(predicted), hi_m / predicted - 1, np.nan),
         past_onset=sizes >= prediction.onset_n,
         within=np.abs(residual) <= tolerance,
         tolerance=float(tolerance),
@@ -275,11 +279,8 @@ def figure_prediction(
         )
         bottom.set_xscale("log")
         bottom.set_xlim(top.get_xlim())
-        lim = max(
-            3 * band,
-            1.2 * float(np.max(np.abs(100 * cmp.residual_hi))),
-            1.2 * float(np.max(np.abs(100 * cmp.residual_lo))),
-        )
+        ends = np.abs(100 * np.r_[cmp.residual_lo, cmp.residual_hi])
+        lim = max(3 * band, 1.2 * float(np.nanmax(ends)) if np.isfinite(ends).any() else 0.0)
         bottom.set_ylim(-lim, lim)
         bottom.set_xlabel("n − 1")
         bottom.set_ylabel("measured / predicted − 1 (%)")

@@ -110,3 +110,13 @@ def test_the_figure_has_a_curve_panel_over_a_residual_panel_per_comparison():
     assert axes[2].get_ylabel() == "measured / predicted − 1 (%)"
     with pytest.raises(InputError, match="titles: expected 2"):
         figure_prediction([cmp, cmp], titles=["a"])
+
+
+def test_a_size_where_the_model_has_no_crossing_has_no_residual():
+    record = _stored().as_record()
+    record["eps_star"][2] = math.inf  # n = 32: none in the model's ε range
+    pr = PredictedThreshold.from_record(record)
+    cmp = compare_prediction([32, 128], [0.3, 0.158], [0.31, 0.162], prediction=pr)
+    assert cmp.predicted[0] == math.inf and math.isnan(cmp.residual[0]) and not cmp.within[0]
+    assert cmp.worst_past_onset == pytest.approx(abs(cmp.residual[1]))
+    figure_prediction(cmp)  # draws what is finite
