@@ -5,7 +5,8 @@ command-line option -- raises :class:`InputError` or a subclass (``SpecError``,
 ``StoreIncompatibleError``, ...). ``str(exc)`` is one line naming the argument, file or key,
 what was expected and what was received; ``exc.hint`` is one line saying what to do. Python
 shows the hint under the message (an exception note); the ``sroa-dist`` command prints the
-two as ``error: ...`` and ``hint: ...`` and exits with status 2. ``InputError`` is a
+two as ``error: ...`` and ``hint: ...`` and exits with status 2, and IPython and Jupyter show
+the same two lines in place of a traceback (``SROA_DEBUG=1``: the traceback). ``InputError`` is a
 ``ValueError``, so ``except ValueError`` keeps working. ``tests/test_error_grammar.py`` holds
 every raise site of the package to this.
 
@@ -16,7 +17,9 @@ print as one line, ``SroaWarning: ...``, never with a file name and a source lin
 
 from __future__ import annotations
 
+import os
 import warnings
+from collections.abc import Callable
 
 __all__ = [
     "InputError",
@@ -57,6 +60,17 @@ class InputError(ValueError):
         self.hint = hint
         if hint:
             self.add_note(f"hint: {hint}")
+
+    @property
+    def _render_traceback_(self) -> Callable[[], list[str]]:
+        """IPython's hook for an exception's own traceback text: a notebook that hands the
+        package bad input (a missing or damaged store, say) shows ``error: ...`` and ``hint:
+        ...`` as the command line does, not a traceback through the package's internals.
+        With ``SROA_DEBUG`` set the hook is absent, so IPython shows the traceback."""
+        if os.environ.get("SROA_DEBUG"):
+            raise AttributeError("_render_traceback_")  # hasattr() is False: the traceback
+        lines = [f"error: {self}"] + ([f"hint: {self.hint}"] if self.hint else [])
+        return lambda: lines
 
     def __reduce__(self):  # pickled by Dask between processes: keep the hint
         return (_rebuild, (type(self), str(self), self.hint, dict(self.__dict__)))

@@ -281,6 +281,20 @@ def test_errors_keep_their_hint_across_processes():
     assert isinstance(back, FileNotFoundError)  # a missing store is still one
 
 
+def test_ipython_shows_an_error_as_its_two_lines_unless_debugging(monkeypatch):
+    """IPython (a notebook) prints what ``_render_traceback_`` returns in place of the
+    traceback: the CLI's two lines; with ``SROA_DEBUG`` the hook is absent, so the traceback
+    shows. tests/analysis/test_notebook.py sees the two lines come out of a real kernel."""
+    from sroa_dist.sweep.store.target import StoreNotFoundError
+
+    monkeypatch.delenv("SROA_DEBUG", raising=False)
+    exc = StoreNotFoundError("store: expected a store; received x, which does not exist", "run")
+    assert exc._render_traceback_() == [f"error: {exc}", "hint: run"]
+    assert InputError("no advice here", "")._render_traceback_() == ["error: no advice here"]
+    monkeypatch.setenv("SROA_DEBUG", "1")
+    assert not hasattr(exc, "_render_traceback_")
+
+
 def test_a_package_warning_prints_as_one_line():
     """What Python prints for a warning of the package: no file name, no source line."""
     text = warnings.formatwarning("first line\nsecond line", SroaWarning, "x.py", 3, "src()")

@@ -303,7 +303,9 @@ def _method_sshopm(
     over the same pairs instance by instance, ``"dense"`` over all of them (see
     :func:`~sroa_dist.methods.ascent.shifted_ascent`); the three agree up to rounding. Revisions 1,
     2 and 3 of this method, which stores made with them keep using, are reproduced by the option
-    values in its record's ``legacy`` table. Converges to local maxima: fast, not certified. Besides
+    values in its record's ``legacy`` table. Converges to local maxima: fast, with no bound of its
+    own (a step is certified only where its value meets the unfolding bound that
+    :func:`~sroa_dist.methods.finishing.finish_step` checks every step against). Besides
     ``x`` it reports how many starts reached the best value (``n_best``) and whether the
     confirmation upheld it (``confirmed``; always false where ``max_starts`` leaves no room for it).
     Evidence, not a proof.
