@@ -35,8 +35,10 @@ from .problems.perturbations import (
 )
 from .problems.structured import structured_tensor
 from .studies.first_crossing import ThresholdResult
+from .studies.recheck import recheck_worst_case
 from .studies.threshold import find_threshold
-from .studies.worst_case import WorstCaseResult, worst_case
+from .studies.worst_case import worst_case
+from .studies.worst_case_result import WorstCaseResult, load_worst_case
 from .tensors import identity_basis, random_orthonormal_basis, sod_tensor, symmetrize
 
 install_warning_format()  # the package's warnings are one line, never a source line
@@ -58,6 +60,8 @@ __all__ = [
     "register_perturbation",
     "WorstCaseResult",
     "worst_case",
+    "load_worst_case",
+    "recheck_worst_case",
     "Instance",
     "InputError",
     "SroaWarning",

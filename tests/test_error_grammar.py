@@ -194,6 +194,8 @@ API = {
         "coherent-tilt+cauchy", 4, 3, np.eye(4), np.ones(4), rng=0
     ),
     "worst_case": lambda: sroa_dist.worst_case(4, 3, 0.1, metric="nope", rng=0),
+    "load_worst_case": lambda: sroa_dist.load_worst_case(ROOT / "results" / "no-such-case.npz"),
+    "recheck_worst_case": lambda: sroa_dist.recheck_worst_case(ROOT / "results" / "no-such.npz"),
     "find_threshold": lambda: sroa_dist.find_threshold(1, 3, rng=0),
     "load_spec": lambda: sroa_dist.load_spec(ROOT / "sweeps" / "no-such-spec.toml"),
     "open_results": lambda: sroa_dist.open_results(ROOT / "results" / "no-such-store.zarr"),
@@ -346,6 +348,7 @@ CLI = [
     (["check", "{d}/afile"], "received a file"),
     (["info", "{d}/empty"], "an empty folder"),
     (["verify", "{d}/nope.zarr"], "which does not exist"),
+    (["recheck", "{d}/nope.npz"], "no such file"),
     (["plot", "{d}/nope.zarr"], "which does not exist"),
     (["plot", "{d}/empty", "--criterion", "nope"], "expected one of recovery, value, theorem"),
     (["report", "{d}/nope.zarr", "--format", ","], "--format: expected a comma-separated"),

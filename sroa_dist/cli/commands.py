@@ -213,6 +213,25 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     return 0 if rep.ok else 1
 
 
+def _cmd_recheck(args: argparse.Namespace) -> int:
+    """``recheck``: :func:`sroa_dist.recheck_worst_case` on a saved worst case; exit 0 where
+    its claim stands on certified numbers, 1 where it does not."""
+    from ..studies.recheck import recheck_worst_case
+
+    out = recheck_worst_case(args.file, args.c)
+    print(
+        f"{args.file}: error {out.error:.10g}; ||E|| in [{out.norm_lower:.10g}, "
+        f"{out.norm_upper:.10g}] ({'certified' if out.norm_certified else 'not certified'}); "
+        f"SROA steps {'all certified' if out.steps_certified else 'not all certified'}"
+    )
+    verdict = "STANDS" if out.stands else "DOES NOT STAND"
+    print(
+        f"{args.file}: ratio error/upper(||E||) = {out.ratio:.10g} (claimed "
+        f"{out.claimed_ratio:.10g}), c = {out.c:g}: the claim {verdict} ({out.reason})"
+    )
+    return 0 if out.stands else 1
+
+
 # ---- analysis (sroa_dist.analysis) -----------------------------------------------------------
 def _cmd_plot(args: argparse.Namespace) -> int:
     """``plot``: the figures the cube supports, via ``sroa_dist.analysis.plot_cube``."""

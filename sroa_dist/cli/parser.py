@@ -11,6 +11,7 @@ from .check import _cmd_check, _cmd_status_deep
 from .commands import (
     _cmd_info,
     _cmd_plot,
+    _cmd_recheck,
     _cmd_report,
     _cmd_run,
     _cmd_validate,
@@ -203,6 +204,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ve.add_argument("store")
     ve.set_defaults(func=_cmd_verify)
+
+    rc = sub.add_parser(
+        "recheck",
+        help="re-check a saved worst case's claim error > c·||E|| with a certified norm and "
+        "certified SROA (sroa_dist.WorstCaseResult.save); exit 1 if it does not stand",
+    )
+    rc.add_argument("file", help="a .npz file written by WorstCaseResult.save")
+    rc.add_argument(
+        "--c", type=float, default=None, help="the constant to check (default: the file's claim)"
+    )
+    rc.set_defaults(func=_cmd_recheck)
 
     pl = sub.add_parser("plot", help="figures of a result cube (sroa_dist.analysis)")
     pl.add_argument("store")

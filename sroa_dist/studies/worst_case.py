@@ -12,99 +12,27 @@ backtracking and restarts, which reaches larger ``n`` for the same number of SRO
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
 from ..errors import InputError
 from ..methods import METHODS
-from ..methods.cost import certified_tractable
+from ..methods.cost import CERTIFIED_NORM_METHOD, certified_tractable
 from ..problems.noise import noise_tensor
 from ..problems.perturbations import coherent_tilt, register_perturbation
 from ..tensors import check_symmetric_tensor, identity_basis, sod_tensor
 from ..threads import single_blas
+from .worst_case_result import WorstCaseResult
 from .worst_case_search import METRICS, SEARCHES, SMOOTH_METRICS, Objective, Point
 
 __all__ = ["METRICS", "SEARCH_METHODS", "WorstCaseResult", "tilt_alignment", "worst_case"]
 
 #: Search methods of :func:`worst_case` (``method=``).
 SEARCH_METHODS = tuple(SEARCHES)
-
-
-@dataclasses.dataclass(frozen=True)
-class WorstCaseResult:
-    """The worst perturbation found and how the search got there.
-
-    Attributes
-    ----------
-    E : ndarray, shape (n,)*p
-        Symmetric, with operator norm ``eps`` (to the bracket ``norm_bracket``).
-    metric : str
-        The metric maximised.
-    value : float
-        The metric reached by ``E``.
-    lam_err, vec_err : ndarray, shape (r,)
-        Per-step errors of SROA on ``T + E`` after optimal matching.
-    trace : ndarray, shape (n_evals,)
-        Metric of every evaluated candidate, in order (the structured and random starts
-        first); ``best_trace`` is its running maximum.
-    best_trace : ndarray, shape (n_evals,)
-    start : str
-        The start the search began from (the best start by metric).
-    start_values : dict
-        Metric of each start.
-    tilt_cosine : float
-        Largest ``|⟨E, E_tilt,l⟩_F| / (‖E‖_F ‖E_tilt,l‖_F)`` over the coherent tilts toward
-        each component ``l``: 1 means the search found a coherent tilt.
-    tilt_component : int
-        The ``l`` of that best-aligned tilt.
-    norm_bracket : tuple of float
-        ``(lower, upper)`` of ``‖E‖``: certified when ``norm_certified``, else ``upper`` is
-        the unfolding bound and only ``lower`` (= ``eps``, attained) is tight.
-    eps : float
-    lambdas, V : ndarray
-        The SOD tensor ``T = Σ λ_i v_i^{⊗p}`` the search attacked.
-    seed : Any
-        The ``rng`` argument (the search is a pure function of it and the other arguments).
-    method : str
-        The search (``"es"`` or ``"gradient"``).
-    step_method, norm_method : str
-        Rank-one method of SROA's steps, and the method that computed ``‖E‖`` for the
-        renormalisation (``"certified"``: exact to the bracket; ``"sshopm"``: a multi-start
-        estimate, which can only underestimate, so ``‖E‖ ≥ eps``).
-    norm_certified : bool
-        Whether the returned ``E``'s norm bracket is certified.
-    """
-
-    E: NDArray[np.float64]
-    metric: str
-    value: float
-    lam_err: NDArray[np.float64]
-    vec_err: NDArray[np.float64]
-    trace: NDArray[np.float64]
-    best_trace: NDArray[np.float64]
-    start: str
-    start_values: dict[str, float]
-    tilt_cosine: float
-    tilt_component: int
-    norm_bracket: tuple[float, float]
-    eps: float
-    lambdas: NDArray[np.float64]
-    V: NDArray[np.float64]
-    seed: Any
-    method: str = "es"
-    step_method: str = "certified"
-    norm_method: str = "certified"
-    norm_certified: bool = True
-
-    @property
-    def n_evals(self) -> int:
-        """Number of SROA runs the search spent."""
-        return len(self.trace)
 
 
 def tilt_alignment(E: ArrayLike, V: ArrayLike, lambdas: ArrayLike) -> tuple[float, int]:
@@ -149,11 +77,20 @@ def _resolve_methods(
 
 
 def _starts(
-    starts: Sequence[str], n: int, p: int, V: np.ndarray, lam: np.ndarray, k: int, gen: Any
+    starts: Sequence[Any], n: int, p: int, V: np.ndarray, lam: np.ndarray, k: int, gen: Any
 ) -> list[tuple[str, np.ndarray]]:
     candidates: list[tuple[str, np.ndarray]] = []
-    for s in starts:
-        if s == "coherent-tilt":
+    for i, s in enumerate(starts):
+        if not isinstance(s, str):  # a given direction (e.g. a saved worst case's E)
+            D = check_symmetric_tensor(s, f"starts[{i}]")
+            if D.shape != (n,) * p or not np.any(D):
+                raise InputError(
+                    f"starts[{i}]: expected a nonzero symmetric tensor of shape {(n,) * p}, "
+                    f"received shape {D.shape}",
+                    "give a nonzero symmetric array of the searched shape, or a start's name",
+                )
+            candidates.append((f"given-{i}", D))
+        elif s == "coherent-tilt":
             candidates.append((s, coherent_tilt(n, p, V, lam)[0]))
         elif s == "sod-shrink":
             # -Σ v_i^{⊗p} (norm 1): every weight falls by eps, Theorem 2.2's first-order worst.
@@ -163,8 +100,9 @@ def _starts(
                 candidates.append((f"gaussian-{i}", noise_tensor("gaussian", n, p, 1.0, rng=gen)))
         else:
             raise InputError(
-                f"starts: expected 'coherent-tilt', 'sod-shrink' or 'gaussian', received {s!r}",
-                "use 'coherent-tilt', 'sod-shrink' or 'gaussian'",
+                f"starts: expected 'coherent-tilt', 'sod-shrink', 'gaussian' or an array, "
+                f"received {s!r}",
+                "use 'coherent-tilt', 'sod-shrink', 'gaussian' or a symmetric array",
             )
     if not candidates:
         raise InputError(
@@ -185,7 +123,7 @@ def worst_case(
     rng: np.random.Generator | int | None = None,
     lambdas: ArrayLike | None = None,
     V: ArrayLike | None = None,
-    starts: Sequence[str] = ("coherent-tilt", "sod-shrink", "gaussian"),
+    starts: Sequence[str | ArrayLike] = ("coherent-tilt", "sod-shrink", "gaussian"),
     n_random_starts: int = 2,
     step: float = 0.3,
     radius: float = 0.3,
@@ -221,8 +159,9 @@ def worst_case(
     starts : sequence of str
         Structured starts (``"coherent-tilt"``; ``"sod-shrink"``, ``-Σ v_i^{⊗p}``, which
         lowers every weight by ``eps``) and/or ``"gaussian"`` (``n_random_starts`` i.i.d.
-        draws); the best start by metric begins the search, and the gradient search restarts
-        from the others (best first), then from new Gaussian draws, when it stalls.
+        draws) and/or arrays (directions given by the caller, named ``"given-i"``, e.g. a saved
+        worst case's ``E``); the best start by metric begins the search, and the gradient search
+        restarts from the others (best first), then from new Gaussian draws, when it stalls.
     step : float
         Initial step relative to ``‖E‖_F``: the ES's mutation size (adapted by the one-fifth
         rule), the gradient search's first trial step (doubled after a success, halved on
@@ -250,15 +189,27 @@ def worst_case(
         (:func:`sroa_dist.methods.cost.certified_tractable`), else ``"sshopm"`` (multi-start local
         steps with a Newton polish: the first-order conditions hold to machine precision).
     norm_method : str, optional
-        Method computing ``‖D‖`` for the renormalisation, with the same defaults: the
-        certified norm where tractable, else SS-HOPM's multi-start estimate (a lower bound:
-        ``‖E‖`` can then exceed ``eps`` by what the starts missed). Stated in the result.
+        Method computing ``‖D‖`` for the renormalisation. Default: ``"certified"`` where the
+        relaxation is tractable for ``(n, p)`` (every candidate's ``‖E‖ = eps`` then holds to
+        a validated bracket; for p = 3 about n ≤ 22 on one core), else ``"sshopm"``. A local
+        method is never run with one fixed seed (a search learns to hide ``E``'s maximum from
+        fixed starts, and the rescale then makes ``‖E‖`` larger than ``eps``): every
+        evaluation draws fresh starts from a stream derived from ``rng`` and its index, plus
+        spectral starts, the component starts ``±v_i`` and the maximisers of earlier
+        evaluations (:class:`sroa_dist.studies.search_norm.SearchNorm`). Whatever
+        ``norm_method``, the returned ``E`` is rescaled to its certified norm (and SROA rerun
+        on it) wherever the relaxation is tractable; elsewhere its bracket is the estimate and
+        the unfolding bound, and ``ratio_kind`` says ``"lower-bound"``.
     step_options : dict, optional
         Options of ``step_method`` (e.g. ``{"n_starts": 64}``).
 
     Returns
     -------
     WorstCaseResult
+        ``value`` is the metric the search maximised (``"lam"``: the value error over ``eps``,
+        the attained lower end of ``‖E‖``, so an upper bound of ``error / ‖E‖``); ``ratio`` is
+        the value error over the upper end, a lower bound of it, and ``ratio_kind`` says
+        whether the two meet (a certified bracket) or not (an estimate).
     """
     if metric not in METRICS:
         raise InputError(
@@ -310,6 +261,8 @@ def worst_case(
     start_name, start = ranked[0]
     pool = [D for name, D in candidates if not name.startswith("gaussian")]
     best = SEARCHES[method](obj, start, pool, budget, gen, step, restarts=[pt for _, pt in ranked])
+    if certified_tractable(n, p):  # whatever the search's norm, the E returned is certified
+        best = obj.certify(best, CERTIFIED_NORM_METHOD)
     cos, ell = tilt_alignment(best.E, V, lam)
     tr = np.asarray(obj.trace, dtype=float)
     return WorstCaseResult(
@@ -333,6 +286,10 @@ def worst_case(
         step_method=step_method,
         norm_method=norm_method,
         norm_certified=best.certified,
+        ratio=float(np.max(best.lam_err)) / float(best.bracket[1]),
+        ratio_kind="certified" if best.certified else "lower-bound",
+        solve_seed=solve_seed,
+        norm_seed=norm_seed,
     )
 
 
@@ -348,7 +305,7 @@ def _adversarial_draw(
     metric: str = "lam",
 ) -> tuple[np.ndarray, float]:
     res = worst_case(n, p, eps, metric=metric, budget=int(budget), rng=rng, lambdas=lambdas, V=V)
-    # The certified norm is eps up to the relaxation's bracket: state the attained value.
+    # E was rescaled by its attained norm (certified where tractable): state that value.
     return res.E, float(res.norm_bracket[0])
 
 

@@ -18,9 +18,10 @@ from numpy.typing import NDArray
 from ..decomposition.adjoint import sroa_vjp
 from ..decomposition.algorithm import SROAResult, sroa
 from ..metrics import match
-from ..norms import operator_norm
+from ..norms import OperatorNormResult, operator_norm
 from ..problems.noise import noise_tensor
 from ..tensors import FloatArray, contract
+from .search_norm import SearchNorm, ascend_maximisers
 
 __all__ = ["METRICS", "SEARCHES", "Objective", "Point"]
 
@@ -65,11 +66,11 @@ def _metric(kind: str, lam_err: np.ndarray, vec_err: np.ndarray, eps: float, rad
 class Objective:
     """``D ↦`` SROA's error on ``T + ε D/‖D‖``, counted, with every value kept in ``trace``.
 
-    ``step_method`` solves SROA's rank-one steps (``step_options`` passed on) and
-    ``norm_method`` computes ``‖D‖`` (``"certified"``: exact to the relaxation's bracket;
-    ``"sshopm"``: a multi-start estimate, a lower bound, so ``‖E‖`` may exceed ``ε`` by what
-    the starts missed). Fixed seeds for both, so the objective is a deterministic function of
-    ``D`` and nearby ``D`` follow the same branch of local maxima.
+    ``step_method`` solves SROA's rank-one steps (``step_options`` passed on) with one fixed
+    seed, so nearby ``D`` follow the same branch of local maxima. ``‖D‖`` comes from
+    :class:`~sroa_dist.studies.search_norm.SearchNorm` (``norm_method``, ``norm_seed``): a
+    certified bracket for a global method, else an estimate with fresh starts at every
+    evaluation (never one fixed seed: the search would learn to hide ``D``'s maximum from it).
     """
 
     def __init__(
@@ -90,31 +91,58 @@ class Objective:
         self.metric, self.radius = metric, radius
         self.step_method, self.norm_method = step_method, norm_method
         self.solve_seed, self.norm_seed = solve_seed, norm_seed
+        self.norm = SearchNorm(norm_method, norm_seed, V)
         self.step_options = step_options
         self.trace: list[float] = []
         self._seen: list[FloatArray] = []  # norm maximisers of earlier gradients (warm starts)
+        self._warm: list[FloatArray] = []  # norm maximisers of earlier evaluations
 
     def __call__(self, D: FloatArray) -> Point:
-        nr = operator_norm(D, self.norm_method, rng=self.norm_seed)
+        k = len(self.trace)
+        nr = self.norm(D, k, self._warm)
+        self._warm = [*self._warm[-(WARM_STARTS - 1) :], np.asarray(nr.x, dtype=float)]
+        pt = self.evaluate(D, nr)
+        self.trace.append(pt.value)
+        return pt
+
+    def evaluate(self, D: FloatArray, nr: OperatorNormResult) -> Point:
+        """SROA on ``T + E``, ``E = ε D / ‖D‖`` with ``‖D‖`` bracketed by ``nr`` (not counted).
+
+        ``E`` is rescaled by the attained value, so ``‖E‖ ≥ ε`` (the bracket's lower end) and
+        the value error over ``ε`` is an upper bound of the ratio ``error / ‖E‖``; it is the
+        search's objective (smooth in ``D``, unlike the bracket's upper end, which moves with
+        the relaxation's tolerance). The ratio over the upper end, the number a claim needs, is
+        :attr:`WorstCaseResult.ratio`.
+        """
         f = self.eps / nr.value
         E = D * f
         res = sroa(self.T + E, method=self.step_method, rng=self.solve_seed, **self.step_options)
         m = match(res, self.lam, self.V)
         lam_err, vec_err = np.asarray(m.lam_err), np.asarray(m.vec_err)
         value, score = _metric(self.metric, lam_err, vec_err, self.eps, self.radius)
-        self.trace.append(value)
         return Point(
             E=E,
             value=value,
             score=score,
             lam_err=lam_err,
             vec_err=vec_err,
-            bracket=(nr.lower * f, nr.upper * f),
+            bracket=(float(nr.lower) * f, float(nr.upper) * f),
             certified=bool(nr.certified),
             result=res,
             perm=np.asarray(m.perm),
             norm_x=np.asarray(nr.x, dtype=float),
         )
+
+    def certify(self, pt: Point, method: str) -> Point:
+        """``pt`` with its norm bracketed by the global ``method`` (e.g. ``"certified"``); where
+        that bracket is certified, ``E`` is rescaled to it and SROA rerun (not counted in the
+        trace); otherwise ``pt`` unchanged."""
+        if pt.certified:
+            return pt
+        nr = operator_norm(pt.E, method, rng=np.random.default_rng([self.norm_seed, 2**32]))
+        if not nr.certified:
+            return pt
+        return self.evaluate(pt.E, nr)
 
     @property
     def n_evals(self) -> int:
@@ -182,14 +210,8 @@ class Objective:
         self._seen = self._seen[-32:]
         gen = np.random.default_rng(self.norm_seed)
         X = np.concatenate([np.stack(self._seen), gen.standard_normal((min(4 * n, 64), n))])
-        X /= np.linalg.norm(X, axis=1, keepdims=True)
-        s = np.where(contract(E[None], X[None], p)[0] < 0, -1.0, 1.0)
         # Shifted power iterations on s·E x^p (SS-HOPM): (p − 1) ε bounds the curvature.
-        alpha = (p - 1) * self.eps
-        for _ in range(POWER_ITERS):
-            Y = s[:, None] * contract(E[None], X[None], p - 1)[0] + alpha * X
-            X = Y / np.linalg.norm(Y, axis=1, keepdims=True)
-        vals = s * contract(E[None], X[None], p)[0]
+        s, X, vals = ascend_maximisers(E, X, (p - 1) * self.eps, POWER_ITERS)
         x0 = pt.norm_x
         out = [(1.0 if float(contract(E[None], x0[None, None], p)[0, 0]) >= 0 else -1.0, x0)]
         for k in np.argsort(-vals):
@@ -206,6 +228,8 @@ class Objective:
 ACTIVE_TOL = 0.02
 #: Shifted power iterations that locate them (from warm starts, so few are needed).
 POWER_ITERS = 100
+#: Norm maximisers of the latest evaluations that start every local norm estimate.
+WARM_STARTS = 16
 
 
 def _outer_power(x: FloatArray, p: int) -> FloatArray:
