@@ -148,9 +148,12 @@ def worst_case(
         larger; ES only: it is integer-valued, so it has no gradient).
     budget : int
         SROA evaluations in all, starts and line-search trials included (each costs one SROA
-        and one operator norm; the gradient search's derivatives cost no SROA run).
+        and one operator norm; the gradient search's derivatives cost no SROA run). Where the
+        search's norm was an estimate and the relaxation is tractable, certifying the returned
+        ``E`` adds one certified norm and one SROA run outside the budget.
     rng : Generator or seed
-        The only source of randomness (random starts, mutations, solver starts).
+        The only source of randomness (random starts, mutations, solver starts, the norm's
+        fresh starts at each evaluation).
     lambdas : (r,) array_like, optional
         Weights of ``T``; default ``1`` for every component except ``0.95`` for the last, so
         the deflation order is defined.
@@ -305,8 +308,9 @@ def _adversarial_draw(
     metric: str = "lam",
 ) -> tuple[np.ndarray, float]:
     res = worst_case(n, p, eps, metric=metric, budget=int(budget), rng=rng, lambdas=lambdas, V=V)
-    # E was rescaled by its attained norm (certified where tractable): state that value.
-    return res.E, float(res.norm_bracket[0])
+    # A certified bracket is the norm to the relaxation's tolerance: state its attained end.
+    # An estimate is no norm to state (the sweep would store it as exact): let the sweep bound it.
+    return res.E, (float(res.norm_bracket[0]) if res.norm_certified else None)
 
 
 register_perturbation(
