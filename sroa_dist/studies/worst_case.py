@@ -80,16 +80,16 @@ def _starts(
     starts: Sequence[Any], n: int, p: int, V: np.ndarray, lam: np.ndarray, k: int, gen: Any
 ) -> list[tuple[str, np.ndarray]]:
     candidates: list[tuple[str, np.ndarray]] = []
-    for i, s in enumerate(starts):
+    for pos, s in enumerate(starts):
         if not isinstance(s, str):  # a given direction (e.g. a saved worst case's E)
-            D = check_symmetric_tensor(s, f"starts[{i}]")
+            D = check_symmetric_tensor(s, f"starts[{pos}]")
             if D.shape != (n,) * p or not np.any(D):
                 raise InputError(
-                    f"starts[{i}]: expected a nonzero symmetric tensor of shape {(n,) * p}, "
+                    f"starts[{pos}]: expected a nonzero symmetric tensor of shape {(n,) * p}, "
                     f"received shape {D.shape}",
                     "give a nonzero symmetric array of the searched shape, or a start's name",
                 )
-            candidates.append((f"given-{i}", D))
+            candidates.append((f"given-{pos}", D))
         elif s == "coherent-tilt":
             candidates.append((s, coherent_tilt(n, p, V, lam)[0]))
         elif s == "sod-shrink":

@@ -81,3 +81,10 @@ def test_fresh_streams_are_a_pure_function_of_seed_and_index():
     s0 = np.random.default_rng(np.random.SeedSequence([11, 0])).standard_normal(3)
     s1 = np.random.default_rng(np.random.SeedSequence([11, 1])).standard_normal(3)
     assert not np.array_equal(s0, s1)
+
+
+def test_a_given_start_must_be_a_nonzero_tensor_of_the_searched_shape():
+    for bad in (np.zeros((4, 4, 4)), np.ones((5, 5, 5))):
+        with pytest.raises(core.InputError, match=r"starts\[1\]: expected a nonzero") as exc:
+            core.worst_case(4, 3, 0.1, starts=["sod-shrink", bad], rng=0)
+        assert exc.value.hint
