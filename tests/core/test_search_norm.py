@@ -88,3 +88,11 @@ def test_a_given_start_must_be_a_nonzero_tensor_of_the_searched_shape():
         with pytest.raises(core.InputError, match=r"starts\[1\]: expected a nonzero") as exc:
             core.worst_case(4, 3, 0.1, starts=["sod-shrink", bad], rng=0)
         assert exc.value.hint
+
+
+def test_a_search_with_fresh_norm_seeds_is_a_pure_function_of_its_inputs():
+    kw = dict(method="gradient", norm_method="sshopm", budget=5, rng=4, starts=("gaussian",))
+    a, b = core.worst_case(4, 3, 0.3, **kw), core.worst_case(4, 3, 0.3, **kw)
+    np.testing.assert_array_equal(a.trace, b.trace)
+    np.testing.assert_array_equal(a.E, b.E)
+    assert a.norm_bracket == b.norm_bracket and a.ratio == b.ratio
