@@ -41,7 +41,7 @@ from .aggregate import (
 )
 from .kinds import analysis_of
 from .step_figures import figure2, figure_step_accumulation
-from .threshold import estimate_thresholds, fit_exponent
+from .threshold import check_n_boot, estimate_thresholds, fit_exponent
 from .threshold_figures import figure_rate_normalised, figure_threshold_rate
 
 #: Figure names :func:`plot_cube` can produce, in order.
@@ -387,6 +387,7 @@ def plot_cube(
     list of Path
         The files written, in :data:`FIGURES` order then ``formats`` order.
     """
+    check_knobs(criterion, radius=radius, c=c, n_boot=n_boot, dpi=dpi)
     status = completeness(ds) if status is None else status
     warn_incomplete(status)
     return _plot_cube(
@@ -402,6 +403,26 @@ def plot_cube(
         dpi=dpi,
         thresholds=thresholds,
     )
+
+
+def check_knobs(
+    criterion: str | SuccessCriterion, *, n_boot: int, dpi: float | None = None, **pool: Any
+) -> None:
+    """Every option of :func:`plot_cube` and :func:`~sroa_dist.analysis.write_report`
+    checked before any work or file: the criterion's name, each criterion knob of ``pool``
+    (``radius``, ``c``, ``rtol``; also those the chosen criterion ignores, which the report's
+    tables of the other criteria use), the bootstrap size and the resolution."""
+    get_criterion(criterion)
+    criterion_options(criterion, **pool)
+    check_n_boot(n_boot)
+    if dpi is not None and not (
+        isinstance(dpi, (int, float, np.number))
+        and not isinstance(dpi, bool)
+        and 0 < dpi < float("inf")
+    ):
+        raise InputError(
+            f"dpi: expected a finite number > 0 (dots per inch); received {dpi!r}", "e.g. dpi=120"
+        )
 
 
 def _plot_cube(
