@@ -31,7 +31,7 @@ from ._cube import (
     step_one,
     sweep_axes,
 )
-from ._plotting import noise_rows, plain_log_labels, set_scale, status_title
+from ._plotting import no_data, noise_rows, plain_log_labels, set_scale, status_title
 from .aggregate import (
     SuccessCriterion,
     criterion_options,
@@ -154,7 +154,10 @@ def figure1(ds: xr.Dataset, *, rtol: float = 1e-9, status: Completeness | None =
             ax.set_ylabel(ylabel)
             set_scale(ax, "x", eps[valid])
             set_scale(ax, "y", err)
-            ax.legend(loc="upper left", fontsize="small")
+            if err.size:
+                ax.legend(loc="upper left", fontsize="small")
+            else:
+                no_data(ax, status)
     plain_log_labels(fig)
     status_title(fig, status)
     return fig
@@ -323,6 +326,9 @@ def figure_threshold_scaling(
             ha="center",
             va="center",
         )
+        # No y values: ticks from -0.04 to 0.04 read like thresholds of zero.
+        ax.set_yticks([])
+        ax.set_xlim(n.min() / 1.2, n.max() * 1.2)
     ax.set_xticks(n, [f"{v:g}" for v in n])
     ax.xaxis.set_minor_locator(NullLocator())
     ax.set_xlabel("n  (tensor dimension)")
@@ -335,7 +341,8 @@ def figure_threshold_scaling(
         + (f"\nsuccess: {crit}" if crit else ""),
         fontsize="medium",
     )
-    ax.legend(fontsize="small")
+    if plotted:  # else the legend would only repeat "too few thresholds to fit"
+        ax.legend(fontsize="small")
     plain_log_labels(fig)
     status_title(fig, status)
     return fig
