@@ -312,6 +312,19 @@ OPTIONS = {
         lambda out: analysis.plot_cube(_cube(), out / "f", radius="0.3"),
         "received '0.3'",
     ),
+    "write_report rng='x'": (
+        lambda out: analysis.write_report(_cube(), out / "r", rng="x"),
+        "rng: expected a seed",
+    ),
+    "plot_cube formats=3": (
+        lambda out: analysis.plot_cube(_cube(), out / "f", 3),
+        "formats: expected a figure format",
+    ),
+    "find_threshold p=2.5": (lambda out: sroa_dist.find_threshold(6, 2.5), "received 2.5"),
+    "run_sweep overwrite='yes'": (
+        lambda out: sroa_dist.run_sweep(SPEC, out / "s.zarr", overwrite="yes"),
+        "overwrite: expected true or false",
+    ),
     "plot_cube dpi=0": (
         lambda out: analysis.plot_cube(_cube(), out / "f", dpi=0),
         "dpi: expected a finite number > 0",

@@ -41,7 +41,7 @@ from .aggregate import (
 )
 from .kinds import analysis_of
 from .step_figures import figure2, figure_step_accumulation
-from .threshold import check_n_boot, estimate_thresholds, fit_exponent
+from .threshold import check_n_boot, check_seed, estimate_thresholds, fit_exponent
 from .threshold_figures import figure_rate_normalised, figure_threshold_rate
 
 #: Figure names :func:`plot_cube` can produce, in order.
@@ -394,7 +394,8 @@ def plot_cube(
     list of Path
         The files written, in :data:`FIGURES` order then ``formats`` order.
     """
-    check_knobs(criterion, radius=radius, c=c, n_boot=n_boot, dpi=dpi)
+    check_figure_formats(formats)
+    check_knobs(criterion, radius=radius, c=c, n_boot=n_boot, rng=rng, dpi=dpi)
     status = completeness(ds) if status is None else status
     warn_incomplete(status)
     return _plot_cube(
@@ -413,15 +414,21 @@ def plot_cube(
 
 
 def check_knobs(
-    criterion: str | SuccessCriterion, *, n_boot: int, dpi: float | None = None, **pool: Any
+    criterion: str | SuccessCriterion,
+    *,
+    n_boot: int,
+    rng: Any = 0,
+    dpi: float | None = None,
+    **pool: Any,
 ) -> None:
     """Every option of :func:`plot_cube` and :func:`~sroa_dist.analysis.write_report`
     checked before any work or file: the criterion's name, each criterion knob of ``pool``
     (``radius``, ``c``, ``rtol``; also those the chosen criterion ignores, which the report's
-    tables of the other criteria use), the bootstrap size and the resolution."""
+    tables of the other criteria use), the bootstrap size and seed, and the resolution."""
     get_criterion(criterion)
     criterion_options(criterion, **pool)
     check_n_boot(n_boot)
+    check_seed(rng)
     if dpi is not None and not (
         isinstance(dpi, (int, float, np.number))
         and not isinstance(dpi, bool)
@@ -430,6 +437,26 @@ def check_knobs(
         raise InputError(
             f"dpi: expected a finite number > 0 (dots per inch); received {dpi!r}", "e.g. dpi=120"
         )
+
+
+def check_figure_formats(formats: Any) -> list[str]:
+    """The figure formats asked for, as a list: a name or a sequence of names Matplotlib
+    writes; an ``InputError`` naming the others."""
+    valid = set(Figure().canvas.get_supported_filetypes())
+    if isinstance(formats, str):
+        formats = [formats]
+    elif not isinstance(formats, Sequence) or not all(isinstance(f, str) for f in formats):
+        raise InputError(
+            f"formats: expected a figure format or a sequence of them; received {formats!r}",
+            "e.g. formats=('png', 'svg')",
+        )
+    unknown = [f for f in formats if f not in valid]
+    if unknown or not formats:
+        raise InputError(
+            f"unknown figure format(s) {unknown or formats}: expected some of {sorted(valid)}",
+            "use formats matplotlib writes, e.g. ('png', 'svg')",
+        )
+    return list(formats)
 
 
 def _plot_cube(
@@ -441,15 +468,8 @@ def _plot_cube(
     dpi: int = 120,
     **options: Any,
 ) -> list[Path]:
-    formats = [formats] if isinstance(formats, str) else list(formats)
+    formats = check_figure_formats(formats)
     out_dir = Path(out_dir)
-    valid = set(Figure().canvas.get_supported_filetypes())
-    unknown = [f for f in formats if f not in valid]
-    if unknown:
-        raise InputError(
-            f"unknown figure format(s) {unknown}: expected some of {sorted(valid)}",
-            "use formats matplotlib writes, e.g. ('png', 'svg')",
-        )
     names = supported_figures(ds) if not status.empty else []
     if not names:
         return []

@@ -436,7 +436,7 @@ def write_report(
         The report files (in ``formats`` order), then the figure files.
     """
     formats = check_report_formats(formats)
-    check_knobs(criterion, radius=radius, c=c, rtol=rtol, n_boot=n_boot)  # before any work
+    check_knobs(criterion, radius=radius, c=c, rtol=rtol, n_boot=n_boot, rng=rng)  # first
     out_path = Path(out_path)
     base = out_path.with_suffix("") if out_path.suffix in (".md", ".html") else out_path
     status = completeness(ds) if status is None else status

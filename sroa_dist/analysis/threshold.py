@@ -124,6 +124,18 @@ def check_n_boot(n_boot: Any) -> int:
     return int(n_boot)
 
 
+def check_seed(rng: Any) -> None:
+    """``rng`` when NumPy takes it as a seed (None, an int >= 0, a Generator, ...); else an
+    ``InputError`` (``np.random.default_rng`` answered ``'x'`` with a bare ``TypeError``)."""
+    try:
+        np.random.default_rng(rng)
+    except (TypeError, ValueError):
+        raise InputError(
+            f"rng: expected a seed (None, an integer >= 0 or a numpy Generator); received {rng!r}",
+            "e.g. rng=0 (the default: reports and figures that repeat exactly)",
+        ) from None
+
+
 def estimate_thresholds(
     ds: xr.Dataset,
     criterion: str | SuccessCriterion = "recovery",
@@ -173,6 +185,7 @@ def estimate_thresholds(
     if not 0 < level < 1:
         raise InputError(f"level must be in (0, 1), got {level}", "e.g. level=0.95")
     check_n_boot(n_boot)
+    check_seed(rng)
     rng = np.random.default_rng(rng)
     crit = get_criterion(criterion)
     s = success(ds, crit, steps=steps, **options)

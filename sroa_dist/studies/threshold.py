@@ -234,6 +234,10 @@ def find_threshold(
     level, crit_params, c_out, radius_out = _criterion_levels(crit, c, radius)
     if isinstance(n, bool) or int(n) != n or n < 2:
         raise InputError(f"n: expected an integer >= 2, received {n!r}", "give an integer n >= 2")
+    if isinstance(p, bool) or int(p) != p or p < 3:  # before int(): p=2.5 was told "received 2"
+        raise InputError(
+            f"p: expected an integer tensor order >= 3, received {p!r}", "give an integer p >= 3"
+        )
     for name, flag in (
         ("global_check", global_check),
         ("redo", redo),

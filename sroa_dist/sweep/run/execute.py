@@ -415,6 +415,11 @@ def run_sweep(
     _positive("workers", workers)
     _positive("block_size", block_size)
     _positive("retries", retries, least=0)
+    if not isinstance(overwrite, bool):
+        raise InputTypeError(
+            f"overwrite: expected true or false; received {overwrite!r}",
+            "pass overwrite=True (replace a sroa-dist store) or overwrite=False (resume it)",
+        )
     _seconds("task_timeout", task_timeout, "e.g. task_timeout=600, or None for the cost model's")
     _seconds("connect_timeout", connect_timeout, "e.g. connect_timeout=30, or None for Dask's")
     _seconds("lease_timeout", lease_timeout, f"e.g. lease_timeout={DEFAULT_LEASE_TIMEOUT:g}")
