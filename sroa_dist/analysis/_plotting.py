@@ -131,7 +131,10 @@ def status_title(fig: Figure, status: Completeness | None) -> None:
     """State the cube's completeness above every figure (loud when incomplete)."""
     if status is None:
         return
-    text = "\n".join(textwrap.wrap(status.describe(), 120))
+    # Wrapped to the figure's width (about 11 characters an inch): at a fixed 120 a narrow
+    # figure (threshold scaling, 6.4 in) cut the line off at both sides.
+    width = max(40, min(120, int(11 * fig.get_figwidth())))
+    text = "\n".join(textwrap.wrap(status.describe(), width))
     if status.complete:
         fig.suptitle(text, fontsize="small", color="dimgray")
     else:

@@ -31,7 +31,14 @@ from ._cube import (
     step_one,
     sweep_axes,
 )
-from ._plotting import no_data, noise_rows, plain_log_labels, set_scale, status_title
+from ._plotting import (
+    no_data,
+    no_data_reason,
+    noise_rows,
+    plain_log_labels,
+    set_scale,
+    status_title,
+)
 from .aggregate import (
     SuccessCriterion,
     criterion_options,
@@ -148,7 +155,8 @@ def figure1(ds: xr.Dataset, *, rtol: float = 1e-9, status: Completeness | None =
             what = "λ error" if kind == "lam" else "vector error"
             counted = f"{int(bad.sum())}/{err.size} above bound" if err.size else "NO RESULTS"
             if 0 < err.size < eps.size:  # say so when the row is partial
-                counted += f" ({err.size} of {eps.size} instances have results)"
+                # On a line of its own: on one line it ran into the next panel's title.
+                counted += f"\n({err.size} of {eps.size} instances have results)"
             ax.set_title(f"{prefix}{what} at step 1, {counted}", fontsize="medium")
             ax.set_xlabel(r"$\|E\|$  (operator norm of the perturbation)")
             ax.set_ylabel(ylabel)
@@ -187,7 +195,8 @@ def figure_success_heatmap(
     :func:`~sroa_dist.analysis.success`).  Thresholds (from
     :func:`~sroa_dist.analysis.estimate_thresholds` under the same criterion), when given and
     on the ``eps`` axis, are overlaid as white markers with their confidence intervals.  Cells
-    without results are blank and panels without any say so.
+    without results are blank, a size without any says "no data" and why (damaged blocks
+    masked, failed or not run), and panels without any say so.
     """
     crit = get_criterion(criterion)
     axis = noise_axis(ds)
@@ -213,6 +222,19 @@ def figure_success_heatmap(
     for ax, sel in zip(axes, panels, strict=False):
         z = prob.sel(sel).transpose(axis, "n").values
         mesh = ax.pcolormesh(_log_edges(n), _log_edges(eps), z, vmin=0, vmax=1, cmap="viridis")
+        centre = float(np.sqrt(np.nanmin(eps) * np.nanmax(eps)))
+        for j in np.flatnonzero(~np.isfinite(z).any(axis=0)):  # a blank column: say why
+            reason = no_data_reason(status)
+            ax.text(
+                n[j],
+                centre,
+                "no data" + (f" ({reason})" if reason else ""),
+                rotation=90,
+                ha="center",
+                va="center",
+                color="tab:red",
+                fontsize="small",
+            )
         if thresholds is not None and axis == "eps":  # thresholds are in ε units
             t = thresholds.sel({k: v for k, v in sel.items() if k in thresholds.dims})
             thr = t["threshold"].values

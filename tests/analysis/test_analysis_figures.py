@@ -285,3 +285,12 @@ def test_no_threshold_leaves_no_zero_ticks():
     ax = fig.axes[0]
     assert any("NO THRESHOLD" in t.get_text() for t in ax.texts)
     assert not ax.get_yticks().size and ax.get_legend() is None
+
+
+def test_a_size_without_results_says_no_data_on_the_heat_map():
+    ds = scaling_cube(ns=(4, 8), n_eps=4, n_rep=3)
+    for v in ("vec_err", "lam_err"):
+        ds[v] = ds[v].where(ds["n"] != 8)  # as a masked or failed block leaves it
+    ax = figure_success_heatmap(ds).axes[0]
+    (text,) = [t for t in ax.texts if t.get_text().startswith("no data")]
+    assert text.get_position()[0] == 8  # in the column of the size without results
