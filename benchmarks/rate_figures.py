@@ -34,6 +34,7 @@ from sroa_dist.analysis import (  # noqa: E402
     compare_prediction,
     figure_prediction,
 )
+from sroa_dist.analysis._plotting import plain_log_labels  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "docs" / "data"
@@ -41,6 +42,20 @@ FIGURES = ROOT / "docs" / "figures"
 COLOURS = {3: "tab:blue", 4: "tab:orange", 5: "tab:green", 6: "tab:red"}
 #: Published value-criterion studies of the coherent tilt (c = 0.5), per order.
 VALUE_STUDIES = {3: ["tilt-p3"], 4: ["tilt-p4"], 5: ["tilt-p5", "tilt-p5-big"]}
+
+
+def _save(fig, name: str, dpi: int) -> None:
+    """Write ``docs/figures/NAME`` with every log axis labelled in plain numbers (20, 0.2,
+    not 2×10¹, 2×10⁻¹: the package's own rule for its figures), once the limits are final."""
+    plain_log_labels(fig)
+    fig.savefig(FIGURES / name, dpi=dpi)
+
+
+def _headroom(ax, factor: float = 1.3) -> None:
+    """Raise the top of a log y axis by ``factor``, so markers at the top of the data do
+    not sit on the frame."""
+    lo, hi = ax.get_ylim()
+    ax.set_ylim(lo, hi * factor)
 
 
 def _json(path: Path) -> dict:
@@ -117,7 +132,7 @@ def figure_accumulation() -> None:
     )
     ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
-    fig.savefig(FIGURES / "rate_accumulation.png", dpi=120)
+    _save(fig, "rate_accumulation.png", 120)
     plt.close(fig)
 
 
@@ -153,7 +168,7 @@ def figure_value() -> None:
             "model fed by n = 16 only (grey band ±2 %)"
         ),
     )
-    fig.savefig(FIGURES / "rate_value.png", dpi=110)
+    _save(fig, "rate_value.png", 110)
 
 
 def figure_normalised() -> None:
@@ -195,7 +210,7 @@ def figure_normalised() -> None:
         "the limit (c/g_p(0))^(1/(p−1)); below the onset it rises as (n−1)^(1/(p−1))"
     )
     fig.tight_layout()
-    fig.savefig(FIGURES / "rate_normalised.png", dpi=110)
+    _save(fig, "rate_normalised.png", 110)
     plt.close(fig)
 
 
@@ -207,7 +222,7 @@ def figure_theorem() -> None:
         (4, 0.5, "theorem c=0.5 r=0.3"),
         (4, 2.0, "value c=2"),
     ]
-    fig, axes = plt.subplots(1, 4, figsize=(18, 4.8), squeeze=False)
+    fig, axes = plt.subplots(1, 4, figsize=(18, 5.6), squeeze=False)
     for ax, (p, c, label) in zip(axes[0], panels, strict=False):
         path = folder / f"theorem-p{p}-c{c:g}.json"
         pr = prediction(p, label)
@@ -262,13 +277,14 @@ def figure_theorem() -> None:
         ax.set_yscale("log")
         ax.set_xlabel("n − 1")
         ax.set_ylabel("ε*")
-        ax.legend(fontsize=7)
+        # Below the panel: inside, it covered the predicted line and the asymptote.
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False)
     fig.suptitle(
         "Theorem criterion (value and vector bound together), coherent tilt, every "
         "step global: measured first crossings, prediction and asymptote"
     )
     fig.tight_layout()
-    fig.savefig(FIGURES / "rate_theorem.png", dpi=110)
+    _save(fig, "rate_theorem.png", 110)
     plt.close(fig)
 
 
@@ -401,7 +417,7 @@ def figure_power_vs_global() -> None:
         "global steps (1,000 single starts per point; n = 1024: ε ≥ 0.25 only)"
     )
     fig.tight_layout()
-    fig.savefig(FIGURES / "rate_power_vs_global.png", dpi=110)
+    _save(fig, "rate_power_vs_global.png", 110)
     plt.close(fig)
 
 
@@ -442,7 +458,7 @@ def figure_lambda_min() -> None:
         "Divided by λ_min: the theorem's scaling would put them on one curve", fontsize=9
     )
     fig.tight_layout()
-    fig.savefig(FIGURES / "rate_lambda_min.png", dpi=110)
+    _save(fig, "rate_lambda_min.png", 110)
     plt.close(fig)
 
 
@@ -532,6 +548,7 @@ def _worst_case_panel(ax, p: int) -> None:
     ax.set_xlabel("n − 1")
     ax.set_ylabel("ε")
     ax.set_title(f"p = {p}", fontsize=10)
+    _headroom(ax)  # the first grid ε past 2ε sits near the top: keep it off the frame
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.13), frameon=False)
 
 
@@ -547,7 +564,7 @@ def figure_worst_case() -> None:
         fontsize=11,
     )
     fig.tight_layout()
-    fig.savefig(FIGURES / "rate_worst_case.png", dpi=120)
+    _save(fig, "rate_worst_case.png", 120)
     plt.close(fig)
 
 

@@ -119,3 +119,19 @@ def test_dev_imports_measures_the_floor_plan_of_a_revision():
     numbers = json.loads(out.stdout)
     assert numbers["package"]["rooms"] >= 10 and numbers["package"]["levels"] >= 3
     assert numbers["package"]["edges"] >= numbers["package"]["rooms"] - 1
+
+
+def test_the_fast_subset_is_stated_with_its_measured_cost_in_one_home():
+    """README's Development paragraph and dev.py's docstring name the fast subset with the
+    cost docs/results/ci.md records (dev.py said "a few minutes"; 10.6 min was measured)."""
+    import re
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    development = readme[readme.index("Development:") :].split("\n\n")[0]
+    ci = (ROOT / "docs" / "results" / "ci.md").read_text(encoding="utf-8")
+    for text in (development, dev.__doc__):
+        assert "test --fast" in text
+        assert "a few minutes" not in text
+        stated = re.findall(r"(\d+(?:\.\d+)?) min measured", text)
+        assert stated, text
+        assert all(f"{m} min" in ci for m in stated), stated

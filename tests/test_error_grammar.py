@@ -266,6 +266,177 @@ def test_the_analysis_api_refuses_bad_input_in_one_line_with_a_hint(name, tmp_pa
     assert not out.exists()  # bad input leaves nothing behind
 
 
+def _cube():
+    from tests.support.analysis_cubes import scaling_cube
+
+    return scaling_cube(ns=(4, 8), n_eps=4, n_rep=3)
+
+
+def _threshold(**kw):
+    return sroa_dist.find_threshold(6, 3, rng=0, **kw)
+
+
+NAN, INF = float("nan"), float("inf")
+
+#: Every option of the Python API that takes a number or a flag, one bad value each:
+#: (call, a part of the message). The report and figure cases get a real cube, and must
+#: leave their output folder unmade.
+OPTIONS = {
+    "write_report c=-1": (
+        lambda out: analysis.write_report(_cube(), out / "r", c=-1.0),
+        "c: expected a finite number > 0",
+    ),
+    "write_report c=0 (criterion recovery)": (
+        lambda out: analysis.write_report(_cube(), out / "r", criterion="recovery", c=0.0),
+        "c: expected a finite number > 0",
+    ),
+    "write_report radius=nan": (
+        lambda out: analysis.write_report(_cube(), out / "r", radius=NAN),
+        "radius: expected a finite number > 0",
+    ),
+    "write_report rtol=-1": (
+        lambda out: analysis.write_report(_cube(), out / "r", rtol=-1.0),
+        "rtol: expected a finite number >= 0",
+    ),
+    "write_report n_boot=-1": (
+        lambda out: analysis.write_report(_cube(), out / "r", n_boot=-1),
+        "n_boot: expected an integer >= 0",
+    ),
+    "plot_cube c=nan (criterion recovery)": (
+        lambda out: analysis.plot_cube(_cube(), out / "f", c=NAN),
+        "c: expected a finite number > 0",
+    ),
+    "plot_cube radius=inf": (
+        lambda out: analysis.plot_cube(_cube(), out / "f", radius=INF),
+        "radius: expected a finite number > 0",
+    ),
+    "plot_cube radius='0.3'": (
+        lambda out: analysis.plot_cube(_cube(), out / "f", radius="0.3"),
+        "received '0.3'",
+    ),
+    "write_report rng='x'": (
+        lambda out: analysis.write_report(_cube(), out / "r", rng="x"),
+        "rng: expected a seed",
+    ),
+    "plot_cube formats=3": (
+        lambda out: analysis.plot_cube(_cube(), out / "f", 3),
+        "formats: expected a figure format",
+    ),
+    "find_threshold p=2.5": (lambda out: sroa_dist.find_threshold(6, 2.5), "received 2.5"),
+    "run_sweep overwrite='yes'": (
+        lambda out: sroa_dist.run_sweep(SPEC, out / "s.zarr", overwrite="yes"),
+        "overwrite: expected true or false",
+    ),
+    "plot_cube dpi=0": (
+        lambda out: analysis.plot_cube(_cube(), out / "f", dpi=0),
+        "dpi: expected a finite number > 0",
+    ),
+    "summarize c=-1": (
+        lambda out: analysis.summarize(_cube(), c=-1.0),
+        "c: expected a finite number > 0",
+    ),
+    "success radius=0": (
+        lambda out: analysis.success(_cube(), "recovery", radius=0.0),
+        "radius: expected a finite number > 0",
+    ),
+    "success theorem c=inf": (
+        lambda out: analysis.success(_cube(), "theorem", c=INF),
+        "c: expected a finite number > 0",
+    ),
+    "estimate_thresholds n_boot=1.5": (
+        lambda out: analysis.estimate_thresholds(_cube(), n_boot=1.5),
+        "n_boot: expected an integer >= 0",
+    ),
+    "find_threshold c=inf": (lambda out: _threshold(c=INF), "c: expected a finite number > 0"),
+    "find_threshold radius=nan": (
+        lambda out: _threshold(criterion="theorem", radius=NAN),
+        "radius: expected a finite number > 0",
+    ),
+    "RunCriterion.evaluate level=nan": (
+        lambda out: sroa_dist.studies.criteria.get_run_criterion("value").evaluate(
+            [0.1], [0.1], 0.1, [1.0], level=NAN
+        ),
+        "level: expected a finite number > 0",
+    ),
+    "rank_one power certificate=True": (
+        lambda out: sroa_dist.rank_one(_tensor(), "power", certificate=True, rng=0),
+        "certificate: method 'power' cannot produce a certificate",
+    ),
+    "rank_one_batch sshopm certificate=True": (
+        lambda out: sroa_dist.rank_one_batch(_tensor()[None], "sshopm", certificate=True),
+        "certificate: method 'sshopm' cannot produce a certificate",
+    ),
+    "rank_one certificate='yes'": (
+        lambda out: sroa_dist.rank_one(_tensor(), certificate="yes", rng=0),
+        "certificate: expected true or false",
+    ),
+    "run_sweep misspelt keyword": (
+        lambda out: sroa_dist.run_sweep(SPEC, out / "s.zarr", replicatse=4),
+        "run_sweep() got an unexpected keyword argument 'replicatse'",
+    ),
+    "run_sweep misspelt nested keyword": (
+        lambda out: sroa_dist.run_sweep(SPEC, out / "s.zarr", noise__sigmaa=0.1),
+        "unexpected keyword argument 'noise__sigmaa'",
+    ),
+    "run_sweep bad spec value by keyword": (
+        lambda out: sroa_dist.run_sweep(SPEC, out / "s.zarr", replicates=-1),
+        "run_sweep(replicates=-1): key 'replicates'",
+    ),
+    "run_sweep lease_timeout=nan": (
+        lambda out: sroa_dist.run_sweep(SPEC, out / "s.zarr", lease_timeout=NAN),
+        "lease_timeout: expected seconds > 0",
+    ),
+    "run_sweep connect_timeout='soon'": (
+        lambda out: sroa_dist.run_sweep(SPEC, out / "s.zarr", connect_timeout="soon"),
+        "connect_timeout: expected seconds > 0",
+    ),
+    "open_results damaged='ignore'": (
+        lambda out: sroa_dist.open_results(out / "none.zarr", damaged="ignore"),
+        "damaged",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OPTIONS))
+def test_every_option_is_checked_in_one_line_with_a_hint(name, tmp_path):
+    call, part = OPTIONS[name]
+    out = tmp_path / "out"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ValueError) as info:
+            call(out)
+    _assert_api_grammar(info.value)
+    assert part in str(info.value), str(info.value)
+    assert not out.exists()  # bad input leaves nothing behind
+
+
+def test_a_misspelt_keyword_of_run_sweep_is_a_type_error_listing_the_valid_ones(tmp_path):
+    """Python's own answer to a misspelt keyword is a TypeError naming the function; the
+    spec layer's answer named a `--set` option the caller never wrote."""
+    with pytest.raises(TypeError) as info:
+        sroa_dist.run_sweep(SPEC, tmp_path / "s.zarr", replicatse=4)
+    text = str(info.value)
+    assert "--set" not in text and "--set" not in info.value.hint
+    for keyword in ("workers", "block_size", "task_timeout", "'replicates'", "'noise'"):
+        assert keyword in text, text  # its own keywords and the spec's keys
+
+
+def test_certificate_true_names_the_methods_that_can_give_one():
+    with pytest.raises(ValueError) as info:
+        sroa_dist.rank_one(_tensor(), "sshopm", certificate=True, rng=0)
+    assert "certified" in info.value.hint and "sos" in info.value.hint
+    step = sroa_dist.rank_one(_tensor(), "certified", certificate=True, rng=0)
+    assert step.certificate is not None  # a method that can gives one
+
+
+def test_a_criterion_knob_that_passes_keeps_its_lines_in_the_report(tmp_path):
+    """The bug behind the checks: an option the criterion refused dropped its lines."""
+    ds = _cube()
+    md = analysis.write_report(ds, tmp_path / "r", ("md",), c=0.7, n_boot=0)[0].read_text()
+    assert "Success (value: every step's |λ̂ − λ| ≤ 0.7·ε)" in md
+    assert "Success (recovery:" in md and "Success (theorem:" in md
+
+
 def test_errors_keep_their_hint_across_processes():
     """Dask pickles a task's error back to the client: the hint and the key travel with it."""
     import pickle
@@ -353,6 +524,13 @@ CLI = [
     (["plot", "{d}/empty", "--criterion", "nope"], "expected one of recovery, value, theorem"),
     (["report", "{d}/nope.zarr", "--format", ","], "--format: expected a comma-separated"),
     (["report", "{d}/nope.zarr"], "which does not exist"),
+    # The criterion's knobs: float() took these, and the report dropped the criterion's lines.
+    (["report", "{d}/nope.zarr", "--c", "-1"], "argument --c: expected a finite number > 0"),
+    (["report", "{d}/nope.zarr", "--c", "0"], "argument --c: expected a finite number > 0"),
+    (["report", "{d}/nope.zarr", "--radius", "0"], "argument --radius: expected a finite"),
+    (["plot", "{d}/nope.zarr", "--radius", "nan"], "argument --radius: expected a finite"),
+    (["plot", "{d}/nope.zarr", "--c", "inf"], "argument --c: expected a finite number > 0"),
+    (["plot", "{d}/nope.zarr", "--c", "half"], "received 'half'"),
 ]
 
 

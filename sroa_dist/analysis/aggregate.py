@@ -13,7 +13,13 @@ import pandas as pd
 import xarray as xr
 
 from ..errors import InputError
-from ..studies.criteria import DEFAULT_RADIUS, DEFAULT_THEOREM_C, DEFAULT_VALUE_C
+from ..studies.criteria import (
+    CRITERION_OPTIONS,
+    DEFAULT_RADIUS,
+    DEFAULT_THEOREM_C,
+    DEFAULT_VALUE_C,
+    check_criterion_option,
+)
 from ..sweep.cube import REPLICATE, STEP
 from ._cube import (
     CATEGORICAL_AXES,
@@ -234,21 +240,12 @@ def list_violations(
 
 def _recovery(ds: xr.Dataset, *, radius: float, variable: str) -> tuple[xr.DataArray, xr.DataArray]:
     require(ds, [variable], f"success with criterion='recovery' on `{variable}`")
-    if not radius >= 0:
-        raise InputError(
-            f"radius: expected a number >= 0; received {radius!r}",
-            "give a radius >= 0, e.g. radius=0.3",
-        )
     err = ds[variable]
     return (err <= radius) | err.isnull(), err.notnull()
 
 
 def _value(ds: xr.Dataset, *, c: float, rtol: float) -> tuple[xr.DataArray, xr.DataArray]:
     require(ds, ["lam_err"], "success with criterion='value' (|λ̂ − λ| ≤ c·ε)")
-    if not c > 0:
-        raise InputError(
-            f"c: expected a number > 0 (error ≤ c·ε); received {c!r}", "give c > 0, e.g. c=0.5"
-        )
     eps = measured_eps(ds)
     err = ds["lam_err"]
     present = err.notnull() & eps.notnull()
@@ -263,13 +260,6 @@ def _theorem(
     if c == DEFAULT_THEOREM_C and radius is None:  # Theorem 3.1's own bounds, as stored
         mask = violation_mask(ds, "3.1", rtol=rtol)
         return ~mask["any"], present
-    if not c > 0:
-        raise InputError(f"c: expected a number > 0 (|λ̂ − λ| ≤ c·ε); received {c!r}", "e.g. c=0.5")
-    if radius is not None and not radius > 0:
-        raise InputError(
-            f"radius: expected a number > 0 (‖v̂ − v‖ ≤ radius); received {radius!r}",
-            "e.g. radius=0.3, or None for the theorem's 20ε/λ_j",
-        )
     lam_bound, vec_bound = theorem_bounds(ds, "3.1")
     lam_bound = lam_bound * (c / DEFAULT_THEOREM_C)  # the stored bound is 2ε
     if radius is not None:
@@ -310,7 +300,12 @@ class SuccessCriterion:
                 f"(accepted: {accepted})",
                 "pass only the accepted options",
             )
-        return {**self.options, **options}
+        resolved = {**self.options, **options}
+        for key, value in resolved.items():
+            # None where the default is None: the theorem's own vector bound 20ε/λ_j.
+            if key in CRITERION_OPTIONS and not (value is None and self.options[key] is None):
+                resolved[key] = check_criterion_option(key, value)
+        return resolved
 
     def label(self, **options: Any) -> str:
         """The statement with its options filled in, e.g. ``every step's vec_err ≤ 0.3``."""
@@ -362,9 +357,16 @@ def get_criterion(name: str | SuccessCriterion) -> SuccessCriterion:
 def criterion_options(name: str | SuccessCriterion, **pool: Any) -> dict[str, Any]:
     """The subset of ``pool`` (e.g. ``radius=…, c=…, rtol=…``) that criterion ``name`` takes.
 
-    Lets reports and figures pass one set of knobs to every criterion.
+    Lets reports and figures pass one set of knobs to every criterion. Every knob of
+    ``pool`` is checked (:func:`~sroa_dist.studies.criteria.check_criterion_option`), also
+    those criterion ``name`` does not take: an ``InputError`` names the first bad one.
     """
     crit = get_criterion(name)
+    for key, value in pool.items():
+        # Every knob is checked, also those this criterion ignores: `report --c -1` with the
+        # recovery criterion is still a mistake, and the other criteria's tables use it.
+        if key in CRITERION_OPTIONS and not (value is None and crit.options.get(key, 0) is None):
+            check_criterion_option(key, value)
     return {k: v for k, v in pool.items() if k in crit.options}
 
 

@@ -31,7 +31,14 @@ from ._cube import (
     step_one,
     sweep_axes,
 )
-from ._plotting import noise_rows, plain_log_labels, set_scale, status_title
+from ._plotting import (
+    no_data,
+    no_data_reason,
+    noise_rows,
+    plain_log_labels,
+    set_scale,
+    status_title,
+)
 from .aggregate import (
     SuccessCriterion,
     criterion_options,
@@ -41,7 +48,7 @@ from .aggregate import (
 )
 from .kinds import analysis_of
 from .step_figures import figure2, figure_step_accumulation
-from .threshold import estimate_thresholds, fit_exponent
+from .threshold import check_n_boot, check_seed, estimate_thresholds, fit_exponent
 from .threshold_figures import figure_rate_normalised, figure_threshold_rate
 
 #: Figure names :func:`plot_cube` can produce, in order.
@@ -148,13 +155,17 @@ def figure1(ds: xr.Dataset, *, rtol: float = 1e-9, status: Completeness | None =
             what = "λ error" if kind == "lam" else "vector error"
             counted = f"{int(bad.sum())}/{err.size} above bound" if err.size else "NO RESULTS"
             if 0 < err.size < eps.size:  # say so when the row is partial
-                counted += f" ({err.size} of {eps.size} instances have results)"
+                # On a line of its own: on one line it ran into the next panel's title.
+                counted += f"\n({err.size} of {eps.size} instances have results)"
             ax.set_title(f"{prefix}{what} at step 1, {counted}", fontsize="medium")
             ax.set_xlabel(r"$\|E\|$  (operator norm of the perturbation)")
             ax.set_ylabel(ylabel)
             set_scale(ax, "x", eps[valid])
             set_scale(ax, "y", err)
-            ax.legend(loc="upper left", fontsize="small")
+            if err.size:
+                ax.legend(loc="upper left", fontsize="small")
+            else:
+                no_data(ax, status)
     plain_log_labels(fig)
     status_title(fig, status)
     return fig
@@ -184,7 +195,8 @@ def figure_success_heatmap(
     :func:`~sroa_dist.analysis.success`).  Thresholds (from
     :func:`~sroa_dist.analysis.estimate_thresholds` under the same criterion), when given and
     on the ``eps`` axis, are overlaid as white markers with their confidence intervals.  Cells
-    without results are blank and panels without any say so.
+    without results are blank, a size without any says "no data" and why (damaged blocks
+    masked, failed or not run), and panels without any say so.
     """
     crit = get_criterion(criterion)
     axis = noise_axis(ds)
@@ -210,6 +222,19 @@ def figure_success_heatmap(
     for ax, sel in zip(axes, panels, strict=False):
         z = prob.sel(sel).transpose(axis, "n").values
         mesh = ax.pcolormesh(_log_edges(n), _log_edges(eps), z, vmin=0, vmax=1, cmap="viridis")
+        centre = float(np.sqrt(np.nanmin(eps) * np.nanmax(eps)))
+        for j in np.flatnonzero(~np.isfinite(z).any(axis=0)):  # a blank column: say why
+            reason = no_data_reason(status)
+            ax.text(
+                n[j],
+                centre,
+                "no data" + (f" ({reason})" if reason else ""),
+                rotation=90,
+                ha="center",
+                va="center",
+                color="tab:red",
+                fontsize="small",
+            )
         if thresholds is not None and axis == "eps":  # thresholds are in ε units
             t = thresholds.sel({k: v for k, v in sel.items() if k in thresholds.dims})
             thr = t["threshold"].values
@@ -323,6 +348,9 @@ def figure_threshold_scaling(
             ha="center",
             va="center",
         )
+        # No y values: ticks from -0.04 to 0.04 read like thresholds of zero.
+        ax.set_yticks([])
+        ax.set_xlim(n.min() / 1.2, n.max() * 1.2)
     ax.set_xticks(n, [f"{v:g}" for v in n])
     ax.xaxis.set_minor_locator(NullLocator())
     ax.set_xlabel("n  (tensor dimension)")
@@ -335,7 +363,8 @@ def figure_threshold_scaling(
         + (f"\nsuccess: {crit}" if crit else ""),
         fontsize="medium",
     )
-    ax.legend(fontsize="small")
+    if plotted:  # else the legend would only repeat "too few thresholds to fit"
+        ax.legend(fontsize="small")
     plain_log_labels(fig)
     status_title(fig, status)
     return fig
@@ -387,6 +416,8 @@ def plot_cube(
     list of Path
         The files written, in :data:`FIGURES` order then ``formats`` order.
     """
+    check_figure_formats(formats)
+    check_knobs(criterion, radius=radius, c=c, n_boot=n_boot, rng=rng, dpi=dpi)
     status = completeness(ds) if status is None else status
     warn_incomplete(status)
     return _plot_cube(
@@ -404,6 +435,52 @@ def plot_cube(
     )
 
 
+def check_knobs(
+    criterion: str | SuccessCriterion,
+    *,
+    n_boot: int,
+    rng: Any = 0,
+    dpi: float | None = None,
+    **pool: Any,
+) -> None:
+    """Every option of :func:`plot_cube` and :func:`~sroa_dist.analysis.write_report`
+    checked before any work or file: the criterion's name, each criterion knob of ``pool``
+    (``radius``, ``c``, ``rtol``; also those the chosen criterion ignores, which the report's
+    tables of the other criteria use), the bootstrap size and seed, and the resolution."""
+    get_criterion(criterion)
+    criterion_options(criterion, **pool)
+    check_n_boot(n_boot)
+    check_seed(rng)
+    if dpi is not None and not (
+        isinstance(dpi, (int, float, np.number))
+        and not isinstance(dpi, bool)
+        and 0 < dpi < float("inf")
+    ):
+        raise InputError(
+            f"dpi: expected a finite number > 0 (dots per inch); received {dpi!r}", "e.g. dpi=120"
+        )
+
+
+def check_figure_formats(formats: Any) -> list[str]:
+    """The figure formats asked for, as a list: a name or a sequence of names Matplotlib
+    writes; an ``InputError`` naming the others."""
+    valid = set(Figure().canvas.get_supported_filetypes())
+    if isinstance(formats, str):
+        formats = [formats]
+    elif not isinstance(formats, Sequence) or not all(isinstance(f, str) for f in formats):
+        raise InputError(
+            f"formats: expected a figure format or a sequence of them; received {formats!r}",
+            "e.g. formats=('png', 'svg')",
+        )
+    unknown = [f for f in formats if f not in valid]
+    if unknown or not formats:
+        raise InputError(
+            f"unknown figure format(s) {unknown or formats}: expected some of {sorted(valid)}",
+            "use formats matplotlib writes, e.g. ('png', 'svg')",
+        )
+    return list(formats)
+
+
 def _plot_cube(
     ds: xr.Dataset,
     out_dir: str | Path,
@@ -413,15 +490,8 @@ def _plot_cube(
     dpi: int = 120,
     **options: Any,
 ) -> list[Path]:
-    formats = [formats] if isinstance(formats, str) else list(formats)
+    formats = check_figure_formats(formats)
     out_dir = Path(out_dir)
-    valid = set(Figure().canvas.get_supported_filetypes())
-    unknown = [f for f in formats if f not in valid]
-    if unknown:
-        raise InputError(
-            f"unknown figure format(s) {unknown}: expected some of {sorted(valid)}",
-            "use formats matplotlib writes, e.g. ('png', 'svg')",
-        )
     names = supported_figures(ds) if not status.empty else []
     if not names:
         return []

@@ -28,6 +28,7 @@ from matplotlib.figure import Figure
 from ..errors import InputError
 from ..sweep.cube import REPLICATE, STEP
 from ._cube import combinations, group_label, require, require_dim, sweep_axes
+from ._plotting import plain_log_labels
 from .kinds import KindAnalysis
 from .threshold import _thresholds_one
 
@@ -293,6 +294,7 @@ def plot_sample_scaling(
     ax.set_xlabel("N (samples)")
     ax.set_ylabel(f"median {exponents.attrs.get('error', 'eps')}")
     ax.legend(fontsize=7)
+    plain_log_labels(fig)
     paths.append(out_dir / "sample_error.png")
     fig.savefig(paths[-1], dpi=dpi)
 
@@ -316,6 +318,7 @@ def plot_sample_scaling(
     ax.set_ylabel("success fraction")
     ax.set_ylim(-0.03, 1.03)
     ax.legend(fontsize=7)
+    plain_log_labels(fig)
     paths.append(out_dir / "sample_success.png")
     fig.savefig(paths[-1], dpi=dpi)
     return paths

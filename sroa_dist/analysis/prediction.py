@@ -23,6 +23,7 @@ from matplotlib.figure import Figure
 from numpy.typing import ArrayLike
 
 from ..errors import InputError
+from ._plotting import plain_log_labels
 from .accumulation import PredictedThreshold, predict_threshold
 
 __all__ = ["PredictionComparison", "compare_prediction", "figure_prediction"]
@@ -286,4 +287,5 @@ def figure_prediction(
         bottom.set_ylabel("measured / predicted − 1 (%)")
     if suptitle:
         fig.suptitle(suptitle)
+    plain_log_labels(fig)
     return fig

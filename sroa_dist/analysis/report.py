@@ -31,7 +31,7 @@ from .aggregate import (
     list_violations,
     success,
 )
-from .figures import _plot_cube, supported_figures
+from .figures import _plot_cube, check_knobs, supported_figures
 from .kinds import analysis_of
 from .threshold import estimate_thresholds, fit_exponent
 
@@ -436,7 +436,7 @@ def write_report(
         The report files (in ``formats`` order), then the figure files.
     """
     formats = check_report_formats(formats)
-    get_criterion(criterion)  # fail before any work on an unknown name
+    check_knobs(criterion, radius=radius, c=c, rtol=rtol, n_boot=n_boot, rng=rng)  # first
     out_path = Path(out_path)
     base = out_path.with_suffix("") if out_path.suffix in (".md", ".html") else out_path
     status = completeness(ds) if status is None else status

@@ -18,7 +18,7 @@ from ..errors import InputError
 from ..sweep.cube import REPLICATE, STEP
 from ._completeness import Completeness, completeness, has_results, replicate_span, replicates_text
 from ._cube import combinations, group_label, sweep_axes
-from ._plotting import noise_rows, present_text, status_title
+from ._plotting import no_data, noise_rows, present_text, status_title
 from .aggregate import step_stats as _step_stats
 
 #: Quantile levels of the band drawn around the per-step median (a central 90 % band).
@@ -91,7 +91,9 @@ def figure2(ds: xr.Dataset, *, max_series: int = 6, status: Completeness | None 
             ax.set_xlabel("SROA iteration i")
             ax.set_ylabel(_YLABEL[kind])
             ax.set_xticks(steps if steps.size <= 12 else steps[:: int(np.ceil(steps.size / 12))])
-            if series_dims:
+            if not bool(row_has.any()):
+                no_data(ax, status)
+            elif series_dims:
                 ax.legend(loc="best", fontsize="small")
     status_title(fig, status)
     return fig
@@ -160,10 +162,12 @@ def figure_step_accumulation(
     ns = ds["n"].values
     for row, sel in zip(axes, rows, strict=True):
         for ax, e in zip(row, eps_values, strict=True):
+            drawn = False
             for k, n in enumerate(ns):
                 cur = stats.sel({**sel, "eps": e, "n": n})
                 q = cur[f"{variable}_quantile"].transpose("quantile", ...).values
                 ok = np.isfinite(q[1])
+                drawn = drawn or bool(ok.any())
                 steps = cur[STEP].values[ok]
                 color = f"C{k % 10}"
                 ax.plot(steps, q[1][ok], "-o", ms=3, color=color, label=f"n = {n}")
@@ -175,6 +179,8 @@ def figure_step_accumulation(
             ax.set_ylabel(_YLABEL[variable])
             ax.set_ylim(bottom=0)
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            if not drawn:
+                no_data(ax, status)
     # One legend below the panels: inside them it covered the first steps' data.
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(

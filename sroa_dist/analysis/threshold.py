@@ -114,6 +114,28 @@ def _perturbation_x(ds: xr.Dataset, s: xr.DataArray) -> tuple[str, xr.DataArray]
     return axis, np.log(x.where(x > 0)).broadcast_like(s)
 
 
+def check_n_boot(n_boot: Any) -> int:
+    """``n_boot`` when it is a bootstrap size (an integer >= 0); else an ``InputError``."""
+    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 0:
+        raise InputError(
+            f"n_boot: expected an integer >= 0 (bootstrap resamples); received {n_boot!r}",
+            "e.g. n_boot=200, or n_boot=0 for no confidence interval",
+        )
+    return int(n_boot)
+
+
+def check_seed(rng: Any) -> None:
+    """``rng`` when NumPy takes it as a seed (None, an int >= 0, a Generator, ...); else an
+    ``InputError`` (``np.random.default_rng`` answered ``'x'`` with a bare ``TypeError``)."""
+    try:
+        np.random.default_rng(rng)
+    except (TypeError, ValueError):
+        raise InputError(
+            f"rng: expected a seed (None, an integer >= 0 or a numpy Generator); received {rng!r}",
+            "e.g. rng=0 (the default: reports and figures that repeat exactly)",
+        ) from None
+
+
 def estimate_thresholds(
     ds: xr.Dataset,
     criterion: str | SuccessCriterion = "recovery",
@@ -162,6 +184,8 @@ def estimate_thresholds(
     """
     if not 0 < level < 1:
         raise InputError(f"level must be in (0, 1), got {level}", "e.g. level=0.95")
+    check_n_boot(n_boot)
+    check_seed(rng)
     rng = np.random.default_rng(rng)
     crit = get_criterion(criterion)
     s = success(ds, crit, steps=steps, **options)

@@ -6,7 +6,12 @@ import argparse
 import re
 from collections.abc import Callable
 
-from ..studies.criteria import DEFAULT_RADIUS, RUN_CRITERIA
+from ..studies.criteria import (
+    DEFAULT_RADIUS,
+    RUN_CRITERIA,
+    check_criterion_option,
+    criterion_option_expected,
+)
 from .check import _cmd_check, _cmd_status_deep
 from .commands import (
     _cmd_info,
@@ -90,6 +95,24 @@ def _positive_float(text: str) -> float:
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"expected seconds > 0; received {text!r}")
     return value
+
+
+def _criterion_option(name: str) -> Callable[[str], float]:
+    """An argparse type: a value of criterion option ``name`` (finite and > 0 for ``c`` and
+    ``radius``: :data:`~sroa_dist.studies.criteria.CRITERION_OPTIONS`), else a message naming
+    what was received. (``float`` alone took ``-1``, ``0`` and ``nan``, and the report then
+    dropped the criterion's lines without a word.)"""
+
+    def parse(text: str) -> float:
+        try:
+            return check_criterion_option(name, float(text))
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected {criterion_option_expected(name)}; received {text!r}"
+            ) from None
+
+    parse.__name__ = name  # argparse names the type in some messages
+    return parse
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -264,14 +287,14 @@ def _criterion_arguments(sub: argparse.ArgumentParser) -> None:
     )
     sub.add_argument(
         "--c",
-        type=float,
+        type=_criterion_option("c"),
         default=VALUE_C,
         help=f"the value criterion's multiple of eps (default {VALUE_C}; at c = 1 the value "
         "criterion almost never fails, c = 2 is Theorem 3.1's bound)",
     )
     sub.add_argument(
         "--radius",
-        type=float,
+        type=_criterion_option("radius"),
         default=DEFAULT_RADIUS,
         help=f"the recovery criterion's radius on the vector error (default {DEFAULT_RADIUS})",
     )

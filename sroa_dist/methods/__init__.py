@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ..errors import InputError, InputTypeError
 from ..operators import TensorOperator
 from ..tensors import FloatArray, as_rng_list, check_symmetric_tensor
 from ..threads import single_blas
@@ -86,6 +87,26 @@ def _expand(out: MethodOutput, keep: NDArray[np.intp], B: int, n: int) -> Method
     return MethodOutput(**full)
 
 
+def _check_certificate(method: str, certificate: Any) -> None:
+    """``certificate=True`` needs a method that solves the relaxation (its options take
+    ``certificate``): a local method finds a point, never a bound to certify, and was
+    answered with ``certificate=None`` without a word."""
+    if not isinstance(certificate, (bool, np.bool_)):
+        raise InputTypeError(
+            f"certificate: expected true or false; received {certificate!r}",
+            "pass certificate=True or certificate=False",
+        )
+    if certificate and "certificate" not in resolve_method(method).options:
+        able = sorted(name for name, m in METHODS.items() if "certificate" in m.options)
+        raise InputError(
+            f"certificate: method {method!r} cannot produce a certificate (it is a local "
+            "method: it finds a point, not an upper bound to certify); received "
+            "certificate=True",
+            f"use a method that solves the moment relaxation ({', '.join(able)}), or "
+            "certificate=False",
+        )
+
+
 @single_blas
 def rank_one_batch(
     Ts: ArrayLike,
@@ -109,6 +130,8 @@ def rank_one_batch(
     ``2^-64 <= ‖T‖_F < 2^64`` it would change no bit of the result and is skipped. Zero
     tensors get the exact answer ``lam = upper_bound = 0`` (certified) without a solve.
     """
+    if not isinstance(Ts, TensorOperator):
+        _check_certificate(method, certificate)  # an operator's own refusal names it
     if isinstance(Ts, TensorOperator):  # matrix-free: a local step, never certified
         fn = resolve_method(method)
         check_options(method, options, n=Ts.shape[1], p=Ts.ndim - 1)
@@ -189,7 +212,11 @@ def rank_one(
         Certification tolerance relative to ``‖T‖_F``.
     certificate : bool
         Attach the relaxation's auditable SOS certificate (``result.certificate``, checkable
-        with ``result.certificate.verify(T)``); ``None`` where no relaxation ran.
+        with ``result.certificate.verify(T)``); ``None`` where no relaxation ran (``certified``
+        skips it for a size past its budget, and a zero tensor needs none). Only methods that
+        solve the relaxation (``certified``, ``sos``) can give one: with a local method
+        (``sshopm``, ``power``) or a matrix-free operator ``certificate=True`` is an
+        ``InputError``.
 
     Returns
     -------

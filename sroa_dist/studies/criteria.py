@@ -22,6 +22,8 @@ metric is at most the criterion's *level*:
 from __future__ import annotations
 
 import dataclasses
+import math
+import numbers
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
@@ -37,7 +39,10 @@ __all__ = [
     "DEFAULT_VALUE_C",
     "RUN_CRITERIA",
     "STUDY_THEOREM",
+    "CRITERION_OPTIONS",
     "RunCriterion",
+    "check_criterion_option",
+    "criterion_option_expected",
     "get_run_criterion",
 ]
 
@@ -52,6 +57,47 @@ DEFAULT_THEOREM_C = 2.0
 STUDY_THEOREM: Mapping[str, float] = MappingProxyType({"c": 0.5, "radius": 0.3})
 #: Relative slack of every comparison (a pass stays a pass under rounding).
 DEFAULT_RTOL = 1e-9
+
+#: What each numeric option of a criterion must be, wherever it is given (a function's
+#: keyword, ``sroa-dist report --c``, a spec key): ``name -> (least, least allowed, what it
+#: means, an example)``. Every one is a finite number; ``c``, ``radius`` and a level must be
+#: above 0 (at 0 nothing passes, below it the comparison means nothing), ``rtol`` at least 0.
+CRITERION_OPTIONS: Mapping[str, tuple[float, bool, str, str]] = MappingProxyType(
+    {
+        "c": (0.0, False, "the multiple of ε allowed on |λ̂ − λ|", "0.5"),
+        "radius": (0.0, False, "the bound on the vector error ‖v̂ − v‖", "0.3"),
+        "level": (0.0, False, "the level the criterion's metric must not exceed", "1"),
+        "rtol": (0.0, True, "the relative slack of every comparison", "1e-9"),
+    }
+)
+
+
+def criterion_option_expected(name: str) -> str:
+    """``"a finite number > 0"`` (or ``>= 0``): what option ``name`` must be."""
+    least, inclusive, _, _ = CRITERION_OPTIONS[name]
+    return f"a finite number {'>=' if inclusive else '>'} {least:g}"
+
+
+def check_criterion_option(name: str, value: object, where: str = "") -> float:
+    """``value`` as a float when it is a valid value of criterion option ``name``
+    (:data:`CRITERION_OPTIONS`); else an :class:`~sroa_dist.errors.InputError` naming it
+    (``where``, e.g. ``"--c"``, replaces the name in the message).
+
+    NaN and infinity are refused: a NaN bound makes every comparison false, so a criterion
+    given one would silently pass or drop every run.
+    """
+    least, inclusive, meaning, example = CRITERION_OPTIONS[name]
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    number = float(value) if ok else math.nan  # type: ignore[arg-type]
+    if not (math.isfinite(number) and (number >= least if inclusive else number > least)):
+        raise InputError(
+            f"{where or name}: expected {criterion_option_expected(name)} ({meaning}); "
+            f"received {value!r}",
+            f"give e.g. {where or name}={example}"
+            if not where.startswith("-")
+            else f"give e.g. {where} {example}",
+        )
+    return number
 
 
 def _value_metric(
@@ -132,8 +178,8 @@ class RunCriterion:
                 f"{sorted(self.params) or 'none'})",
                 "drop the parameters this criterion does not take",
             )
-        level = self.default_level if level is None else float(level)
-        given = {k: v for k, v in params.items() if v is not None}
+        level = self.default_level if level is None else check_criterion_option("level", level)
+        given = {k: check_criterion_option(k, v) for k, v in params.items() if v is not None}
         m = self.metric(
             np.asarray(lam_err, dtype=float),
             np.asarray(vec_err, dtype=float),

@@ -27,7 +27,7 @@ from ..problems.instances import BASES, draw_lambdas, make_instance
 from ..problems.perturbations import DEFAULT_WEIGHT, check_model
 from ..problems.structured import structured_tensor
 from ..threads import single_blas
-from .criteria import RunCriterion, get_run_criterion
+from .criteria import RunCriterion, check_criterion_option, get_run_criterion
 from .first_crossing import (
     SCAN_PHASES,
     ThresholdResult,
@@ -234,6 +234,10 @@ def find_threshold(
     level, crit_params, c_out, radius_out = _criterion_levels(crit, c, radius)
     if isinstance(n, bool) or int(n) != n or n < 2:
         raise InputError(f"n: expected an integer >= 2, received {n!r}", "give an integer n >= 2")
+    if isinstance(p, bool) or int(p) != p or p < 3:  # before int(): p=2.5 was told "received 2"
+        raise InputError(
+            f"p: expected an integer tensor order >= 3, received {p!r}", "give an integer p >= 3"
+        )
     for name, flag in (
         ("global_check", global_check),
         ("redo", redo),
@@ -316,10 +320,8 @@ def _criterion_levels(
     """``(level, metric parameters, c, radius)`` of a criterion from ``c`` and ``radius``
     (checked; a ``ValueError`` naming the argument)."""
     for name, v in (("c", c), ("radius", radius)):
-        if v is not None and not (
-            isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
-        ):
-            raise InputError(f"{name}: expected a number > 0, received {v!r}", f"e.g. {name}=0.5")
+        if v is not None:
+            check_criterion_option(name, v)
     if crit.level_name is None:  # theorem: value bound c·ε and vector bound radius
         c_out = float(c) if c is not None else float(crit.params["c"])
         r_out = None if radius is None else float(radius)

@@ -77,7 +77,7 @@ def test_registry_errors_list_valid_names_and_options():
         ValueError, match=r"'theorem' takes no option.*'variable'.*accepted: c, radius, rtol"
     ):
         success(criteria_cube(), "theorem", variable="vec_err")
-    with pytest.raises(ValueError, match=r"c: expected a number > 0"):
+    with pytest.raises(ValueError, match=r"c: expected a finite number > 0"):
         success(criteria_cube(), "value", c=0.0)
     with pytest.raises(ValueError, match=r"criterion: expected one of"):
         estimate_thresholds(scaling_cube(ns=(4, 8), n_eps=4, n_rep=3), "bogus", n_boot=0)

@@ -226,3 +226,71 @@ def test_every_figure_states_completeness_and_the_criterion():
     assert figs["success_heatmap"].axes[0].get_title().endswith("P(every step's |λ̂ − λ| ≤ 2·ε)")
     with pytest.raises(ValueError, match=r"'recovery' takes no option.*'c'"):
         figure_success_heatmap(ds, "recovery", c=2.0)
+
+
+# ---- what a reader sees: plain tick labels, and "no data" where a panel has none ----------
+
+
+def _tick_texts(fig) -> list[str]:
+    """Every tick label drawn, major and minor, on every axis of ``fig``."""
+    FigureCanvasAgg(fig).draw()
+    out = []
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            out += [t.get_text() for t in axis.get_majorticklabels() + axis.get_minorticklabels()]
+    return [t for t in out if t]
+
+
+def test_log_axes_label_plain_numbers():
+    """`2×10¹`-style labels (Matplotlib's default on short log axes) are gone: 20, 0.2, 100."""
+    from sroa_dist.analysis import compare_prediction, figure_prediction, predict_threshold
+    from sroa_dist.analysis.threshold import estimate_thresholds
+
+    ds = scaling_cube(ns=(4, 8, 16, 32, 64, 128), n_eps=6, n_rep=6)
+    thr = estimate_thresholds(ds, n_boot=0)
+    pred = predict_threshold(3, [8, 16, 32, 64, 128, 1024], c=0.5)
+    cmp = compare_prediction([32, 64], [0.15, 0.105], [0.152, 0.107], p=3, prediction=pred)
+    for fig in (figure1(ds), figure_threshold_scaling(thr, p=3), figure_prediction([cmp])):
+        texts = _tick_texts(fig)
+        assert texts
+        assert not [t for t in texts if "times" in t or "^" in t or "×" in t], texts
+
+
+def test_a_masked_panel_says_no_data_and_why(tmp_path):
+    """A store read with damaged="mask" whose damage covers a whole noise family: its panels
+    showed bare axes from −0.04 to 0.04; now "no data" and the masked block, no ticks."""
+    from sroa_dist.sweep import open_results
+    from tests.support.analysis_cubes import partial_store
+    from tests.support.helpers import SMOKE, chunk_file
+
+    store = tmp_path / "s.zarr"
+    partial_store(store, SMOKE / "figure1.toml", chunks=(1, 10, 2), done=(0, 1))
+    chunk_file(store, "vec_err", 1).write_bytes(b"garbage")
+    ds = open_results(store, damaged="mask")
+    fig = figure1(ds)
+    empty = [ax for ax in fig.axes if any(t.get_text().startswith("no data") for t in ax.texts)]
+    assert len(empty) == 2  # the masked family's two panels, not the other's
+    for ax in empty:
+        (text,) = [t.get_text() for t in ax.texts]
+        assert text == "no data\n(1 damaged block masked)"
+        assert not ax.get_yticks().size and ax.get_legend() is None
+
+
+def test_no_threshold_leaves_no_zero_ticks():
+    """Success that never crosses 1/2: the panel says so without a y scale of ±0.04."""
+    from sroa_dist.analysis.threshold import estimate_thresholds
+
+    ds = scaling_cube(ns=(4, 8), n_eps=4, n_rep=4, c=50.0)  # every ε passes
+    fig = figure_threshold_scaling(estimate_thresholds(ds, n_boot=0), p=3)
+    ax = fig.axes[0]
+    assert any("NO THRESHOLD" in t.get_text() for t in ax.texts)
+    assert not ax.get_yticks().size and ax.get_legend() is None
+
+
+def test_a_size_without_results_says_no_data_on_the_heat_map():
+    ds = scaling_cube(ns=(4, 8), n_eps=4, n_rep=3)
+    for v in ("vec_err", "lam_err"):
+        ds[v] = ds[v].where(ds["n"] != 8)  # as a masked or failed block leaves it
+    ax = figure_success_heatmap(ds).axes[0]
+    (text,) = [t for t in ax.texts if t.get_text().startswith("no data")]
+    assert text.get_position()[0] == 8  # in the column of the size without results

@@ -713,6 +713,31 @@ def test_killing_the_client_ends_its_workers(tmp_path):
             os.killpg(proc.pid, signal.SIGKILL)
 
 
+@pytest.mark.slow
+def test_kill_9_of_the_client_prints_nothing_after_it(tmp_path):
+    """After `kill -9` of `sroa-dist run` the terminal showed multiprocessing's
+    "resource_tracker: There appear to be 12 leaked semaphore objects" (the nannies' queues):
+    the stderr of the whole process group -- workers and resource tracker, which outlive the
+    CLI and share its stderr -- is read to its end, and holds no warning."""
+    store = tmp_path / "killed.zarr"
+    args = [
+        "run", FIG1, "--store", str(store), "--workers", "2", "--dashboard-address", ":0",
+        *SLOW, "--set", "replicates=4",
+    ]  # fmt: skip
+    proc = start_cli(args)
+    try:
+        wait_blocks(store, proc, n=1)
+        proc.send_signal(signal.SIGKILL)
+        # communicate() returns at the end of the pipe: when every process of the group that
+        # holds it (workers, resource tracker) has ended too.
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert "resource_tracker" not in err and "leaked" not in err, err
+    assert "Warning" not in err and "Traceback" not in err, err
+
+
 def _children(pid: int) -> list[int]:
     """Process ids whose parent is ``pid`` (Linux /proc)."""
     out = []

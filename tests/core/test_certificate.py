@@ -265,8 +265,11 @@ def test_sroa_attaches_a_certificate_per_step():
         residual = residual - rank_one_tensor(res.lambdas[j], res.vectors[:, j], 3)
     plain = sroa(T, rank=1, rng=0)
     assert plain.steps[0].certificate is None
-    local = rank_one(T, method="sshopm", rng=0, certificate=True)
-    assert local.certificate is None  # no relaxation ran
+    # A local method has no bound to certify: asking it for a certificate is an error that
+    # names the methods that can give one (it was answered with None, without a word).
+    with pytest.raises(ValueError, match="certificate: method 'sshopm' cannot") as info:
+        rank_one(T, method="sshopm", rng=0, certificate=True)
+    assert "certified, sos" in info.value.hint
 
 
 @pytest.mark.parametrize("exponent", [-900, 700])

@@ -48,7 +48,11 @@ from sroa_dist.methods import memory_estimate
 from sroa_dist.methods.cost import resolve_norm_method, solve_cost
 from sroa_dist.problems.noise import NOISE_MODELS
 from sroa_dist.problems.perturbations import PERTURBATIONS, check_model, model_params
-from sroa_dist.studies.criteria import RUN_CRITERIA
+from sroa_dist.studies.criteria import (
+    RUN_CRITERIA,
+    check_criterion_option,
+    criterion_option_expected,
+)
 from sroa_dist.studies.first_crossing import SCAN_FACTOR, SCAN_PHASES, ThresholdResult, max_evals
 from sroa_dist.studies.threshold import (
     DEFAULT_C,
@@ -389,8 +393,13 @@ def _check_threshold(t: dict[str, Any], source: str) -> None:
     if level_name is not None and t[level_name] is None:  # find_threshold's own default
         t[level_name] = float(DEFAULT_C)
     for key in takes:
-        if t[key] is not None and not t[key] > 0:
-            raise SpecError(source, f"threshold.{key}", "a number > 0", t[key])
+        if t[key] is not None:
+            try:
+                check_criterion_option(key, t[key])
+            except InputError:
+                raise SpecError(
+                    source, f"threshold.{key}", criterion_option_expected(key), t[key]
+                ) from None
     if t["scan_phases"] is not None and t["scan_phases"] not in (1, 2):
         raise SpecError(source, "threshold.scan_phases", "1 or 2", t["scan_phases"])
     if t["redo"] and t["global_check"] is False:

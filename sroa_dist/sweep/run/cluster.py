@@ -228,6 +228,7 @@ def _embedded(
         config[f"distributed.nanny.pre-spawn-environ.{var}"] = value
     if allowed_failures is not None:
         config["distributed.scheduler.allowed-failures"] = allowed_failures
+    quiet_resource_tracker()
     with contextlib.ExitStack() as stack:
         stack.enter_context(dask.config.set(config))  # the nannies pass it to their workers
         try:
@@ -248,6 +249,32 @@ def _embedded(
                 "an address of this machine) and --workers",
             ) from None
         yield stack.enter_context(Client(cluster))
+
+
+#: The ``-W`` option that silences the resource tracker's warnings (and only them).
+TRACKER_WARNINGS = "ignore::UserWarning:multiprocessing.resource_tracker"
+
+
+def quiet_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker, if it is not running yet, with its warnings
+    silenced, so that a ``kill -9`` of the run prints nothing after the shell prompt.
+
+    Each nanny of the embedded cluster holds two ``multiprocessing`` queues of its worker
+    (Dask's ``WorkerProcess``: three named semaphores each), registered with the resource
+    tracker, a helper process of this one that unlinks them if this process dies without doing
+    so. After a SIGKILL it does exactly that, and also prints "resource_tracker: There appear
+    to be 12 leaked semaphore objects to clean up at shutdown" (two workers, or one restarted)
+    to the terminal, after the prompt. The semaphores are Dask's and their cleanup is needed,
+    so only the message goes: the tracker takes the interpreter's ``-W`` options of this
+    process when it starts (``sys.warnoptions``), and its warnings are all of this one kind.
+    A tracker that already runs (started by the caller) is left as it is.
+    """
+    import sys
+    from multiprocessing import resource_tracker
+
+    if TRACKER_WARNINGS not in sys.warnoptions:
+        sys.warnoptions.append(TRACKER_WARNINGS)
+    resource_tracker.ensure_running()
 
 
 @contextlib.contextmanager

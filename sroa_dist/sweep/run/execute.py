@@ -42,11 +42,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from sroa_dist.errors import InputError, SroaWarning
+from sroa_dist.errors import InputError, InputTypeError, SroaWarning
 
 from ..kinds import advice, kind_of, load_spec, make_layout, spec_from_dict
 from ..layout import BlockTask, Layout, block_task
 from ..spec.base import SweepSpec
+from ..spec.fields import SpecError
 from ..spec.load import apply_overrides
 from ..store.lease import DEFAULT_LEASE_TIMEOUT, StoreLease
 from .cluster import (
@@ -244,6 +245,63 @@ def _hms(seconds: float) -> str:
     return f"{s // 3600:02d}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
+def _seconds(name: str, value: Any, hint: str) -> None:
+    """A duration keyword of :func:`run_sweep`: ``None`` or finite seconds > 0."""
+    if value is None:
+        return
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not (ok and 0 < value < float("inf")):
+        raise InputError(f"{name}: expected seconds > 0; received {value!r}", hint)
+
+
+#: The keywords of :func:`run_sweep` itself (every other keyword is a spec key).
+def _own_keywords() -> list[str]:
+    import inspect
+
+    return [
+        name
+        for name, prm in inspect.signature(run_sweep).parameters.items()
+        if prm.kind is inspect.Parameter.KEYWORD_ONLY
+    ]
+
+
+def _keyword_error(exc: SpecError, overrides: Mapping[str, Any]) -> InputError:
+    """A spec error caused by a keyword of :func:`run_sweep` told as one: the spec layer
+    names the ``--set`` option, which a Python caller never wrote.
+
+    A key the spec does not have is a misspelt keyword (``replicatse=4``): an
+    :class:`~sroa_dist.errors.InputTypeError` (Python's own answer is a ``TypeError``) that
+    lists run_sweep's keywords and the spec keys; a bad value names the keyword and the key.
+    Errors of the spec file itself pass unchanged."""
+    keyword = next(
+        (
+            k
+            for k in reversed(list(overrides))
+            if (dotted := k.replace("__", ".")) == exc.key
+            or exc.key.startswith(dotted + ".")
+            or dotted.startswith(exc.key + ".")
+        ),
+        None,
+    )
+    if keyword is None:
+        return exc
+    if exc.received == "<unknown key>":
+        own = ", ".join(_own_keywords())
+        return InputTypeError(
+            f"run_sweep() got an unexpected keyword argument {keyword!r}: expected one of its "
+            f"keywords ({own}) or a spec key ({exc.expected}; nested keys as "
+            f"table__key, e.g. noise__sigma); received {keyword}={overrides[keyword]!r}",
+            "check the spelling; docs/sweeps.md lists every spec key",
+        )
+    return SpecError(
+        f"run_sweep({keyword}={overrides[keyword]!r})",
+        exc.key,
+        exc.expected,
+        exc.received,
+        exc.given_hint or f"fix the value of keyword {keyword}; docs/sweeps.md lists the keys",
+    )
+
+
 def _resolve_spec(spec_or_path: Any, overrides: Mapping[str, Any]) -> SweepSpec:
     if isinstance(spec_or_path, SweepSpec):
         if overrides:
@@ -357,12 +415,18 @@ def run_sweep(
     _positive("workers", workers)
     _positive("block_size", block_size)
     _positive("retries", retries, least=0)
-    if task_timeout is not None and not (0 < float(task_timeout) < float("inf")):
-        raise InputError(
-            f"task_timeout: expected seconds > 0; received {task_timeout!r}",
-            "e.g. task_timeout=600, or None for the cost model's deadline",
+    if not isinstance(overwrite, bool):
+        raise InputTypeError(
+            f"overwrite: expected true or false; received {overwrite!r}",
+            "pass overwrite=True (replace a sroa-dist store) or overwrite=False (resume it)",
         )
-    spec = _resolve_spec(spec_or_path, overrides)
+    _seconds("task_timeout", task_timeout, "e.g. task_timeout=600, or None for the cost model's")
+    _seconds("connect_timeout", connect_timeout, "e.g. connect_timeout=30, or None for Dask's")
+    _seconds("lease_timeout", lease_timeout, f"e.g. lease_timeout={DEFAULT_LEASE_TIMEOUT:g}")
+    try:
+        spec = _resolve_spec(spec_or_path, overrides)
+    except SpecError as exc:
+        raise _keyword_error(exc, overrides) from None
     url = str(store) if store is not None else spec.default_store
     if "://" not in url:
         # Workers may run in another folder (a cluster started elsewhere): they get the path
