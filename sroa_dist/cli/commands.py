@@ -43,11 +43,18 @@ def _load_spec(args: argparse.Namespace):
 def _cmd_run(args: argparse.Namespace) -> int:
     import errno
 
+    from ..sweep.kinds import make_layout
     from ..sweep.run.execute import disk_full, run_sweep
 
     spec = _load_spec(args)
     store = args.store or spec.default_store
     args.store_url = store
+    # The estimate before any work (the layout of a new store; a resumed one may differ).
+    print(
+        _estimate_line(spec, make_layout(spec, block_size=args.block_size), args.workers),
+        file=sys.stderr,
+        flush=True,
+    )
     history = "sroa-dist " + " ".join(shlex.quote(a) for a in args.argv)
     try:
         res = run_sweep(
@@ -89,9 +96,22 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0 if res.complete else 1
 
 
+def _estimate_line(spec, layout, workers: int | None) -> str:
+    """The cost model's one line for ``spec`` on ``workers`` (default: the CPUs available,
+    as ``run``'s embedded cluster), with a note when the machine is loaded."""
+    import os
+
+    from ..sweep.cost import estimate_line
+    from ..sweep.kinds import estimate
+    from ..sweep.run.cluster import default_workers
+
+    cpus = default_workers()
+    est = estimate(spec, layout, workers or cpus)
+    return estimate_line(est, os.getloadavg()[0], cpus)
+
+
 def _cmd_validate(args: argparse.Namespace) -> int:
     from ..sweep.kinds import advice, kind_of, make_layout
-    from ..sweep.run.cluster import default_workers
 
     spec = _load_spec(args)
     layout = make_layout(spec, block_size=args.block_size)
@@ -110,9 +130,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     if trial is not None:
         for line in trial(spec):
             print(line)
-    describe = getattr(kind_of(spec), "describe_cost", None)
-    if describe is not None:
-        print("\n".join(describe(spec, layout, default_workers())))
+    print(_estimate_line(spec, layout, args.workers))
     return 0
 
 

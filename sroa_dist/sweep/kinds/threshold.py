@@ -477,6 +477,11 @@ MATRIX_FREE_SROA_SECONDS = 8.3
 MATRIX_FREE_REFERENCE_N = 200
 
 
+#: Evaluations a search makes on average, as a fraction of :func:`max_evals` (the scan stops
+#: at the first crossing, and the bisection is shorter than its bound): the smoke threshold
+#: sweep's searches, benchmarks/bench_instance_cost.py (docs/data/cost/instance-cost.json).
+EVAL_FRACTION = 0.5
+
 #: What the global check (with redo) multiplies an SROA's seconds by, at most: 1.3-1.8 on
 #: formed p = 3 tensors at n = 16-64, about 2 matrix-free (benchmarks/bench_global_check.py).
 CHECK_COST_FACTOR = 2.0
@@ -584,19 +589,17 @@ def threshold_layout(
     return Layout(tuple(dims), tuple(coords), chunks, spec.n_steps, max(spec.ranks))
 
 
-def describe_cost(spec: ThresholdSweepSpec, layout: Layout, workers: int) -> list[str]:
-    """Lines for ``sroa-dist validate``: estimated time (every search making the most
-    evaluations) on ``workers`` workers and the peak memory of one search."""
-    evals = spec.n_steps
-    total = spec.replicates * sum(_all_costs(spec))
-    mem, worst = _worst_memory(spec)
-    return [
-        f"estimate: at most {evals} SROA runs per search; about {total / 3600:,.2f} CPU hours "
-        f"in all, {total / 3600 / max(1, workers):,.2f} h on {workers} workers (cost model, "
-        "each search assumed to make the most evaluations)",
-        f"memory: about {_gib(mem)} per worker at the largest search (n = {worst[1]}, "
-        f"p = {worst[2]}, method {worst[0]!r})",
-    ]
+def search_seconds(spec: ThresholdSweepSpec, settings: ThresholdSettings) -> float:
+    """Expected CPU seconds of one search at ``settings``: :func:`search_cost` at the
+    evaluations a search makes on average (:data:`EVAL_FRACTION` of :func:`max_evals`)."""
+    checked = bool(spec.threshold.search["global_check"])
+    evals = EVAL_FRACTION * spec.n_steps
+    return search_cost(settings.method, settings.n, settings.p, evals, settings.noise, checked)
+
+
+def worker_memory(spec: ThresholdSweepSpec, layout: Layout) -> float:
+    """Peak bytes of a worker at the largest search of the grid, with its block's traces."""
+    return _worst_memory(spec)[0] + math.prod(layout.chunks) * 24.0 * spec.n_steps
 
 
 # --------------------------------------------------------------------------------------------
@@ -721,9 +724,13 @@ class ThresholdKind:
         """See :func:`..spec.base.replicate_advice` (weights drawn from a distribution differ)."""
         return replicate_advice(spec, isinstance(spec.lambdas, Mapping))
 
-    def describe_cost(self, spec: ThresholdSweepSpec, layout: Layout, workers: int) -> list[str]:
-        """See :func:`describe_cost`."""
-        return describe_cost(spec, layout, workers)
+    def instance_cost(self, spec: ThresholdSweepSpec, settings: ThresholdSettings) -> float:
+        """CPU seconds of one search on one idle core (:func:`search_seconds`)."""
+        return search_seconds(spec, settings)
+
+    def worker_memory(self, spec: ThresholdSweepSpec, layout: Layout) -> float:
+        """See :func:`worker_memory`."""
+        return worker_memory(spec, layout)
 
 
 #: The registered threshold kind.
