@@ -12,7 +12,9 @@ BLAS thread, Figure-2's instances (identity basis, unit weights, binary/uniform/
 (``time.process_time``, so a loaded machine inflates them little; the wall times are recorded
 beside them) give ``step = (full − one) / (n − 1)`` and ``fixed = one − step``. The threshold
 part runs the smoke threshold spec's searches (sweeps/smoke/threshold.toml) the same way and
-records their mean evaluations over ``max_evals`` and their CPU seconds per evaluation.
+records their mean evaluations over ``max_evals``, their CPU seconds per evaluation and the
+ratio of their CPU seconds to the threshold kind's search model at the most evaluations
+(``SEARCH_COST_SCALE``).
 
 Writes ``benchmarks/out/bench_instance_cost.json``; the committed copy of a calibration is
 ``docs/data/cost/instance-cost.json``, whose numbers the package's constants carry.
@@ -33,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 from sroa_dist.sweep import load_spec  # noqa: E402
 from sroa_dist.sweep.kinds import make_layout, spec_from_dict  # noqa: E402
+from sroa_dist.sweep.kinds.threshold import search_cost  # noqa: E402
 from sroa_dist.sweep.layout import block_task  # noqa: E402
 from sroa_dist.sweep.run.worker import compute_block  # noqa: E402
 from sroa_dist.threads import limit_blas_threads  # noqa: E402
@@ -102,6 +105,15 @@ def threshold_point(replicates: int) -> dict:
     spec = load_spec(ROOT / "sweeps/smoke/threshold.toml", [f"replicates={replicates}"])
     run = _run_blocks(spec)
     evals = [int(e) for r in run["res"] for e in r.data["n_evals"].ravel()]
+    # The threshold kind's model of the same searches, each at its most evaluations: what
+    # SEARCH_COST_SCALE scales to the measured CPU.
+    layout = make_layout(spec)
+    checked = bool(spec.threshold.search["global_check"])
+    model = sum(
+        search_cost(st.method, st.n, st.p, spec.n_steps, st.noise, checked)
+        for b in range(layout.n_blocks)
+        for _, st, _ in block_task(spec, layout, b).instances(spec)
+    )
     return {
         "spec": "sweeps/smoke/threshold.toml",
         "searches": run["instances"],
@@ -111,6 +123,8 @@ def threshold_point(replicates: int) -> dict:
         "cpu_s": round(run["cpu_s"], 2),
         "cpu_per_search_s": round(run["cpu_s"] / run["instances"], 4),
         "cpu_per_eval_s": round(run["cpu_s"] / sum(evals), 5),
+        "model_at_max_evals_s": round(model, 2),
+        "search_cost_scale": round(run["cpu_s"] / model, 3),
     }
 
 
