@@ -43,18 +43,11 @@ def _load_spec(args: argparse.Namespace):
 def _cmd_run(args: argparse.Namespace) -> int:
     import errno
 
-    from ..sweep.kinds import make_layout
     from ..sweep.run.execute import disk_full, run_sweep
 
     spec = _load_spec(args)
     store = args.store or spec.default_store
     args.store_url = store
-    # The estimate before any work (the layout of a new store; a resumed one may differ).
-    print(
-        _estimate_line(spec, make_layout(spec, block_size=args.block_size), args.workers),
-        file=sys.stderr,
-        flush=True,
-    )
     history = "sroa-dist " + " ".join(shlex.quote(a) for a in args.argv)
     try:
         res = run_sweep(
@@ -98,16 +91,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _estimate_line(spec, layout, workers: int | None) -> str:
     """The cost model's one line for ``spec`` on ``workers`` (default: the CPUs available,
-    as ``run``'s embedded cluster), with a note when the machine is loaded."""
-    import os
-
+    as ``run``'s embedded cluster): the line ``run`` prints before its blocks start."""
     from ..sweep.cost import estimate_line
     from ..sweep.kinds import estimate
     from ..sweep.run.cluster import default_workers
 
-    cpus = default_workers()
-    est = estimate(spec, layout, workers or cpus)
-    return estimate_line(est, os.getloadavg()[0], cpus)
+    return estimate_line(estimate(spec, layout, workers or default_workers()), loaded=True)
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:

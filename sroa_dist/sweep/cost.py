@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -27,6 +28,7 @@ __all__ = [
     "SWEEP_OVERHEAD",
     "SweepEstimate",
     "estimate_line",
+    "load_note",
     "makespan",
     "sroa_seconds",
     "sweep_estimate",
@@ -151,10 +153,11 @@ def _bytes(x: float) -> str:
     return f"{x / 2**30:,.2f} GiB" if x < 2**50 else f"{x:.2g} bytes"
 
 
-def estimate_line(est: SweepEstimate, load: float | None = None, cpus: int | None = None) -> str:
-    """The one line ``validate`` and ``run`` print. With the machine's load average ``load``
-    above its ``cpus``, a note that the wall time will be longer (the estimate is for an idle
-    machine: other processes take the cores the workers would use)."""
+def estimate_line(est: SweepEstimate, loaded: bool = False) -> str:
+    """The one line ``validate`` and ``run`` print. ``loaded``: with this machine's load
+    average above its CPU count, add that the wall time will be longer, by up to load / CPUs
+    (the estimate is for an idle machine: other processes take the cores the workers would
+    use)."""
     per = est.cpu_seconds / est.instances if est.instances else 0.0
     line = (
         f"estimate: {_count(est.instances, 'instance')} in {_count(est.blocks, 'block')}; "
@@ -163,8 +166,21 @@ def estimate_line(est: SweepEstimate, load: float | None = None, cpus: int | Non
         f"about {_duration(est.wall_seconds)} wall on {_count(est.workers, 'worker')} "
         "(idle machine)"
     )
-    if load is not None and cpus and load > cpus:
-        line += (
-            f"; load average now {load:.1f} on {cpus} CPUs: expect up to {load / cpus:.1f}x longer"
-        )
-    return line
+    return line + (load_note(*_machine_load()) if loaded else "")
+
+
+def load_note(load: float, cpus: int) -> str:
+    """What :func:`estimate_line` adds on a machine with load average ``load`` and ``cpus``
+    CPUs: nothing up to one runnable process per CPU."""
+    if load <= cpus:
+        return ""
+    return f"; load average now {load:.1f} on {cpus} CPUs: expect up to {load / cpus:.1f}x longer"
+
+
+def _machine_load() -> tuple[float, int]:
+    try:
+        cpus = len(os.sched_getaffinity(0))
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return 0.0, 1
+    return load, cpus

@@ -64,5 +64,7 @@ def test_run_prints_the_same_line_before_it_starts(tmp_path):
     args = [f"{SMOKE}/gmm.toml", "--set", "replicates=1", "--workers", "1"]
     want = LINE.search(run_cli("validate", *args).stdout).group(0)
     proc = run_cli("run", *args, "--store", str(tmp_path / "s.zarr"))
-    assert want in proc.stderr.splitlines()[0]
+    lines = proc.stderr.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("sroa-dist: sweep"))
+    assert lines[start + 1].startswith(want)  # before the first progress line
     assert "instances: 2 total, 2 computed" in proc.stdout

@@ -15,6 +15,7 @@ from sroa_dist.sweep.cost import (
     STARTUP_SECONDS,
     SWEEP_OVERHEAD,
     estimate_line,
+    load_note,
     makespan,
     sroa_seconds,
     sweep_estimate,
@@ -107,7 +108,16 @@ def test_the_line_names_every_figure_and_warns_under_load():
     line = estimate_line(est)
     assert line.startswith("estimate: 300 instances in 2 blocks; 2.2 min CPU")
     assert "peak 1.00 GiB per worker" in line and "on 2 workers (idle machine)" in line
-    assert "load" not in line and "load" not in estimate_line(est, load=1.5, cpus=2)
-    loaded = estimate_line(est, load=8.0, cpus=2)
-    assert "load average now 8.0 on 2 CPUs: expect up to 4.0x longer" in loaded
-    assert math.isfinite(est.wall_seconds)
+    assert line.endswith("(idle machine)") and math.isfinite(est.wall_seconds)
+    assert load_note(1.5, 2) == "" and load_note(2.0, 2) == ""
+    assert load_note(8.0, 2) == "; load average now 8.0 on 2 CPUs: expect up to 4.0x longer"
+    assert estimate_line(est, loaded=True).startswith(line)
+
+
+def test_a_resumed_run_prices_its_pending_blocks_only():
+    spec = load_spec(SPECS["tensor"], ["replicates=12"])
+    layout = make_layout(spec)
+    whole = estimate(spec, layout, 2)
+    part = estimate(spec, layout, 2, blocks=[0, 1])
+    assert part.blocks == 2 and part.instances == layout.block_size(0) + layout.block_size(1)
+    assert part.cpu_seconds == pytest.approx(whole.cpu_seconds * part.instances / whole.instances)

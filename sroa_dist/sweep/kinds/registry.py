@@ -317,11 +317,14 @@ def default_block_size(spec: SweepSpec, mean_cost: float | None = None) -> int:
     return _block_size_for_cost(spec, mean_cost)
 
 
-def estimate(spec: SweepSpec, layout: Layout, workers: int) -> SweepEstimate:
+def estimate(
+    spec: SweepSpec, layout: Layout, workers: int, blocks: Sequence[int] | None = None
+) -> SweepEstimate:
     """What the sweep ``spec`` with ``layout`` costs on ``workers`` workers of an idle machine:
     its kind's ``instance_cost`` at every grid point (once per point; replicates cost the
     same), summed per block and scheduled by :func:`..cost.sweep_estimate`, and its kind's
-    ``worker_memory``. Costs O(grid points + blocks)."""
+    ``worker_memory``. ``blocks``: only these blocks (a resumed run's pending ones; default
+    all). Costs O(grid points + blocks)."""
     kind = kind_of(spec)
     own = getattr(kind, "instance_cost", None)
 
@@ -338,14 +341,15 @@ def estimate(spec: SweepSpec, layout: Layout, workers: int) -> SweepEstimate:
             for point in itertools.product(*layout.coords[:-1])
         ]
     ).reshape(layout.shape[:-1])
-    blocks = []
-    for b in range(layout.n_blocks):
+    seconds, instances = [], 0
+    for b in range(layout.n_blocks) if blocks is None else blocks:
         region = layout.block_region(b)
         reps = region[-1].stop - region[-1].start
-        blocks.append(float(per_point[region[:-1]].sum()) * reps)
+        seconds.append(float(per_point[region[:-1]].sum()) * reps)
+        instances += layout.block_size(b)
     memory = getattr(kind, "worker_memory", None)
     peak = float(memory(spec, layout)) if memory is not None else float(WORKER_BASE_BYTES)
-    return sweep_estimate(blocks, layout.n_instances, workers, peak)
+    return sweep_estimate(seconds, instances, workers, peak)
 
 
 def make_layout(
