@@ -33,7 +33,7 @@ from sroa_dist.sweep.run.cluster import connect, default_workers  # noqa: E402
 
 #: name -> (spec, overrides): each a few minutes on 2 loaded cores.
 RUNS = {
-    "figure1": ("sweeps/figure1.toml", ["noise.sigma={start=0.0001, stop=0.006, step=0.0001}"]),
+    "figure1": ("sweeps/figure1.toml", ["noise.sigma={start=0.0001, stop=0.2, step=0.0034}"]),
     "figure2-sshopm": ("sweeps/figure2-sshopm.toml", ["replicates=200"]),
     "figure2": ("sweeps/figure2.toml", ["replicates=15"]),
     "threshold": ("sweeps/smoke/threshold.toml", ["replicates=1", "tensor.n=[4, 6, 8]"]),
