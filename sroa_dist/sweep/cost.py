@@ -34,23 +34,24 @@ __all__ = [
     "sweep_estimate",
 ]
 
-#: CPU seconds of one tensor-sweep instance on one idle core, one BLAS thread, by
+#: CPU seconds of one tensor-sweep instance on one core, one BLAS thread, by
 #: ``(method, norm method, n, p)``: ``(fixed, per SROA step)``; ``fixed`` is drawing the
 #: instance, the ``||E||`` bound and the block's bookkeeping. Measured with
 #: ``benchmarks/bench_instance_cost.py`` on Figure 2's instances (identity basis, unit weights,
-#: binary/uniform/Gaussian noise at σ = 0.01), one-step and full-SROA runs of the block kernel;
-#: the data: docs/data/cost/instance-cost.json (2026-11-28, 24 instances per point, CPU time on
-#: a shared 2-core machine at load 15-23, which inflates it: Figure 2's certified instance
-#: measures 0.51 s here, 0.30 s on the idle machine of docs/results/benchmarks.md).
+#: binary/uniform/Gaussian noise at σ = 0.01), one-step and full-SROA runs of the block kernel,
+#: local methods in blocks of 64 instances (they batch a block). Data:
+#: docs/data/cost/instance-cost.json (2026-11-28, CPU time on a shared 2-core machine at load
+#: 10-17, which inflates it: Figure 2's certified instance measures 0.55 s here, 0.30 s on the
+#: idle machine of docs/results/benchmarks.md, so an idle run beats the estimate).
 CALIBRATED: dict[tuple[str, str, int, int], tuple[float, float]] = {
-    ("certified", "certified", 10, 3): (0.04358, 0.046997),
-    ("sshopm", "sshopm", 10, 3): (0.01259, 0.001496),
-    ("sshopm", "certified", 10, 3): (0.02473, 0.001094),
-    ("sshopm", "sshopm", 4, 3): (0.00486, 0.000321),
-    ("sshopm", "sshopm", 16, 3): (0.01352, 0.001805),
-    ("sshopm", "sshopm", 32, 3): (0.06719, 0.008533),
-    ("sshopm", "sshopm", 8, 4): (0.02038, 0.015525),
-    ("certified", "certified", 8, 4): (0.04976, 0.025304),
+    ("certified", "certified", 10, 3): (0.04119, 0.050476),
+    ("sshopm", "sshopm", 10, 3): (0.00301, 0.000661),
+    ("sshopm", "certified", 10, 3): (0.02636, 0.000404),
+    ("sshopm", "sshopm", 4, 3): (0.00195, 0.000215),
+    ("sshopm", "sshopm", 16, 3): (0.00956, 0.001362),
+    ("sshopm", "sshopm", 32, 3): (0.06288, 0.006674),
+    ("sshopm", "sshopm", 8, 4): (0.03819, 0.00726),
+    ("certified", "certified", 8, 4): (0.04923, 0.025854),
 }
 
 #: A sweep's block tasks cost this multiple of the same solves in one process (scheduling,
