@@ -156,7 +156,7 @@ def _bytes(x: float) -> str:
 
 def estimate_line(est: SweepEstimate, loaded: bool = False) -> str:
     """The one line ``validate`` and ``run`` print. ``loaded``: with this machine's load
-    average above its CPU count, add that the wall time will be longer, by up to load / CPUs
+    average above its CPU count, add that the wall time will be longer, by at least load / CPUs
     (the estimate is for an idle machine: other processes take the cores the workers would
     use)."""
     per = est.cpu_seconds / est.instances if est.instances else 0.0
@@ -175,7 +175,7 @@ def load_note(load: float, cpus: int) -> str:
     CPUs: nothing up to one runnable process per CPU."""
     if load <= cpus:
         return ""
-    return f"; load average now {load:.1f} on {cpus} CPUs: expect up to {load / cpus:.1f}x longer"
+    return f"; load average now {load:.1f} on {cpus} CPUs: expect at least {load / cpus:.1f}x longer"
 
 
 def _machine_load() -> tuple[float, int]:
