@@ -175,7 +175,9 @@ def load_note(load: float, cpus: int) -> str:
     CPUs: nothing up to one runnable process per CPU."""
     if load <= cpus:
         return ""
-    return f"; load average now {load:.1f} on {cpus} CPUs: expect at least {load / cpus:.1f}x longer"
+    return (
+        f"; load average now {load:.1f} on {cpus} CPUs: expect at least {load / cpus:.1f}x longer"
+    )
 
 
 def _machine_load() -> tuple[float, int]:
