@@ -59,8 +59,10 @@ CALIBRATED: dict[tuple[str, str, int, int], tuple[float, float]] = {
 #: (docs/results/benchmarks.md, Certified Figure-2 sweep).
 SWEEP_OVERHEAD = 1.1
 #: Wall seconds before the first block runs: starting an embedded cluster's worker processes
-#: and their imports, and preparing the store (``cluster_start_s`` of
-#: ``benchmarks/bench_certified_sweep.py`` on an idle 2-core machine, rounded up).
+#: and their imports, and preparing the store. Idle, 60 certified Figure-2 instances took
+#: 11.2-12.8 s on 2 workers, 9 s of it solves (``benchmarks/bench_certified_sweep.py``,
+#: docs/results/benchmarks.md, 2026-11-27): about 3 s, rounded up. A loaded machine takes
+#: far longer (12-67 s at load 12-20), which the load note of :func:`estimate_line` covers.
 STARTUP_SECONDS = 5.0
 
 
