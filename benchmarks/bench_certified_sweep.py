@@ -22,7 +22,9 @@ sides so that a change in the machine's load hits both. Measured per round:
 * ``ratio_task`` and ``ratio_worker``: the two sweep figures per instance over the solo's;
 * with ``--default-threads``, the one-process side again with the machine's default BLAS
   threads (what a process without an explicit limit burns), and its ratio to one thread;
-* the run's wall time, cluster start-up included, and the load average around it.
+* the run's wall time, cluster start-up included, and the load average around it;
+* with ``--idle-tax``, the CPU an idle worker uses per wall second (its event loop's periodic
+  callbacks): a task is charged for it while it runs.
 """
 
 from __future__ import annotations
@@ -109,6 +111,26 @@ def sweep_round(replicates: int, workers: int, tmp: Path) -> dict:
     }
 
 
+def idle_tax(workers: int, seconds: float = 30.0) -> dict:
+    """CPU a worker of a fresh embedded cluster, set up for a sweep but given no task, uses
+    per wall second (Dask's event-loop tick, memory and system monitors, heartbeats, the
+    watchdog): what a block task's CPU includes on top of its own while it runs."""
+    from sroa_dist.sweep.run.plugin import WorkerSetup
+
+    with connect(workers=workers, dashboard_address=":0") as client:
+        client.register_plugin(WorkerSetup())
+        time.sleep(5.0)  # past the set-up
+        before, t0 = client.run(_process_cpu), time.perf_counter()
+        time.sleep(seconds)
+        after, wall = client.run(_process_cpu), time.perf_counter() - t0
+    per = [(after[w] - before[w]) / wall for w in after]
+    return {
+        "cpu_per_wall_s": [round(x, 4) for x in per],
+        "seconds": seconds,
+        "loadavg": round(os.getloadavg()[0], 2),
+    }
+
+
 def solo_round(replicates: int, threads: str = "one") -> dict:
     """The same blocks computed one after the other in a fresh plain process: with one BLAS
     thread (``threads="one"``), or with the BLAS default of the machine (``"default"``, and
@@ -148,6 +170,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also run the one-process side with the machine's default BLAS threads",
     )
+    ap.add_argument(
+        "--idle-tax",
+        action="store_true",
+        help="also measure the CPU an idle worker uses per wall second",
+    )
     args = ap.parse_args(argv)
     layout = make_layout(load_spec(SPEC, [f"replicates={args.replicates}"]))
     out: dict = {
@@ -159,6 +186,9 @@ def main(argv: list[str] | None = None) -> int:
     }
     tmp = Path(tempfile.mkdtemp(prefix="bench-certified-sweep-"))
     try:
+        if args.idle_tax:
+            out["idle_tax"] = idle_tax(args.workers)
+            print(f"idle worker CPU per wall second: {out['idle_tax']}", flush=True)
         for k in range(args.rounds):
             sw = sweep_round(args.replicates, args.workers, tmp)
             so = solo_round(args.replicates)

@@ -89,9 +89,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0 if res.complete else 1
 
 
+def _estimate_line(spec, layout, workers: int | None) -> str:
+    """The cost model's one line for ``spec`` on ``workers`` (default: the CPUs available,
+    as ``run``'s embedded cluster): the line ``run`` prints before its blocks start."""
+    from ..sweep.cost import estimate_line
+    from ..sweep.kinds import estimate
+    from ..sweep.run.cluster import default_workers
+
+    return estimate_line(estimate(spec, layout, workers or default_workers()), loaded=True)
+
+
 def _cmd_validate(args: argparse.Namespace) -> int:
     from ..sweep.kinds import advice, kind_of, make_layout
-    from ..sweep.run.cluster import default_workers
 
     spec = _load_spec(args)
     layout = make_layout(spec, block_size=args.block_size)
@@ -110,9 +119,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     if trial is not None:
         for line in trial(spec):
             print(line)
-    describe = getattr(kind_of(spec), "describe_cost", None)
-    if describe is not None:
-        print("\n".join(describe(spec, layout, default_workers())))
+    print(_estimate_line(spec, layout, args.workers))
     return 0
 
 

@@ -194,6 +194,11 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("spec")
     v.add_argument("--set", action="append", metavar="KEY=VALUE")
     v.add_argument("--block-size", type=_positive_int)
+    v.add_argument(
+        "--workers",
+        type=_positive_int,
+        help="workers the wall-time estimate is for (default: the CPUs available, as run)",
+    )
     v.set_defaults(func=_cmd_validate)
 
     s = sub.add_parser("status", help="done fraction and failed blocks of a store")

@@ -632,9 +632,10 @@ def test_interrupt_is_one_line_and_resumable(tmp_path, sig, code):
     assert last == (
         f"sroa-dist run: interrupted; {n_done} blocks done; run the same command to resume"
     ), err
-    # only the start line, progress lines and the one closing line
+    # only the start line and its estimate, progress lines and the one closing line
     other = [x for x in err.splitlines()[:-1] if " instances (" not in x]
-    assert len(other) == 1 and other[0].startswith("sroa-dist: sweep"), err
+    assert len(other) == 2 and other[0].startswith("sroa-dist: sweep"), err
+    assert other[1].startswith("estimate: "), err
     assert not (store / "sroa_lease").exists()  # released on the way out
     again = run_cli(*args)
     assert f"{n_done} already done" in again.stdout

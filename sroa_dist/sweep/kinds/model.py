@@ -52,6 +52,7 @@ from sroa_dist.moments import (
 
 from ..cube import MODEL_VARIABLES, Variable
 from ..layout import (
+    WORKER_BASE_BYTES,
     BlockResult,
     BlockTask,
     Layout,
@@ -538,6 +539,20 @@ class ModelKind:
     def mean_cost(self, spec: ModelSweepSpec) -> float:
         """Seconds per instance, averaged over the grid (:func:`model_mean_cost`)."""
         return model_mean_cost(spec)
+
+    def instance_cost(self, spec: ModelSweepSpec, settings: ModelInstanceSettings) -> float:
+        """Seconds of one instance on one core (:meth:`ModelInstanceSettings.cost`)."""
+        return settings.cost()
+
+    def worker_memory(self, spec: ModelSweepSpec, layout: Layout) -> float:
+        """Peak bytes of a worker: the process and the grid's largest instance (a block's
+        instances run one after the other; :meth:`ModelInstanceSettings.memory_bytes`)."""
+        dims, coords = spec.instance_grid()
+        largest = max(
+            settings_from_coords(spec, dict(zip(dims[:-1], point, strict=True))).memory_bytes()
+            for point in itertools.product(*coords[:-1])
+        )
+        return WORKER_BASE_BYTES + largest
 
     def layout(
         self,

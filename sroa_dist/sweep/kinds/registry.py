@@ -21,17 +21,21 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
+
 from sroa_dist._registry import is_names_only
 from sroa_dist.errors import InputError
 
+from ..cost import SweepEstimate, sweep_estimate
 from ..cube import ATTR_KIND, Variable
-from ..layout import BlockResult, BlockTask, Layout
+from ..layout import WORKER_BASE_BYTES, BlockResult, BlockTask, Layout
 from ..layout import default_block_size as _block_size_for_cost
 from ..spec.base import SweepSpec, override_for, override_items
 from ..spec.fields import SpecError
@@ -45,6 +49,7 @@ __all__ = [
     "SweepKind",
     "advice",
     "default_block_size",
+    "estimate",
     "kind_for_raw",
     "kind_of",
     "load_spec",
@@ -77,7 +82,12 @@ class SweepKind(Protocol):
       replicate)`` sharing a group key, rebuilt exactly as the block drew them: what
       ``sroa-dist verify`` checks stored certificates against. Default: the kind stores no
       certificates, and verify has none to check.
-    - ``advice``, ``trial_draws``, ``describe_cost``, ``step_meaning``: ``sroa-dist validate``.
+    - ``instance_cost(spec, settings)``: CPU seconds of one instance at a grid point on one
+      idle core, from the kind's measured cost model (:mod:`..cost`); what :func:`estimate`
+      sums. Default: the settings' own ``cost()``, else :meth:`mean_cost`.
+    - ``worker_memory(spec, layout)``: peak bytes of a worker at the sweep's largest task
+      (:func:`estimate`). Default: the bare worker process.
+    - ``advice``, ``trial_draws``, ``step_meaning``: ``sroa-dist validate``.
     """
 
     #: The kind's name: the ``kind`` of its specs.
@@ -305,6 +315,41 @@ def default_block_size(spec: SweepSpec, mean_cost: float | None = None) -> int:
     if mean_cost is None:
         mean_cost = kind_of(spec).mean_cost(spec)
     return _block_size_for_cost(spec, mean_cost)
+
+
+def estimate(
+    spec: SweepSpec, layout: Layout, workers: int, blocks: Sequence[int] | None = None
+) -> SweepEstimate:
+    """What the sweep ``spec`` with ``layout`` costs on ``workers`` workers of an idle machine:
+    its kind's ``instance_cost`` at every grid point (once per point; replicates cost the
+    same), summed per block and scheduled by :func:`..cost.sweep_estimate`, and its kind's
+    ``worker_memory``. ``blocks``: only these blocks (a resumed run's pending ones; default
+    all). Costs O(grid points + blocks)."""
+    kind = kind_of(spec)
+    own = getattr(kind, "instance_cost", None)
+
+    def cost(settings: Any) -> float:
+        if own is not None:
+            return float(own(spec, settings))
+        fallback = getattr(settings, "cost", None)
+        return float(fallback()) if callable(fallback) else float(kind.mean_cost(spec))
+
+    outer_dims = layout.dims[:-1]  # the last dim is the replicate
+    per_point = np.array(
+        [
+            cost(kind.settings(spec, dict(zip(outer_dims, point, strict=True))))
+            for point in itertools.product(*layout.coords[:-1])
+        ]
+    ).reshape(layout.shape[:-1])
+    seconds, instances = [], 0
+    for b in range(layout.n_blocks) if blocks is None else blocks:
+        region = layout.block_region(b)
+        reps = region[-1].stop - region[-1].start
+        seconds.append(float(per_point[region[:-1]].sum()) * reps)
+        instances += layout.block_size(b)
+    memory = getattr(kind, "worker_memory", None)
+    peak = float(memory(spec, layout)) if memory is not None else float(WORKER_BASE_BYTES)
+    return sweep_estimate(seconds, instances, workers, peak)
 
 
 def make_layout(

@@ -486,6 +486,14 @@ MATRIX_FREE_SROA_SECONDS = 8.3
 MATRIX_FREE_REFERENCE_N = 200
 
 
+#: Measured CPU seconds of searches over :func:`search_cost` at their most evaluations
+#: (:func:`max_evals`): a search stops its scan at the first crossing and bisects less than its
+#: bound (0.68 of the most evaluations on average), and its steps cost less than the model's
+#: floor and check factor assume. The smoke threshold sweep's 12 searches (replicates = 1),
+#: benchmarks/bench_instance_cost.py --part threshold (docs/data/cost/, 2026-11-28, shared
+#: 2-core machine at load 7-25: CPU time, inflated by the load).
+SEARCH_COST_SCALE = 0.38
+
 #: What the global check (with redo) multiplies an SROA's seconds by, at most: 1.3-1.8 on
 #: formed p = 3 tensors at n = 16-64, about 2 matrix-free (benchmarks/bench_global_check.py).
 CHECK_COST_FACTOR = 2.0
@@ -593,19 +601,18 @@ def threshold_layout(
     return Layout(tuple(dims), tuple(coords), chunks, spec.n_steps, max(spec.ranks))
 
 
-def describe_cost(spec: ThresholdSweepSpec, layout: Layout, workers: int) -> list[str]:
-    """Lines for ``sroa-dist validate``: estimated time (every search making the most
-    evaluations) on ``workers`` workers and the peak memory of one search."""
-    evals = spec.n_steps
-    total = spec.replicates * sum(_all_costs(spec))
-    mem, worst = _worst_memory(spec)
-    return [
-        f"estimate: at most {evals} SROA runs per search; about {total / 3600:,.2f} CPU hours "
-        f"in all, {total / 3600 / max(1, workers):,.2f} h on {workers} workers (cost model, "
-        "each search assumed to make the most evaluations)",
-        f"memory: about {_gib(mem)} per worker at the largest search (n = {worst[1]}, "
-        f"p = {worst[2]}, method {worst[0]!r})",
-    ]
+def search_seconds(spec: ThresholdSweepSpec, settings: ThresholdSettings) -> float:
+    """Expected CPU seconds of one search at ``settings``: :func:`search_cost` at the most
+    evaluations (:func:`max_evals`), scaled to measured searches (:data:`SEARCH_COST_SCALE`)."""
+    checked = bool(spec.threshold.search["global_check"])
+    return SEARCH_COST_SCALE * search_cost(
+        settings.method, settings.n, settings.p, spec.n_steps, settings.noise, checked
+    )
+
+
+def worker_memory(spec: ThresholdSweepSpec, layout: Layout) -> float:
+    """Peak bytes of a worker at the largest search of the grid, with its block's traces."""
+    return _worst_memory(spec)[0] + math.prod(layout.chunks) * 24.0 * spec.n_steps
 
 
 # --------------------------------------------------------------------------------------------
@@ -730,9 +737,13 @@ class ThresholdKind:
         """See :func:`..spec.base.replicate_advice` (weights drawn from a distribution differ)."""
         return replicate_advice(spec, isinstance(spec.lambdas, Mapping))
 
-    def describe_cost(self, spec: ThresholdSweepSpec, layout: Layout, workers: int) -> list[str]:
-        """See :func:`describe_cost`."""
-        return describe_cost(spec, layout, workers)
+    def instance_cost(self, spec: ThresholdSweepSpec, settings: ThresholdSettings) -> float:
+        """CPU seconds of one search on one idle core (:func:`search_seconds`)."""
+        return search_seconds(spec, settings)
+
+    def worker_memory(self, spec: ThresholdSweepSpec, layout: Layout) -> float:
+        """See :func:`worker_memory`."""
+        return worker_memory(spec, layout)
 
 
 #: The registered threshold kind.

@@ -48,8 +48,17 @@ DEFAULT_DASHBOARD_ADDRESS = "127.0.0.1:8787"
 #: The profiler samples every thread's frame with ``sys._current_frames()``; on CPython before
 #: 3.11.9 a garbage collection inside that call can deadlock the worker against a thread that
 #: holds the GIL (CPython gh-106883). The dashboard works without it (no profile plot).
+#: The event loop's health tick (default every 20 ms), the memory monitor (100 ms) and the
+#: system monitor (500 ms) wake an idle worker about 60 times a second: 2 % of a core per
+#: worker, CPU a block task is charged for while it runs (its process's CPU), and a larger
+#: share the less of a core a loaded machine leaves the task. At 1 s, 1 s and 5 s an idle
+#: worker uses 0.4 % (benchmarks/bench_certified_sweep.py, docs/results/benchmarks.md); the
+#: memory limits are still enforced every second, and the dashboard's system plots are coarser.
 WORKER_CONFIG: Mapping[str, Any] = {
     "distributed.worker.profile.enabled": False,
+    "distributed.admin.tick.interval": "1s",
+    "distributed.worker.memory.monitor-interval": "1s",
+    "distributed.admin.system-monitor.interval": "5s",
 }
 
 

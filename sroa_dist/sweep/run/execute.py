@@ -44,7 +44,8 @@ from typing import Any, TextIO
 
 from sroa_dist.errors import InputError, InputTypeError, SroaWarning
 
-from ..kinds import advice, kind_of, load_spec, make_layout, spec_from_dict
+from ..cost import estimate_line
+from ..kinds import advice, estimate, kind_of, load_spec, make_layout, spec_from_dict
 from ..layout import BlockTask, Layout, block_task
 from ..spec.base import SweepSpec
 from ..spec.fields import SpecError
@@ -501,10 +502,13 @@ def run_sweep(
             if gpu:
                 warn_without_gpu_workers(c, stream)
             if stream is not None:
+                # The cost model's line (as `sroa-dist validate` prints it), for the blocks
+                # still to run on the workers this run has.
+                est = estimate(spec, layout, max(1, result.n_workers), pending)
                 stream.write(
                     f"sroa-dist: sweep '{spec.name}' -> {url} ({prepared.action}); "
                     f"{len(pending)}/{layout.n_blocks} blocks to run on {result.n_workers} "
-                    f"workers; dashboard: {result.dashboard}\n"
+                    f"workers; dashboard: {result.dashboard}\n{estimate_line(est, loaded=True)}\n"
                 )
                 stream.flush()
             plan = _Plan(spec, layout, prepared.layout_token, retries, task_timeout)

@@ -18,6 +18,7 @@ from sroa_dist.errors import InputError
 from sroa_dist.methods import memory_estimate
 from sroa_dist.methods.cost import solve_cost
 from sroa_dist.problems.instances import Instance
+from sroa_dist.sweep.cost import sroa_seconds
 from sroa_dist.sweep.cube import TENSOR_VARIABLES, V_HAT, Variable
 from sroa_dist.sweep.layout import (
     WORKER_BASE_BYTES,
@@ -45,7 +46,14 @@ from .spec import (
     tensor_spec_from_dict,
 )
 
-__all__ = ["TENSOR", "TensorKind", "check_memory", "task_memory", "tensor_layout"]
+__all__ = [
+    "TENSOR",
+    "TensorKind",
+    "check_memory",
+    "task_memory",
+    "tensor_layout",
+    "worst_task_memory",
+]
 
 
 def _solver_combos(spec: TensorSweepSpec) -> Iterator[tuple[str, int, int, str]]:
@@ -106,6 +114,21 @@ def _gib(x: float) -> str:
     return f"{x / 2**30:,.1f} GiB" if x < 2**50 else f"{x:.2g} bytes"
 
 
+def worst_task_memory(
+    spec: TensorSweepSpec, layout: Layout
+) -> tuple[dict[str, float], tuple[str, int, int]]:
+    """:func:`task_memory` of the grid's most demanding ``(method, n, p)`` at the layout's
+    block size, and that ``(method, n, p)``."""
+    block = math.prod(layout.chunks)
+    worst, where = None, None
+    for m, n, p, norm in _solver_combos(spec):
+        parts = task_memory(spec, block, m, n, p, norm, layout.n_steps)
+        if worst is None or sum(parts.values()) > sum(worst.values()):
+            worst, where = parts, (m, n, p)
+    assert worst is not None and where is not None
+    return worst, where
+
+
 def check_memory(spec: TensorSweepSpec, layout: Layout, limit: int | None = None) -> None:
     """Refuse a sweep whose tasks would not fit in a worker's memory (a ``SpecError`` naming
     the key to change), before any store is created or any worker runs out of memory.
@@ -117,16 +140,10 @@ def check_memory(spec: TensorSweepSpec, layout: Layout, limit: int | None = None
     else:
         origin = "given limit"
     block = math.prod(layout.chunks)
-    worst, where = None, None
-    for m, n, p, norm in _solver_combos(spec):
-        parts = task_memory(spec, block, m, n, p, norm, layout.n_steps)
-        if worst is None or sum(parts.values()) > sum(worst.values()):
-            worst, where = parts, (m, n, p)
-    assert worst is not None and where is not None
+    worst, (m, n, p) = worst_task_memory(spec, layout)
     total = sum(worst.values())
     if total <= limit:
         return
-    m, n, p = where
     if worst["outputs"] >= max(worst["instances"], worst["solver"]):
         raise spec.error(
             "replicates",
@@ -187,6 +204,17 @@ class TensorKind:
     def mean_cost(self, spec: TensorSweepSpec) -> float:
         """Seconds per instance, averaged over the grid (:func:`tensor_mean_cost`)."""
         return tensor_mean_cost(spec)
+
+    def instance_cost(self, spec: TensorSweepSpec, settings: InstanceSettings) -> float:
+        """CPU seconds of one instance at ``settings`` on one idle core: the calibrated sweep
+        cost model (:func:`sroa_dist.sweep.cost.sroa_seconds`) of its steps and norm bound."""
+        return sroa_seconds(
+            settings.method, settings.norm_method, settings.n, settings.p, settings.steps
+        )
+
+    def worker_memory(self, spec: TensorSweepSpec, layout: Layout) -> float:
+        """Peak bytes of a worker at the sweep's most demanding task (:func:`task_memory`)."""
+        return sum(worst_task_memory(spec, layout)[0].values())
 
     def layout(
         self,
