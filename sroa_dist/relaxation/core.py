@@ -42,7 +42,7 @@ _U = float(np.finfo(float).eps)
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
-def one_blas_thread(fn: _F) -> _F:
+def _one_blas_thread(fn: _F) -> _F:
     """Run ``fn`` with one BLAS thread, whatever ``$SROA_BLAS_THREADS`` asks for.
 
     A bound must not depend on the thread count, and BLAS's dense products do: OpenBLAS
@@ -211,7 +211,7 @@ class MomentRelaxation(MomentStructure):
         if fx > best.fx:
             best.x, best.fx = x, fx
 
-    @one_blas_thread
+    @_one_blas_thread
     def solve(
         self,
         T: np.ndarray,
@@ -311,7 +311,7 @@ class MomentRelaxation(MomentStructure):
             run.exhausted()
         return run.result(lambda: time.perf_counter() - t0)
 
-    @one_blas_thread
+    @_one_blas_thread
     def solve_batch(
         self,
         Ts: np.ndarray,
@@ -425,7 +425,7 @@ class MomentRelaxation(MomentStructure):
         margin = 4 * (n_terms + 2) * _U * float(np.abs(c) @ self._ymax) + 4 * _U
         return scale * (ub + margin) * (1 + 4 * _U)
 
-    @one_blas_thread
+    @_one_blas_thread
     def _flattening_result(
         self, T: np.ndarray, sign: int, below: float, with_certificate: bool
     ) -> RelaxationResult | None:
@@ -480,7 +480,7 @@ class MomentRelaxation(MomentStructure):
         candidates = options.pop("candidates", None)
         return self.solve_abs_batch(np.asarray(T)[None], candidates=[candidates], **options)[0]
 
-    @one_blas_thread
+    @_one_blas_thread
     def solve_abs_batch(
         self,
         Ts: np.ndarray,
