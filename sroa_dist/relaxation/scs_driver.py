@@ -212,8 +212,11 @@ class ScsDriver:
             chunk = max(1, min(int(schedule.fallback_chunk), budget))
             settings["max_iters"] = chunk
             runs += ["full"] * -(-budget // chunk)
-        full: list[Any] = []  # the full solve's SCS object, once built
-        full_starts: list[dict[str, Any] | None] = []  # where each of its chunks started
+        full: scs.SCS | None = None  # the full solve's SCS object, once built
+        # Where its first chunk started, and its chunks so far (a replay's whole input: each
+        # later chunk starts where the one before ended).
+        full_start: dict[str, Any] | None = None
+        full_chunks = 0
         sol = None
         for run in runs:
             start = sol
@@ -224,16 +227,17 @@ class ScsDriver:
                 while _interrupted(sol):  # the warm-up solver keeps no state: solve again
                     sol = _solve(solver, start)
             else:
-                if not full:
-                    full.append(scs.SCS({"A": A, "b": b, "c": c}, cone, **settings))
-                full_starts.append(start)
-                sol = _solve(full[0], start)
+                if full is None:
+                    full = scs.SCS({"A": A, "b": b, "c": c}, cone, **settings)
+                    full_start = start
+                full_chunks += 1
+                sol = _solve(full, start)
                 while _interrupted(sol):
                     # The interrupted chunk moved the object's Anderson memory and scale: a
                     # new object replays the chunks before this one (the same bits, they are
                     # a pure function of their start), then solves this one again.
-                    full[0] = scs.SCS({"A": A, "b": b, "c": c}, cone, **settings)
-                    sol = _replay(full[0], full_starts)
+                    full = scs.SCS({"A": A, "b": b, "c": c}, cone, **settings)
+                    sol = _replay(full, full_start, full_chunks)
             yield self._iterate(problem, ws, sol)
             if run == "full" and sol["info"]["status_val"] == scs.SOLVED:
                 return
@@ -277,13 +281,12 @@ def _solve(solver: scs.SCS, start: dict[str, Any] | None) -> dict[str, Any]:
     return solver.solve(warm_start=True, x=start["x"], y=start["y"], s=start["s"])
 
 
-def _replay(solver: scs.SCS, starts: list[dict[str, Any] | None]) -> dict[str, Any]:
-    """The full solve's chunks again on a new ``solver``, each from the start it had (the
-    first) or from the previous chunk's result; the last chunk's result."""
-    sol = starts[0]
-    for _ in starts:
-        begin = sol
-        sol = _solve(solver, begin)
+def _replay(solver: scs.SCS, start: dict[str, Any] | None, chunks: int) -> dict[str, Any]:
+    """The full solve's first ``chunks`` chunks again on a new ``solver``, the first from
+    ``start``, each later one from the result before it; the last chunk's result."""
+    sol = start
+    for _ in range(chunks):
+        sol = _solve(solver, sol)
         if _interrupted(sol):
             return sol  # the caller starts the replay over
     return sol

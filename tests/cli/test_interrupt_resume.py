@@ -4,9 +4,11 @@ SIGKILL of the whole group) at a dozen points, each time resumed with the same c
 finished store equals an uninterrupted run's in every result variable, bit for bit.
 
 The points are mostly deterministic (once k more blocks are marked done in the store), a few
-by time (while the cluster starts, and early in the first blocks). Every SCS solve of the
-certified steps runs in a worker that ignores SIGINT, which SCS's own handler used to turn
-into a cut-short solve and a block written with other bits."""
+by time (while the cluster starts, and early in the first blocks). Meanwhile, and through the
+final run, the worker processes alone get a SIGINT every quarter second: the part of a
+Ctrl-C a worker sees. Workers ignore SIGINT, but SCS installs its own handler for the length
+of each solve, which used to cut the solve in flight short and let its block be written with
+other bits (the cause of issue 32's one-in-three resume that was not bit-identical)."""
 
 from __future__ import annotations
 
@@ -82,23 +84,58 @@ def _group_gone(pgid: int, timeout: float = 120) -> None:
     raise AssertionError("processes of the interrupted run outlived it")
 
 
-def _interrupt(args: list[str], store: Path, when: tuple[str, float], sig: int) -> bool:
-    """Run ``sroa-dist ARGS``, send ``sig`` to its process group at ``when``; whether the
-    signal reached a running sweep (False: the run had finished first)."""
+class _WorkerInterrupts:
+    """SIGINT to the processes of the CLI's group other than the CLI itself (the workers),
+    at most every ``every`` seconds; counts those that reached a worker."""
+
+    def __init__(self, proc: subprocess.Popen, every: float = 0.25):
+        self.proc, self.every, self.last, self.sent = proc, every, 0.0, 0
+
+    def tick(self) -> None:
+        if time.time() - self.last < self.every:
+            return
+        self.last = time.time()
+        for pid in _group_members(self.proc.pid):
+            if pid != self.proc.pid:
+                try:
+                    os.kill(pid, signal.SIGINT)
+                    self.sent += 1
+                except ProcessLookupError:
+                    pass
+
+
+def _group_members(pgid: int) -> list[int]:
+    members = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:  # ended meanwhile
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[2]) == pgid:
+                members.append(int(entry.name))
+    return members
+
+
+def _interrupt(args: list[str], store: Path, when: tuple[str, float], sig: int) -> tuple[bool, int]:
+    """Run ``sroa-dist ARGS``, send ``sig`` to its process group at ``when`` (SIGINT to its
+    workers alone meanwhile); whether the signal reached a running sweep (False: the run
+    had finished first), and how many SIGINTs reached a worker."""
     before = _done(store)
     proc = start_cli(args, output=subprocess.DEVNULL)
+    workers = _WorkerInterrupts(proc)
     try:
         wait_signal_handlers(proc)
         kind, value = when
-        if kind == "time":
-            time.sleep(value)
-        else:
-            deadline = time.time() + 300
-            while proc.poll() is None and _done(store) < before + value:
-                assert time.time() < deadline, "no blocks done"
-                time.sleep(0.02)
+        deadline = time.time() + (value if kind == "time" else 300)
+        while proc.poll() is None and (kind == "time" or _done(store) < before + value):
+            if time.time() >= deadline:
+                assert kind == "time", "no blocks done"
+                break
+            workers.tick()
+            time.sleep(0.02)
         if proc.poll() is not None:
-            return False
+            return False, workers.sent
         os.killpg(proc.pid, sig)
         proc.wait(120)
     finally:
@@ -106,7 +143,26 @@ def _interrupt(args: list[str], store: Path, when: tuple[str, float], sig: int) 
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(30)
     _group_gone(proc.pid)
-    return True
+    return True, workers.sent
+
+
+def _finish(args: list[str]) -> int:
+    """Run ``sroa-dist ARGS`` to its end with SIGINT to its workers alone meanwhile; the
+    SIGINTs that reached a worker."""
+    proc = start_cli(args, output=subprocess.DEVNULL)
+    workers = _WorkerInterrupts(proc)
+    try:
+        wait_signal_handlers(proc)
+        deadline = time.time() + 600
+        while proc.poll() is None and time.time() < deadline:
+            workers.tick()
+            time.sleep(0.02)
+        assert proc.wait(60) == 0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(30)
+    return workers.sent
 
 
 @pytest.mark.slow
@@ -122,12 +178,14 @@ def test_interrupted_and_resumed_certified_sweep_equals_uninterrupted(tmp_path):
     want = cube_values(ref)
 
     store = tmp_path / "interrupted.zarr"
-    landed = 0
+    landed = to_workers = 0
     for when, sig in POINTS:
-        landed += _interrupt(command(store), store, when, sig)
+        hit, sent = _interrupt(command(store), store, when, sig)
+        landed, to_workers = landed + hit, to_workers + sent
     assert landed >= 10, f"only {landed} signals reached a running sweep"
     assert 0 < _done(store) < read_done(ref).size, "the interruptions left nothing to resume"
-    run_cli(*command(store))
+    to_workers += _finish(command(store))
+    assert to_workers >= 20, f"only {to_workers} SIGINTs reached a worker"
     assert read_done(store).all()
     assert_same_bits(cube_values(store), want)
     run_cli("check", str(store))
