@@ -4,6 +4,7 @@ back as a dual iterate. Every SCS name (settings, data dict, result dict) lives 
 
 from __future__ import annotations
 
+import signal
 import threading
 import weakref
 from collections.abc import Iterator, Mapping
@@ -211,20 +212,32 @@ class ScsDriver:
             chunk = max(1, min(int(schedule.fallback_chunk), budget))
             settings["max_iters"] = chunk
             runs += ["full"] * -(-budget // chunk)
-        full = None
+        full: scs.SCS | None = None  # the full solve's SCS object, once built
+        # Where its first chunk started, and its chunks so far (a replay's whole input: each
+        # later chunk starts where the one before ended).
+        full_start: dict[str, Any] | None = None
+        full_chunks = 0
         sol = None
         for run in runs:
+            start = sol
             if run == "warmup":
                 solver = self._warmup_solver(ws, problem.p, iters)
                 solver.update(c=c)
+                sol = _solve(solver, start)
+                while _interrupted(sol):  # the warm-up solver keeps no state: solve again
+                    sol = _solve(solver, start)
             else:
                 if full is None:
                     full = scs.SCS({"A": A, "b": b, "c": c}, cone, **settings)
-                solver = full
-            if sol is None:
-                sol = solver.solve(warm_start=False)
-            else:
-                sol = solver.solve(warm_start=True, x=sol["x"], y=sol["y"], s=sol["s"])
+                    full_start = start
+                full_chunks += 1
+                sol = _solve(full, start)
+                while _interrupted(sol):
+                    # The interrupted chunk moved the object's Anderson memory and scale: a
+                    # new object replays the chunks before this one (the same bits, they are
+                    # a pure function of their start), then solves this one again.
+                    full = scs.SCS({"A": A, "b": b, "c": c}, cone, **settings)
+                    sol = _replay(full, full_start, full_chunks)
             yield self._iterate(problem, ws, sol)
             if run == "full" and sol["info"]["status_val"] == scs.SOLVED:
                 return
@@ -259,6 +272,46 @@ class ScsDriver:
             y=sol["x"],
             primal_objective=float(info["pobj"]),
         )
+
+
+def _solve(solver: scs.SCS, start: dict[str, Any] | None) -> dict[str, Any]:
+    """One SCS solve from ``start`` (a previous result dict), or cold."""
+    if start is None:
+        return solver.solve(warm_start=False)
+    return solver.solve(warm_start=True, x=start["x"], y=start["y"], s=start["s"])
+
+
+def _replay(solver: scs.SCS, start: dict[str, Any] | None, chunks: int) -> dict[str, Any]:
+    """The full solve's first ``chunks`` chunks again on a new ``solver``, the first from
+    ``start``, each later one from the result before it; the last chunk's result."""
+    sol = start
+    for _ in range(chunks):
+        sol = _solve(solver, sol)
+        if _interrupted(sol):
+            return sol  # the caller starts the replay over
+    return sol
+
+
+def _interrupted(sol: dict[str, Any]) -> bool:
+    """Whether SIGINT cut this solve short, and if so, hand the signal to the process.
+
+    SCS installs its own SIGINT handler for the length of every solve, in whatever thread it
+    runs (the handler is process-wide), and stops early with status ``interrupted``. So a
+    Ctrl-C meant for someone else ended a solve that was never to be stopped: a sweep worker
+    ignores SIGINT (the client answers the terminal's Ctrl-C and closes the workers), but
+    during a solve SCS's handler replaced that ``SIG_IGN``, and the block in flight finished
+    on the cut-short iterate, with a valid bound whose last bits were not the uninterrupted
+    run's, and was written with a digest of them (issue 32). An interrupted result is never
+    used: where the process ignores SIGINT the caller solves again (``True``); otherwise the
+    signal is delivered again, now to the process's own handler, and ``KeyboardInterrupt``
+    ends the solve (a ``BaseException``: no caller records it as the task's result).
+    """
+    if sol["info"]["status_val"] != scs.SIGINT:
+        return False
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        return True
+    signal.raise_signal(signal.SIGINT)
+    raise KeyboardInterrupt("SIGINT interrupted an SCS solve")
 
 
 #: The production driver.
