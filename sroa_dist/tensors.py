@@ -392,6 +392,15 @@ def _check_seed_like(r: object) -> None:
         )
 
 
+#: The seed an engine call without ``rng`` uses (see :func:`as_rng_list`).
+ENGINE_DEFAULT_SEED = 0
+
+
+def _engine_rng(r: object) -> np.random.Generator:
+    """One item of a per-instance seed sequence as a generator (``None``: the default seed)."""
+    return np.random.default_rng(ENGINE_DEFAULT_SEED if r is None else r)
+
+
 def as_rng_list(
     rng: np.random.Generator | int | np.random.SeedSequence | Sequence | None, count: int
 ) -> list[np.random.Generator]:
@@ -399,8 +408,10 @@ def as_rng_list(
 
     A sequence of length ``count`` gives one generator per item (so a batch reproduces
     one-at-a-time calls seeded with the same items); a single seed-like is spawned into
-    ``count`` independent streams. Anything else is refused with a ``ValueError`` naming
-    ``rng``.
+    ``count`` independent streams. ``None`` is :data:`ENGINE_DEFAULT_SEED`, not fresh OS
+    entropy: the engines (``rank_one``, ``sroa``) use randomness only to place local starts,
+    and a call that names no seed must still be a pure function of its tensor, giving the
+    same bits on every call. Anything else is refused with an ``InputError`` naming ``rng``.
     """
     if isinstance(rng, (list, tuple)) or (isinstance(rng, np.ndarray) and rng.ndim == 1):
         if len(rng) != count:
@@ -410,8 +421,10 @@ def as_rng_list(
             )
         for r in rng:
             _check_seed_like(r)
-        return [r if isinstance(r, np.random.Generator) else np.random.default_rng(r) for r in rng]
+        return [r if isinstance(r, np.random.Generator) else _engine_rng(r) for r in rng]
     _check_seed_like(rng)
+    if rng is None:
+        rng = ENGINE_DEFAULT_SEED
     if isinstance(rng, np.random.Generator):
         return [rng] if count == 1 else list(rng.spawn(count))
     if isinstance(rng, np.random.BitGenerator):

@@ -207,7 +207,8 @@ def rank_one(
         ``"power"`` (robust tensor power method). See each method's options with
         :func:`sroa_dist.methods.method_options`.
     rng : Generator, int or SeedSequence, optional
-        Source of the random starts.
+        Source of the random starts. ``None`` is the fixed default seed 0, so a call that names
+        no seed gives the same bits every time.
     gap_tol : float
         Certification tolerance relative to ``‖T‖_F``.
     certificate : bool
