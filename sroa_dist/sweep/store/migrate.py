@@ -12,7 +12,8 @@ resumes or extends such a store) makes it a format-2 store:
    other block from here on is damage;
 3. the format is recorded (the commit point: readers look inside the store from here on);
 4. each file beside the store whose copy inside has the same bytes is deleted, and the folder
-   beside goes when it is empty. A file whose copy differs is kept and named.
+   beside goes when it is empty. A file without an identical copy inside (one that differs,
+   or a stale file left beside a store that was overwritten) is kept and named.
 
 Nothing is deleted before its copy inside is verified, and a kill at any point leaves a store
 that reads correctly (format 1 reads beside, format 2 inside) and a migration that the next
@@ -44,7 +45,7 @@ class Migration:
 
     ``migrated``: this call recorded the new format; ``moved``: files now only inside the
     store; ``unvouched``: finished blocks listed as written before digests; ``kept``: files
-    left beside the store because their copy inside differs (never deleted).
+    left beside the store because no identical copy is inside (never deleted).
     """
 
     store: str
@@ -62,7 +63,7 @@ class Migration:
             f"file(s) moved inside ({self.store}/certificates); {self.unvouched} finished "
             "block(s) written before digests stay 'cannot vouch'"
         ]
-        out += [f"kept beside the store (its copy inside differs): {p}" for p in self.kept]
+        out += [f"kept beside the store (no identical copy inside): {p}" for p in self.kept]
         return out
 
 

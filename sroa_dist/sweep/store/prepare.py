@@ -315,10 +315,11 @@ def prepare_store(
     migrated = migrate_store(
         url, old_layout, storage_options, certificates=old_spec.output.certificates
     )
-    for path in migrated.kept:
+    if migrated.kept:
         warnings.warn(
-            f"store {url}: kept {path} beside the store: its copy inside the store differs "
-            "(delete it yourself once it is not needed)",
+            f"store {url}: kept {len(migrated.kept)} file(s) beside the store that are not "
+            f"copies of its certificate files ({migrated.kept[0]}, ...); delete them yourself "
+            "once they are not needed",
             SroaWarning,
             stacklevel=2,
         )
