@@ -220,6 +220,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="first rebuild lost top-level metadata (zarr.json, spec and provenance "
         "attributes, coordinates) from the copy the store keeps; never deletes anything",
     )
+    ck.add_argument(
+        "--migrate",
+        action="store_true",
+        help="first bring a store of an older format to the current one: its certificate "
+        "files move from STORE.certificates into the store (the old folder goes only once "
+        "every file is copied and verified; a `run` on the store does the same)",
+    )
     ck.set_defaults(func=_cmd_check)
 
     i = sub.add_parser("info", help="dims, variables and provenance of a store")

@@ -317,7 +317,10 @@ def cube_page() -> str:
         "values past an instance's last step are fill values (NaN for floats, False for "
         "booleans). Every dim is a coordinate; a non-swept setting is a root attr "
         f"`{cube.SETTING_PREFIX}*`. Root attrs `{cube.ATTR_SPEC}` (the resolved spec, JSON), "
-        f"`{cube.ATTR_SWEEP_NAME}` and `{cube.ATTR_LAYOUT_TOKEN}` identify a sroa-dist store.\n\n",
+        f"`{cube.ATTR_SWEEP_NAME}` and `{cube.ATTR_LAYOUT_TOKEN}` identify a sroa-dist store; "
+        f"`{cube.ATTR_FORMAT}` records its format ({cube.STORE_FORMAT}: every finished block "
+        "records digests, certificate files live in `<store>/certificates/`; a store without "
+        "it has format 1).\n\n",
         "## Dimensions\n\n",
         "Sweep dims in cube order: " + ", ".join(f"`{d}`" for d in cube.AXIS_ORDER) + ".\n\n",
         _table(

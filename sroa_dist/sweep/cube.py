@@ -19,12 +19,14 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 __all__ = [
+    "ATTR_FORMAT",
     "AXIS_ORDER",
     "BOOKKEEPING",
     "DIMS",
     "MODEL_DIMS",
     "MODEL_VARIABLES",
     "NOISE_LEVELS",
+    "STORE_FORMAT",
     "TENSOR_DIMS",
     "TENSOR_VARIABLES",
     "THRESHOLD_VARIABLES",
@@ -32,6 +34,7 @@ __all__ = [
     "Dim",
     "Variable",
     "eps_scaled_target",
+    "store_format",
 ]
 
 # --------------------------------------------------------------------------------------------
@@ -64,6 +67,16 @@ ATTR_SPEC, ATTR_SWEEP_NAME, ATTR_LAYOUT_TOKEN = "spec", "sweep_name", "layout_to
 #: Root attr naming the store's sweep kind (its registered name); a read sets it on the cube, and
 #: analysis and ``verify`` dispatch on it through the kind registry.
 ATTR_KIND = "sroa_kind"
+#: Root attr recording the store's format (an int; a store without it has format 1).
+ATTR_FORMAT = "store_format"
+#: The format this code writes. Format 1 (no :data:`ATTR_FORMAT`): stores made before
+#: per-block digests or before certificates moved inside the store; a finished block without a
+#: recorded digest is "cannot vouch" there, and certificate files live beside the store
+#: (``<store>.certificates/``). Format 2: every finished block records its digests (a missing
+#: one is damage, except for the blocks a migration from format 1 listed as written before
+#: digests), and certificate files live inside the store (``<store>/certificates/``), so a
+#: copy of the store folder is the whole store.
+STORE_FORMAT = 2
 #: Prefix of the root attrs recording a non-swept setting (``setting_n``, ``setting_basis``).
 SETTING_PREFIX = "setting_"
 
@@ -127,6 +140,11 @@ _DIMS = (
 )
 #: Every dim of the cube by name.
 DIMS: Mapping[str, Dim] = MappingProxyType({d.name: d for d in _DIMS})
+
+
+def store_format(attrs: Mapping[str, object]) -> int:
+    """The format of a store with these root attrs (1 when none is recorded)."""
+    return int(attrs.get(ATTR_FORMAT, 1))  # type: ignore[call-overload]
 
 
 def eps_scaled_target(eps_scaled: float, lambda_min: float, n: int, p: int) -> float:

@@ -362,7 +362,7 @@ def test_sweep_stores_certificates_and_verify_checks_them(tmp_path, client):
     store = tmp_path / "c.zarr"
     res = run_sweep(spec_path, store, client=client, block_size=2)
     assert res.complete
-    files = sorted((tmp_path / "c.zarr.certificates").glob("*.npz"))
+    files = sorted((tmp_path / "c.zarr" / "certificates").glob("*.npz"))
     assert len(files) == res.n_blocks
     rep = verify_store(str(store))
     ds = open_results(store).load()

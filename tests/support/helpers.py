@@ -143,12 +143,12 @@ def chunk_file(store: Path, var: str, block: int) -> Path:
 
     _, layout = store_layout(store)
     arr = zarr.open_array(Path(store) / var, mode="r")
-    if arr.metadata.dimension_names[0] == "block":
+    if arr.metadata.dimension_names[0] == "block":  # block_digest: one row per block
         idx = [block]
     else:
         region = layout.block_region(block)
         idx = [sl.start // c for sl, c in zip(region, arr.chunks, strict=False)]
-        idx += [0] * (arr.ndim - len(idx))
+    idx += [0] * (arr.ndim - len(idx))
     path = Path(store) / var / "c" / Path(*map(str, idx))
     assert path.is_file(), path
     return path

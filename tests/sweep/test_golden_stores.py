@@ -69,11 +69,23 @@ def test_a_golden_store_resumes_bit_for_bit(kind, tmp_path, client):
     assert res.action == "resumed" and res.blocks_computed == len(forgotten)
     assert_same_bits(cube_values(store), before)
     run_cli("check", str(store))
+    # Written before stores recorded a format (certificates beside the store): the run moved
+    # them inside (issue 32).
+    assert zarr.open_group(str(store), mode="r").attrs["store_format"] == 2
+    assert not Path(f"{store}.certificates").exists()
     if kind == "certified":  # the recomputed blocks' certificate files re-verify too
+        assert len(list((store / "certificates").glob("*.npz"))) == 2
         run_cli("verify", str(store))
 
 
 def test_the_golden_certified_store_verifies(tmp_path):
     store = _copy("certified", tmp_path)
+    out = run_cli("verify", str(store))
+    assert "checked 12 certified steps of 4 instances in 2 certificate files" in out.stdout
+    # Format 1: read beside the store; `check --migrate` moves the files inside, verified.
+    assert "store format 1" in run_cli("check", str(store)).stdout
+    moved = run_cli("check", "--migrate", str(store))
+    assert "2 certificate file(s) moved inside" in moved.stdout, moved.stdout
+    assert not Path(f"{store}.certificates").exists()
     out = run_cli("verify", str(store))
     assert "checked 12 certified steps of 4 instances in 2 certificate files" in out.stdout

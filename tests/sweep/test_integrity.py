@@ -4,8 +4,9 @@ Each damage row of the issue on a real zarr store written by a real sweep: garba
 ``lam_hat`` chunk, in a ``lam_err`` chunk and in a ``done`` chunk; a deleted chunk; a chunk
 replaced by another block's valid chunk. For each, ``sroa-dist check`` exits 1 naming the block
 (and the variable), a resumed run recomputes exactly the damaged block, and the repaired cube
-is bit-identical to the clean one. Plus: every array is checksummed, and a store without
-digests (made before them) still resumes, gains digests, and is reported as not vouched for.
+is bit-identical to the clean one. Plus: every array is checksummed, a store without digests
+(made before them, format 1) still resumes, gains digests, and is reported as not vouched for,
+while a store of format 2 that lost its digests is damaged.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 import pytest
 import zarr
 
+from sroa_dist.sweep.cube import ATTR_FORMAT
 from sroa_dist.sweep.run.execute import run_sweep
 from sroa_dist.sweep.store import ResultStore
 from sroa_dist.sweep.store.integrity import DIGEST, scan_store
@@ -128,13 +130,14 @@ def test_every_array_has_a_crc32c_codec(clean):
 def test_store_without_digests_resumes_gains_digests_and_is_not_vouched_for(
     clean, tmp_path, cluster
 ):
-    """A store made before digests: no digest array. It opens, `check` cannot vouch for its
-    blocks (exit 0, said), a damaged block is still found by its unreadable chunk, and the
-    blocks a run recomputes gain digests."""
+    """A store made before digests: no digest array and no recorded format (format 1). It
+    opens, `check` cannot vouch for its blocks (exit 0, said), a damaged block is still found
+    by its unreadable chunk, and the blocks a run recomputes gain digests."""
     from distributed import Client
 
     store = _copy(clean, tmp_path)
     shutil.rmtree(store / DIGEST)
+    del zarr.open_group(store, mode="r+").attrs[ATTR_FORMAT]
     proc = run_cli("check", str(store))
     assert "cannot vouch for 4 finished block(s)" in proc.stdout, proc.stdout
     _garbage(chunk_file(store, "lam_hat", 1))
@@ -145,6 +148,16 @@ def test_store_without_digests_resumes_gains_digests_and_is_not_vouched_for(
     assert_same_bits(cube_values(store), cube_values(clean))
     report = scan_store(str(store), store_layout(store)[1])
     assert report.ok and report.unvouched == [0, 2, 3]  # block 1 was recomputed: digested
+
+
+def test_a_deleted_digest_array_is_damage_in_a_store_of_format_2(clean, tmp_path):
+    """The same deletion in a store that records format 2: every finished block is damage
+    (the run that wrote them recorded digests), never "cannot vouch"."""
+    store = _copy(clean, tmp_path)
+    shutil.rmtree(store / DIGEST)
+    report = scan_store(str(store), store_layout(store)[1])
+    assert sorted(report.damaged) == [0, 1, 2, 3] and not report.unvouched
+    assert all("block_digest: array missing" in p[0] for p in report.damaged.values())
 
 
 SPEC_TOML = """

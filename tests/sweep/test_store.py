@@ -200,7 +200,7 @@ def test_result_store_writes_certificates_before_the_done_flag(tmp_path):
         "output": {"certificates": True},
     }
     rs = _filled(tmp_path, raw, block_size=1)
-    files = sorted((tmp_path / "cube.zarr.certificates").glob("*.npz"))
+    files = sorted((tmp_path / "cube.zarr" / "certificates").glob("*.npz"))
     assert len(files) == rs.layout.n_blocks == 2
     report = rs.verify_certificates()
     assert report.ok and len(report.checks) == 2 and not report.missing

@@ -66,9 +66,7 @@ def clean_certified(tmp_path_factory) -> Path:
 
 def _copy(clean: Path, tmp_path: Path) -> Path:
     dst = tmp_path / clean.name
-    shutil.copytree(clean, dst)
-    if Path(f"{clean}.certificates").exists():
-        shutil.copytree(f"{clean}.certificates", f"{dst}.certificates")
+    shutil.copytree(clean, dst)  # its certificate files are inside it
     return dst
 
 

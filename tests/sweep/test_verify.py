@@ -51,10 +51,9 @@ def clean(tmp_path_factory, cluster):
 
 @pytest.fixture
 def store(clean, tmp_path):
-    """A private copy of the clean store (with its certificates folder) to damage."""
+    """A private copy of the clean store (its certificates folder inside it) to damage."""
     target = tmp_path / "v.zarr"
     shutil.copytree(clean, target)
-    shutil.copytree(f"{clean}.certificates", f"{target}.certificates")
     return target
 
 
@@ -123,7 +122,7 @@ def test_a_changed_stored_value_without_its_digest_is_a_damaged_block(store):
 
 @pytest.mark.slow
 def test_a_garbage_certificate_file_fails_by_name_and_the_rest_are_checked(store):
-    files = sorted((store.parent / "v.zarr.certificates").glob("*.npz"))
+    files = sorted((store / "certificates").glob("*.npz"))
     files[0].write_bytes(b"this is not an npz file")
     rep = verify_store(str(store))
     assert len(rep.failed) == 1 and rep.failed[0].file.endswith(files[0].name)

@@ -474,6 +474,8 @@ def run_sweep(
             storage_options=storage_options,
             # The holder whose lease was taken over may still have block writes in flight.
             settle=TAKEOVER_SETTLE_S if lease.took_over is not None else 0.0,
+            # The default block shape of this call is no request to change a stored one.
+            block_shape_requested=block_size is not None,
         )
         lease.renew(layout_token=prepared.layout_token)
         lease.start_heartbeat()

@@ -1,9 +1,13 @@
 """Where a block's certificate file lives, how it is written, and the digest of its content.
 
-With ``[output] certificates = true`` each task writes one ``.npz`` per block into
-``<store>.certificates/`` (beside the zarr store, so extending an axis, which swaps the store's
-entries, keeps them), *before* the block's data and ``done`` flag. The file name is a hash of
-the block's instance coordinates, so a block copied into an extended store keeps its file.
+With ``[output] certificates = true`` each task writes one ``.npz`` per block into the store's
+own folder ``<store>/certificates/`` (:data:`FOLDER`: an empty zarr group, so that zarr and
+xarray list a valid member they ignore rather than a stray folder, holding the files),
+*before* the block's data and ``done`` flag: a copy of the store folder is the whole store.
+Stores of format 1 (:data:`~..cube.STORE_FORMAT`) kept them beside the store, in
+``<store>.certificates/`` (:data:`SUFFIX`); they are read there until :mod:`.migrate` moves
+them inside. The file name is a hash of the block's instance coordinates, so a block copied
+into an extended store keeps its file (an extension keeps the folder in place).
 
 The file is written byte for byte the same for the same certificates (its zip members carry a
 fixed timestamp), and the digest of its bytes (:func:`file_digest`) is recorded in the store's
@@ -17,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import uuid
 import zipfile
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -24,12 +29,15 @@ from typing import Any
 import fsspec.core
 import numpy as np
 
+from ..cube import store_format
 from ..kinds import spec_of_task
 from ..layout import BlockTask
 from ..spec.base import SweepSpec
+from .target import storage_options_for
 
 __all__ = [
     "CERTIFICATE_DIGEST",
+    "FOLDER",
     "NO_CERTIFICATE_FILE",
     "SUFFIX",
     "block_file_name",
@@ -37,11 +45,15 @@ __all__ = [
     "check_readable",
     "file_digest",
     "json_default",
+    "make_folder",
     "settings_hash",
+    "stored_certificates_folder",
     "write_certificates",
 ]
 
-#: The folder beside a store that holds its certificate files: ``<store>.certificates``.
+#: The folder inside a store (format 2) that holds its certificate files.
+FOLDER = "certificates"
+#: Where a store of format 1 kept them: the folder beside it, ``<store>.certificates``.
 SUFFIX = ".certificates"
 #: Array of the store (dim ``block``, uint64) recording each block's certificate-file digest:
 #: 0 = nothing recorded (a store made before these digests), :data:`NO_CERTIFICATE_FILE` = the
@@ -51,10 +63,40 @@ CERTIFICATE_DIGEST = "certificate_digest"
 NO_CERTIFICATE_FILE = 1
 
 
-def certificates_folder(url: str, storage_options: Mapping[str, Any] | None) -> tuple[Any, str]:
-    """The filesystem and path of the store's certificate folder (``<store>.certificates``)."""
-    fs, path = fsspec.core.url_to_fs(str(url), **dict(storage_options or {}))
-    return fs, path.rstrip("/") + SUFFIX
+def certificates_folder(
+    url: str, storage_options: Mapping[str, Any] | None, *, beside: bool = False
+) -> tuple[Any, str]:
+    """The filesystem and path of the store's certificate folder: ``<store>/certificates``, or
+    with ``beside`` the folder of a format-1 store, ``<store>.certificates`` (the same
+    derivation for local paths and fsspec URLs such as ``s3://bucket/name.zarr``)."""
+    # The store's own options (object-store listings not cached: other processes write here).
+    fs, path = fsspec.core.url_to_fs(str(url), **(storage_options_for(url, storage_options) or {}))
+    path = path.rstrip("/")
+    return fs, path + SUFFIX if beside else f"{path}/{FOLDER}"
+
+
+def stored_certificates_folder(
+    url: str, storage_options: Mapping[str, Any] | None, attrs: Mapping[str, Any]
+) -> tuple[Any, str]:
+    """The certificate folder a store with root attributes ``attrs`` reads its files from:
+    inside it from format 2 on, beside it before."""
+    return certificates_folder(url, storage_options, beside=store_format(attrs) < 2)
+
+
+#: The folder's zarr metadata: an empty group (what ``zarr.open_group`` would write).
+_GROUP_JSON = json.dumps({"zarr_format": 3, "node_type": "group", "attributes": {}}).encode()
+
+
+def make_folder(fs: Any, base: str) -> None:
+    """Create the certificate folder ``base`` inside a store, with the metadata of an empty
+    zarr group (written to a temporary name, then renamed: a reader listing the store never
+    meets half a file; tasks racing to create it write the same bytes)."""
+    fs.makedirs(base, exist_ok=True)
+    meta = f"{base}/zarr.json"
+    if not fs.exists(meta):
+        tmp = f"{meta}.{uuid.uuid4().hex}.tmp"
+        fs.pipe_file(tmp, _GROUP_JSON)
+        fs.mv(tmp, meta)
 
 
 def block_file_name(dims: Sequence[str], coords: Sequence[Sequence[Any]]) -> str:
@@ -112,8 +154,10 @@ def write_certificates(
     records: Mapping[str, np.ndarray],
     storage_options: Mapping[str, Any] | None = None,
 ) -> int:
-    """Write one block's certificate file (to a temporary name, then renamed); returns its
-    :func:`file_digest`, which the block's write records beside its other digests."""
+    """Write one block's certificate file (to a temporary name, then renamed) into the store's
+    folder; returns its :func:`file_digest`, which the block's write records beside its other
+    digests. Every store a run writes has format 2 (:func:`~.prepare.prepare_store` migrates
+    an older one first)."""
     spec = spec_of_task(task.spec_json)  # the block's own parse, not a second validation
     meta = {"dims": list(task.dims), "coords": [list(c) for c in task.coords]}
     members = {
@@ -123,7 +167,7 @@ def write_certificates(
     }
     data = _npz_bytes(members)
     fs, base = certificates_folder(url, storage_options)
-    fs.makedirs(base, exist_ok=True)
+    make_folder(fs, base)
     path = f"{base}/{block_file_name(task.dims, task.coords)}"
     fs.pipe_file(path + ".tmp", data)
     fs.mv(path + ".tmp", path)

@@ -15,9 +15,14 @@ Two layers of protection, because they catch different damage:
 compares; it is both the deep check (:func:`scan_store`, ``sroa-dist check``) and the read
 behind :func:`~.read.open_results`, which keeps what it read. :func:`forget_blocks`
 marks damaged blocks not done (and rewrites their bookkeeping chunks), so that a run recomputes
-exactly them, with the same bits. Stores made before digests existed gain the array on resume
-(:func:`ensure_digest_array`); their finished blocks have digest 0, which the check reports as
-"cannot vouch" rather than as damage.
+exactly them, with the same bits.
+
+A finished block of a store of format 2 (:data:`~..cube.STORE_FORMAT`) without a recorded
+digest (its row reads 0: the chunk was lost) is damage like any other: nothing else could tell
+an edited value. Only blocks written before digests existed are "cannot vouch" (readable, no
+digest to compare): every finished block of a format-1 store without a digest, and in a store
+migrated from format 1 the blocks the migration listed (:data:`UNVOUCHED`). Stores made before
+digests existed gain the array on resume (:func:`ensure_digest_array`).
 
 The digest array's attributes also keep a copy of the store's top-level attributes (spec and
 provenance, :data:`STORE_ATTRS`, kept in step by :func:`mirror_store_attrs`), from which
@@ -41,15 +46,15 @@ from zarr.core.sync import sync  # zarr's own event loop, which its stores are b
 
 from sroa_dist.errors import InputError
 
-from ..cube import BLOCK, DONE, DONE_TIME, FAILED
+from ..cube import BLOCK, DONE, DONE_TIME, FAILED, store_format
 from ..layout import Layout
 from .certificate_files import (
     CERTIFICATE_DIGEST,
     NO_CERTIFICATE_FILE,
     block_file_name,
-    certificates_folder,
     check_readable,
     file_digest,
+    stored_certificates_folder,
 )
 from .target import storage_options_for
 
@@ -57,6 +62,7 @@ __all__ = [
     "CERTIFICATES",
     "DIGEST",
     "STORE_ATTRS",
+    "UNVOUCHED",
     "DamagedStoreError",
     "IntegrityReport",
     "VerifiedRead",
@@ -76,6 +82,9 @@ __all__ = [
 DIGEST = "block_digest"
 #: Attribute of :data:`DIGEST`: the variable of each column.
 DIGEST_VARIABLES = "variables"
+#: Attribute of :data:`DIGEST` in a store migrated from format 1: the finished blocks that were
+#: written before digests existed (the only ones of a format-2 store that may lack a digest).
+UNVOUCHED = "unvouched_blocks"
 #: Attribute of :data:`DIGEST`: a copy of the store's top-level attributes (spec, provenance).
 STORE_ATTRS = "store_attrs"
 #: How damage of a block's certificate file is named (it is no array of the store).
@@ -182,8 +191,9 @@ class IntegrityReport:
 
     ``damaged`` maps a block to the problems found (each naming the variable, or
     ``certificates`` for its certificate file) and ``variables`` to the names alone;
-    ``unvouched`` lists finished blocks without a recorded digest (stores made before
-    digests), whose data was readable but cannot be compared.
+    ``unvouched`` lists finished blocks written before digests existed (see the module
+    docstring), whose data was readable but cannot be compared; a missing digest of any
+    other finished block is damage.
     """
 
     n_blocks: int
@@ -383,9 +393,13 @@ def read_verified(
     finished = [int(b) for b in np.flatnonzero(done)]
     regions = {b: tuple(layout.block_region(b)) for b in finished}
     report.n_done = len(finished)
+    legacy = _written_before_digests(g)
     for b in finished:
         if b in bad_rows:
             report.add(b, DIGEST, f"unreadable ({bad_rows[b]})")
+        elif names and not recorded[b].any() and b not in legacy:
+            why = "array missing" if DIGEST not in g else "digest missing (its chunk is lost)"
+            report.add(b, DIGEST, f"{why}: the block's content cannot be compared")
     kept: dict[str, np.ndarray] = {}
     budget = keep_bytes
     present = [k for k in names if k in g]
@@ -429,12 +443,38 @@ def read_verified(
     if batch:
         flush()
     _check_certificate_files(
-        url, so, g, layout, finished, certificates, report, flags, bad_flags.get(CERTIFICATE_DIGEST)
+        url,
+        so,
+        g,
+        layout,
+        finished,
+        certificates,
+        report,
+        flags,
+        bad_flags.get(CERTIFICATE_DIGEST),
+        legacy,
     )
     report.unvouched = [
         b for b in finished if names and not recorded[b].any() and b not in report.damaged
     ]
     return VerifiedRead(report, done, names, recorded, kept, flags)
+
+
+class _Everything:
+    """The blocks of a format-1 store that may lack digests: all of them."""
+
+    def __contains__(self, block: object) -> bool:
+        return True
+
+
+def _written_before_digests(g: Any) -> Any:
+    """The blocks of the store (root group ``g``) that may lack a digest without being damaged:
+    every block of a format-1 store, else those its migration listed (:data:`UNVOUCHED`)."""
+    if store_format(g.attrs) < 2:
+        return _Everything()
+    if DIGEST not in g:
+        return frozenset()
+    return frozenset(int(b) for b in g[DIGEST].attrs.get(UNVOUCHED, []) or [])
 
 
 def _check_variable(
@@ -514,17 +554,24 @@ def _check_certificate_files(
     report: IntegrityReport,
     flags: Mapping[str, np.ndarray],
     bad: Mapping[int, str] | None = None,
+    legacy: Any = (),
 ) -> None:
     """Every finished block's certificate file: present, and equal to its recorded digest (or,
-    with none recorded and ``expected``, readable)."""
+    with none recorded and ``expected``, readable -- only for blocks written before these
+    digests, ``legacy``; for any other block a missing digest is damage)."""
     recorded = flags.get(CERTIFICATE_DIGEST, np.zeros(layout.n_blocks, dtype=np.uint64))
-    for b, e in (bad or {}).items():
+    bad = bad or {}
+    for b, e in bad.items():
         if b in finished:
             report.add(b, CERTIFICATE_DIGEST, f"unreadable ({e})")
+    if expected and CERTIFICATE_DIGEST in flags:
+        for b in finished:
+            if not recorded[b] and b not in legacy and b not in bad:
+                report.add(b, CERTIFICATE_DIGEST, "digest missing (its chunk is lost)")
     todo = [b for b in finished if recorded[b] != NO_CERTIFICATE_FILE and (recorded[b] or expected)]
     if not todo:
         return
-    fs, base = certificates_folder(url, so)
+    fs, base = stored_certificates_folder(url, so, g.attrs)
 
     def one(b: int) -> tuple[int, str, str | None]:
         region = layout.block_region(b)
@@ -567,12 +614,17 @@ def scan_store(
 
 def forget_blocks(url: str, blocks: Sequence[int], so: Mapping[str, Any] | None = None) -> None:
     """Mark ``blocks`` not done, clearing their digest, time and failure chunks (rewriting any
-    damaged bookkeeping chunk), so a run recomputes them. Client only, under the lease."""
+    damaged bookkeeping chunk) and dropping them from :data:`UNVOUCHED`, so a run recomputes
+    them. Client only, under the lease."""
     if not blocks:
         return
     g = zarr.open_group(url, mode="r+", storage_options=storage_options_for(url, so))
     dig = g[DIGEST] if DIGEST in g else None
     cert = g[CERTIFICATE_DIGEST] if CERTIFICATE_DIGEST in g else None
+    listed = list(dig.attrs.get(UNVOUCHED, []) or []) if dig is not None else []
+    if listed:  # a recomputed block records its digests: it is no longer "cannot vouch"
+        forgotten = {int(b) for b in blocks}
+        dig.attrs[UNVOUCHED] = [b for b in listed if int(b) not in forgotten]
     for b in sorted(int(b) for b in blocks):
         if dig is not None:
             dig[b, :] = 0

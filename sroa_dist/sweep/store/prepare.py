@@ -63,6 +63,7 @@ from ..spec.base import SweepSpec, resumable_as
 from .block_write import StaleLayoutError, check_chunk_aligned, write_block
 from .certificate_files import (
     CERTIFICATE_DIGEST,
+    FOLDER,
     block_file_name,
     certificates_folder,
     file_digest,
@@ -79,6 +80,7 @@ from .integrity import (
     scan_store,
 )
 from .lease import LEASE_GROUP
+from .migrate import migrate_store
 from .target import (
     REPAIR_COMMAND,
     STORE_KINDS,
@@ -262,19 +264,23 @@ def prepare_store(
     history: str = "",
     storage_options: Mapping[str, Any] | None = None,
     settle: float = 0.0,
+    block_shape_requested: bool = True,
 ) -> PreparedStore:
     """Create the store, or check that an existing one can be resumed or extended.
 
     * absent (or ``overwrite``): write the template for ``layout``;
     * same instance settings and the same axes: resume, keeping the stored block shape
-      (``layout``'s block shape is ignored, with a warning if it differs);
+      (``layout``'s block shape is ignored, with a warning if it differs and
+      ``block_shape_requested``: the caller asked for that shape, e.g. ``--block-size``);
     * same instance settings and every axis a superset of the stored one (same dims): extend —
       a template for the new grid (with the stored block shape) is written beside the store,
       every new block whose instances were all finished is copied over by coordinate label and
       marked done, and the new store replaces the old one;
     * anything else: :class:`StoreIncompatibleError` naming the differences.
 
-    A history line is appended to the dataset attrs in every case. A new layout (created,
+    A store of an older format is migrated first (:func:`~.migrate.migrate_store`: its
+    certificate files move inside it). A history line is appended to the dataset attrs in
+    every case. A new layout (created,
     overwritten, extended) gets a new ``layout_token``; a resumed store keeps its own. The
     caller is expected to hold the store's writer lease (:class:`.lease.StoreLease`) and to
     have checked the target with :func:`check_store_target`, which is repeated here.
@@ -306,10 +312,21 @@ def prepare_store(
             f"dims; axes may only grow); received a spec that differs in: {why}",
             "use --overwrite to discard the stored results, or another --store",
         )
+    migrated = migrate_store(
+        url, old_layout, storage_options, certificates=old_spec.output.certificates
+    )
+    if migrated.kept:
+        warnings.warn(
+            f"store {url}: kept {len(migrated.kept)} file(s) beside the store that are not "
+            f"copies of its certificate files ({migrated.kept[0]}, ...); delete them yourself "
+            "once they are not needed",
+            SroaWarning,
+            stacklevel=2,
+        )
     _repair_marks(url, old_spec, old_layout, storage_options)
     same_axes = old_layout.coords == layout.coords
     if same_axes:
-        if layout.chunks != old_layout.chunks:
+        if block_shape_requested and layout.chunks != old_layout.chunks:
             warnings.warn(
                 f"store {url}: keeping its block shape {old_layout.chunks} (requested "
                 f"{layout.chunks}); blocks are fixed when a store is created",
@@ -395,7 +412,8 @@ def _patiently(step: Callable[[], None], url: str, what: str, patience: float) -
 
 
 def _clear_store(url: str, so, patience: float = CLEAR_PATIENCE_S) -> None:
-    """Delete a sroa-dist store's entries, keeping its writer lease (overwrite)."""
+    """Delete a sroa-dist store's entries (its certificate files inside it included), keeping
+    its writer lease (overwrite)."""
     fs, path = _fs(url, so)
 
     def clear() -> None:
@@ -443,7 +461,7 @@ def _swap_in(fs: Any, path: str, nxt: str) -> None:
     ``nxt`` goes last.
     """
     manifest = json.loads(fs.cat_file(f"{nxt}/{_SWAP_MANIFEST}"))
-    keep = set(manifest) | {LEASE_GROUP}
+    keep = set(manifest) | {LEASE_GROUP, FOLDER}  # the certificate files stay in place
     local = "file" in (fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,))
 
     def swap() -> None:

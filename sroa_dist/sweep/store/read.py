@@ -11,6 +11,10 @@ variables, and its certificate file, with the digests recorded when the block wa
   ``done`` reads False, the ``damaged`` variable (dim ``block``) marks them and the attribute
   ``damaged_blocks`` says what was wrong with each.
 
+A finished block without a recorded digest is damage too, unless it was written before
+digests existed (a store of format 1, or one migrated from it): those are read unchecked, and
+the read says so in one warning.
+
 Blocks that are not done read as fill values too, whatever their chunks hold (a write killed
 before its ``done`` flag leaves data nobody vouched for).
 
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import json
 import uuid
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -38,7 +43,7 @@ from dask.array.core import normalize_chunks
 from dask.highlevelgraph import HighLevelGraph
 
 from sroa_dist._registry import names_only
-from sroa_dist.errors import InputError
+from sroa_dist.errors import InputError, SroaWarning
 
 from ..cube import (
     ATTR_KIND,
@@ -113,6 +118,13 @@ def open_results(
     report = read.report
     if report.damaged and damaged == "raise":
         raise DamagedStoreError.of(url, report)
+    if report.unvouched:  # only blocks written before digests existed (integrity module)
+        warnings.warn(
+            f"store {url}: {len(report.unvouched)} finished block(s) were written before "
+            "digests existed and are read unchecked (no digest to compare)",
+            SroaWarning,
+            stacklevel=2,
+        )
     passed = read.done.copy()
     passed[list(report.damaged)] = False
     order = dict.fromkeys([*variable_order(), *BOOKKEEPING])  # documented, not listed, order

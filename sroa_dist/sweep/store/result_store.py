@@ -1,8 +1,9 @@
 """``ResultStore``: one object that owns a sweep's result store.
 
 A store is a zarr group (the cube's arrays, the ``done`` mask and the other bookkeeping),
-its writer lease (:mod:`.lease`, inside the group) and its certificate files (a folder beside
-the group, :mod:`.verify`). :class:`ResultStore` is the one handle on all of them: it
+its writer lease (:mod:`.lease`, inside the group) and its certificate files (the folder
+``certificates`` inside the group, :mod:`.certificate_files`), so a copy of the store folder is
+the whole store. :class:`ResultStore` is the one handle on all of them: it
 checks the target, prepares (creates, resumes, extends) the store, takes the lease, writes a
 block's certificates, data and ``done`` flag in that order, reads the done mask and status,
 opens the cube, and rebuilds a stored instance (:meth:`ResultStore.instance`). Block regions

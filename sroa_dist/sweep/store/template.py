@@ -15,6 +15,7 @@ import numpy as np
 import xarray as xr
 
 from ..cube import (
+    ATTR_FORMAT,
     ATTR_KIND,
     ATTR_LAYOUT_TOKEN,
     ATTR_SPEC,
@@ -25,6 +26,7 @@ from ..cube import (
     DIMS,
     SETTING_PREFIX,
     STEP,
+    STORE_FORMAT,
 )
 from ..kinds import kind_of
 from ..layout import Layout
@@ -102,6 +104,7 @@ def template(
             "history": history,
             # Identifies this layout: tasks planned for another one are refused by write_block.
             ATTR_LAYOUT_TOKEN: layout_token,
+            ATTR_FORMAT: STORE_FORMAT,
         }
     )
     return ds, encoding

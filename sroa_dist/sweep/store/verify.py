@@ -1,7 +1,8 @@
 """Per-step SOS certificates of a sweep (``[output] certificates = true``): re-check them.
 
-Each task writes one ``.npz`` per block into ``<store>.certificates/`` (see
-:mod:`.certificate_files`), *before* the block's data and ``done`` flag: a block that is done
+Each task writes one ``.npz`` per block into ``<store>/certificates/`` (see
+:mod:`.certificate_files`; a store of format 1 keeps them beside it, in
+``<store>.certificates/``), *before* the block's data and ``done`` flag: a block that is done
 has its certificates, and a block killed half-way is recomputed and rewrites a file of the
 same content. Each file holds
 the block's coordinates, a hash of the spec's instance settings (files of an older, different
@@ -36,7 +37,7 @@ from ..cube import DAMAGED, DAMAGED_BLOCKS
 from ..kinds import kind_of
 from ..layout import BlockTask, block_task
 from ..spec.base import SweepSpec
-from .certificate_files import certificates_folder, json_default, settings_hash
+from .certificate_files import json_default, settings_hash, stored_certificates_folder
 from .prepare import read_done, store_layout
 from .read import open_results
 
@@ -135,12 +136,13 @@ def verify_store(
     for certificates.
     """
     spec, layout = store_layout(url, storage_options)
-    fs, base = certificates_folder(url, storage_options)
+    # The cube's attrs are the store's root attributes: they say where its files are.
+    cube = open_results(url, storage_options, damaged="mask")
+    fs, base = stored_certificates_folder(url, storage_options, cube.attrs)
     want = settings_hash(spec)
     report = VerifyReport()
     covered: set[str] = set()
     # Damaged blocks read as masked: named in the report, their values never compared.
-    cube = open_results(url, storage_options, damaged="mask")
     masked = np.flatnonzero(np.asarray(cube[DAMAGED].values, dtype=bool))
     problems = json.loads(cube.attrs.get(DAMAGED_BLOCKS, "{}"))
     report.damaged = {int(b): list(problems.get(str(int(b)), [])) for b in masked}
