@@ -200,8 +200,8 @@ def sroa(
     method : str
         Rank-one method for every step (see :func:`sroa_dist.rank_one`).
     rng : Generator, int or SeedSequence, optional
-        Source of the local solvers' random starts. ``None`` is the fixed default seed 0, so a call that names
-        no seed gives the same bits every time.
+        Source of the local solvers' random starts. ``None`` is the fixed default seed 0,
+        so a call that names no seed gives the same bits every time.
     gap_tol, **options
         Passed to the rank-one method.
     deflation : {"auto", "explicit", "implicit"}
