@@ -254,7 +254,9 @@ def make_method(
     revision: int = 1,
     legacy: Mapping[int, Mapping[str, Any]] | None = None,
 ) -> Method:
-    """A :class:`Method` record with the local defaults for what is not given."""
+    """A :class:`Method` record with the local defaults for what is not given; ``InputError``
+    for a function that cannot be called as ``fn(Ts, rngs)``."""
+    _check_callable_as_method(name, fn)
     rec = Method(name, fn, {}, cost or _local_cost(1e-7), memory or _local_memory)
     own = {k: OPTION_RULES[k] for k in rec.options if k in OPTION_RULES}
     return dataclasses.replace(
@@ -266,6 +268,25 @@ def make_method(
         revision=int(revision),
         legacy=MappingProxyType({int(k): dict(v) for k, v in (legacy or {}).items()}),
     )
+
+
+def _check_callable_as_method(name: str, fn: Any) -> None:
+    """A method is called ``fn(Ts, rngs, **options)``: refuse, at registration or when a spec
+    names it, a callable that cannot take the two (``"math:sqrt"`` validated and failed in
+    every block of the run)."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return  # no signature Python can read: its first call says
+    try:
+        sig.bind(None, None)
+    except TypeError:
+        raise InputError(
+            f"method {name!r}: expected a function {_EXPECTED}; received {fn!r} with "
+            f"signature {sig}",
+            "a rank-one method takes the stack of tensors and one generator per tensor: "
+            "def my_method(Ts, rngs, *, option=default)",
+        ) from None
 
 
 # ---------------------------------------------------------------------------------------------

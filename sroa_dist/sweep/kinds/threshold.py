@@ -49,7 +49,13 @@ from sroa_dist.methods.cost import resolve_norm_method, solve_cost
 from sroa_dist.problems.noise import NOISE_MODELS
 from sroa_dist.problems.perturbations import PERTURBATIONS, check_model, model_params
 from sroa_dist.studies.criteria import RUN_CRITERIA
-from sroa_dist.studies.first_crossing import SCAN_FACTOR, SCAN_PHASES, ThresholdResult, max_evals
+from sroa_dist.studies.first_crossing import (
+    SCAN_FACTOR,
+    SCAN_PHASES,
+    ThresholdResult,
+    check_range,
+    max_evals,
+)
 from sroa_dist.studies.threshold import (
     DEFAULT_C,
     SEARCH_LEGACY,
@@ -81,6 +87,7 @@ from ..spec.fields import (
     SpecError,
     build_axes,
     check_replicates,
+    check_tensor_size,
     prune_model_params,
     validate_table,
 )
@@ -356,6 +363,7 @@ def threshold_spec_from_dict(raw: Mapping[str, Any], source: str = "<dict>") -> 
         )
     if min(ps) < 3:
         raise SpecError(source, "tensor.p", "tensor order p >= 3", min(ps))
+    check_tensor_size(ns, ps, source)
     _check_threshold(data["threshold"], source)
     _check_solver(data, axes["solver.method"].values, ns, ps, source)
     models = axes["noise.model"].values
@@ -414,6 +422,12 @@ def _check_threshold(t: dict[str, Any], source: str) -> None:
         raise SpecError(
             source, "threshold.eps_range", "a list [start, stop] with 0 < start < stop", rng
         )
+    try:  # the search's own check of the range (one that overflows its scan grid)
+        check_range(rng, 0.5 * (SCAN_FACTOR - 1))
+    except InputError as exc:
+        raise SpecError(
+            source, "threshold.eps_range", "a range the search can scan", rng, with_hint(exc)
+        ) from None
     if not 0 < t["rtol"] < SCAN_FACTOR - 1:
         raise SpecError(
             source,
