@@ -77,12 +77,22 @@ class OptionError(InputError):
         )
 
 
+#: Most random starts one solve may take: far above any use (the defaults are tens), and low
+#: enough that the starts' arrays always fit in memory.
+MAX_STARTS = 1_000_000
+
+
 def _is_int(v: Any) -> bool:
     return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
 
 
 def _is_real(v: Any) -> bool:
-    return (_is_int(v) or isinstance(v, (float, np.floating))) and bool(np.isfinite(v))
+    if not (_is_int(v) or isinstance(v, (float, np.floating))):
+        return False
+    try:  # math, not numpy: np.isfinite raised TypeError on an int beyond 64 bits
+        return math.isfinite(float(v))
+    except OverflowError:  # an int beyond the float range
+        return False
 
 
 def _int_at_least(lo: int) -> tuple[Callable[[Any], bool], str]:
@@ -103,7 +113,11 @@ def _relaxation_rules(table: Mapping[str, Any]) -> dict[str, Rule | None]:
 #: name across methods): ``(predicate, what is expected)``. Options of user-registered methods
 #: that have no rule here are checked by name only.
 OPTION_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "n_starts": _int_at_least(1),
+    # Capped: n_starts = 2^40 passed the check and was killed for memory (the fuzz campaign).
+    "n_starts": (
+        lambda v: _is_int(v) and 1 <= v <= MAX_STARTS,
+        f"an integer >= 1 and <= {MAX_STARTS:,}",
+    ),
     "n_iter": _int_at_least(0),
     "budget": (lambda v: v in ("fixed", "aghkt"), "'fixed' (n_starts, n_iter) or 'aghkt'"),
     "noise_level": (lambda v: v is None or (_is_real(v) and v > 0), "a number > 0, or none"),
