@@ -289,3 +289,47 @@ def test_a_bad_argument_is_refused_naming_it(argument, data):
     else:
         _check_rank_one(res, T)
         assert not (isinstance(value, float) and math.isnan(value)), res
+
+
+# ---- what the campaign found: kept as explicit cases ----------------------------------------
+
+
+def _tensor():
+    return sroa_dist.make_instance(3, 3, noise="gaussian", sigma=0.05, rng=1).T_hat
+
+
+FOUND = {
+    # numpy's own ValueError from np.iscomplexobj.
+    "ragged list": (lambda: sroa_dist.rank_one([[[1.0, 2.0], [3.0]], [[1.0]]]), "T"),
+    # int(nan) / int(inf) in the rank check.
+    "rank nan": (lambda: sroa_dist.sroa(_tensor(), float("nan"), "sshopm"), "rank"),
+    "rank inf": (lambda: sroa_dist.sroa(_tensor(), float("inf"), "sshopm"), "rank"),
+    # np.isfinite of an int beyond 64 bits: numpy's TypeError.
+    "gap_tol 10^400": (lambda: sroa_dist.rank_one(_tensor(), "sshopm", gap_tol=10**400), "gap_tol"),
+    # Passed the check; the process was then killed for memory.
+    "n_starts 2^40": (lambda: sroa_dist.rank_one(_tensor(), "sshopm", n_starts=2**40), "n_starts"),
+    # Text reached np.isfinite (TypeError); a subnormal norm returned inf entries.
+    "eps text": (lambda: sroa_dist.scale_to_opnorm(_tensor(), "3", norm=1.0), "eps"),
+    "norm 1e-320": (lambda: sroa_dist.scale_to_opnorm(_tensor(), 0.1, norm=1e-320), "norm"),
+    # Named 'Ts', an argument rank_one does not have.
+    "value beyond float64": (lambda: sroa_dist.rank_one(np.full((2, 2, 2), 1e308)), "the tensor"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FOUND))
+def test_what_the_campaign_found_is_refused(case):
+    call, name = FOUND[case]
+    with pytest.raises(Exception) as info:  # noqa: PT011  (the type is what is checked)
+        _call(call)
+    assert_api_refusal(info.value, name)
+
+
+@pytest.mark.parametrize("method", ["certified", "sos"])
+def test_sroa_of_a_tensor_of_lower_rank_than_its_steps_answers(method):
+    """A step that takes out all that is left leaves a residual of rounding, not symmetric to
+    its own scale: the relaxation refused it (InputError on a valid tensor)."""
+    x = np.array([0.6, 0.8, 0.0])
+    T = sroa_dist.sod_tensor([1.0], x[:, None], 3)  # rank one, three steps
+    res = _call(lambda: sroa_dist.sroa(T, method=method, rng=0))
+    _check_sroa(res, T)
+    assert abs(res.lambdas[0] - 1.0) < 1e-9 and np.all(np.abs(res.lambdas[1:]) < 1e-9)

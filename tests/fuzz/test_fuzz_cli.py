@@ -274,6 +274,7 @@ def _run(command: str, argv: list[str], damage) -> None:
 @settings(FUZZ, max_examples=40)
 @given(data=st.data())
 @pytest.mark.parametrize("command", sorted(OPTIONS))
+@pytest.mark.slow
 def test_random_arguments_are_answered_in_the_grammar(command, data):
     argv = data.draw(argv_for(command), label="argv")
     damage = data.draw(_DAMAGE, label="damage")

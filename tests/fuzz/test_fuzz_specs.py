@@ -487,6 +487,7 @@ def _check(answer, names: list[str], refused: bool) -> None:
 @given(data=st.data())
 @pytest.mark.parametrize("what", MUTATIONS)
 @pytest.mark.parametrize("kind", sorted(KINDS))
+@pytest.mark.slow
 def test_a_near_valid_spec_is_refused_naming_the_key(kind, what, data):
     spec, setting, names, refused = data.draw(mutations(kind, what), label="mutation")
     with tempfile.TemporaryDirectory() as tmp:
@@ -534,3 +535,28 @@ def test_garbage_is_refused_in_one_line_with_a_hint(kind, data):
     assert_answered(answer)  # a cut that leaves a whole spec is valid
     if answer.code == 2:
         assert "spec.toml" in answer.lines[0] or "key '" in answer.lines[0], answer.show()
+
+
+# ---- what the campaign found: kept as explicit cases ----------------------------------------
+
+_BASE = 'name = "found"\n[tensor]\nn = 3\n[noise]\nmodel = "gaussian"\nsigma = 0.01\n'
+_THRESHOLD = (
+    'name = "found"\n[tensor]\nn = 3\n[noise]\nmodel = "coherent-tilt"\n'
+    '[solver]\nmethod = "sshopm"\n[threshold]\n'
+)
+
+FOUND = [
+    # n^p beyond any memory overflowed the cost model's float(n) ** p: a traceback.
+    (_BASE.replace("n = 3", "n = 3\np = 1000000"), "tensor.p"),
+    (_BASE.replace("n = 3", "n = 1" + "0" * 400), "tensor.n"),
+    # A range wider than the float range overflowed the search's scan grid: a traceback.
+    (_THRESHOLD + "eps_range = [1e-300, 1e9]\n", "threshold.eps_range"),
+    # Any callable passed as a method; every block of the run then failed.
+    (_BASE + '[solver]\nmethod = "math:sqrt"\n', "solver.method"),
+]
+
+
+@pytest.mark.parametrize("text, key", FOUND, ids=[k for _, k in FOUND])
+def test_what_the_campaign_found_is_refused(text, key):
+    with tempfile.TemporaryDirectory() as tmp:
+        assert_refused(_validate(Path(tmp), text), key)

@@ -142,8 +142,8 @@ def check_replicates(replicates: int, source: str) -> None:
 
 def check_tensor_size(ns: Any, ps: Any, source: str) -> None:
     """Refuse tensors of more than ``2^MAX_TENSOR_LOG2_ENTRIES`` entries (``n^p`` at the
-    largest n and p of the grid), naming ``tensor.n`` when n alone is too large at the
-    smallest p, else ``tensor.p``; the memory check then judges what is left."""
+    largest n and p of the grid), naming ``tensor.p`` when it is too large even for n = 2,
+    else ``tensor.n``; the memory check then judges what is left."""
 
     def too_large(n: int, p: int) -> bool:  # n >= 2: p alone past the cap is too large
         return p > MAX_TENSOR_LOG2_ENTRIES or p * math.log2(n) > MAX_TENSOR_LOG2_ENTRIES
@@ -151,13 +151,14 @@ def check_tensor_size(ns: Any, ps: Any, source: str) -> None:
     n, p = max(ns), max(ps)
     if not too_large(n, p):
         return
-    key, value = ("tensor.n", n) if too_large(n, min(ps)) else ("tensor.p", p)
+    # p is to blame when it is too large even for n = 2; else n is.
+    key, value = ("tensor.p", p) if too_large(2, p) else ("tensor.n", n)
     raise SpecError(
         source,
         key,
         f"a tensor of at most 2^{MAX_TENSOR_LOG2_ENTRIES} entries (n^p)",
         value,
-        f"n = {n}, p = {p} is beyond any machine's memory; use a smaller n or p",
+        "such a tensor is beyond any machine's memory; use a smaller n or p",
     )
 
 
