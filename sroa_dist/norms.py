@@ -4,6 +4,7 @@ bracket."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -125,6 +126,23 @@ def scale_factors(norms: ArrayLike, targets: ArrayLike) -> np.ndarray:
         return np.where(norms > 0, targets / np.where(norms > 0, norms, 1.0), 0.0)
 
 
+def _norm_value(value: Any, name: str, expected: str) -> float:
+    """A norm given as an argument: a real finite number >= 0 (text, None, NaN and ints beyond
+    the float range reached numpy, which raised its own TypeError or returned NaN)."""
+    real = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
+        value, (bool, np.bool_)
+    )
+    try:
+        x = float(value) if real else math.nan
+    except OverflowError:
+        x = math.inf
+    if not (math.isfinite(x) and x >= 0):
+        raise InputError(
+            f"{name}: expected {expected}, received {value!r}", f"give a finite {name} >= 0"
+        )
+    return x
+
+
 def scale_to_opnorm(
     E: ArrayLike,
     eps: float,
@@ -139,10 +157,9 @@ def scale_to_opnorm(
     ``norm`` is ``‖E‖`` when already known (e.g. stated exactly by a perturbation family);
     otherwise it is computed with :func:`operator_norm` (``method``, ``rng``, ``options``).
     """
-    if not (np.isfinite(eps) and eps >= 0):
-        raise InputError(
-            f"eps: expected a finite target norm >= 0, received {eps}", "give a finite eps >= 0"
-        )
+    eps = _norm_value(eps, "eps", "a finite target norm >= 0")
+    if norm is not None:
+        norm = _norm_value(norm, "norm", "the known operator norm: a finite number >= 0")
     E = check_symmetric_tensor(E, "E")
     if norm is None:
         norm = operator_norm(E, method, rng=rng, **options).value
@@ -152,4 +169,11 @@ def scale_to_opnorm(
     if np.isfinite(factor) and (factor > 0 or eps == 0):
         return E * factor
     # eps / norm over- or underflows (a subnormal or huge norm): divide first.
-    return (E / norm) * eps
+    with np.errstate(over="ignore"):
+        out = (E / norm) * eps
+    if not np.all(np.isfinite(out)):  # was returned with inf entries
+        raise InputError(
+            f"norm: E rescaled by eps / norm = {eps!r} / {norm!r} exceeds the float64 range",
+            "check norm: it must be the operator norm of E (or leave it out to compute it)",
+        )
+    return out

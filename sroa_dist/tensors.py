@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .errors import InputError
+from .errors import InputError, one_line
 
 __all__ = [
     "sod_tensor",
@@ -46,19 +46,21 @@ def tensor_order(T: NDArray, *, batched: bool = False) -> tuple[int, int]:
 
 
 def _as_float_array(x: ArrayLike, name: str) -> FloatArray:
-    if np.iscomplexobj(x):
+    try:
+        # iscomplexobj converts x too: a ragged nested list fails here, with numpy's error.
+        complex_input = np.iscomplexobj(x)
+        arr = None if complex_input else np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InputError(
+            f"{name}: expected a real numeric array ({one_line(str(exc))})",
+            "pass a real numeric array (numpy.asarray(T, dtype=float) must work)",
+        ) from None
+    if arr is None:
         # Casting would silently drop the imaginary part (numpy only warns).
         raise InputError(
             f"{name}: expected a real array, received a complex one (dtype {np.asarray(x).dtype})",
             "pass the real part explicitly if the imaginary part is zero",
         )
-    try:
-        arr = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise InputError(
-            f"{name}: expected a real numeric array ({exc})",
-            "pass a real numeric array (numpy.asarray(T, dtype=float) must work)",
-        ) from None
     return arr
 
 

@@ -146,7 +146,11 @@ def sroa_batch(
         Ts = check_symmetric_tensor(Ts, "Ts", batched=True)
     B, n, p = Ts.shape[0], Ts.shape[1], Ts.ndim - 1
     r = n if rank is None else rank
-    if isinstance(r, bool) or int(r) != r or not 1 <= int(r) <= n:
+    # A whole number (3 or 3.0); NaN, inf, text and lists are refused here, not by int().
+    whole = isinstance(r, (int, np.integer)) or (
+        isinstance(r, (float, np.floating)) and math.isfinite(r) and r == int(r)
+    )
+    if isinstance(r, bool) or not whole or not 1 <= int(r) <= n:
         raise InputError(
             f"rank: expected an integer number of steps 1 <= rank <= n = {n}, got {rank!r}",
             "give rank=None for n steps, or an integer between 1 and n",

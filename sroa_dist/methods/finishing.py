@@ -267,9 +267,12 @@ def finish_step(
         lam = np.ldexp(lam_n, k)
     if not np.all(np.isfinite(lam)):
         b = int(np.flatnonzero(~np.isfinite(lam))[0])
+        # Named as the tensor, not as an argument: every entry point (rank_one's T,
+        # operator_norm's E, a batch's Ts, SROA's residuals) comes here.
+        which = "the tensor" if B == 1 else f"the tensor at index {b} of the stack"
         raise InputError(
-            f"Ts: the best rank-one value of tensor {b} is {lam_n[b]!r} · 2^{k[b]}, beyond the "
-            "float64 range",
+            f"{which}: its best rank-one value {float(lam_n[b]):.6g} · 2^{int(k[b])} is beyond "
+            "the float64 range (about 1.8e308)",
             "divide the tensor by a power of two and scale the result back",
         )
     upper = scale_up_bound(upper_n, k)

@@ -77,12 +77,22 @@ class OptionError(InputError):
         )
 
 
+#: Most random starts one solve may take: far above any use (the defaults are tens), and low
+#: enough that the starts' arrays always fit in memory.
+MAX_STARTS = 1_000_000
+
+
 def _is_int(v: Any) -> bool:
     return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
 
 
 def _is_real(v: Any) -> bool:
-    return (_is_int(v) or isinstance(v, (float, np.floating))) and bool(np.isfinite(v))
+    if not (_is_int(v) or isinstance(v, (float, np.floating))):
+        return False
+    try:  # math, not numpy: np.isfinite raised TypeError on an int beyond 64 bits
+        return math.isfinite(float(v))
+    except OverflowError:  # an int beyond the float range
+        return False
 
 
 def _int_at_least(lo: int) -> tuple[Callable[[Any], bool], str]:
@@ -103,7 +113,11 @@ def _relaxation_rules(table: Mapping[str, Any]) -> dict[str, Rule | None]:
 #: name across methods): ``(predicate, what is expected)``. Options of user-registered methods
 #: that have no rule here are checked by name only.
 OPTION_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "n_starts": _int_at_least(1),
+    # Capped: n_starts = 2^40 passed the check and was killed for memory (the fuzz campaign).
+    "n_starts": (
+        lambda v: _is_int(v) and 1 <= v <= MAX_STARTS,
+        f"an integer >= 1 and <= {MAX_STARTS:,}",
+    ),
     "n_iter": _int_at_least(0),
     "budget": (lambda v: v in ("fixed", "aghkt"), "'fixed' (n_starts, n_iter) or 'aghkt'"),
     "noise_level": (lambda v: v is None or (_is_real(v) and v > 0), "a number > 0, or none"),
@@ -254,7 +268,9 @@ def make_method(
     revision: int = 1,
     legacy: Mapping[int, Mapping[str, Any]] | None = None,
 ) -> Method:
-    """A :class:`Method` record with the local defaults for what is not given."""
+    """A :class:`Method` record with the local defaults for what is not given; ``InputError``
+    for a function that cannot be called as ``fn(Ts, rngs)``."""
+    _check_callable_as_method(name, fn)
     rec = Method(name, fn, {}, cost or _local_cost(1e-7), memory or _local_memory)
     own = {k: OPTION_RULES[k] for k in rec.options if k in OPTION_RULES}
     return dataclasses.replace(
@@ -266,6 +282,25 @@ def make_method(
         revision=int(revision),
         legacy=MappingProxyType({int(k): dict(v) for k, v in (legacy or {}).items()}),
     )
+
+
+def _check_callable_as_method(name: str, fn: Any) -> None:
+    """A method is called ``fn(Ts, rngs, **options)``: refuse, at registration or when a spec
+    names it, a callable that cannot take the two (``"math:sqrt"`` validated and failed in
+    every block of the run)."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return  # no signature Python can read: its first call says
+    try:
+        sig.bind(None, None)
+    except TypeError:
+        raise InputError(
+            f"method {name!r}: expected a function {_EXPECTED}; received {fn!r} with "
+            f"signature {sig}",
+            "a rank-one method takes the stack of tensors and one generator per tensor: "
+            "def my_method(Ts, rngs, *, option=default)",
+        ) from None
 
 
 # ---------------------------------------------------------------------------------------------

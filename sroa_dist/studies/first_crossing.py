@@ -166,6 +166,12 @@ def check_range(eps_range: Any, rtol: Any) -> tuple[float, float, float]:
             f"eps_range: expected finite 0 < start < stop, received {eps_range!r}",
             "e.g. eps_range=(0.02, 1.5)",
         )
+    if not math.isfinite(hi / lo):  # the scan grid start * SCAN_FACTOR^k would overflow
+        raise InputError(
+            f"eps_range: expected stop / start within the float range, received {eps_range!r}",
+            "e.g. eps_range=(0.02, 1.5); a search scans the range in steps of a factor "
+            f"{SCAN_FACTOR}",
+        )
     if not (isinstance(rtol, (int, float)) and 0 < rtol < SCAN_FACTOR - 1):
         raise InputError(
             f"rtol: expected a relative bracket width in (0, {SCAN_FACTOR - 1:g}) (below the "

@@ -53,7 +53,13 @@ from sroa_dist.studies.criteria import (
     check_criterion_option,
     criterion_option_expected,
 )
-from sroa_dist.studies.first_crossing import SCAN_FACTOR, SCAN_PHASES, ThresholdResult, max_evals
+from sroa_dist.studies.first_crossing import (
+    SCAN_FACTOR,
+    SCAN_PHASES,
+    ThresholdResult,
+    check_range,
+    max_evals,
+)
 from sroa_dist.studies.threshold import (
     DEFAULT_C,
     SEARCH_LEGACY,
@@ -85,6 +91,7 @@ from ..spec.fields import (
     SpecError,
     build_axes,
     check_replicates,
+    check_tensor_size,
     prune_model_params,
     validate_table,
 )
@@ -360,6 +367,7 @@ def threshold_spec_from_dict(raw: Mapping[str, Any], source: str = "<dict>") -> 
         )
     if min(ps) < 3:
         raise SpecError(source, "tensor.p", "tensor order p >= 3", min(ps))
+    check_tensor_size(ns, ps, source)
     _check_threshold(data["threshold"], source)
     _check_solver(data, axes["solver.method"].values, ns, ps, source)
     models = axes["noise.model"].values
@@ -423,6 +431,12 @@ def _check_threshold(t: dict[str, Any], source: str) -> None:
         raise SpecError(
             source, "threshold.eps_range", "a list [start, stop] with 0 < start < stop", rng
         )
+    try:  # the search's own check of the range (one that overflows its scan grid)
+        check_range(rng, 0.5 * (SCAN_FACTOR - 1))
+    except InputError as exc:
+        raise SpecError(
+            source, "threshold.eps_range", "a range the search can scan", rng, with_hint(exc)
+        ) from None
     if not 0 < t["rtol"] < SCAN_FACTOR - 1:
         raise SpecError(
             source,

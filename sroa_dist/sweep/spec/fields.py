@@ -31,6 +31,7 @@ __all__ = [
     "SpecError",
     "build_axes",
     "check_replicates",
+    "check_tensor_size",
     "prune_model_params",
     "expand_range",
     "range_length",
@@ -42,6 +43,10 @@ _SIG_DIGITS = 12
 #: Longest axis (values of one swept key, or replicates). Axis values are materialised as
 #: coordinates, so the cap bounds validation time and memory.
 MAX_AXIS_LEN = 1_000_000
+#: Most entries ``n^p`` of one tensor a spec may ask for (log2): 2^62 float64 entries are 32 EiB,
+#: beyond any machine, so every size the memory and cost models compute below it is a finite
+#: float (``float(n) ** p`` overflowed for p = 10^6 or n = 10^400 and crashed ``validate``).
+MAX_TENSOR_LOG2_ENTRIES = 62
 #: Folder of the default store, ``results/<name>.zarr``.
 
 
@@ -133,6 +138,28 @@ def check_replicates(replicates: int, source: str) -> None:
             "replicates are a dimension of the cube; for more, run several sweeps with "
             "different seeds",
         )
+
+
+def check_tensor_size(ns: Any, ps: Any, source: str) -> None:
+    """Refuse tensors of more than ``2^MAX_TENSOR_LOG2_ENTRIES`` entries (``n^p`` at the
+    largest n and p of the grid), naming ``tensor.p`` when it is too large even for n = 2,
+    else ``tensor.n``; the memory check then judges what is left."""
+
+    def too_large(n: int, p: int) -> bool:  # n >= 2: p alone past the cap is too large
+        return p > MAX_TENSOR_LOG2_ENTRIES or p * math.log2(n) > MAX_TENSOR_LOG2_ENTRIES
+
+    n, p = max(ns), max(ps)
+    if not too_large(n, p):
+        return
+    # p is to blame when it is too large even for n = 2; else n is.
+    key, value = ("tensor.p", p) if too_large(2, p) else ("tensor.n", n)
+    raise SpecError(
+        source,
+        key,
+        f"a tensor of at most 2^{MAX_TENSOR_LOG2_ENTRIES} entries (n^p)",
+        value,
+        "such a tensor is beyond any machine's memory; use a smaller n or p",
+    )
 
 
 def prune_model_params(

@@ -51,6 +51,7 @@ from sroa_dist.sweep.spec.fields import (
     SpecError,
     build_axes,
     check_replicates,
+    check_tensor_size,
     prune_model_params,
     validate_table,
 )
@@ -274,6 +275,7 @@ def _check_semantics(
             min(ps),
             "p = 2 is the matrix case (use an eigendecomposition); SROA theory needs p >= 3",
         )
+    check_tensor_size(ns, ps, source)
     if "tensor.rank" in axes:
         ranks = axes["tensor.rank"].values
         if min(ranks) < 1:
