@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -135,3 +136,14 @@ def test_the_fast_subset_is_stated_with_its_measured_cost_in_one_home():
         stated = re.findall(r"(\d+(?:\.\d+)?) min measured", text)
         assert stated, text
         assert all(f"{m} min" in ci for m in stated), stated
+
+
+def test_the_project_is_compiled_where_no_process_writes_bytecode(tmp_path, monkeypatch):
+    """compile_sources writes the package's bytecode (a copy of it here, so the checkout is not
+    touched), which workers then load instead of compiling every module at start-up."""
+    shutil.copytree(ROOT / "sroa_dist" / "cli", tmp_path / "sroa_dist" / "cli")
+    monkeypatch.setattr(dev, "ROOT", tmp_path)
+    monkeypatch.setattr(dev, "BIN", type(dev.BIN)(os.path.dirname(sys.executable)))
+    dev.compile_sources()
+    compiled = list((tmp_path / "sroa_dist" / "cli" / "__pycache__").glob("*.pyc"))
+    assert len(compiled) == len(list((tmp_path / "sroa_dist" / "cli").glob("*.py")))
