@@ -558,6 +558,20 @@ def figure_worst_case() -> None:
     fig, axes = plt.subplots(1, 2, figsize=(13, 7.5))
     for ax, p in zip(axes, (3, 4), strict=True):
         _worst_case_panel(ax, p)
+    # The p = 3 worst cases were rescaled by a fixed-seed SS-HOPM norm that the search learned
+    # to fool: their certified norms are larger, so the points are not first crossings of 2‖E‖.
+    axes[0].text(
+        0.55,
+        0.7,
+        "WITHDRAWN: the worst-case points' norms\nwere never certified (see thresholds.md)",
+        transform=axes[0].transAxes,
+        ha="center",
+        va="center",
+        fontsize=13,
+        color="0.35",
+        alpha=0.8,
+        bbox={"facecolor": "white", "alpha": 0.7, "edgecolor": "0.5"},
+    )
     fig.suptitle(
         "Where Theorem 3.1's value bound |λ̂ − λ| ≤ 2ε first breaks: the worst case found "
         "(gradient search) against the coherent tilt",
