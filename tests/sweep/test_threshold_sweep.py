@@ -357,7 +357,7 @@ def test_the_p4_n128_run_its_header_documents_validates(monkeypatch):
     assert "tensor.n=[128]" in path.read_text()
     over = ("--set", "tensor.n=[128]", "--set", "noise.model=coherent-tilt")
     out = run_cli("validate", str(path), *over).stdout
-    assert "valid sweep" in out and "n = 128" in out
+    assert "valid sweep" in out and "estimate: 8 instances" in out and "GiB per worker" in out
     # the i.i.d. families at n = 128 need more than the machine: refused, naming tensor.n
     proc = run_cli("validate", str(path), "--set", "tensor.n=[128]", check=False)
     assert proc.returncode != 0 and "'tensor.n'" in proc.stderr
