@@ -242,6 +242,7 @@ Evaluate = Callable[[float], tuple[Any, ...]]
 #: at once (a pool, a cluster): the search's points never depend on how.
 EvaluateMany = Callable[[list[float]], Sequence[Any]]
 
+
 def check_k_section(k_section: Any) -> int:
     """``k_section`` checked: an integer >= 1 (an ``InputError`` naming it otherwise)."""
     if isinstance(k_section, bool) or not isinstance(k_section, int) or k_section < 1:
@@ -348,7 +349,9 @@ def first_crossing(
     def run_round(points: list[float]) -> list[bool]:
         outs = list(many(list(points)))
         if len(outs) != len(points):
-            raise RuntimeError(f"evaluate_many returned {len(outs)} outcomes for {len(points)} points")
+            raise RuntimeError(
+                f"evaluate_many returned {len(outs)} outcomes for {len(points)} points"
+            )
         verdicts = []
         for eps, out in zip(points, outs, strict=True):
             if not isinstance(out, Evaluation):

@@ -41,7 +41,9 @@ def _pooled(evaluate, pool):
     """``evaluate_many`` that maps a round over ``pool`` (``None``: in order, here)."""
 
     def many(points):
-        return list(pool.map(evaluate, points)) if pool is not None else [evaluate(e) for e in points]
+        return (
+            list(pool.map(evaluate, points)) if pool is not None else [evaluate(e) for e in points]
+        )
 
     return many
 

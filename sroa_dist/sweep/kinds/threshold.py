@@ -28,8 +28,8 @@ SEARCH_REVISION`: the check on, redo on, two scan phases); ``revision`` is pinne
 on a Dask cluster the block hands each round's points to free workers as tasks
 (:mod:`..run.cluster_pool`), so a cluster shortens one search, not only many. The points of a
 round depend on ``k_section`` and the search's state only, so a store's values are the same on
-any number of workers; ``k_section`` is part of the spec (a resumed store keeps its own) and is
-recorded in ``setting_search`` where the spec states it.
+any number of workers; ``k_section`` is one of the spec's instance settings (a store refuses
+to resume with another) and is recorded in ``setting_search`` where the spec states it.
 
 Seeding: instance ``(settings, replicate)`` searches with ``rng = SeedSequence(seed,
 spawn_key=(h("noise=…"), h("n=…"), h("p=…"), replicate))`` (``h`` is
