@@ -8,6 +8,8 @@ weights), one seed. Runs: the sequential search (``k_section = 1``) in this proc
 ``k_section = K`` with its rounds mapped over a ``ProcessPoolExecutor`` of 1, 2 and 4
 processes. The bracket and the whole trace must be the same on every pool (the script fails
 otherwise); the load average is recorded before and after each run (the machine is shared).
+``rounds`` is the search's critical path in SROA runs (replayed from its trace): the wall time
+it needs on at least ``k_section`` free cores, whatever this machine's load.
 
 Run:  python benchmarks/bench_threshold_workers.py [--n 128] [--k 4] [--workers 1 2 4]
 Writes benchmarks/out/threshold_workers.json.
@@ -24,6 +26,7 @@ from concurrent.futures import ProcessPoolExecutor
 import _common
 
 from sroa_dist import find_threshold
+from sroa_dist.studies.first_crossing import first_crossing
 
 
 def search(n: int, k: int, pool, seed: int):
@@ -41,6 +44,28 @@ def search(n: int, k: int, pool, seed: int):
         k_section=k,
         executor=pool,
     )
+
+
+def rounds(res) -> int:
+    """Rounds the search made: its critical path in SROA runs, the wall time on at least
+    ``k_section`` free workers. Replayed from the trace (each ε's recorded verdict), which is
+    exact because a round's points are a pure function of the verdicts before it."""
+    seen = {e.eps: e for e in res.trace}
+    count = [0]
+
+    def many(points):
+        count[0] += 1
+        return [seen[e] for e in points]
+
+    replay = first_crossing(
+        evaluate_many=many,
+        eps_range=(0.02, 1.5),
+        rtol=0.01,
+        scan_phases=2,
+        k_section=res.k_section,
+    )
+    assert replay.trace == res.trace
+    return count[0]
 
 
 def main() -> None:
@@ -73,6 +98,7 @@ def main() -> None:
             "workers": workers or 0,
             "wall_s": round(wall, 1),
             "n_evals": res.n_evals,
+            "rounds": rounds(res),
             "bracket": list(res.bracket),
             "non_monotone": res.non_monotone,
             "load_before": load0,

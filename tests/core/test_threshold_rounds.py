@@ -158,10 +158,14 @@ def test_bad_k_section_and_evaluators_are_refused():
         find_threshold(6, 3, k_section=0, rng=0)
 
 
-def test_find_threshold_is_the_same_on_1_2_and_4_processes():
-    """A real search (n = 8, p = 3, coherent tilt, k = 3): the trace, every field, and the
-    bracket from worker processes equal those of the search in this process."""
-    kwargs = dict(c=0.5, eps_range=(0.05, 1.5), rtol=0.03, rng=3, k_section=3)
+@pytest.mark.parametrize("matrix_free", [False, True])
+def test_find_threshold_is_the_same_on_1_2_and_4_processes(matrix_free):
+    """A real search (n = 8, p = 3, coherent tilt, k = 3, dense and matrix-free): the trace,
+    every field, and the bracket from worker processes (which rebuild the instance from the
+    seeds) equal those of the search in this process."""
+    kwargs = dict(
+        c=0.5, eps_range=(0.05, 1.5), rtol=0.03, rng=3, k_section=3, matrix_free=matrix_free
+    )
     here = find_threshold(8, 3, **kwargs)
     assert here.k_section == 3 and here.reached
     for workers in (1, 2, 4):
