@@ -237,8 +237,9 @@ def find_threshold(
         ``k_section``, never on the executor.
     executor : object with ``map(fn, iterable)``, optional
         Runs a round's evaluations at once, e.g. a :class:`concurrent.futures.
-        ProcessPoolExecutor` (or the sweep's pool of cluster tasks); ``None``: one after the
-        other in this thread. Only useful with ``k_section > 1``.
+        ProcessPoolExecutor`, a Dask ``distributed.Client`` (its futures gathered) or the
+        sweep's pool of cluster tasks; ``None``: one after the other in this thread. Only
+        useful with ``k_section > 1``.
 
     Returns
     -------
@@ -303,7 +304,10 @@ def find_threshold(
 
     def evaluate_many(points: list[float]) -> list[tuple]:
         # The outcomes are in the order of ``points`` however the executor ran them.
-        if executor is not None and len(points) > 1:
+        if executor is not None and len(points) > 1 and hasattr(executor, "gather"):
+            # A Dask client (duck-typed: the core imports no Dask): map gives futures.
+            outs = list(executor.gather(executor.map(ev, points, pure=False)))
+        elif executor is not None and len(points) > 1:
             outs = list(executor.map(ev, points))
         else:
             outs = [ev(eps) for eps in points]

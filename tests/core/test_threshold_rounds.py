@@ -177,3 +177,13 @@ def test_find_threshold_is_the_same_on_1_2_and_4_processes(matrix_free):
 def _bits(res) -> str:
     """Every field of a result, floats to the last bit (repr round-trips; NaN equals NaN)."""
     return repr(dataclasses.astuple(res))
+
+
+@pytest.mark.slow
+def test_find_threshold_on_a_dask_cluster_is_the_same(client):
+    """A Dask client as the executor (two worker processes of the shared LocalCluster): the
+    same trace and bracket as in this process."""
+    kwargs = dict(c=0.5, eps_range=(0.05, 1.5), rtol=0.03, rng=4, k_section=4)
+    here = find_threshold(10, 3, **kwargs)
+    there = find_threshold(10, 3, executor=client, **kwargs)
+    assert _bits(there) == _bits(here)
