@@ -205,6 +205,8 @@ KEY_MEANINGS: Mapping[str, str] = {
     "threshold.redo": "redo a non-global step from its check's point; default: the search "
     "revision's",
     "threshold.scan_phases": "phases of the upward scan; default: the search revision's",
+    "threshold.k_section": "points evaluated per search round (scan and refinement), run at "
+    "once on free workers; default 1 (sequential)",
     "threshold.certify_ends": "rerun the SROA at both bracket ends with certified steps",
     "threshold.revision": "search revision; pinned by the store, not written in a spec",
     "model.name": "latent variable model: `topics` or `gmm`",

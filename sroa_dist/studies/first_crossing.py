@@ -15,20 +15,23 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from ..errors import InputError
 
 __all__ = [
     "CONTINUE_POINTS",
+    "K_SECTION",
     "SCAN_FACTOR",
     "SCAN_PHASES",
     "Evaluation",
     "ThresholdResult",
+    "check_k_section",
     "check_range",
     "first_crossing",
     "max_evals",
+    "section_points",
 ]
 
 #: Ratio between consecutive ε of one scan phase. With rtol = 1 % the bisection then needs
@@ -44,6 +47,11 @@ SCAN_PHASES = 2
 #: 1.25^6 ≈ 3.8 times the first failing ε, never past ``eps_range[1]``) to detect a pass above
 #: a failure.
 CONTINUE_POINTS = 6
+
+#: Interior points of one refinement round (the bracket split into ``k + 1`` equal parts in
+#: log ε) and scan points per scan round, when the search does not say: 1, the sequential
+#: search (a bisection).
+K_SECTION = 1
 
 
 class Evaluation(NamedTuple):
@@ -115,6 +123,10 @@ class ThresholdResult:
         both ends is run again with certified steps (``lo`` passes and ``hi`` fails); ``None``
         where that was not run (outside the budget, matrix-free, no bracket) or a step could
         not be certified.
+    k_section : int
+        Points per scan round and interior points per refinement round of the search
+        (:func:`first_crossing`; 1: the sequential search). The bracket depends on it, never
+        on how many evaluators ran a round.
     """
 
     eps_star: float
@@ -130,6 +142,7 @@ class ThresholdResult:
     artefacts: int = 0
     scan_resolution: float = SCAN_FACTOR
     certified_ends: bool | None = None
+    k_section: int = 1
 
     def judged(self, criterion: Any, level: float | None = None, **params: Any) -> list[bool]:
         """Each evaluation's verdict under another criterion (a
@@ -209,24 +222,65 @@ def _offset_grid(start: float, below: float) -> list[float]:
     return out
 
 
-def max_evals(eps_range: Any, rtol: float, scan_phases: int = SCAN_PHASES) -> int:
+def max_evals(
+    eps_range: Any, rtol: float, scan_phases: int = SCAN_PHASES, k_section: int = K_SECTION
+) -> int:
     """Most evaluations one search can make: every scan point of both phases, the continued
-    scan, and the bisection of a bracket no wider than the scan factor down to ``rtol``."""
+    scan, and the refinement of a bracket no wider than the scan factor down to ``rtol`` in
+    rounds of ``k_section`` points (each round divides its width in log ε by ``k_section + 1``;
+    one round of slack)."""
     start, stop, rtol = check_range(eps_range, rtol)
+    k = check_k_section(k_section)
     scan = len(_scan_grid(start, stop))
     if _check_phases(scan_phases) == 2:
         scan += len(_offset_grid(start, stop))
-    bisect = math.ceil(math.log2(math.log(SCAN_FACTOR) / math.log1p(rtol))) + 1
-    return scan + CONTINUE_POINTS + bisect
+    widths = math.log(SCAN_FACTOR) / math.log1p(rtol)  # how much the log-width must shrink
+    # k = 1: log2 exactly, as the sequential search has always bounded it (the cube's step dim).
+    rounds = math.ceil(math.log2(widths) if k == 1 else math.log(widths) / math.log(k + 1))
+    return scan + CONTINUE_POINTS + k * (rounds + 1)
 
 
 #: ``evaluate(eps) -> (metric, passed)`` or ``(metric, passed, extras)``, ``extras`` a mapping
 #: of the other :class:`Evaluation` fields.
 Evaluate = Callable[[float], tuple[Any, ...]]
+#: ``evaluate_many([eps, ...]) -> [outcome, ...]``: one outcome per ε, in the order given, each
+#: an :class:`Evaluation` or a tuple as :data:`Evaluate` returns it. It may evaluate the points
+#: at once (a pool, a cluster): the search's points never depend on how.
+EvaluateMany = Callable[[list[float]], Sequence[Any]]
+
+
+def check_k_section(k_section: Any) -> int:
+    """``k_section`` checked: an integer >= 1 (an ``InputError`` naming it otherwise)."""
+    if isinstance(k_section, bool) or not isinstance(k_section, int) or k_section < 1:
+        raise InputError(
+            f"k_section: expected an integer >= 1 (points evaluated per round), received "
+            f"{k_section!r}",
+            "1 bisects sequentially; e.g. 4 evaluates four points a round on four workers",
+        )
+    return int(k_section)
+
+
+def section_points(lo: float, hi: float, k: int, rtol: float) -> list[float]:
+    """The interior points of one refinement round of ``(lo, hi)``: ``lo · (hi/lo)^(j/(m+1))``
+    for ``j = 1..m``, equally spaced in log ε, with ``m`` the fewest points ``<= k`` that take
+    the bracket to ``rtol`` in this round (``k`` when one round cannot). ``k = 1`` is the
+    bisection's ``√(lo·hi)``, bit for bit. A pure function of its arguments: the points do
+    not depend on how many evaluators run them."""
+    if k == 1:
+        return [math.sqrt(lo * hi)]
+    width = math.log(hi / lo)
+    m = k
+    for j in range(1, k + 1):
+        # j interior points leave parts of width / (j + 1) in log ε.
+        if math.expm1(width / (j + 1)) <= rtol:
+            m = j
+            break
+    ratio = hi / lo
+    return [lo * ratio ** (j / (m + 1)) for j in range(1, m + 1)]
 
 
 def first_crossing(
-    evaluate: Evaluate,
+    evaluate: Evaluate | None = None,
     *,
     eps_range: tuple[float, float] = (0.02, 1.5),
     rtol: float = 0.01,
@@ -235,8 +289,10 @@ def first_crossing(
     radius: float | None = None,
     certified_fraction: float = float("nan"),
     scan_phases: int = SCAN_PHASES,
+    k_section: int = K_SECTION,
+    evaluate_many: EvaluateMany | None = None,
 ) -> ThresholdResult:
-    """Bracket the first ε at which ``evaluate`` fails, scanning upward then bisecting.
+    """Bracket the first ε at which ``evaluate`` fails, scanning upward then refining.
 
     1. Evaluate ``eps_range[0] · 1.25^k`` (:data:`SCAN_FACTOR`; ``eps_range[1]`` closes the
        grid) upward until the first failure.
@@ -246,18 +302,27 @@ def first_crossing(
     3. Evaluate up to :data:`CONTINUE_POINTS` further first-phase points past its first
        failure (never beyond ``eps_range[1]``); a pass above a failure there or anywhere is
        classified (``non_monotone`` or ``artefacts``). The bracket stays the first one.
-    4. Bisect geometrically (ε = √(lo·hi)) between the last pass and the first failure until
-       ``hi / lo − 1 ≤ rtol``.
+    4. Refine geometrically between the last pass and the first failure until
+       ``hi / lo − 1 ≤ rtol``: each round evaluates the interior points of
+       :func:`section_points` (``√(lo·hi)`` when ``k_section = 1``), and the new bracket is
+       the lowest failing point among them and the point (or end) just below it.
+
+    Rounds: each scan phase evaluates its points ``k_section`` at a time, in order, and stops
+    after the first round with a failure (taking its first failure in order; the round's points
+    above it stay in the trace); the continued scan is one round; each refinement is one round.
+    A round's points depend only on the search's state and ``k_section``, never on how many
+    points ``evaluate_many`` runs at once, so the trace and the bracket are the same on one
+    evaluator or many. ``k_section = 1`` is the sequential search, evaluation for evaluation.
 
     Between two scanned points a pass–fail–pass pattern narrower than ``scan_resolution``
-    cannot be seen; the bracket then holds the crossing that the bisection follows.
+    cannot be seen; the bracket then holds the crossing that the refinement follows.
 
     Parameters
     ----------
     evaluate : callable
         ``evaluate(eps) -> (metric, passed)`` or ``(metric, passed, extras)`` with
         ``extras`` the other :class:`Evaluation` fields; called once per ε, in increasing
-        order within each scan phase.
+        order within each scan phase. Give it or ``evaluate_many``.
     eps_range : (float, float)
         Scan range, ``0 < start < stop``.
     rtol : float
@@ -266,6 +331,11 @@ def first_crossing(
         Recorded in the result (:func:`sroa_dist.find_threshold` fills them in).
     scan_phases : {1, 2}
         Scan phases (:data:`SCAN_PHASES`).
+    k_section : int
+        Points per scan round and interior points per refinement round (:data:`K_SECTION`);
+        recorded in the result.
+    evaluate_many : callable, optional
+        :data:`EvaluateMany`: a round's points at once (instead of ``evaluate``).
 
     Returns
     -------
@@ -273,43 +343,67 @@ def first_crossing(
     """
     start, stop, rtol = check_range(eps_range, rtol)
     phases = _check_phases(scan_phases)
+    k = check_k_section(k_section)
+    if (evaluate is None) == (evaluate_many is None):
+        raise InputError(
+            "evaluate: expected exactly one of evaluate and evaluate_many",
+            "pass evaluate(eps) or evaluate_many([eps, ...])",
+        )
+    many: EvaluateMany = evaluate_many or (lambda pts: [evaluate(e) for e in pts])  # type: ignore[misc]
     trace: list[Evaluation] = []
 
-    def run(eps: float) -> bool:
-        out = evaluate(eps)
-        extras: Mapping[str, Any] = out[2] if len(out) > 2 else {}
-        trace.append(Evaluation(float(eps), float(out[0]), bool(out[1]), **extras))
-        return bool(out[1])
+    def run_round(points: list[float]) -> list[bool]:
+        outs = list(many(list(points)))
+        if len(outs) != len(points):
+            raise RuntimeError(
+                f"evaluate_many returned {len(outs)} outcomes for {len(points)} points"
+            )
+        verdicts = []
+        for eps, out in zip(points, outs, strict=True):
+            if not isinstance(out, Evaluation):
+                extras: Mapping[str, Any] = out[2] if len(out) > 2 else {}
+                out = Evaluation(float(eps), float(out[0]), bool(out[1]), **extras)
+            trace.append(out)
+            verdicts.append(bool(out.passed))
+        return verdicts
+
+    def scan(points: list[float]) -> int | None:
+        """Index in ``points`` of the first failure, evaluating ``k`` points a round."""
+        for r in range(0, len(points), k):
+            verdicts = run_round(points[r : r + k])
+            if not all(verdicts):
+                return r + verdicts.index(False)
+        return None
 
     grid = _scan_grid(start, stop)
-    first_fail = None
-    for k, eps in enumerate(grid):
-        if not run(eps):
-            first_fail = k
-            break
+    first_fail = scan(grid)
+    # Phase-one points evaluated past its first failure (the rest of its last round).
+    scanned = len(grid) if first_fail is None else min(len(grid), (first_fail // k + 1) * k)
     if phases == 2:
         below = grid[first_fail] if first_fail is not None else stop
-        for eps in _offset_grid(start, below):
-            if not run(eps):
-                break
+        scan(_offset_grid(start, below))
     fails = [e.eps for e in trace if not e.passed]
     resolution = SCAN_FACTOR ** (1.0 / phases)
-    done = dict(criterion=criterion, c=c, radius=radius, scan_resolution=resolution)
+    done = dict(criterion=criterion, c=c, radius=radius, scan_resolution=resolution, k_section=k)
     if not fails:
         return _result(trace, math.inf, (stop, math.inf), False, certified_fraction, **done)
     if first_fail is not None:
-        for eps in grid[first_fail + 1 : first_fail + 1 + CONTINUE_POINTS]:
-            run(eps)
+        cont = grid[scanned : first_fail + 1 + CONTINUE_POINTS]
+        if cont:
+            run_round(cont)
     hi = min(fails)
     passes_below = [e.eps for e in trace if e.passed and e.eps < hi]
     lo = max(passes_below, default=0.0)
     if lo > 0:
         while hi / lo - 1 > rtol:
-            mid = math.sqrt(lo * hi)
-            if run(mid):
-                lo = mid
+            points = section_points(lo, hi, k, rtol)
+            verdicts = run_round(points)
+            if all(verdicts):
+                lo = points[-1]
             else:
-                hi = mid
+                j = verdicts.index(False)
+                hi = points[j]
+                lo = points[j - 1] if j > 0 else lo
     return _result(trace, hi, (lo, hi), True, certified_fraction, **done)
 
 
@@ -339,6 +433,7 @@ def _result(
     c: float | None,
     radius: float | None,
     scan_resolution: float,
+    k_section: int,
 ) -> ThresholdResult:
     non_monotone, artefacts = classify(trace)
     return ThresholdResult(
@@ -354,4 +449,5 @@ def _result(
         radius=radius,
         artefacts=artefacts,
         scan_resolution=float(scan_resolution),
+        k_section=int(k_section),
     )

@@ -9,7 +9,9 @@ Core module: numpy and the numerical core only (no Dask, xarray or zarr).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
+import pickle
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
@@ -29,8 +31,10 @@ from ..problems.structured import structured_tensor
 from ..threads import single_blas
 from .criteria import RunCriterion, check_criterion_option, get_run_criterion
 from .first_crossing import (
+    K_SECTION,
     SCAN_PHASES,
     ThresholdResult,
+    check_k_section,
     check_range,
     first_crossing,
 )
@@ -142,6 +146,8 @@ def find_threshold(
     redo: bool = True,
     scan_phases: int = SCAN_PHASES,
     certify_ends: bool = False,
+    k_section: int = K_SECTION,
+    executor: Any = None,
 ) -> ThresholdResult:
     """First ε at which SROA on ``T̂ = Σ λ_i v_i^{⊗p} + E``, ``‖E‖ = ε``, fails a criterion.
 
@@ -223,6 +229,17 @@ def find_threshold(
         Where ``n`` is within :data:`CERTIFY_ENDS_MAX_N` of ``p`` (dense tensors), run the
         SROA at both bracket ends again with certified steps and record whether the bracket
         stands (``certified_ends``).
+    k_section : int
+        Points evaluated per round of the search (:func:`~sroa_dist.studies.first_crossing.
+        first_crossing`): ``k`` scan points a round, ``k`` interior points per refinement
+        round. 1 (the default) is the sequential search; more shortens a search on ``k``
+        evaluators at the cost of some extra evaluations. The trace and bracket depend on
+        ``k_section``, never on the executor.
+    executor : object with ``map(fn, iterable)``, optional
+        Runs a round's evaluations at once, e.g. a :class:`concurrent.futures.
+        ProcessPoolExecutor`, a Dask ``distributed.Client`` (its futures gathered) or the
+        sweep's pool of cluster tasks; ``None``: one after the other in this thread. Only
+        useful with ``k_section > 1``.
 
     Returns
     -------
@@ -231,6 +248,7 @@ def find_threshold(
     """
     crit = get_run_criterion(criterion)
     check_range(eps_range, rtol)
+    check_k_section(k_section)
     level, crit_params, c_out, radius_out = _criterion_levels(crit, c, radius)
     if isinstance(n, bool) or int(n) != n or n < 2:
         raise InputError(f"n: expected an integer >= 2, received {n!r}", "give an integer n >= 2")
@@ -262,56 +280,168 @@ def find_threshold(
     options = {**pinned, **given}
     checks = {"global_check": bool(global_check), "redo": bool(redo and global_check)}
     inst_ss, solve_ss, norm_ss = _seed(rng).spawn(3)
+    ev = _Evaluator(
+        n=n,
+        p=p,
+        family=family,
+        lam_spec=lam_spec,
+        V=None if V is None else np.asarray(V, dtype=float),
+        params=None if params is None else dict(params),
+        inst_ss=inst_ss,
+        norm_ss=norm_ss,
+        solve_ss=solve_ss,
+        method=method,
+        revisions=revisions,
+        options=options,
+        checks=checks,
+        criterion=crit.name,
+        level=level,
+        crit_params=crit_params,
+        matrix_free=_use_matrix_free(matrix_free, n, p, family, params),
+    )
+    draw = ev.pin()  # builds (and checks) the instance here, before any evaluation
     steps = [0, 0]  # certified steps, all steps
 
-    def judge(res: SROAResult, lam: np.ndarray, basis: np.ndarray, eps: float) -> tuple:
-        m = match(res, lam[None], basis[None])
-        steps[0] += int(np.sum(res.certified))
-        steps[1] += int(np.size(res.certified))
-        metric, ok = crit.evaluate(
-            m.lam_err[0], m.vec_err[0], eps, m.lam_matched[0], level, **crit_params
-        )
-        return metric, ok, _extras(res[0], m.lam_err[0], m.vec_err[0])
+    def evaluate_many(points: list[float]) -> list[tuple]:
+        # The outcomes are in the order of ``points`` however the executor ran them.
+        if executor is not None and len(points) > 1 and hasattr(executor, "gather"):
+            # A Dask client (duck-typed: the core imports no Dask): map gives futures.
+            outs = list(executor.gather(executor.map(ev, points, pure=False)))
+        elif executor is not None and len(points) > 1:
+            outs = list(executor.map(ev, points))
+        else:
+            outs = [ev(eps) for eps in points]
+        for o in outs:
+            steps[0] += o[3]
+            steps[1] += o[4]
+        return [o[:3] for o in outs]
 
-    search = {
-        "eps_range": eps_range,
-        "rtol": rtol,
-        "criterion": crit.name,
-        "c": c_out,
-        "radius": radius_out,
-        "scan_phases": scan_phases,
-    }
-    if _use_matrix_free(matrix_free, n, p, family, params):
-        gen = np.random.default_rng(_copy(inst_ss))
-        # make_instance's draw order: the basis (unless given), then the weights.
-        basis = BASES["random"](n, n, rng=gen) if V is None else np.asarray(V, dtype=float)
-        lam = draw_lambdas(lam_spec, n, rng=gen)
-
-        def evaluate_mf(eps: float) -> tuple:
-            op = structured_tensor(p, lam, V=basis, family=family, eps=eps, params=params)
-            res = sroa_batch(
-                op.as_batch(), rank=n, method=method, rng=[_copy(solve_ss)], **checks, **options
-            )
-            return judge(res, lam, basis, eps)
-
-        out = first_crossing(evaluate_mf, **search)
+    out = first_crossing(
+        evaluate_many=evaluate_many,
+        eps_range=eps_range,
+        rtol=rtol,
+        criterion=crit.name,
+        c=c_out,
+        radius=radius_out,
+        scan_phases=scan_phases,
+        k_section=k_section,
+    )
+    if ev.matrix_free:
         return dataclasses.replace(out, certified_fraction=0.0)
-    draw = _Draw(n, p, family, lam_spec, V, params, inst_ss, norm_ss, method, revisions)
-
-    def evaluate(eps: float) -> tuple:
-        T, E, lam, basis = draw.scaled(eps)
-        res = sroa_batch(
-            (T + E)[None], rank=n, method=method, rng=[_copy(solve_ss)], **checks, **options
-        )
-        return judge(res, lam, basis, eps)
-
-    out = first_crossing(evaluate, **search)
     frac = steps[0] / steps[1] if steps[1] else float("nan")
     out = dataclasses.replace(out, certified_fraction=float(frac))
     if certify_ends and out.reached and n <= CERTIFY_ENDS_MAX_N.get(p, 0):
         verdict = _certified_verdicts(out, draw, n, crit, level, crit_params, solve_ss)
         out = dataclasses.replace(out, certified_ends=verdict)
     return out
+
+
+@dataclasses.dataclass(frozen=True)
+class _Evaluator:
+    """One search's evaluation at any ε: ``self(eps) -> (metric, passed, extras, certified
+    steps, steps)``, one full SROA of the search's instance at ``‖E‖ = eps``.
+
+    A recipe (sizes, seeds, settings), not the tensors, so that it pickles small and runs on any
+    process of a pool or a cluster: each process builds the instance from the seeds once
+    (:func:`_instance_of`, cached) and every evaluation is a pure function of the recipe and ε,
+    whichever process runs it and however often (a cluster may run a task twice).
+    """
+
+    n: int
+    p: int
+    family: str
+    lam_spec: Any
+    V: np.ndarray | None
+    params: Mapping[str, Any] | None
+    inst_ss: np.random.SeedSequence
+    norm_ss: np.random.SeedSequence
+    solve_ss: np.random.SeedSequence
+    method: str
+    revisions: Mapping[str, int]
+    options: Mapping[str, Any]
+    checks: Mapping[str, bool]
+    criterion: str
+    level: float | None
+    crit_params: Mapping[str, Any]
+    matrix_free: bool
+
+    def pin(self) -> Any:
+        """Build the instance in this process and keep it on this object (not pickled): the
+        calling process's evaluations use it and it goes with the search."""
+        built = _build_instance(self._key())
+        object.__setattr__(self, "_local", built)
+        return built
+
+    def instance(self) -> Any:
+        """The matrix-free ``(lambdas, V)`` or the dense :class:`_Draw`: the pinned one, else
+        the one this process built for the search (cached)."""
+        local = self.__dict__.get("_local")
+        return local if local is not None else _instance_of(self._key())
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A pool's process rebuilds the instance from the seeds instead of receiving tensors.
+        state = dict(self.__dict__)
+        state.pop("_local", None)
+        return state
+
+    def _key(self) -> bytes:
+        return pickle.dumps(
+            (
+                self.n,
+                self.p,
+                self.family,
+                self.lam_spec,
+                self.V,
+                self.params,
+                self.inst_ss,
+                self.norm_ss,
+                self.method,
+                self.revisions,
+                self.matrix_free,
+            )
+        )
+
+    @single_blas
+    def __call__(self, eps: float) -> tuple:
+        crit = get_run_criterion(self.criterion)
+        opts = {**self.checks, **self.options}
+        if self.matrix_free:
+            lam, basis = self.instance()
+            op = structured_tensor(
+                self.p, lam, V=basis, family=self.family, eps=eps, params=self.params
+            )
+            res = sroa_batch(
+                op.as_batch(), rank=self.n, method=self.method, rng=[_copy(self.solve_ss)], **opts
+            )
+        else:
+            T, E, lam, basis = self.instance().scaled(eps)
+            res = sroa_batch(
+                (T + E)[None], rank=self.n, method=self.method, rng=[_copy(self.solve_ss)], **opts
+            )
+        m = match(res, lam[None], basis[None])
+        metric, ok = crit.evaluate(
+            m.lam_err[0], m.vec_err[0], eps, m.lam_matched[0], self.level, **self.crit_params
+        )
+        extras = _extras(res[0], m.lam_err[0], m.vec_err[0])
+        return metric, ok, extras, int(np.sum(res.certified)), int(np.size(res.certified))
+
+
+def _build_instance(key: bytes) -> Any:
+    """The instance of a pickled :meth:`_Evaluator._key`: ``(lambdas, V)`` matrix-free, else
+    the dense :class:`_Draw`."""
+    n, p, family, lam_spec, V, params, inst_ss, norm_ss, method, revisions, mf = pickle.loads(key)
+    if mf:
+        gen = np.random.default_rng(_copy(inst_ss))
+        # make_instance's draw order: the basis (unless given), then the weights.
+        basis = BASES["random"](n, n, rng=gen) if V is None else np.asarray(V, dtype=float)
+        return draw_lambdas(lam_spec, n, rng=gen), basis
+    return _Draw(n, p, family, lam_spec, V, params, inst_ss, norm_ss, method, revisions)
+
+
+#: A pool's process draws a search's instance once for all the evaluations it serves; two
+#: entries, so that two searches sharing a process (threads of a Dask worker) do not evict
+#: each other at every round.
+_instance_of = functools.lru_cache(maxsize=2)(_build_instance)
 
 
 def _criterion_levels(

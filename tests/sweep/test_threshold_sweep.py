@@ -76,6 +76,7 @@ def test_the_kind_is_registered_and_marked_by_its_table():
         ("threshold.eps_range", [1.0, 0.5], "threshold.eps_range"),
         ("threshold.eps_range", [0.1, 0.5, 1.0], "threshold.eps_range"),
         ("threshold.rtol", 0.5, "threshold.rtol"),
+        ("threshold.k_section", 0, "threshold.k_section"),
         ("threshold.bogus", 1, "threshold.bogus"),
         ("solver.options", {"n_starts": 4}, "solver.options"),
         ("solver.steps", 2, "solver.steps"),
@@ -433,3 +434,61 @@ def test_random_weights_make_deterministic_family_replicates_differ():
     raw = _small(**{"noise.model": "coherent-tilt"})
     raw["tensor"]["lambdas"] = {"dist": "uniform", "low": 0.9, "high": 1.0}
     assert advice(spec_from_dict(raw)) == []
+
+
+@pytest.mark.slow
+def test_k_section_sweep_is_the_same_on_one_and_two_workers_and_serial(tmp_path, client):
+    """threshold.k_section = 3: each block hands its rounds' evaluations to the cluster as tasks
+    (seen in the task stream); the cube is the same bit for bit on a cluster of two worker
+    processes, of one, and as find_threshold computes it in one process."""
+    from distributed import Client, LocalCluster, get_task_stream
+
+    raw = _small(
+        **{
+            "threshold.k_section": 3,
+            "tensor.n": [8],
+            "noise.model": ["coherent-tilt"],
+            "replicates": 1,
+        }
+    )
+    spec = spec_from_dict(raw)
+    assert spec.n_steps == max_evals((0.05, 1.5), 0.03, 2, 3)
+    with get_task_stream(client) as stream:
+        run_sweep(raw, tmp_path / "two.zarr", client=client)
+    evaluations = [t for t in stream.data if "evaluator" in str(t["key"]).lower()]
+    assert evaluations, "no evaluation ran as a task of its own"
+    with (
+        LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0"
+        ) as one,
+        Client(one) as client_one,
+    ):
+        run_sweep(raw, tmp_path / "one.zarr", client=client_one)
+    two = open_results(tmp_path / "two.zarr")
+    assert_same_bits(cube_values(tmp_path / "two.zarr"), cube_values(tmp_path / "one.zarr"))
+    want = find_threshold(
+        8,
+        3,
+        family="coherent-tilt",
+        c=0.5,
+        eps_range=(0.05, 1.5),
+        rtol=0.03,
+        params={"component": "smallest"},
+        rng=np.random.SeedSequence(
+            5,
+            spawn_key=(
+                stable_hash32("noise", "coherent-tilt"),
+                stable_hash32("n", 8),
+                stable_hash32("p", 3),
+                0,
+            ),
+        ),
+        k_section=3,
+    )
+    got = two.sel(noise="coherent-tilt", n=8, replicate=0)
+    assert float(got.eps_lo) == want.bracket[0] and float(got.eps_hi) == want.bracket[1]
+    k = want.n_evals
+    assert int(got.n_evals) == k
+    np.testing.assert_array_equal(got.trace_eps.values[:k], [e.eps for e in want.trace])
+    np.testing.assert_array_equal(got.trace_metric.values[:k], [e.metric for e in want.trace])
+    assert json.loads(two.attrs["setting_search"])["k_section"] == 3

@@ -14,7 +14,7 @@ Grammar (marker table ``[threshold]``)::
     [noise]     model, params            (ε is searched, so no noise level)
     [solver]    method                   (each method with its defaults)
     [threshold] criterion, c, radius, eps_range, rtol,
-                global_check, redo, scan_phases, certify_ends, revision
+                global_check, redo, scan_phases, certify_ends, k_section, revision
 
 ``tensor.n``, ``tensor.p``, ``noise.model`` and ``solver.method`` may be axes (a list or a
 range table). ``c`` is the level of ``criterion = "value"`` (max |λ̂ − λ| ≤ c·ε), ``radius``
@@ -23,6 +23,13 @@ default 2; vector bound radius, default Theorem 3.1's 20ε/λ_j). ``global_check
 ``scan_phases`` default to the search revision's (:data:`sroa_dist.studies.threshold.
 SEARCH_REVISION`: the check on, redo on, two scan phases); ``revision`` is pinned by the store
 (a store made before revisions were recorded ran revision 1 and keeps it).
+
+``k_section`` (default 1, the sequential search) is how many ε a search evaluates per round:
+on a Dask cluster the block hands each round's points to free workers as tasks
+(:mod:`..run.cluster_pool`), so a cluster shortens one search, not only many. The points of a
+round depend on ``k_section`` and the search's state only, so a store's values are the same on
+any number of workers; ``k_section`` is one of the spec's instance settings (a store refuses
+to resume with another) and is recorded in ``setting_search`` where the spec states it.
 
 Seeding: instance ``(settings, replicate)`` searches with ``rng = SeedSequence(seed,
 spawn_key=(h("noise=…"), h("n=…"), h("p=…"), replicate))`` (``h`` is
@@ -54,6 +61,7 @@ from sroa_dist.studies.criteria import (
     criterion_option_expected,
 )
 from sroa_dist.studies.first_crossing import (
+    K_SECTION,
     SCAN_FACTOR,
     SCAN_PHASES,
     ThresholdResult,
@@ -70,6 +78,7 @@ from sroa_dist.studies.threshold import (
 )
 
 from ..cube import THRESHOLD_VARIABLES, Variable
+from ..inner_pool import current_pool
 from ..layout import (
     WORKER_BASE_BYTES,
     BlockResult,
@@ -131,6 +140,8 @@ THRESHOLD_SCHEMA: dict[str, Any] = {
         "global_check": ("bool", None, False),
         "redo": ("bool", None, False),
         "scan_phases": ("int", None, False),
+        # None: K_SECTION (the sequential search); not part of the search revision.
+        "k_section": ("int", None, False),
         "certify_ends": ("bool", False, False),
         # Pinned by the store (ThresholdSweepSpec.pinned): None in a spec as written.
         "revision": ("int", None, False),
@@ -160,6 +171,7 @@ class ThresholdSection:
     redo: bool | None = None
     scan_phases: int | None = None
     certify_ends: bool = False
+    k_section: int | None = None
     revision: int | None = None
 
     @property
@@ -178,6 +190,10 @@ class ThresholdSection:
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
         out["certify_ends"] = bool(self.certify_ends)
+        # Only when the spec states it: a store made before k_section records no such key,
+        # and its searches ran with K_SECTION.
+        if self.k_section is not None:
+            out["k_section"] = int(self.k_section)
         return out
 
 
@@ -216,7 +232,9 @@ class ThresholdSweepSpec(SweepSpec):
         """Length of the ``step`` dim: here the longest possible trace
         (:func:`sroa_dist.studies.first_crossing.max_evals`)."""
         t = self.threshold
-        return max_evals(t.eps_range, t.rtol, t.search["scan_phases"])
+        return max_evals(
+            t.eps_range, t.rtol, t.search["scan_phases"], t.search.get("k_section", K_SECTION)
+        )
 
     def instance_settings(self) -> dict[str, Any]:
         """:meth:`SweepSpec.instance_settings` without the search revision, which the store
@@ -301,8 +319,9 @@ class ThresholdProblem:
     radius: float | None = None
     search: Mapping[str, Any] = field(default_factory=dict)
 
-    def run(self) -> ThresholdResult:
-        """:func:`sroa_dist.find_threshold` on this instance."""
+    def run(self, executor: Any = None) -> ThresholdResult:
+        """:func:`sroa_dist.find_threshold` on this instance; ``executor`` runs the rounds'
+        evaluations (the same result on any)."""
         kwargs = {} if self.c is None else {"c": self.c}
         if self.radius is not None and self.criterion == "theorem":
             kwargs["radius"] = self.radius
@@ -318,6 +337,7 @@ class ThresholdProblem:
             params=self.params,
             rng=np.random.SeedSequence(self.seed, spawn_key=self.spawn_key),
             revisions=self.revisions,
+            executor=executor,
             **self.search,
             **kwargs,
         )
@@ -408,6 +428,14 @@ def _check_threshold(t: dict[str, Any], source: str) -> None:
                 raise SpecError(
                     source, f"threshold.{key}", criterion_option_expected(key), t[key]
                 ) from None
+    if t["k_section"] is not None and t["k_section"] < 1:
+        raise SpecError(
+            source,
+            "threshold.k_section",
+            "an integer >= 1 (points evaluated per search round)",
+            t["k_section"],
+            "1 searches sequentially; e.g. 4 evaluates four points a round on free workers",
+        )
     if t["scan_phases"] is not None and t["scan_phases"] not in (1, 2):
         raise SpecError(source, "threshold.scan_phases", "1 or 2", t["scan_phases"])
     if t["redo"] and t["global_check"] is False:
@@ -653,7 +681,7 @@ def compute_threshold_block(task: BlockTask, spec: ThresholdSweepSpec) -> BlockR
     kernel = 0.0
     for idx, settings, replicate in task.instances(spec):
         t0 = time.perf_counter()
-        res = problem_of(spec, settings, replicate).run()
+        res = problem_of(spec, settings, replicate).run(current_pool())
         dt = time.perf_counter() - t0
         kernel += dt
         if res.n_evals > task.n_steps:  # max_evals is a bound; a breach is a bug, say so

@@ -176,13 +176,17 @@ def _run_block(
 def _compute_and_write(
     url: str, task: BlockTask, storage_options: Mapping[str, Any] | None
 ) -> dict:
+    from ..inner_pool import inner_pool
     from ..store.block_write import StaleLayoutError
     from ..store.result_store import ResultStore
+    from .cluster_pool import WorkerTaskPool
     from .worker import compute_block
 
     t0, c0 = time.perf_counter(), time.process_time()
     try:
-        result = compute_block(task)
+        # A threshold search with k_section > 1 hands each round's evaluations to the cluster.
+        with inner_pool(WorkerTaskPool()):
+            result = compute_block(task)
     except (OSError, MemoryError):
         raise
     except Exception as exc:  # deterministic: would fail again on any worker
