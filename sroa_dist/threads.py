@@ -109,12 +109,30 @@ def blas_threads(threads: int | None = None) -> Iterator[None]:
         yield
 
 
-def single_blas(fn: _F) -> _F:
-    """Run the decorated numerical front door under :func:`blas_threads`."""
+def _under_blas(fn: _F, threads: int | None) -> _F:
+    """``fn`` run under :func:`blas_threads` with ``threads``."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        with blas_threads():
+        with blas_threads(threads):
             return fn(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
+
+
+def single_blas(fn: _F) -> _F:
+    """Run the decorated numerical front door under :func:`blas_threads`."""
+    return _under_blas(fn, None)
+
+
+def one_blas_thread(fn: _F) -> _F:
+    """Run ``fn`` with one BLAS thread, whatever ``$SROA_BLAS_THREADS`` asks for.
+
+    For computations whose bits must not depend on the thread count: OpenBLAS splits a
+    product's work by its thread count and rounds differently. Measured (issue 32): the
+    ``(90 x 78) @ (78 x 90)`` product of the relaxation's face system at n = 12, p = 3 differs
+    in its last bits between one and two threads, and so did the certified ``upper_bound``
+    (1.1766578530914358 against ...434). More threads per process would speed up only the
+    large relaxations; bits come first, and more worker processes give the speed instead.
+    """
+    return _under_blas(fn, 1)

@@ -7,14 +7,14 @@ import dataclasses
 import functools
 import inspect
 import time
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from ..certificate import Certificate
 from ..tensors import kron_power
-from ..threads import blas_threads
+from ..threads import one_blas_thread
 from . import bound
 from .device_maps import device_maps
 from .driver import (
@@ -38,28 +38,6 @@ from .tensor_solve import TensorSolve
 __all__ = ["SOLVE_OPTIONS", "SOLVE_OPTION_RULES", "MomentRelaxation", "option_rules"]
 
 _U = float(np.finfo(float).eps)
-
-_F = TypeVar("_F", bound=Callable[..., Any])
-
-
-def _one_blas_thread(fn: _F) -> _F:
-    """Run ``fn`` with one BLAS thread, whatever ``$SROA_BLAS_THREADS`` asks for.
-
-    A bound must not depend on the thread count, and BLAS's dense products do: OpenBLAS
-    splits a product's work by its thread count and rounds differently. Measured (issue 32):
-    the ``(90 x 78) @ (78 x 90)`` product of the face system of n = 12, p = 3 differs in its
-    last bits between one and two threads, and so did the certified ``upper_bound``
-    (1.1766578530914358 against ...434). More threads per process would speed up only the
-    large relaxations; bits come first, and more worker processes give the speed instead.
-    """
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        with blas_threads(1):
-            return fn(*args, **kwargs)
-
-    return wrapper  # type: ignore[return-value]
-
 
 #: Moment-matrix side above which the warm-up gets :data:`LARGE_WARMUP_CHUNKS` chunks by
 #: default instead of 2 (n >= 44 for p = 3, n >= 45 for p = 4). At n = 64, p = 3 the third
@@ -211,7 +189,7 @@ class MomentRelaxation(MomentStructure):
         if fx > best.fx:
             best.x, best.fx = x, fx
 
-    @_one_blas_thread
+    @one_blas_thread
     def solve(
         self,
         T: np.ndarray,
@@ -311,7 +289,7 @@ class MomentRelaxation(MomentStructure):
             run.exhausted()
         return run.result(lambda: time.perf_counter() - t0)
 
-    @_one_blas_thread
+    @one_blas_thread
     def solve_batch(
         self,
         Ts: np.ndarray,
@@ -425,7 +403,7 @@ class MomentRelaxation(MomentStructure):
         margin = 4 * (n_terms + 2) * _U * float(np.abs(c) @ self._ymax) + 4 * _U
         return scale * (ub + margin) * (1 + 4 * _U)
 
-    @_one_blas_thread
+    @one_blas_thread
     def _flattening_result(
         self, T: np.ndarray, sign: int, below: float, with_certificate: bool
     ) -> RelaxationResult | None:
@@ -480,7 +458,7 @@ class MomentRelaxation(MomentStructure):
         candidates = options.pop("candidates", None)
         return self.solve_abs_batch(np.asarray(T)[None], candidates=[candidates], **options)[0]
 
-    @_one_blas_thread
+    @one_blas_thread
     def solve_abs_batch(
         self,
         Ts: np.ndarray,
