@@ -15,8 +15,6 @@ import os
 import re
 import shlex
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
@@ -28,7 +26,7 @@ from nbclient.exceptions import CellExecutionError
 
 import sroa_dist.analysis as sa
 from sroa_dist import open_results
-from tests.support.helpers import ROOT, cli_env
+from tests.support.helpers import ROOT, run_cli
 
 NOTEBOOK = ROOT / "examples" / "explore_results.ipynb"
 
@@ -53,8 +51,7 @@ def checkout(tmp_path_factory) -> Path:
     (root / "examples").mkdir()
     # The command as the notebook names it; one worker to spare a shared machine (the store's
     # bits do not depend on the worker count).
-    cmd = [sys.executable, "-m", "sroa_dist.cli", *make[1:], "--workers", "1"]
-    proc = subprocess.run(cmd, cwd=root, env=cli_env(), capture_output=True, text=True, timeout=600)
+    proc = run_cli(*make[1:], "--workers", "1", check=False, timeout=600, cwd=root)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (root / _constant("DEFAULT")).is_dir(), proc.stdout
     return root

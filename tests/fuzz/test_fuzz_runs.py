@@ -4,13 +4,10 @@ tensor grammar runs to a whole store, a refused one prints its two lines and lea
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 from tests.support.fuzz import ERROR_LINE, HINT_LINE, TRACEBACK, snapshot, toml_text
-from tests.support.helpers import cli_env
+from tests.support.helpers import run_cli
 
 SPEC = {
     "name": "fuzz-run",
@@ -23,14 +20,7 @@ SPEC = {
 
 
 def _cli(tmp_path, *args):
-    return subprocess.run(
-        [sys.executable, "-m", "sroa_dist.cli", *args],
-        cwd=tmp_path,
-        env=cli_env(),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    return run_cli(*args, check=False, timeout=600, cwd=tmp_path)
 
 
 @pytest.mark.slow

@@ -49,11 +49,14 @@ def cli_env() -> dict[str, str]:
     return env
 
 
-def run_cli(*args: str, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess:
-    """Run ``python -m sroa_dist.cli ARGS`` in a real subprocess from the repository root."""
+def run_cli(
+    *args: str, check: bool = True, timeout: float = 300, cwd: Path = ROOT
+) -> subprocess.CompletedProcess:
+    """Run ``python -m sroa_dist.cli ARGS`` in a real subprocess from ``cwd`` (default: the
+    repository root)."""
     proc = subprocess.run(
         [sys.executable, "-m", "sroa_dist.cli", *args],
-        cwd=ROOT,
+        cwd=cwd,
         env=cli_env(),
         capture_output=True,
         text=True,
