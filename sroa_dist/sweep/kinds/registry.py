@@ -43,6 +43,7 @@ from ..spec.load import apply_overrides, read_spec_file
 from .model import MODEL
 from .tensor.kind import TENSOR
 from .threshold import THRESHOLD
+from .worst_case import WORST_CASE
 
 __all__ = [
     "KINDS",
@@ -374,6 +375,6 @@ def variable_order() -> list[str]:
 
 
 #: The kinds that ship with the package (adding one: its module, then one entry here).
-_BUILTIN: tuple[SweepKind, ...] = (TENSOR, MODEL, THRESHOLD)
+_BUILTIN: tuple[SweepKind, ...] = (TENSOR, MODEL, THRESHOLD, WORST_CASE)
 for _kind in _BUILTIN:
     register_kind(_kind)
