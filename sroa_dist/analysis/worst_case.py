@@ -163,7 +163,7 @@ def figure_worst_case_ratio(ds: xr.Dataset) -> Figure:
         )
     eps_all = sorted({float(_scalar(ds, "eps", pt)) for pt in pts})
     cmap = _colormap()
-    fig = Figure(figsize=(5.6 * len(panels), 4.8), layout="constrained")
+    fig = Figure(figsize=(5.6 * len(panels), 5.6), layout="constrained")
     axes = fig.subplots(1, len(panels), squeeze=False)[0]
     for ax, (p, method) in zip(axes, panels, strict=True):
         mine = [
@@ -174,10 +174,17 @@ def figure_worst_case_ratio(ds: xr.Dataset) -> Figure:
         ns = sorted({int(_scalar(ds, "n", pt)) for pt in mine})
         for pt in mine:
             eps = float(_scalar(ds, "eps", pt))
-            x = int(_scalar(ds, "n", pt)) * (1 + 0.02 * (pt.get(REPLICATE, 0) % 3 - 1))
+            k = eps_all.index(eps)
+            # Spread the points of one n by eps (and replicate), so none hides another.
+            spread = (k - (len(eps_all) - 1) / 2) / max(len(eps_all), 1)
+            x = int(_scalar(ds, "n", pt)) * (1 + 0.06 * spread + 0.01 * pt.get(REPLICATE, 0))
             y = float(ds["ratio"].sel(pt))
-            color = cmap(eps_all.index(eps) / max(len(eps_all) - 1, 1))
+            color = cmap(k / max(len(eps_all) - 1, 1))
             cert = bool(ds["ratio_certified"].sel(pt))
+            if not cert:  # the true ratio lies in [error / upper, error / lower]
+                top = float(ds["error"].sel(pt)) / float(ds["norm_lower"].sel(pt))
+                ax.plot([x, x], [y, top], color=color, lw=1.2, ls=":", zorder=2)
+                ax.plot([x], [top], marker="_", color=color, ms=9, zorder=2)
             ax.scatter(
                 [x],
                 [y],
@@ -200,7 +207,15 @@ def figure_worst_case_ratio(ds: xr.Dataset) -> Figure:
         ax.scatter(
             [], [], marker="o", facecolors="none", edgecolors="grey", label="lower bound on ratio"
         )
-        ax.legend(loc="lower right", fontsize="small")
+        ax.plot(
+            [],
+            [],
+            color="grey",
+            ls=":",
+            marker="_",
+            label="up to error / lower(‖E‖) (‖E‖ uncertified)",
+        )
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), fontsize="small", ncol=1)
     sm = _scalar_mappable(cmap, eps_all)
     fig.colorbar(sm, ax=list(axes), label="ε  (target ‖E‖ of the search)")
     status_title(fig, completeness(ds))
