@@ -195,8 +195,9 @@ def figure_worst_case_ratio(ds: xr.Dataset) -> Figure:
                 linewidths=1.4,
                 zorder=3,
             )
-        ax.axhline(c, ls="--", color="black", lw=1)
-        ax.text(ns[0], c, f" c = {c:g}", va="bottom", ha="left", fontsize="small")
+        ax.axhline(
+            c, ls="--", color="black", lw=1, label=f"c = {c:g}: error > c·‖E‖ breaks the bound"
+        )
         ax.set_xscale("log")
         ax.set_xticks(ns, [str(v) for v in ns])
         ax.minorticks_off()

@@ -209,6 +209,26 @@ KEY_MEANINGS: Mapping[str, str] = {
     "once on free workers; default 1 (sequential)",
     "threshold.certify_ends": "rerun the SROA at both bracket ends with certified steps",
     "threshold.revision": "search revision; pinned by the store, not written in a spec",
+    "worst_case:solver.method": "rank-one method of SROA's steps inside the search: "
+    "`certified` (global) or a local one (`sshopm`, ...)",
+    "worst_case:solver.norm_method": "the norm the search rescales its candidates by; default: "
+    "`certified` where the relaxation is tractable, else `sshopm` with fresh starts at every "
+    "evaluation",
+    "worst_case:solver.norm_options": "refused: the search's norm takes its method's defaults "
+    "(a seed here would be a fixed-seed norm)",
+    "worst_case:solver.steps": "refused: the search runs full-rank SROA",
+    "tensor.lambda_min": "the last weight; the others are 1 (`worst_case`'s default: 0.95)",
+    "worst_case.eps": "the operator norm ‖E‖ = eps the adversary searches at",
+    "worst_case.search": "`gradient` (Riemannian ascent through SROA's adjoint) or `es`",
+    "worst_case.metric": "the error maximised: `lam` (max |λ̂ − λ| / eps), `vec`, or "
+    "`first_failure` (es only)",
+    "worst_case.budget": "SROA evaluations per search",
+    "worst_case.n_random_starts": "Gaussian starts beside the coherent tilt and the shrink",
+    "worst_case.step": "the search's first step, relative to ‖E‖_F",
+    "worst_case.radius": "recovery radius of the `first_failure` metric",
+    "worst_case.c": "the claim's constant: a violation is error > c · upper(‖E‖)",
+    "worst_case.norm_seeds": "`fresh` only: a fixed-seed norm estimate is refused (the search "
+    "learns to hide E's maximum from it)",
     "model.name": "latent variable model: `topics` or `gmm`",
     "model.N": "sample size N (documents or points) per instance",
     "model.k": "number of latent classes k",
@@ -227,12 +247,14 @@ def _kind_tables() -> dict[str, tuple[Mapping[str, Any], Mapping[str, str]]]:
     """Kind name -> (its spec schema, its axis keys), for every registered kind."""
     from ..sweep.kinds import KINDS, model, threshold
     from ..sweep.kinds.tensor import spec as tensor
+    from ..sweep.kinds.worst_case import spec as worst_case
 
     # The schemas are module tables of each kind; the kind objects do not carry them.
     known = {
         "tensor": (tensor.TENSOR_SCHEMA, tensor.AXIS_KEYS),
         "model": (model._SCHEMA, model.MODEL_AXIS_KEYS),
         "threshold": (threshold.THRESHOLD_SCHEMA, threshold.AXIS_KEYS),
+        "worst_case": (worst_case.WORST_CASE_SCHEMA, worst_case.AXIS_KEYS),
     }
     return {name: known[name] for name in KINDS if name in known}
 

@@ -189,8 +189,9 @@ def test_a_recheck_refutes_a_claim_whose_ratio_the_store_overstates(tmp_path):
 
 @pytest.mark.slow
 def test_run_sweep_equals_the_serial_search_bit_for_bit_and_reports(tmp_path, client):
-    """A real sweep on the test cluster, resuming a store with one block written in this process,
-    writes per instance what worst_case returns serially, bit for bit; the report has the kind's table and figure (ratio against n, its kind marked)."""
+    """A real sweep on the test cluster, resuming a store with one block written in this
+    process, writes per instance what worst_case returns serially, bit for bit; the report has
+    the kind's table and figure (ratio against n, its kind marked)."""
     raw = _raw(**{"tensor.n": [3, 4], "solver.method": "sshopm"})
     url = tmp_path / "wc.zarr"
     spec = spec_from_dict(raw)

@@ -152,8 +152,11 @@ STEP_FLOOR = 0.015
 
 #: Measured CPU seconds of searches over :func:`search_cost`'s model (the model counts the
 #: SROA runs and norms of ``budget`` evaluations; the gradient's vjp, the active-set power
-#: iterations and the final certification come on top). Calibrated on the smoke worst-case
-#: sweep (sweeps/studies/smoke/worst-case.toml: docs/data/studies/worst-case-cost.json).
+#: iterations and the final certification come on top, and the step floor overstates SS-HOPM at
+#: p = 3). The three smoke grids' 18 searches, run serially (docs/data/studies/
+#: worst-case-cost.json, 2026-11-28, shared 2-core machine at load 21-28: CPU time, inflated by
+#: the load): 31.5 CPU s against 30.6 model s in all, but 0.65x the model for SS-HOPM steps at
+#: p = 3, 2.2x at p = 4 and 1.45x with certified steps (0.35-3.7x per search).
 SEARCH_COST_SCALE = 1.0
 
 
