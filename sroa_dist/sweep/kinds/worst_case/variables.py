@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from sroa_dist.errors import InputError
 from sroa_dist.monomials import multiset_index, multiset_tuples
 from sroa_dist.studies.worst_case_result import WorstCaseResult
 
@@ -147,13 +148,14 @@ def pack_tensor(E: np.ndarray) -> np.ndarray:
 
 def unpack_tensor(packed: np.ndarray, n: int, p: int) -> np.ndarray:
     """The symmetric ``(n,)*p`` tensor whose unique entries are ``packed`` (NaN padding past
-    ``C(n + p − 1, p)`` ignored); ``ValueError`` when entries are missing."""
+    ``C(n + p − 1, p)`` ignored); :class:`~sroa_dist.InputError` when entries are missing."""
     ids, count = multiset_index(int(n), int(p))
     packed = np.asarray(packed, dtype=float)
     if packed.shape[0] < count or not np.all(np.isfinite(packed[:count])):
-        raise ValueError(
-            f"E_packed: expected {count} finite entries for n = {n}, p = {p}; the instance "
-            "was not computed, or its store is damaged"
+        raise InputError(
+            f"E_packed: expected {count} finite entries for n = {n}, p = {p}; received "
+            f"{int(np.isfinite(packed[:count]).sum())}",
+            "the instance was not computed, or its block is damaged: `sroa-dist check` the store",
         )
     return packed[:count][ids]
 
