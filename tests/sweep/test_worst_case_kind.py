@@ -94,6 +94,8 @@ def test_the_kind_is_registered_and_dispatched_by_its_table():
         ({"solver.steps": 2}, "solver.steps", "no value"),
         ({"solver.method": "nope"}, "solver.method", "one of"),
         ({"worst_case.typo": 1}, "worst_case.typo", ""),
+        ({"output.certificates": True}, "output.certificates", "false in a worst-case"),
+        ({"output.vectors": True}, "output.vectors", "false in a worst-case"),
     ],
 )
 def test_spec_errors_name_the_file_and_key(over, key, reason):

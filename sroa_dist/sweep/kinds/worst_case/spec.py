@@ -201,6 +201,14 @@ def worst_case_spec_from_dict(raw: Mapping[str, Any], source: str = "<dict>") ->
         raise SpecError(source, "tensor.p", "tensor order p >= 3", min(ps))
     check_tensor_size(ns, ps, source)
     _check_tensor(data["tensor"], source)
+    for key, why in (
+        ("vectors", "the cube stores E, the weights and the basis; SROA's vectors are not kept"),
+        ("certificates", "re-check a claim from the stored E instead (recheck_worst_cases)"),
+    ):
+        if data["output"][key]:
+            raise SpecError(
+                source, f"output.{key}", "false in a worst-case sweep", data["output"][key], why
+            )
     _check_search(data["worst_case"], axes["worst_case.eps"].values, source)
     _check_solver(data, axes["solver.method"].values, ns, ps, source)
     return WorstCaseSweepSpec(data=data, source=source, axes=axes)
