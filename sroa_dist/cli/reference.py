@@ -209,7 +209,7 @@ KEY_MEANINGS: Mapping[str, str] = {
     "once on free workers; default 1 (sequential)",
     "threshold.certify_ends": "rerun the SROA at both bracket ends with certified steps",
     "threshold.revision": "search revision; pinned by the store, not written in a spec",
-    "model.name": "latent variable model: `topics` or `gmm`",
+    "model.name": "latent variable model: `topics`, `gmm` or `ica`",
     "model.N": "sample size N (documents or points) per instance",
     "model.k": "number of latent classes k",
     "model.d": "observation dimension d",
@@ -217,8 +217,8 @@ KEY_MEANINGS: Mapping[str, str] = {
     "model.sigma2": "noise variance of the mixture (gmm)",
     "model.weights": "mixing-weight imbalance max(w)/min(w); 1 = uniform",
     "model.norms": "compute ‖E‖ and its bracket for every instance",
-    "model.prior": "prior of the model's parameters: `concentration` (topics) or `mean_scale` "
-    "(gmm)",
+    "model.prior": "prior of the model's parameters: `concentration` (topics), `mean_scale` "
+    "(gmm), `sources` and `mixing_scale` (ica)",
     "model.tolerances": "success tolerances: `component`, `weight`",
 }
 
