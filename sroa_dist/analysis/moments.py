@@ -47,8 +47,11 @@ SAMPLE_AXIS = "N"
 SAMPLE_ERRORS = {
     "eps": "‖E‖ with the population whitening (the paper's perturbation)",
     "eps_full": "‖E‖ with the estimated whitening (whole pipeline)",
-    "component_error": "largest matched component error (TV for topics, ℓ2 for means)",
-    "weight_error": "largest matched weight error |ŵ − w|",
+    "component_error": (
+        "largest matched component error (TV for topics, ℓ2 for means, relative ℓ2 up to sign "
+        "for ICA's mixing columns)"
+    ),
+    "weight_error": "largest matched weight error |ŵ − w| (ICA: kurtosis error |κ̂ − κ|)",
 }
 #: The exponent concentration predicts for every error above.
 REFERENCE_EXPONENT = -0.5

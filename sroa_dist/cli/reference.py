@@ -229,7 +229,7 @@ KEY_MEANINGS: Mapping[str, str] = {
     "worst_case.c": "the claim's constant: a violation is error > c · upper(‖E‖)",
     "worst_case.norm_seeds": "`fresh` only: a fixed-seed norm estimate is refused (the search "
     "learns to hide E's maximum from it)",
-    "model.name": "latent variable model: `topics` or `gmm`",
+    "model.name": "latent variable model: `topics`, `gmm` or `ica`",
     "model.N": "sample size N (documents or points) per instance",
     "model.k": "number of latent classes k",
     "model.d": "observation dimension d",
@@ -237,8 +237,8 @@ KEY_MEANINGS: Mapping[str, str] = {
     "model.sigma2": "noise variance of the mixture (gmm)",
     "model.weights": "mixing-weight imbalance max(w)/min(w); 1 = uniform",
     "model.norms": "compute ‖E‖ and its bracket for every instance",
-    "model.prior": "prior of the model's parameters: `concentration` (topics) or `mean_scale` "
-    "(gmm)",
+    "model.prior": "prior of the model's parameters: `concentration` (topics), `mean_scale` "
+    "(gmm), `sources` and `mixing_scale` (ica)",
     "model.tolerances": "success tolerances: `component`, `weight`",
 }
 

@@ -2,10 +2,12 @@
 
 The whitened third moment of a single-topic model or of a spherical Gaussian mixture is an
 orthogonally decomposable tensor (Anandkumar, Ge, Hsu, Kakade & Telgarsky, JMLR 2014; Hsu &
-Kakade 2013); estimated from ``N`` samples it is nearly SOD, ``T̂ = T + E``, the setting of the
-paper. This subpackage provides the models (seeded samplers, exact population moments), unbiased
-streamed estimators of ``T̂``, the fits (:func:`fit_topics`, :func:`fit_gmm`) and the ground
-truth of a Monte Carlo study (:func:`run_study`). Pure numpy/scipy, like the rest of the core.
+Kakade 2013), and so is the whitened fourth cumulant of independent component analysis (an
+even-order tensor with signed weights, the sources' kurtoses); estimated from ``N`` samples each
+is nearly SOD, ``T̂ = T + E``, the setting of the paper. This subpackage provides the models
+(seeded samplers, exact population moments and cumulants), unbiased streamed estimators of
+``T̂``, the fits (:func:`fit_topics`, :func:`fit_gmm`, :func:`fit_ica`) and the ground truth of a
+Monte Carlo study (:func:`run_study`). Pure numpy/scipy, like the rest of the core.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 from .estimators import (
     ESTIMATORS,
     SIGMA2_ESTIMATORS,
+    IcaMoments,
     MixtureMoments,
     TopicMoments,
     WhitenedMoments,
@@ -27,9 +30,11 @@ from .evaluate import (
     recovery_errors,
     run_study,
 )
-from .fit import MomentFit, fit_gmm, fit_moments, fit_topics, project_simplex, recover
+from .fit import MomentFit, fit_gmm, fit_ica, fit_moments, fit_topics, project_simplex, recover
 from .models import (
+    ICA_SOURCES,
     MODELS,
+    IndependentComponents,
     Sample,
     SingleTopicModel,
     SphericalGaussianMixture,
@@ -40,8 +45,11 @@ from .models import (
 __all__ = [
     "DEFAULT_TOLERANCES",
     "ESTIMATORS",
+    "ICA_SOURCES",
     "MODELS",
     "SIGMA2_ESTIMATORS",
+    "IcaMoments",
+    "IndependentComponents",
     "MixtureMoments",
     "MomentFit",
     "MomentStudy",
@@ -53,6 +61,7 @@ __all__ = [
     "TopicMoments",
     "WhitenedMoments",
     "fit_gmm",
+    "fit_ica",
     "fit_moments",
     "fit_topics",
     "make_model",

@@ -1,4 +1,4 @@
-"""Unbiased empirical moments and their whitened third moment, streamed over samples.
+"""Unbiased empirical moments and their whitened moment tensor, streamed over samples.
 
 For each model an estimator object holds the validated data and provides
 
@@ -19,6 +19,17 @@ where ``sym3`` sums the three placements of ``c``; documents may have different 
 ``L >= 3``. Points (spherical mixture, Hsu & Kakade 2013): ``M̂2 = mean(x xᵀ) − σ² I`` and
 ``M̂3 = mean(x^{⊗3}) − σ² Σ_j sym3(x̄ ⊗ e_j ⊗ e_j)``, unbiased for a known σ²; σ² is otherwise
 estimated from the sample covariance (registry :data:`SIGMA2_ESTIMATORS`).
+
+Mixtures of independent sources (ICA, fourth order): the whitened fourth cumulant is estimated
+by the fourth k-statistic of the projected points ``y = Wᵀ(x − x̄)``. With the central sample
+moments ``m2 = mean(y yᵀ)``, ``m4 = mean(y^{⊗4})`` (divided by N),
+
+    K̂4 = N² [(N+1) m4 − (N−1) (m2 ⊗ m2)[3]] / ((N−1)(N−2)(N−3)),
+
+where ``[3]`` sums the three pairings of the four indices. It is unbiased for every fixed ``W``
+(Fisher's k4 in every direction ``u``, so the quartic form, hence the symmetric tensor, is
+unbiased); with ``Ŵ`` estimated from the same points the whitening error adds to ``E``, as for
+the third-order models.
 """
 
 from __future__ import annotations
@@ -41,6 +52,7 @@ from .models import _whiten, sym_outer_identity
 __all__ = [
     "ESTIMATORS",
     "SIGMA2_ESTIMATORS",
+    "IcaMoments",
     "MixtureMoments",
     "TopicMoments",
     "whitened_moments",
@@ -110,6 +122,8 @@ class TopicMoments:
     lengths: FloatArray
 
     kind = "topics"
+    #: Order of the whitened tensor (:meth:`whitened_tensor`).
+    order = 3
 
     @classmethod
     def from_data(cls, counts: Any, k: int) -> TopicMoments:
@@ -204,6 +218,10 @@ class TopicMoments:
         diag = ((WW * s3[:, None]).T @ W).reshape(m, m, m)  # Σ_i s3_i a_i^{⊗3}
         return (yyy - _sym3(X) + 2.0 * diag) / self.n_samples
 
+    def whitened_tensor(self, W: ArrayLike, *, chunk_size: int = CHUNK_SIZE) -> FloatArray:
+        """The tensor SROA decomposes: ``M̂3(W, W, W)`` (:meth:`whitened_m3`)."""
+        return self.whitened_m3(W, chunk_size=chunk_size)
+
     def m3_dense(self) -> FloatArray:
         """Unbiased ``M̂3`` as a dense ``(d, d, d)`` array (naive baseline; small ``d`` only)."""
         C, g3, d = self.counts, self._g(3), self.d
@@ -280,6 +298,8 @@ class MixtureMoments:
     sigma2: float
 
     kind = "gmm"
+    #: Order of the whitened tensor (:meth:`whitened_tensor`).
+    order = 3
 
     @classmethod
     def from_data(
@@ -375,6 +395,10 @@ class MixtureMoments:
         corr = sym_outer_identity(W.T @ self.mean, W.T @ W)
         return yyy / self.n_samples - self.sigma2 * corr
 
+    def whitened_tensor(self, W: ArrayLike, *, chunk_size: int = CHUNK_SIZE) -> FloatArray:
+        """The tensor SROA decomposes: ``M̂3(W, W, W)`` (:meth:`whitened_m3`)."""
+        return self.whitened_m3(W, chunk_size=chunk_size)
+
     def m3_dense(self) -> FloatArray:
         """``M̂3`` as a dense ``(d, d, d)`` array (naive baseline; small ``d`` only)."""
         d = self.d
@@ -392,9 +416,120 @@ def _gram(X: FloatArray, chunk_size: int) -> FloatArray:
     return G
 
 
+# ---------------------------------------------------------------------------------------------
+# Independent component analysis (fourth cumulant)
+
+
+def _pairings(m2: FloatArray) -> FloatArray:
+    """``(m2 ⊗ m2)[3] = m2_ab m2_ce + m2_ac m2_be + m2_ae m2_bc``."""
+    return (
+        np.einsum("ab,ce->abce", m2, m2)
+        + np.einsum("ac,be->abce", m2, m2)
+        + np.einsum("ae,bc->abce", m2, m2)
+    )
+
+
+def k_statistic4(m2: FloatArray, m4: FloatArray, N: int) -> FloatArray:
+    """The fourth k-statistic from central sample moments ``m2``, ``m4`` (divided by ``N``):
+    the unbiased estimator of the fourth cumulant tensor (module docstring)."""
+    return N * N * ((N + 1) * m4 - (N - 1) * _pairings(m2)) / ((N - 1) * (N - 2) * (N - 3))
+
+
+@dataclasses.dataclass(frozen=True)
+class IcaMoments:
+    """The unbiased fourth-cumulant estimator of a mixture of independent sources.
+
+    Attributes
+    ----------
+    points : (N, d) ndarray
+        Observed mixtures, ``N >= 4``.
+    mean : (d,) ndarray
+        Sample mean ``x̄`` (every moment is taken about it).
+    """
+
+    points: FloatArray
+    mean: FloatArray
+
+    kind = "ica"
+    #: Order of the whitened tensor (:meth:`whitened_tensor`).
+    order = 4
+
+    @classmethod
+    def from_data(cls, X: ArrayLike, k: int) -> IcaMoments:
+        """Validate ``(N, d)`` points with ``N >= 4`` (the k-statistic divides by ``N − 3``)."""
+        if sp.issparse(X):
+            raise InputError(
+                "X: expected a dense (N, d) array of mixtures, received a sparse matrix",
+                "densify first, e.g. X.toarray()",
+            )
+        try:
+            X = np.asarray(X, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise InputError(
+                f"X: expected a numeric (N, d) array ({exc})", "pass a numeric (N, d) array"
+            ) from None
+        if X.ndim != 2 or X.shape[0] < 4 or X.shape[1] < 2:
+            raise InputError(
+                f"X: expected mixtures of shape (N, d), N >= 4, d >= 2, received {X.shape}",
+                "pass N >= 4 observations of dimension d >= 2 as an (N, d) array",
+            )
+        if not np.all(np.isfinite(X)):
+            raise InputError(
+                "X: expected finite coordinates",
+                "drop or fix the observations with NaN or infinite coordinates",
+            )
+        return cls(X, X.mean(axis=0))
+
+    @property
+    def n_samples(self) -> int:
+        return int(self.points.shape[0])
+
+    @property
+    def d(self) -> int:
+        return int(self.points.shape[1])
+
+    def m1(self) -> FloatArray:
+        """Sample mean."""
+        return self.mean
+
+    def m2_dense(self) -> FloatArray:
+        """The unbiased sample covariance (divided by ``N − 1``), dense ``(d, d)``."""
+        N = self.n_samples
+        return (_gram(self.points, CHUNK_SIZE) - N * np.outer(self.mean, self.mean)) / (N - 1)
+
+    def _m2_matvec(self, v: FloatArray) -> FloatArray:
+        X, N = self.points, self.n_samples
+        return (X.T @ (X @ v) - N * self.mean * (self.mean @ v)) / (N - 1)
+
+    def m2_top(self, k: int) -> tuple[FloatArray, FloatArray]:
+        """Top ``k`` eigenpairs ``(s, U)`` of the sample covariance, descending."""
+        return _top_eigs(self._m2_matvec, self.m2_dense, self.d, k)
+
+    def whitened_tensor(self, W: ArrayLike, *, chunk_size: int = CHUNK_SIZE) -> FloatArray:
+        """``K̂4(W, W, W, W)``: the k-statistic of ``y = Wᵀ(x − x̄)``, streamed over row
+        chunks as ``(m², n) @ (n, m²)`` products (``O(N m⁴)`` time, ``O(chunk·m² + m⁴)``
+        memory)."""
+        W = _check_w(W, self.d)
+        m, N = W.shape[1], self.n_samples
+        s4 = np.zeros((m * m, m * m))
+        s2 = np.zeros((m, m))
+        shift = self.mean @ W
+        for a, b in _chunks(N, chunk_size):
+            Y = self.points[a:b] @ W - shift
+            YY = (Y[:, :, None] * Y[:, None, :]).reshape(b - a, m * m)
+            s4 += YY.T @ YY
+            s2 += Y.T @ Y
+        return k_statistic4(s2 / N, s4.reshape(m, m, m, m) / N, N)
+
+    def cumulant4_dense(self) -> FloatArray:
+        """``K̂4`` as a dense ``(d, d, d, d)`` array (naive baseline; small ``d`` only)."""
+        return self.whitened_tensor(np.eye(self.d))
+
+
 _ESTIMATORS: dict[str, Callable[..., Any]] = {
     "topics": TopicMoments.from_data,
     "gmm": MixtureMoments.from_data,
+    "ica": IcaMoments.from_data,
 }
 #: Read-only registry: model kind -> constructor of its moment estimator ``(data, k, **options)``.
 ESTIMATORS = MappingProxyType(_ESTIMATORS)
@@ -402,8 +537,9 @@ ESTIMATORS = MappingProxyType(_ESTIMATORS)
 
 @dataclasses.dataclass(frozen=True)
 class WhitenedMoments:
-    """``T̂ = M̂3(Ŵ, Ŵ, Ŵ)`` with the whitening ``Ŵ`` (``(d, k)``, ``Ŵᵀ M̂2 Ŵ = I``) it used,
-    the top eigenvalues of M̂2, and the estimator (which still holds the data)."""
+    """``T̂ = M̂3(Ŵ, Ŵ, Ŵ)`` (``K̂4(Ŵ, Ŵ, Ŵ, Ŵ)`` for ICA) with the whitening ``Ŵ`` it used
+    (``(d, k)``, ``Ŵᵀ M̂2 Ŵ = I``), the top eigenvalues of M̂2, and the estimator (which still
+    holds the data)."""
 
     tensor: FloatArray
     whitening: FloatArray
@@ -414,14 +550,16 @@ class WhitenedMoments:
 def whitened_moments(
     kind: str, data: Any, k: int, *, chunk_size: int = CHUNK_SIZE, **options: Any
 ) -> WhitenedMoments:
-    """Estimate the whitening from M̂2 and the whitened third moment ``T̂`` from samples.
+    """Estimate the whitening from M̂2 and the whitened tensor ``T̂`` from samples.
 
     Parameters
     ----------
-    kind : {"topics", "gmm"}
-        Model whose unbiased estimators to use (:data:`ESTIMATORS`).
+    kind : {"topics", "gmm", "ica"}
+        Model whose unbiased estimators to use (:data:`ESTIMATORS`): the third moment for
+        topics and the mixture, the fourth cumulant for ICA.
     data
-        Counts ``(N, d)`` (dense or sparse) for ``"topics"``; points ``(N, d)`` for ``"gmm"``.
+        Counts ``(N, d)`` (dense or sparse) for ``"topics"``; points ``(N, d)`` for ``"gmm"``
+        and ``"ica"``.
     k : int
         Number of latent classes (whitened dimension).
     chunk_size : int
@@ -454,5 +592,5 @@ def whitened_moments(
         raise InputError(f"k: expected k <= d = {est.d}, received {k}", "give k <= d")
     s, U = est.m2_top(int(k))
     W = _whiten(s, U)
-    T = est.whitened_m3(W, chunk_size=chunk_size)
+    T = est.whitened_tensor(W, chunk_size=chunk_size)
     return WhitenedMoments(T, W, s, est)

@@ -2,7 +2,8 @@
 
 With ``T̂ ≈ Σ_i λ_i v_i^{⊗3}`` in the whitened space (``λ_i = w_i^{-1/2}``,
 ``v_i = √w_i Wᵀ μ_i``), AGHKT (JMLR 2014, Section 4.3) recover ``w_i = 1/λ_i²`` and
-``μ_i = λ_i (Wᵀ)⁺ v_i``.
+``μ_i = λ_i (Wᵀ)⁺ v_i``. For ICA (``T̂ ≈ Σ_i κ_i v_i^{⊗4}``, ``v_i = Wᵀ a_i``) the kurtoses are
+the signed ``λ_i`` and the mixing columns ``a_i = (Wᵀ)⁺ v_i``, up to sign.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from .estimators import CHUNK_SIZE, WhitenedMoments, whitened_moments
 __all__ = [
     "MomentFit",
     "fit_gmm",
+    "fit_ica",
     "fit_moments",
     "fit_topics",
     "fit_whitened",
@@ -35,22 +37,25 @@ class MomentFit:
 
     Attributes
     ----------
-    kind : {"topics", "gmm"}
+    kind : {"topics", "gmm", "ica"}
     weights : (k,) ndarray
-        ``w_i = 1/λ_i²`` (not renormalised; their sum is a diagnostic that should be near 1).
+        ``w_i = 1/λ_i²`` (not renormalised; their sum is a diagnostic that should be near 1);
+        for ICA the sources' excess kurtoses ``κ_i = λ_i`` (signed).
     components : (d, k) ndarray
-        Topic-word distributions (projected onto the simplex) or mixture means, as columns.
+        Topic-word distributions (projected onto the simplex), mixture means, or ICA's mixing
+        columns (each with its largest-magnitude entry positive), as columns.
     sigma2 : float
-        Variance used by the mixture's corrections (``nan`` for topics).
+        Variance used by the mixture's corrections (``nan`` for topics and ICA).
     lambdas, vectors : (k,), (k, k) ndarray
-        SROA's components of ``T̂`` with ``λ > 0`` (vectors as columns, whitened space).
+        SROA's components of ``T̂``, with ``λ > 0`` for the third-order models and the sign of
+        the kurtosis for ICA (vectors as columns, whitened space).
     certified, upper_bounds, gaps : (k,) ndarray
         Per SROA step: proven global optimum, valid upper bound of the step's objective, and
         ``upper_bound − |λ|``.
     whitening : (d, k) ndarray
         ``Ŵ`` with ``Ŵᵀ M̂2 Ŵ = I``.
-    tensor : (k, k, k) ndarray
-        ``T̂ = M̂3(Ŵ, Ŵ, Ŵ)`` (symmetrised).
+    tensor : (k, k, k) or (k, k, k, k) ndarray
+        ``T̂ = M̂3(Ŵ, Ŵ, Ŵ)`` (ICA: ``K̂4(Ŵ, Ŵ, Ŵ, Ŵ)``), symmetrised.
     m2_eigenvalues : (k,) ndarray
         Top eigenvalues of ``M̂2`` (a small last one means a hard, ill-conditioned instance).
     method : str
@@ -109,10 +114,18 @@ def recover(
 
     Each ``(λ_i, v_i)`` is first written with ``λ_i > 0`` (``λ v^{⊗3} = (−λ)(−v)^{⊗3}``); topics
     are then projected onto the simplex. Returns ``(weights, components, lambdas, vectors)``
-    with the sign-fixed ``lambdas`` and ``vectors``.
+    with the sign-fixed ``lambdas`` and ``vectors``. For ``kind="ica"`` the weights are the
+    signed kurtoses ``λ_i`` and the components the mixing columns ``(Wᵀ)⁺ v_i``, each ``v_i``
+    signed so that its column's largest-magnitude entry is positive (a source's sign is not
+    identifiable).
     """
     lam = np.asarray(lambdas, dtype=np.float64)
     V = np.asarray(vectors, dtype=np.float64)
+    if kind == "ica":
+        A = np.linalg.pinv(np.asarray(W, dtype=np.float64).T) @ V
+        idx = np.argmax(np.abs(A), axis=0)
+        sign = np.where(A[idx, np.arange(A.shape[1])] < 0, -1.0, 1.0)
+        return lam.copy(), A * sign, lam.copy(), V * sign
     sign = np.where(lam < 0, -1.0, 1.0)
     lam, V = lam * sign, V * sign
     with np.errstate(divide="ignore"):
@@ -133,7 +146,7 @@ def fit_moments(
     estimator: dict[str, Any] | None = None,
     **sroa_options: Any,
 ) -> MomentFit:
-    """Fit a model of the given kind (see :func:`fit_topics`, :func:`fit_gmm`)."""
+    """Fit a model of the given kind (see :func:`fit_topics`, :func:`fit_gmm`, :func:`fit_ica`)."""
     wm = whitened_moments(kind, data, k, chunk_size=chunk_size, **(estimator or {}))
     return fit_whitened(wm, kind, method, rng=rng, **sroa_options)
 
@@ -245,3 +258,36 @@ def fit_gmm(
         estimator={"sigma2": sigma2},
         **sroa_options,
     )
+
+
+def fit_ica(
+    X: ArrayLike,
+    k: int,
+    method: str = "certified",
+    *,
+    rng: RngLike = None,
+    chunk_size: int = CHUNK_SIZE,
+    **sroa_options: Any,
+) -> MomentFit:
+    """Recover the mixing matrix and the sources' kurtoses of ``x = A s`` (ICA) from mixtures.
+
+    The sample covariance whitens the data, SROA decomposes the whitened fourth cumulant
+    (the k-statistic, an unbiased estimator) as an even-order tensor, signs kept:
+    super-Gaussian sources come back with ``κ̂ > 0``, sub-Gaussian ones with ``κ̂ < 0``.
+
+    Parameters
+    ----------
+    X : (N, d) array_like
+        Observed mixtures, ``N >= 4``, ``d >= k``.
+    k : int
+        Number of sources.
+    method, rng, chunk_size, **sroa_options
+        As in :func:`fit_topics`.
+
+    Returns
+    -------
+    MomentFit
+        Mixing columns in ``components`` (up to sign), kurtoses in ``weights``, and the
+        per-step certificates.
+    """
+    return fit_moments("ica", X, k, method, rng=rng, chunk_size=chunk_size, **sroa_options)

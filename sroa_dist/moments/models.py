@@ -1,8 +1,8 @@
-"""Latent variable models whose whitened third moment is orthogonally decomposable.
+"""Latent variable models whose whitened moment tensor is orthogonally decomposable.
 
-Both models share the moment structure of Anandkumar, Ge, Hsu, Kakade & Telgarsky (JMLR 2014,
-Theorems 3.1 and 3.2): with weights ``w`` and components ``μ_i`` (columns of a ``(d, k)``
-matrix),
+Third order (topics, spherical Gaussian mixture): both models share the moment structure of
+Anandkumar, Ge, Hsu, Kakade & Telgarsky (JMLR 2014, Theorems 3.1 and 3.2): with weights ``w``
+and components ``μ_i`` (columns of a ``(d, k)`` matrix),
 
     M2 = Σ_i w_i μ_i μ_iᵀ,    M3 = Σ_i w_i μ_i^{⊗3}.
 
@@ -10,6 +10,12 @@ Whitening with any ``W`` such that ``Wᵀ M2 W = I`` makes ``M3(W, W, W) = Σ_i 
 with ``λ_i = w_i^{-1/2}`` and orthonormal ``v_i = √w_i Wᵀ μ_i``: the paper's SOD tensor.
 What differs between models is the sampler and how M2, M3 are estimated from samples
 (see :mod:`sroa_dist.moments.estimators`).
+
+Fourth order (independent component analysis, :class:`IndependentComponents`): ``x = A s`` with
+independent zero-mean, unit-variance sources of excess kurtosis ``κ_i``. Then ``M2 = A Aᵀ`` and
+the fourth cumulant is ``K4 = Σ_i κ_i a_i^{⊗4}``; whitening gives ``K4(W, W, W, W) = Σ_i κ_i
+v_i^{⊗4}`` with orthonormal ``v_i = Wᵀ a_i``: the paper's even-order SOD tensor (Section 3.3),
+whose weights keep the kurtosis sign (sub-Gaussian sources give ``λ_i < 0``).
 """
 
 from __future__ import annotations
@@ -27,7 +33,9 @@ from ..errors import InputError
 from ..tensors import FloatArray
 
 __all__ = [
+    "ICA_SOURCES",
     "MODELS",
+    "IndependentComponents",
     "Sample",
     "SingleTopicModel",
     "SphericalGaussianMixture",
@@ -44,10 +52,13 @@ PARAM_RTOL = 1e-9
 @dataclasses.dataclass(frozen=True)
 class Sample:
     """``N`` draws from a model: ``data`` (counts ``(N, d)`` as ``scipy.sparse.csr_array``
-    for topics, points ``(N, d)`` for the mixture) and the latent ``labels`` ``(N,)``."""
+    for topics, points ``(N, d)`` for the mixture and for ICA) and the latent variables:
+    ``labels`` ``(N,)`` (the class of each draw; ``None`` for ICA, which has no classes) and,
+    for ICA, the ``sources`` ``(N, k)``."""
 
     data: Any
-    labels: NDArray[np.int64]
+    labels: NDArray[np.int64] | None
+    sources: FloatArray | None = None
 
 
 def _check_weights(weights: ArrayLike | None, k: int) -> FloatArray:
@@ -113,10 +124,13 @@ def _whiten(s: FloatArray, U: FloatArray) -> FloatArray:
 
 @dataclasses.dataclass(frozen=True)
 class _MomentModel:
-    """Shared population-moment algebra of both models."""
+    """Shared population-moment algebra of the third-order models."""
 
     weights: FloatArray
     components: FloatArray
+
+    #: Order of the whitened tensor SROA decomposes.
+    order = 3
 
     @property
     def k(self) -> int:
@@ -157,6 +171,10 @@ class _MomentModel:
         ``(d, m)``, computed without forming M3."""
         A = np.asarray(W, dtype=np.float64).T @ self.components
         return np.einsum("i,ai,bi,ci->abc", self.weights, A, A, A)
+
+    def whitened_tensor(self, W: ArrayLike) -> FloatArray:
+        """The population tensor SROA decomposes, seen through ``W``: here ``M3(W, W, W)``."""
+        return self.whitened_m3(W)
 
     def sod(self, W: ArrayLike | None = None) -> tuple[FloatArray, FloatArray]:
         """The SOD components ``(λ, V)`` of ``M3(W', W', W')`` with ``λ_i = w_i^{-1/2}``.
@@ -354,6 +372,184 @@ class SphericalGaussianMixture(_MomentModel):
         return Sample(X, labels)
 
 
+def _laplace(gen: np.random.Generator, size: int) -> FloatArray:
+    return gen.laplace(0.0, 1.0 / np.sqrt(2.0), size)
+
+
+def _uniform(gen: np.random.Generator, size: int) -> FloatArray:
+    return gen.uniform(-np.sqrt(3.0), np.sqrt(3.0), size)
+
+
+def _rademacher(gen: np.random.Generator, size: int) -> FloatArray:
+    return 2.0 * gen.integers(0, 2, size).astype(np.float64) - 1.0
+
+
+#: Source laws of ICA, each with zero mean and unit variance: name -> (excess kurtosis, sampler).
+#: Laplace is super-Gaussian (κ = 3); uniform (κ = −6/5) and Rademacher (±1, κ = −2, the most
+#: sub-Gaussian law there is) are sub-Gaussian.
+ICA_SOURCES: MappingProxyType[str, tuple[float, Callable[..., FloatArray]]] = MappingProxyType(
+    {
+        "laplace": (3.0, _laplace),
+        "uniform": (-1.2, _uniform),
+        "rademacher": (-2.0, _rademacher),
+    }
+)
+#: ``sources="mixed"`` cycles through these laws, so a model has both kurtosis signs.
+_MIXED = ("laplace", "uniform", "rademacher")
+
+
+@dataclasses.dataclass(frozen=True)
+class IndependentComponents(_MomentModel):
+    """Independent component analysis: ``x = A s`` with independent non-Gaussian sources.
+
+    Each source ``s_i`` has zero mean, unit variance and excess kurtosis ``κ_i ≠ 0`` (its law is
+    one of :data:`ICA_SOURCES`). The whitened fourth cumulant is ``Σ_i κ_i v_i^{⊗4}`` with
+    orthonormal ``v_i``: an even-order SOD tensor whose weights keep their sign. The mixing
+    columns ``a_i`` come back up to sign (``s_i`` and ``−s_i`` give the same data law).
+
+    Attributes
+    ----------
+    weights : (k,) ndarray
+        The sources' excess kurtoses ``κ_i``: the (signed) SOD weights ``λ_i``.
+    components : (d, k) ndarray
+        The mixing matrix ``A`` (linearly independent columns ``a_i``).
+    sources : tuple of str
+        The law of each source (keys of :data:`ICA_SOURCES`).
+    """
+
+    sources: tuple[str, ...] = ()
+
+    kind = "ica"
+    order = 4
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "components", _check_components(self.components, "mixing"))
+        sources = tuple(self.sources)
+        unknown = sorted(set(sources) - set(ICA_SOURCES))
+        if len(sources) != self.k or unknown:
+            raise InputError(
+                f"sources: expected {self.k} source laws from {sorted(ICA_SOURCES)}, received "
+                f"{list(sources)!r}",
+                "name one law per column of the mixing matrix",
+            )
+        object.__setattr__(self, "sources", sources)
+        object.__setattr__(
+            self, "weights", np.array([ICA_SOURCES[s][0] for s in sources], dtype=np.float64)
+        )
+
+    @classmethod
+    def from_prior(
+        cls,
+        k: int,
+        d: int,
+        *,
+        sources: str = "mixed",
+        weights: ArrayLike | None = None,
+        mixing_scale: float = 1.0,
+        rng: RngLike = None,
+    ) -> IndependentComponents:
+        """A mixing matrix with i.i.d. ``N(0, mixing_scale²)`` entries and ``k`` sources.
+
+        ``sources`` is one law of :data:`ICA_SOURCES` for every source, or ``"mixed"`` (the
+        laws in turn: Laplace, uniform, Rademacher). ``weights`` is accepted only when uniform
+        (a sweep passes its weight axis to every model): ICA has no class weights.
+        """
+        _check_kd(k, d)
+        if weights is not None:
+            w = np.asarray(weights, dtype=np.float64)
+            if w.shape != (k,) or np.ptp(w) > PARAM_RTOL * np.max(np.abs(w)):
+                raise InputError(
+                    f"weights: ICA has no class weights; expected none or uniform ones, received "
+                    f"{np.array2string(w, precision=3)}",
+                    "drop the weights (the sources' kurtoses set the SOD weights)",
+                )
+        if not (np.isfinite(mixing_scale) and mixing_scale > 0):
+            raise InputError(
+                f"mixing_scale: expected a positive number, received {mixing_scale}",
+                "give a positive mixing_scale",
+            )
+        if sources == "mixed":
+            laws = tuple(_MIXED[i % len(_MIXED)] for i in range(int(k)))
+        elif sources in ICA_SOURCES:
+            laws = (str(sources),) * int(k)
+        else:
+            raise InputError(
+                f"sources: expected 'mixed' or one of {sorted(ICA_SOURCES)}, received {sources!r}",
+                "use one of the listed source laws",
+            )
+        gen = np.random.default_rng(rng)
+        mixing = float(mixing_scale) * gen.standard_normal((d, k))
+        return cls(np.zeros(k), mixing, laws)
+
+    @classmethod
+    def given(
+        cls, mixing: ArrayLike, sources: tuple[str, ...] | list[str]
+    ) -> IndependentComponents:
+        """A model with an explicit mixing matrix ``(d, k)`` and one law per source."""
+        mixing = _check_components(mixing, "mixing")
+        return cls(np.zeros(mixing.shape[1]), mixing, tuple(sources))
+
+    def m1(self) -> FloatArray:
+        """``E[x] = 0``."""
+        return np.zeros(self.d)
+
+    def m2(self) -> FloatArray:
+        """``Cov(x) = A Aᵀ``, shape ``(d, d)``."""
+        return self.components @ self.components.T
+
+    def m3(self) -> FloatArray:
+        """Refused: ICA's information is in the fourth cumulant (:meth:`cumulant4`)."""
+        raise InputError(
+            "m3: ICA is a fourth-order model (symmetric sources have no third cumulant)",
+            "use cumulant4() or whitened_tensor(W)",
+        )
+
+    def whitened_m3(self, W: ArrayLike) -> FloatArray:
+        """Refused, as :meth:`m3`."""
+        return self.m3()
+
+    def cumulant4(self) -> FloatArray:
+        """``K4 = Σ_i κ_i a_i^{⊗4}``, shape ``(d, d, d, d)`` (small ``d`` only: tests)."""
+        A = self.components
+        return np.einsum("i,ai,bi,ci,ei->abce", self.weights, A, A, A, A)
+
+    def whitened_tensor(self, W: ArrayLike) -> FloatArray:
+        """``K4(W, W, W, W) = Σ_i κ_i (Wᵀa_i)^{⊗4}``, shape ``(m,) * 4`` for ``W`` ``(d, m)``."""
+        A = np.asarray(W, dtype=np.float64).T @ self.components
+        return np.einsum("i,ai,bi,ci,ei->abce", self.weights, A, A, A, A)
+
+    def whitening(self) -> FloatArray:
+        """Population whitening ``W`` (``(d, k)``, ``Wᵀ A Aᵀ W = I``), from a k × k problem."""
+        Q, R = np.linalg.qr(self.components)
+        s, U = np.linalg.eigh(R @ R.T)
+        return _whiten(s[::-1], Q @ U[:, ::-1])
+
+    def sod(self, W: ArrayLike | None = None) -> tuple[FloatArray, FloatArray]:
+        """The SOD components ``(κ, V)`` of the whitened cumulant, ``v_i = W'ᵀ a_i``.
+
+        ``W'`` is ``W`` corrected to whiten ``A Aᵀ`` exactly (as for the third-order models),
+        so the reference for an estimated whitening is the true model in its coordinates.
+        """
+        W = self.whitening() if W is None else np.asarray(W, dtype=np.float64)
+        A = W.T @ self.components
+        s, U = np.linalg.eigh(A @ A.T)
+        if np.any(s <= 0):
+            raise InputError(
+                "W: Wᵀ M2 W is singular; W does not see every source",
+                "estimate W from this model's covariance (or more samples)",
+            )
+        return self.weights.copy(), (U / np.sqrt(s)) @ U.T @ A
+
+    def sample(self, n_samples: int, *, rng: RngLike = None) -> Sample:
+        """``n_samples`` mixtures ``x = A s`` as a dense ``(N, d)`` array, with the sources."""
+        N = _check_n(n_samples)
+        gen = np.random.default_rng(rng)
+        S = np.empty((N, self.k))
+        for i, law in enumerate(self.sources):
+            S[:, i] = ICA_SOURCES[law][1](gen, N)
+        return Sample(S @ self.components.T, None, S)
+
+
 def sym_outer_identity(a: FloatArray, G: FloatArray) -> FloatArray:
     """``a_i G_jk + a_j G_ik + a_k G_ij``: the σ² correction of the third moment in the
     coordinates where the identity reads ``G`` (``G = WᵀW`` after whitening)."""
@@ -386,6 +582,7 @@ def _check_n(n: int) -> int:
 _MODELS: dict[str, Callable[..., _MomentModel]] = {
     "topics": SingleTopicModel.from_prior,
     "gmm": SphericalGaussianMixture.from_prior,
+    "ica": IndependentComponents.from_prior,
 }
 #: Read-only registry: model name -> constructor drawing parameters from a seeded prior.
 MODELS = MappingProxyType(_MODELS)
@@ -396,10 +593,11 @@ def make_model(name: str, k: int, d: int, *, rng: RngLike = None, **params: Any)
 
     Parameters
     ----------
-    name : {"topics", "gmm"}
+    name : {"topics", "gmm", "ica"}
         ``"topics"``: :meth:`SingleTopicModel.from_prior` (params ``doc_length``, ``weights``,
         ``concentration``); ``"gmm"``: :meth:`SphericalGaussianMixture.from_prior` (params
-        ``sigma2``, ``weights``, ``mean_scale``).
+        ``sigma2``, ``weights``, ``mean_scale``); ``"ica"``:
+        :meth:`IndependentComponents.from_prior` (params ``sources``, ``mixing_scale``).
     k, d : int
         Latent classes and observation dimension, ``2 <= k <= d``.
     rng : Generator, int or SeedSequence

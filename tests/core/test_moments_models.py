@@ -111,7 +111,7 @@ def test_gmm_sampler_points_and_determinism():
 
 
 def test_priors_are_seeded_and_registered():
-    assert set(MODELS) == {"topics", "gmm"}
+    assert set(MODELS) == {"topics", "gmm", "ica"}
     a = make_model("topics", 3, 10, rng=4)
     b = make_model("topics", 3, 10, rng=4)
     np.testing.assert_array_equal(a.components, b.components)
@@ -123,7 +123,7 @@ def test_priors_are_seeded_and_registered():
 @pytest.mark.parametrize(
     ("call", "match"),
     [
-        (lambda: make_model("lda", 3, 10), r"unknown model 'lda'.*\['gmm', 'topics'\]"),
+        (lambda: make_model("lda", 3, 10), r"unknown model 'lda'.*\['gmm', 'ica', 'topics'\]"),
         (lambda: make_model("topics", 3, 10, sigma2=1.0), r"model 'topics': bad parameters"),
         (lambda: make_model("topics", 5, 3), r"2 <= k <= d"),
         (lambda: make_model("topics", 3, 10, doc_length=2), r"doc_length: expected L >= 3"),

@@ -85,6 +85,14 @@ def test_model_spec_errors_name_the_key():
     assert "GiB" in str(err)
     err = _bad({"model.d": 4000, "model.N": 60_000_000}, "model.N", "gmm.toml")
     assert "GiB" in str(err)
+    # ICA (fourth order): no L, no sigma2, no class weights, a named source law
+    _bad({"model.L": 5}, "model.L", "ica.toml")
+    _bad({"model.sigma2": 1.0}, "model.sigma2", "ica.toml")
+    _bad({"model.weights": 2.0}, "model.weights", "ica.toml")
+    _bad({"model.N": 3}, "model.N", "ica.toml")
+    _bad({"model.prior.sources": "cauchy"}, "model.prior.sources", "ica.toml")
+    _bad({"model.prior.mixing_scale": -1.0}, "model.prior.mixing_scale", "ica.toml")
+    _bad({"model.prior.mean_scale": 1.0}, "model.prior.mean_scale", "ica.toml")
 
 
 def test_seeds_pair_methods_and_keep_the_model_along_n():
@@ -162,6 +170,40 @@ def test_model_sweep_end_to_end_on_workers(tmp_path, client):
     assert again.action == "resumed" and again.blocks_computed == 0
     other = tmp_path / "other.zarr"
     run_sweep(spec_path, other, workers=1, block_size=5, dashboard_address=":0")
+    assert_same_bits(cube_values(store), cube_values(other))
+
+
+def test_ica_sweep_on_workers_equals_serial_studies(tmp_path, client):
+    """An ICA sweep (p = 4, signed weights) through real workers into a real store: every cell
+    is the serial run_study of its seeds, and a rerun with other blocks gives the same bits."""
+    raw = _raw("ica.toml")
+    raw["model"]["N"] = [400, 20000]
+    raw["replicates"] = 2
+    spec = spec_from_dict(raw, source="ica.toml")
+    store = tmp_path / "ica.zarr"
+    res = run_sweep(spec, store, client=client, block_size=2)
+    assert res.complete and res.instances_computed == 4
+    ds = open_results(store).load()
+    assert ds.attrs["setting_model"] == "ica"
+    assert dict(ds["lam_hat"].sizes) == {"N": 2, "replicate": 2, "step": 3}
+    # the kurtosis signs come back: Laplace +, uniform and Rademacher -
+    lam = ds["lam_hat"].sel(N=20000).values
+    assert (np.sort(np.sign(lam), axis=1) == [-1, -1, 1]).all()
+    assert ds["success"].sel(N=20000).all() and ds["certified"].sel(N=20000).all()
+    assert float(ds["lambda_min"].max()) == pytest.approx(1.2)
+    s = settings_from_coords(spec, {"N": 20000})
+    st = run_study(
+        s.build_model(spec.seed, 1),
+        s.N,
+        "certified",
+        rng=s.study_seed(spec.seed, 1),
+        tolerances=Tolerances(0.2, 0.5),
+    )
+    cell = ds.sel({"N": 20000, "replicate": 1})
+    assert np.array_equal(cell["lam_hat"].values, st.fit.lambdas)
+    assert float(cell["eps"]) == st.eps_population.value
+    other = tmp_path / "other.zarr"
+    run_sweep(spec, other, client=client, block_size=1)
     assert_same_bits(cube_values(store), cube_values(other))
 
 

@@ -2,10 +2,11 @@
 
 A model sweep replaces the planted tensor and synthetic noise of ``[tensor]``/``[noise]`` by a
 latent variable model of :mod:`sroa_dist.moments`: every instance draws the model's parameters
-from its seeded prior, samples ``N`` observations, estimates the whitened third moment
-``T̂ = T + E`` and runs SROA on it (:func:`sroa_dist.moments.run_study`). This module holds
-everything specific to that kind of sweep -- schema and checks, grid-point settings and seeds,
-cost model, block kernel, cube variables, provenance -- and the kind object :data:`MODEL`
+from its seeded prior, samples ``N`` observations, estimates the whitened third moment (ICA: the
+whitened fourth cumulant) ``T̂ = T + E`` and runs SROA on it
+(:func:`sroa_dist.moments.run_study`). This module holds everything specific to that kind of
+sweep -- schema and checks, grid-point settings and seeds, cost model, block kernel, cube
+variables, provenance -- and the kind object :data:`MODEL`
 registered in :mod:`.registry`, through which spec loading, layouts, the worker and the store reach
 it.
 
@@ -13,7 +14,7 @@ Grammar (see ``docs/sweeps.md``)::
 
     name, seed, replicates, description
     [model]   name, N, k, d, L (topics), sigma2 (gmm), weights, norms
-    [model.prior]       concentration (topics) | mean_scale (gmm)
+    [model.prior]       concentration (topics) | mean_scale (gmm) | sources, mixing_scale (ica)
     [model.tolerances]  component, weight
     [solver]  method, options
 
@@ -43,6 +44,7 @@ import numpy as np
 
 from sroa_dist.moments import (
     DEFAULT_TOLERANCES,
+    ICA_SOURCES,
     MODELS,
     MomentStudy,
     Tolerances,
@@ -115,7 +117,13 @@ _SCHEMA: dict[str, Any] = {
 }
 
 #: Prior parameters of each registered model (keywords of its ``from_prior``).
-_PRIOR_KEYS = {"topics": ("concentration",), "gmm": ("mean_scale",)}
+_PRIOR_KEYS = {
+    "topics": ("concentration",),
+    "gmm": ("mean_scale",),
+    "ica": ("sources", "mixing_scale"),
+}
+#: Prior parameters that name a law instead of a positive number, with their allowed values.
+_PRIOR_NAMES = {("ica", "sources"): ("mixed", *sorted(ICA_SOURCES))}
 
 
 def is_model_spec(spec: Any) -> bool:
@@ -138,7 +146,7 @@ class ModelSection:
     sigma2: float | None
     weights: Any
     norms: bool
-    prior: Mapping[str, float]
+    prior: Mapping[str, float | str]
     tolerances: Mapping[str, float]
 
 
@@ -156,7 +164,7 @@ class ModelSweepSpec(SweepSpec):
 
     @property
     def model_name(self) -> str:
-        """Registered model name (``"topics"`` or ``"gmm"``)."""
+        """Registered model name (``"topics"``, ``"gmm"`` or ``"ica"``)."""
         return self.model.name
 
     @property
@@ -236,6 +244,20 @@ def _check_model_semantics(data: dict[str, Any], axes: dict[str, Axis], source: 
             raise SpecError(
                 source, "model.sigma2", "no sigma2 for topics", model["sigma2"], "sigma2 is gmm's"
             )
+    elif name == "ica":
+        for key, why in (("L", "L is the topics' one"), ("sigma2", "sigma2 is gmm's")):
+            if model[key] is not None:
+                raise SpecError(source, f"model.{key}", f"no {key} for ica", model[key], why)
+        if max(axes["model.weights"].values) != 1:
+            raise SpecError(
+                source,
+                "model.weights",
+                '"uniform" (ica has no class weights)',
+                max(axes["model.weights"].values),
+                "the sources' kurtoses are the SOD weights; choose them with model.prior.sources",
+            )
+        if min(axes["model.N"].values) < 4:
+            raise SpecError(source, "model.N", "N >= 4 for ica (the fourth k-statistic)", min(Ns))
     else:
         if "model.L" in axes:
             raise SpecError(
@@ -258,7 +280,11 @@ def _check_model_semantics(data: dict[str, Any], axes: dict[str, Axis], source: 
             raise SpecError(
                 source, f"model.prior.{key}", f"one of {list(valid_prior)}", "<unknown key>"
             )
-        if isinstance(val, bool) or not isinstance(val, int | float) or not val > 0:
+        names = _PRIOR_NAMES.get((name, key))
+        if names is not None:
+            if val not in names:
+                raise SpecError(source, f"model.prior.{key}", f"one of {list(names)}", val)
+        elif isinstance(val, bool) or not isinstance(val, int | float) or not val > 0:
             raise SpecError(source, f"model.prior.{key}", "a positive number", val)
     default_tol = DEFAULT_TOLERANCES[name]
     for key, val in model["tolerances"].items():
@@ -285,9 +311,10 @@ def _check_model_semantics(data: dict[str, Any], axes: dict[str, Axis], source: 
             )
     check_methods(solver, axes["solver.method"].values, source, ("options",))
     # The core's own dry bind of option names and values, at every SROA size (k x k x k).
+    order = MODEL_ORDER[name]
     for m in axes["solver.method"].values:
         for k in sorted(set(ks)):
-            check_method_options(data, m, int(k), 3, False, source)
+            check_method_options(data, m, int(k), order, False, source)
     if solver["steps"] is not None and set(ks) != {solver["steps"]}:
         raise SpecError(
             source,
@@ -336,6 +363,10 @@ def _check_budget(data: dict[str, Any], axes: dict[str, Axis], source: str) -> N
 # Grid points, seeds, cost
 
 
+#: Order of the tensor each model's SROA decomposes (ICA: the fourth cumulant).
+MODEL_ORDER = {"topics": 3, "gmm": 3, "ica": 4}
+
+
 def model_weights(k: int, ratio: float) -> np.ndarray:
     """Mixing weights ``w_i ∝ ratio^{-i/(k-1)}`` (``max/min = ratio``; 1 is uniform)."""
     w = float(ratio) ** (-np.arange(k) / (k - 1))
@@ -354,7 +385,7 @@ class ModelInstanceSettings:
     weight_ratio: float
     method: str
     sigma2: float | None = None
-    prior: tuple[tuple[str, float], ...] = ()
+    prior: tuple[tuple[str, float | str], ...] = ()
 
     def prior_key(self) -> tuple[int, ...]:
         """Spawn-key prefix of the model's parameters: neither N, L nor the method."""
@@ -387,7 +418,7 @@ class ModelInstanceSettings:
         params: dict[str, Any] = dict(self.prior)
         if self.model == "topics":
             params["doc_length"] = int(self.L)
-        else:
+        elif self.model == "gmm":
             params["sigma2"] = float(self.sigma2)
         weights = model_weights(self.k, self.weight_ratio)
         return make_model(
@@ -417,6 +448,9 @@ class ModelInstanceSettings:
         fixed = 0.1 + 0.02 * (k / 5) ** 3 + 1e-7 * d**2
         if self.model == "topics":
             return fixed + 2e-8 * N * (self.L * k + k**3)
+        if self.model == "ica":
+            # The fourth k-statistic is one (k², N) @ (N, k²) product; p = 4 SROA steps.
+            return fixed + 0.04 * (k / 5) ** 4 + 5e-9 * N * d * (k + 50) + 4e-10 * N * k**4
         return fixed + 5e-9 * N * d * (k + 50)
 
 
@@ -433,7 +467,9 @@ def settings_from_coords(spec: ModelSweepSpec, values: Mapping[str, Any]) -> Mod
         weight_ratio=float(spec.setting("model.weights", values)),
         method=str(spec.setting("solver.method", values)),
         sigma2=model.sigma2,
-        prior=tuple(sorted((k, float(v)) for k, v in model.prior.items())),
+        prior=tuple(
+            sorted((k, v if isinstance(v, str) else float(v)) for k, v in model.prior.items())
+        ),
     )
 
 
