@@ -100,7 +100,8 @@ def test_a_regression_row_says_same_bits_differs_or_not_rerun():
 
     old = {"lo": 0.3121, "hi": 0.3164}
     assert _compare(old, None) == ("—", NOT_RERUN)
-    assert _compare(old, dict(old))[1].startswith("same bits")
+    assert _compare(old, dict(old))[1] == "same bits (other seeds)"
+    assert "the tilt's bracket" in _compare(old, dict(old), "coherent-tilt")[1]
     moved = _compare(old, {"lo": 0.3164, "hi": 0.3208})
     assert moved[0] == "(0.3164, 0.3208]" and "differs by +1.38 % (brackets disjoint" in moved[1]
     assert "did not" in _compare(old, {"lo": 1.5, "hi": float("inf")})[1]

@@ -2,8 +2,9 @@
 
 A table block is the table and one line naming its sources; a figure block is the image link
 and that line, and writing it draws the PNG under ``docs/figures``. The check compares each
-page with what the generator makes of the data, block by block, and draws nothing: a figure
-block names the fingerprints of the data it was drawn from, so new data makes it stale too.
+page with what the generator makes of the data, block by block, and writes nothing (it draws
+each figure in memory only, to learn what it reads): a figure block names the fingerprints of
+the data it was drawn from, so new data makes it stale too.
 """
 
 from __future__ import annotations

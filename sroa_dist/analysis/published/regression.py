@@ -42,13 +42,15 @@ def _bracket(lo: float, hi: float) -> str:
     return f"({lo:.4f}, {hi:.4f}]" if math.isfinite(hi) else f"none up to {lo:.4g}"
 
 
-def _compare(old: dict[str, Any], new: dict[str, Any] | None) -> tuple[str, str]:
-    """(cube bracket, status) of one published bracket."""
+def _compare(old: dict[str, Any], new: dict[str, Any] | None, family: str = "") -> tuple[str, str]:
+    """(cube bracket, status) of one published bracket of a study of ``family``."""
     if new is None:
         return "—", NOT_RERUN
     cube = _bracket(new["lo"], new["hi"])
     if (new["lo"], new["hi"]) == (old["lo"], old["hi"]):
-        return cube, "same bits (other seeds: the tilt's bracket does not depend on the draw)"
+        if family == "coherent-tilt":
+            return cube, "same bits (other seeds: the tilt's bracket does not depend on the draw)"
+        return cube, "same bits (other seeds)"
     if not (math.isfinite(new["hi"]) and math.isfinite(old["hi"])):
         return cube, "differs: one search crossed, the other did not (other seeds)"
     shift = math.sqrt(new["lo"] * new["hi"] / (old["lo"] * old["hi"])) - 1
@@ -70,7 +72,7 @@ def bracket_rows(data: Data) -> list[list[str]]:
         for r in sorted(rows, key=lambda r: (str(r.get(label_key, "")), r["n"])):
             label = r[label_key] if label_key else f"replicate {r.get('replicate', 0)}"
             new = None if label_key else cube.get((r["n"], r.get("replicate", 0)))
-            shown, status = _compare(r, new)
+            shown, status = _compare(r, new, doc.get("study", {}).get("family", ""))
             out.append([study, label, str(r["n"]), _bracket(r["lo"], r["hi"]), shown, status])
     for name, p, steps in WORST_CASE_STUDIES:
         for n, (lo, hi, _) in worst_case_rows(data, name).items():
