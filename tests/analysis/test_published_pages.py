@@ -110,24 +110,36 @@ def test_a_regression_row_says_same_bits_differs_or_not_rerun():
 STUDY = "theorem-p3-c0.5"
 
 
-def test_a_study_store_gives_the_sizes_it_holds_and_the_json_the_rest():
-    """The committed store of theorem-p3-c0.5 (n = 8-64), read with open_results, gives those
-    rows; the published JSON gives n = 128; the block names both, with what each gave."""
+def test_a_study_store_gives_the_sizes_it_holds_and_the_json_the_rest(tmp_path):
+    """The committed store of theorem-p3-c0.5 (n = 8-128), read with open_results, gives every
+    published row, bit for bit; a size the store lacks comes from the JSON, and the block names
+    both sources with what each gave."""
+    import json
+
     data = Data(ROOT)
-    rows = threshold_rows(data, f"docs/data/rate/theorem/{STUDY}.json")
+    rel = f"docs/data/rate/theorem/{STUDY}.json"
+    rows = threshold_rows(data, rel)
     assert [r["n"] for r in rows] == [8, 16, 32, 64, 128]
-    store, json_ = data.used
-    assert (store.form, store.path, store.part) == (
-        "store",
-        f"docs/data/studies/{STUDY}.zarr",
-        "n = 8, 16, 32, 64",
-    )
-    assert (json_.form, json_.part) == ("JSON", "n = 128")
+    (store,) = data.used
+    assert (store.form, store.path) == ("store", f"docs/data/studies/{STUDY}.zarr")
+    published_rows = json.loads((ROOT / rel).read_text())["results"]
+    assert [(r["lo"], r["hi"]) for r in rows] == [(r["lo"], r["hi"]) for r in published_rows]
     cube = data.threshold_store(STUDY)
     assert all(r["seed"] == 20261127 for r in cube)
     page = (ROOT / "docs/results/regression.md").read_text(encoding="utf-8")
     for r in cube:
         assert f"| {STUDY} | replicate 0 | {r['n']} | ({r['lo']:.4f}, {r['hi']:.4f}] | (" in page
+
+    root = _copy_tree(tmp_path)  # a published size the store does not hold
+    doc = json.loads((root / rel).read_text())
+    doc["results"].append({**doc["results"][-1], "n": 256})
+    (root / rel).write_text(json.dumps(doc))
+    data = Data(root)
+    assert [r["n"] for r in threshold_rows(data, rel)] == [8, 16, 32, 64, 128, 256]
+    assert [(s.form, s.part) for s in data.used] == [
+        ("store", "n = 8, 16, 32, 64, 128"),
+        ("JSON", "n = 256"),
+    ]
 
 
 def test_a_damaged_store_is_refused_not_read_around(tmp_path):
