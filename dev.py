@@ -12,6 +12,9 @@
                                  # git revision): tests/support/import_graph.py, no install
     python dev.py docs [--check]  # write docs/reference/ from the code (--check: exit 1
                                   # naming the stale pages; the test suite checks it too)
+    python dev.py results [--check] [--figures]  # the generated tables and figures of
+                                  # docs/results from docs/data (study stores, else JSON);
+                                  # --check: exit 1 naming the pages that drifted
 
 Extra arguments after the command go to the underlying tool (sroa-dist run / pytest).
 
@@ -165,7 +168,7 @@ def pytest_args(rest: list[str], cores: int | None) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in {"demo", "test", "bench", "imports", "docs"}:
+    if not argv or argv[0] not in {"demo", "test", "bench", "imports", "docs", "results"}:
         print(__doc__)
         return 2
     command, rest = argv[0], argv[1:]
@@ -176,6 +179,10 @@ def main(argv: list[str]) -> int:
         ensure_env("")
         module = "sroa_dist.cli.reference"
         return subprocess.call([str(BIN / "python"), "-m", module, REFERENCE, *rest], cwd=ROOT)
+    if command == "results":  # generated from the data under docs/data, by the analysis layer
+        ensure_env("")
+        module = "sroa_dist.analysis.published"
+        return subprocess.call([str(BIN / "python"), "-m", module, ".", *rest], cwd=ROOT)
     if command == "demo":
         ensure_env("")
         return subprocess.call([str(BIN / "sroa-dist"), *DEMO, *rest], cwd=ROOT)

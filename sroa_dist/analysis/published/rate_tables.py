@@ -1,0 +1,460 @@
+"""The tables of the rate study (docs/results/thresholds.md), as Markdown, from the published
+data: the accumulation coefficients, the value and theorem criteria against the model fed by
+n = 16, local slopes, the onset, p = 6, λ_min, the worst case, and the attractor studies.
+
+Each table is a function of a :class:`~.sources.Data` reader, which records the files and
+stores it read. First crossings come from a study's store where it has the size
+(:func:`threshold_rows`), and from the study's JSON for the rest.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy.stats import binomtest
+
+from sroa_dist.methods.builtin import aghkt_budget
+
+from .sources import Data
+
+__all__ = [
+    "RATE",
+    "TABLES",
+    "VALUE_STUDIES",
+    "WORST_CASE_STUDIES",
+    "escape_series",
+    "hardest_stage",
+    "per_size",
+    "prediction",
+    "prefactor",
+    "success_edge",
+    "threshold_rows",
+    "worst_case_rows",
+]
+
+#: The rate study's own data (the first crossings it compares with are under nscaling/).
+RATE = "docs/data/rate"
+NSCALING = "docs/data/nscaling"
+#: Published value-criterion studies of the coherent tilt (c = 0.5), per order.
+VALUE_STUDIES = {3: ["tilt-p3"], 4: ["tilt-p4"], 5: ["tilt-p5", "tilt-p5-big"]}
+#: Worst-case studies (file, order, steps) in docs/data/rate.
+WORST_CASE_STUDIES = [
+    ("worst-case.json", 3, "sshopm, re-evaluated with the global check"),
+    ("worst-case-certified.json", 3, "certified"),
+    ("worst-case-p4.json", 4, "sshopm, re-evaluated with the global check"),
+]
+
+
+def _sizes(ns) -> str:
+    return ", ".join(str(n) for n in sorted(set(ns)))
+
+
+def threshold_rows(data: Data, rel: str) -> list[dict[str, Any]]:
+    """The first crossings of the threshold study whose JSON is ``rel`` (its study is the file's
+    stem): from the study's store for every size it holds, from the JSON for the others. Each
+    row has ``n``, ``replicate``, ``lo``, ``hi``, ``eps_star``, ``evals`` and ``redone`` (the
+    evaluations with a redone step; ``None`` where the JSON's trace does not record it)."""
+    study = Path(rel).stem
+    doc = data.json(rel, note=False)
+    old = doc.get("results", doc.get("rows", []))
+    cube = data.threshold_store(study) or []
+    have = {r["n"] for r in cube}
+    rest = [r for r in old if r["n"] not in have]
+    if cube:
+        data.note_store(study, cube, f"n = {_sizes(have)}")
+    if rest or not cube:
+        data.json(rel, f"n = {_sizes(r['n'] for r in rest)}" if cube else "")
+    rows = [{**r, "evals": r["n_evals"]} for r in cube]
+    for r in rest:
+        trace = r.get("trace", [])
+        redone = sum(1 for e in trace if e[5]) if trace and len(trace[0]) > 5 else None
+        rows.append(
+            {
+                "n": r["n"],
+                "replicate": r.get("replicate", 0),
+                "lo": r["lo"],
+                "hi": r["hi"],
+                "eps_star": r["eps_star"],
+                "evals": len(trace) if trace else r["n_evals"],
+                "redone": redone,
+            }
+        )
+    return sorted(rows, key=lambda r: (r["n"], r["replicate"]))
+
+
+def per_size(rows: list[dict]) -> dict[int, tuple[float, float]]:
+    """n -> median (lo, hi) over replicates of the closed brackets."""
+    out: dict[int, list] = {}
+    for r in rows:
+        if r["lo"] > 0 and math.isfinite(r["hi"]):
+            out.setdefault(r["n"], []).append((r["lo"], r["hi"]))
+    return {
+        n: (float(np.median([a for a, _ in v])), float(np.median([b for _, b in v])))
+        for n, v in sorted(out.items())
+    }
+
+
+def value_rows(data: Data, p: int) -> list[dict]:
+    """The published value-criterion first crossings of order ``p``."""
+    return sum((threshold_rows(data, f"{NSCALING}/{s}.json") for s in VALUE_STUDIES[p]), [])
+
+
+def prediction(data: Data, p: int, label: str) -> dict:
+    """The stored prediction from n = 16 of order ``p`` and criterion ``label``."""
+    rows = data.json(f"{RATE}/predictions.json")["rows"]
+    return next(r for r in rows if r["p"] == p and r["criterion"] == label)
+
+
+def predicted_at(pr: dict, n: int) -> float:
+    ns, es = np.array(pr["n"], float), np.array(pr["eps_star"], float)
+    if n in pr["n"]:
+        return float(es[pr["n"].index(n)])
+    return float(np.exp(np.interp(np.log(n), np.log(ns), np.log(es))))
+
+
+def g0_of(data: Data, p: int) -> float:
+    return next(r["g0"] for r in data.json(f"{RATE}/accumulation.json")["rows"] if r["p"] == p)
+
+
+def prefactor(data: Data, p: int, c: float) -> float:
+    """(c/g_p(0))^{1/(p−1)}: ε*·(n−1)^{1/(p−1)} tends to it."""
+    return (c / g0_of(data, p)) ** (1 / (p - 1))
+
+
+def _table(head: list[str], rows: list[str]) -> str:
+    return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head), *rows]) + "\n"
+
+
+def accumulation_table(data: Data) -> str:
+    acc = data.json(f"{RATE}/accumulation.json")
+    eps = np.array(acc["setup"]["eps"])
+    rows = {(r["p"], r["n"]): r for r in acc["rows"]}
+    out = []
+    for p in (3, 4, 5, 6):
+        a, b = np.array(rows[(p, 8)]["g"]), np.array(rows[(p, 16)]["g"])
+        g0 = rows[(p, 16)]["g0"]
+        rel = np.abs(a / b - 1)
+
+        def at(e: float, b: np.ndarray = b) -> float:
+            return float(np.exp(np.interp(np.log(e), np.log(eps), np.log(b))))
+
+        out.append(
+            f"| {p} | {g0:.4f} | {a[0]:.4f} | {b[0]:.4f} | {100 * (b[0] / g0 - 1):+.1f} % | "
+            f"{100 * rel[eps <= 0.1].max():.2f} % | {100 * rel.max():.1f} % | "
+            f"{at(0.1) / g0:.3f} | {at(0.5) / g0:.3f} |"
+        )
+    head = [
+        "p", "g_p(0) = (p c_p)^-p", "g_p(0.02), n = 8", "n = 16", "g_p(0.02)/g_p(0) − 1",
+        "n = 8 vs 16, ε ≤ 0.1", "n = 8 vs 16, ε ≤ 0.6", "g_p(0.1)/g_p(0)", "g_p(0.5)/g_p(0)",
+    ]  # fmt: skip
+    return _table(head, out)
+
+
+def value_table(data: Data) -> str:
+    out = []
+    for p in VALUE_STUDIES:
+        pr = prediction(data, p, "value c=0.5")
+        asym = prefactor(data, p, 0.5)
+        for n, (lo, hi) in per_size(value_rows(data, p)).items():
+            mid = math.sqrt(lo * hi)
+            pred = predicted_at(pr, n)
+            slope = pr["local_slope"][pr["n"].index(n)] if n in pr["n"] else float("nan")
+            out.append(
+                f"| {p} | {n} | ({lo:.4f}, {hi:.4f}] | {pred:.4f} | "
+                f"{100 * (mid / pred - 1):+.1f} % | "
+                f"{mid * (n - 1) ** (1 / (p - 1)):.3f} | {asym:.3f} | {slope:+.3f} |"
+            )
+    head = [
+        "p", "n", "measured bracket (lo, hi]", "predicted from n = 16", "measured/predicted − 1",
+        "normalised ε*·(n−1)^{1/(p−1)}", "asymptote (c/g_p(0))^{1/(p−1)}", "model local slope",
+    ]  # fmt: skip
+    return _table(head, out)
+
+
+def slopes_table(data: Data) -> str:
+    """Local slopes between consecutive measured sizes, with the range the brackets allow."""
+    out = []
+    for p in VALUE_STUDIES:
+        pr = prediction(data, p, "value c=0.5")
+        sizes = per_size(value_rows(data, p))
+        ns = list(sizes)
+        for a, b in zip(ns, ns[1:], strict=False):
+            (lo1, hi1), (lo2, hi2) = sizes[a], sizes[b]
+            dx = math.log((b - 1) / (a - 1))
+            s = math.log(math.sqrt(lo2 * hi2) / math.sqrt(lo1 * hi1)) / dx
+            smin, smax = math.log(lo2 / hi1) / dx, math.log(hi2 / lo1) / dx
+            model = pr["local_slope"][pr["n"].index(b)] if b in pr["n"] else float("nan")
+            if b >= pr["onset_n"]:
+                out.append(
+                    f"| {p} | {a}→{b} | {s:+.3f} | [{smin:+.3f}, {smax:+.3f}] | {model:+.3f} | "
+                    f"{-1 / (p - 1):+.3f} |"
+                )
+    head = [
+        "p", "sizes", "local slope of the bracket centres", "range the brackets allow",
+        "model slope at the larger size", "limit −1/(p−1)",
+    ]  # fmt: skip
+    return _table(head, out)
+
+
+def onset_table(data: Data) -> str:
+    acc = data.json(f"{RATE}/accumulation.json")
+    eps = np.array(acc["setup"]["eps"])
+    out = []
+    for p in (3, 4, 5, 6):
+        pr = prediction(data, p, "value c=0.5")
+        row = next(r for r in acc["rows"] if r["p"] == p and r["n"] == 16)
+        e = pr["plateau"]
+        g = float(np.exp(np.interp(np.log(e), np.log(eps), np.log(row["g"]))))
+        out.append(
+            f"| {p} | {e:.4f} | {g:.4f} | {1 + 0.5 / (g * e ** (p - 1)):.0f} | {pr['onset_n']} | "
+            f"{1 + 0.5 / (row['g0'] * e ** (p - 1)):.0f} |"
+        )
+    head = [
+        "p", "plateau ε_pl (n = 16 model)", "g_p(ε_pl)", "1 + c/(g_p(ε_pl)·ε_pl^{p−1})",
+        "predicted onset (model)", "1 + c/(g_p(0)·ε_pl^{p−1})",
+    ]  # fmt: skip
+    return _table(head, out)
+
+
+def p6_table(data: Data) -> str:
+    pr = prediction(data, 6, "value c=0.5")
+    out = []
+    for r in sorted(data.json(f"{RATE}/tilt-p6.json")["rows"], key=lambda r: r["n"]):
+        mid, pred = math.sqrt(r["lo"] * r["hi"]), predicted_at(pr, r["n"])
+        out.append(
+            f"| {r['n']} | ({r['lo']:.4f}, {r['hi']:.4f}] | {pred:.4f} | "
+            f"{100 * (mid / pred - 1):+.1f} % |"
+        )
+    head = ["n", "measured bracket (lo, hi]", "predicted from n = 16", "measured/predicted − 1"]
+    return _table(head, out)
+
+
+#: The theorem-criterion studies: (JSON under docs/data/rate/theorem, p, c, radius or None).
+THEOREM_STUDIES = [
+    ("theorem-p3-c0.5", 3, 0.5, 0.3),
+    ("theorem-p3-c2", 3, 2.0, None),
+    ("theorem-p4-c0.5", 4, 0.5, 0.3),
+    ("theorem-p4-c2", 4, 2.0, None),
+]
+
+
+def theorem_table(data: Data) -> str:
+    out = []
+    for name, p, c, radius in THEOREM_STUDIES:
+        label = f"theorem c={c:g} r={radius:g}" if radius else f"value c={c:g}"
+        pr = prediction(data, p, label)
+        crit = f"c = {c:g}, " + (f"radius {radius:g}" if radius else "radius 20ε/λ_j")
+        for r in threshold_rows(data, f"{RATE}/theorem/{name}.json"):
+            n = r["n"]
+            asym = prefactor(data, p, c) * (n - 1) ** (-1 / (p - 1))
+            pred = predicted_at(pr, n)
+            if math.isfinite(r["hi"]):
+                mid = math.sqrt(r["lo"] * r["hi"])
+                cmp = f"{100 * (mid / pred - 1):+.1f} %" if math.isfinite(pred) else "—"
+                meas = f"({r['lo']:.4f}, {r['hi']:.4f}]"
+            else:
+                cmp, meas = ("agrees (none)" if not math.isfinite(pred) else "—"), "none up to 1.5"
+            pred_s = f"{pred:.4f}" if math.isfinite(pred) else "none in range"
+            out.append(
+                f"| {p} | {crit} | {n} | {meas} | {pred_s} | {cmp} | {asym:.4f} | "
+                f"{r['redone']} of {r['evals']} |"
+            )
+    head = [
+        "p", "criterion", "n", "measured (lo, hi]", "predicted from n = 16",
+        "measured/predicted − 1", "asymptote", "evaluations with a redone step",
+    ]  # fmt: skip
+    return _table(head, out)
+
+
+def worst_case_rows(data: Data, name: str) -> dict[int, tuple[float, float, dict]]:
+    """n -> (last grid ε below the bound, first grid ε past it, that row) of a worst-case
+    study (``hi = inf`` when no grid ε broke the bound)."""
+    rows = data.json(f"{RATE}/{name}")["rows"]
+    out = {}
+    for n in sorted({r["n"] for r in rows}):
+        mine = sorted((r for r in rows if r["n"] == n), key=lambda r: r["eps"])
+        past = [r for r in mine if r["worst"] > 2.0]
+        if past:
+            below = [r["eps"] for r in mine if r["eps"] < past[0]["eps"]]
+            out[n] = (max(below) if below else 0.0, past[0]["eps"], past[0])
+        else:
+            out[n] = (mine[-1]["eps"], math.inf, mine[-1])
+    return out
+
+
+def worst_case_table(data: Data) -> str:
+    out = []
+    for name, p, steps in WORST_CASE_STUDIES:
+        for n, (lo, hi, row) in worst_case_rows(data, name).items():
+            cert = "—"
+            if "all_certified" in row:
+                rows = [r for r in data.json(f"{RATE}/{name}")["rows"] if r["n"] == n]
+                cert = f"{sum(r['all_certified'] for r in rows)} of {len(rows)} grid points"
+            if math.isfinite(hi):
+                out.append(
+                    f"| {p} | {steps} | {n} | ({lo:.4f}, {hi:.4f}] | {row['worst']:.3f} | "
+                    f"{row['tilt']:.3f} | {hi * (n - 1) ** (1 / (p - 1)):.3f} | {cert} |"
+                )
+            else:
+                out.append(
+                    f"| {p} | {steps} | {n} | none up to {lo:.3f} | {row['worst']:.3f} (at "
+                    f"{lo:.3f}) | {row['tilt']:.3f} | — | {cert} |"
+                )
+    head = [
+        "p", "steps", "n", "first grid ε with a found max_j \\|λ̂_j − λ_j\\|/ε > 2 (bracket)",
+        "found value there (re-evaluated)", "the tilt's value there",
+        "ε·(n−1)^{1/(p−1)} at the crossing", "every step certified",
+    ]  # fmt: skip
+    return _table(head, out)
+
+
+def wilson(k: int, m: int) -> tuple[float, float]:
+    """The 95 % Wilson interval of ``k`` successes in ``m`` trials (scipy's)."""
+    ci = binomtest(int(k), int(m)).proportion_ci(0.95, method="wilson")
+    return float(ci.low), float(ci.high)
+
+
+def confirm_table(data: Data) -> str:
+    """The first step of whole SROAs against 1 − (1 − q)^L (later steps: see the JSON; at
+    these ε every run has lost a component before them)."""
+    glob = {
+        r["n"]: r
+        for r in data.json(f"{RATE}/attractor-thresholds.json")["rows"]
+        if r["solver"].startswith("global (sshopm")
+    }
+    out = []
+    for row in data.json(f"{RATE}/attractor-confirm.json")["rows"]:
+        first = row["stages"][0]
+        a, b = wilson(first["passed"], first["reached"])
+        g = glob.get(row["n"])
+        cross = f"({g['lo']:.4f}, {g['hi']:.4f}]" if g else "—"
+        out.append(
+            f"| {row['n']} | {row['eps']:.3f} | {row['L']} | {first['q']:.3f} | "
+            f"{first['predicted']:.3f} | {first['passed']} of {first['reached']}: "
+            f"{first['passed'] / first['reached']:.3f} ({a:.3f}, {b:.3f}) | "
+            f"{row['whole']} of {row['runs']} | {cross} |"
+        )
+    head = [
+        "n", "ε", "L", "q of the first step (1000 single starts)", "1 − (1 − q)^L",
+        "first step found a component, whole SROAs (95 % interval)",
+        "whole SROAs that found every component", "global steps' first crossing at this n",
+    ]  # fmt: skip
+    return _table(head, out)
+
+
+#: The weight sets of the λ_min study, in the table's order.
+WEIGHTS = ("default (target 0.95)", "target 0.5", "linear [0.5, 1]")
+
+
+def lambda_table(data: Data) -> str:
+    rows = data.json(f"{RATE}/lambda-min.json")["rows"]
+    out = []
+    for n in sorted({r["n"] for r in rows}):
+        got = {r["weights"]: r for r in rows if r["n"] == n}
+        cells = []
+        for w in WEIGHTS:
+            r = got.get(w)
+            cells.append(f"({r['lo']:.4f}, {r['hi']:.4f}]" if r else "—")
+        ratio = "—"
+        if WEIGHTS[2] in got and WEIGHTS[0] in got:
+            a, b = got[WEIGHTS[2]], got[WEIGHTS[0]]
+            ratio = f"{math.sqrt(a['lo'] * a['hi'] / (b['lo'] * b['hi'])):.3f}"
+        out.append(f"| {n} | " + " | ".join(cells) + f" | {ratio} |")
+    return _table(["n", *WEIGHTS, "linear / default"], out)
+
+
+def power_table(data: Data) -> str:
+    rows = data.json(f"{RATE}/attractor-thresholds.json")["rows"]
+    solvers = list(dict.fromkeys(r["solver"] for r in rows))
+    sizes = sorted({r["n"] for r in rows})
+    out = []
+    for s in solvers:
+        cells = []
+        for n in sizes:
+            r = next((r for r in rows if r["solver"] == s and r["n"] == n), None)
+            cells.append("—" if r is None else f"({r['lo']:.4f}, {r['hi']:.4f}]")
+        out.append(f"| {s} | " + " | ".join(cells) + " |")
+    return _table(["solver", *(f"n = {n}" for n in sizes)], out)
+
+
+def escape_series(data: Data) -> dict:
+    """{(n, r, n_iter): (eps array, q array)} of the attractor escape study."""
+    rows = data.json(f"{RATE}/attractor-escape.json")["rows"]
+    out: dict = {}
+    for row in rows:
+        out.setdefault((row["n"], row["r"], row["n_iter"]), []).append((row["eps"], row["q"]))
+    return {k: tuple(np.array(x) for x in zip(*sorted(v), strict=False)) for k, v in out.items()}
+
+
+def _budget(n: int, eps: float, budget: str) -> tuple[int, int]:
+    """Starts and iterations ``(L, N)`` of a budget: fixed (20, 30), or AGHKT's."""
+    return (20, 30) if budget == "fixed" else aghkt_budget(n, eps)
+
+
+def success_edge(table: dict, n: int, budget: str) -> float:
+    """The smallest ε of the grid at which some stage's success with the budget's L starts,
+    1 − (1 − q)^L, falls below 1/2 (``nan`` if none)."""
+    stages = sorted({r for (m, r, _) in table if m == n})
+    eps_grid = sorted({e for (m, r, it), (es, _) in table.items() if m == n for e in es})
+    for eps in eps_grid:
+        L, N = _budget(n, eps, budget)
+        for r in stages:
+            es, qs = table.get((n, r, N), (np.array([]), np.array([])))
+            hit = np.isclose(es, eps)
+            if hit.any() and 1 - (1 - qs[hit][0]) ** L < 0.5:
+                return eps
+    return math.nan
+
+
+def hardest_stage(table: dict, n: int, budget: str) -> tuple[np.ndarray, np.ndarray]:
+    """Per ε of the grid: the least q over the measured stages of size ``n`` with the budget's
+    iteration count (30, or AGHKT's N(n, ε))."""
+    best: dict[float, float] = {}
+    for (m, _r, it), (es, qs) in table.items():
+        if m != n:
+            continue
+        for e, q in zip(es, qs, strict=False):
+            if it == _budget(n, e, budget)[1]:
+                best[e] = min(best.get(e, 1.0), q)
+    keys = sorted(best)
+    return np.array(keys), np.array([best[k] for k in keys])
+
+
+def escape_table(data: Data) -> str:
+    table = escape_series(data)
+    out = []
+    for n in sorted({n for (n, _, _) in table}):
+        cells = []
+        for budget in ("fixed", "aghkt"):
+            e, q = hardest_stage(table, n, budget)
+            cells.append(" / ".join(f"{q[np.argmin(np.abs(e - x))]:.3f}" for x in (0.5, 0.69)))
+        out.append(
+            f"| {n} | {aghkt_budget(n, 0.5)} | {cells[0]} | {cells[1]} | "
+            f"{success_edge(table, n, 'fixed'):.3f} | {success_edge(table, n, 'aghkt'):.3f} |"
+        )
+    head = [
+        "n", "AGHKT budget at ε = 0.5 (L, N)", "least q over steps, N = 30, ε ≈ 0.5 / 0.69",
+        "least q, AGHKT N, ε ≈ 0.5 / 0.69", "first ε with a step success < 1/2, L = 20",
+        "AGHKT L",
+    ]  # fmt: skip
+    return _table(head, out)
+
+
+#: Block name -> table, in the order of docs/results/thresholds.md.
+TABLES: dict[str, Callable[[Data], str]] = {
+    "accumulation": accumulation_table,
+    "value": value_table,
+    "slopes": slopes_table,
+    "onset": onset_table,
+    "p6": p6_table,
+    "theorem": theorem_table,
+    "lambda-min": lambda_table,
+    "worst-case": worst_case_table,
+    "escape": escape_table,
+    "attractor-thresholds": power_table,
+    "confirm": confirm_table,
+}

@@ -1,0 +1,140 @@
+"""Where a published number is read from: a study store when there is one, else the JSON the
+study's script wrote before it ran as a sweep.
+
+A study store (or its compact copy) lives at ``docs/data/studies/<study>.zarr`` and is read
+through :func:`sroa_dist.sweep.open_results`, so every block it gives is checked against its
+digests; the older results are JSON files under ``docs/data``. A :class:`Data` reader records
+each :class:`Source` a block used, so the block can say where its numbers came from, and
+fingerprints it (the JSON file's bytes, or the values read from the store) so that a page
+whose data changed reads as stale.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["STUDIES", "Data", "Source", "fingerprint"]
+
+#: Where the study stores (or their compact copies) live, relative to the repository root.
+STUDIES = "docs/data/studies"
+
+
+def fingerprint(obj: Any) -> str:
+    """A short sha256 of ``obj``'s canonical JSON (sorted keys, floats by ``repr``)."""
+    text = json.dumps(obj, sort_keys=True, default=_plain, allow_nan=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def _plain(x: Any) -> Any:
+    if isinstance(x, np.generic):
+        return x.item()
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    raise TypeError(f"not JSON: {type(x).__name__}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Source:
+    """One file or store a block read: its path (relative to the repository root), its form
+    (``"store"`` or ``"JSON"``), a fingerprint of what was read and which part was used."""
+
+    path: str
+    form: str
+    digest: str
+    part: str = ""
+
+    def describe(self) -> str:
+        part = f", {self.part}" if self.part else ""
+        return f"{self.form} `{self.path}`{part} ({self.digest})"
+
+
+class Data:
+    """Reads the published data below ``root`` once, and records the sources each block used
+    (:meth:`for_block` gives a reader sharing the cache with a fresh record)."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+        self._cache: dict[str, Any] = {}
+        self.used: list[Source] = []
+
+    def for_block(self) -> Data:
+        fresh = Data.__new__(Data)
+        fresh.root, fresh._cache, fresh.used = self.root, self._cache, []
+        return fresh
+
+    def exists(self, rel: str) -> bool:
+        return (self.root / rel).exists()
+
+    def note(self, source: Source) -> None:
+        if source not in self.used:
+            self.used.append(source)
+
+    def json(self, rel: str, part: str = "", note: bool = True) -> Any:
+        """The JSON file ``rel``, recorded as a source unless ``note`` is false (``part``: which
+        of its rows were used)."""
+        key = f"json:{rel}"
+        if key not in self._cache:
+            raw = (self.root / rel).read_bytes()
+            self._cache[key] = (json.loads(raw), hashlib.sha256(raw).hexdigest()[:12])
+        doc, digest = self._cache[key]
+        if note:
+            self.note(Source(rel, "JSON", digest, part))
+        return doc
+
+    def store_path(self, study: str) -> str:
+        return f"{STUDIES}/{study}.zarr"
+
+    def has_store(self, study: str) -> bool:
+        return self.exists(self.store_path(study))
+
+    def threshold_store(self, study: str) -> list[dict[str, Any]] | None:
+        """The finished first crossings of threshold study ``study``'s store as rows (``n``,
+        ``replicate``, ``lo``, ``hi``, ``eps_star``, ``n_evals``, ``redone``: evaluations with a
+        redone step, ``seed``: the spec's master seed), or None when it has no store. Not
+        recorded as a source: :meth:`note_store` records the part a block used."""
+        key = f"store:{study}"
+        if key not in self._cache:
+            rel = self.store_path(study)
+            self._cache[key] = _threshold_rows(self.root / rel) if self.exists(rel) else None
+        return self._cache[key]
+
+    def note_store(self, study: str, rows: list[dict[str, Any]], part: str = "") -> None:
+        self.note(Source(self.store_path(study), "store", fingerprint(rows), part))
+
+
+def _threshold_rows(path: Path) -> list[dict[str, Any]]:
+    """Rows of a threshold cube: one per finished instance (every block digest-checked by
+    ``open_results``)."""
+    from sroa_dist.sweep import open_results  # storage: imported only when a store exists
+
+    ds = open_results(path).compute()
+    spec = json.loads(ds.attrs["spec"])
+    flat = ds.stack(instance=list(ds["eps_star"].dims))
+    rows = []
+    for i in range(flat.sizes["instance"]):
+        one = flat.isel(instance=i)
+        hi = float(one["eps_hi"])
+        if math.isnan(hi):  # not done
+            continue
+        n_evals = int(one["n_evals"])
+        redone = np.asarray(one["trace_redone"], dtype=float)[:n_evals]
+        rows.append(
+            {
+                "n": int(one["n"]) if "n" in one.coords else int(spec["tensor"]["n"]),
+                "replicate": int(one["replicate"]),
+                "lo": float(one["eps_lo"]),
+                "hi": hi,
+                "eps_star": float(one["eps_star"]),
+                "n_evals": n_evals,
+                "redone": int(np.sum(redone > 0)),
+                "seed": int(spec["seed"]),
+            }
+        )
+    return sorted(rows, key=lambda r: (r["n"], r["replicate"]))
