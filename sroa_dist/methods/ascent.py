@@ -33,6 +33,13 @@ DEFAULT_N_STARTS = 16
 #: n = 256 (ε = 0.055) uniform starts deflated the tilted component at step 2. Four cost two
 #: ``T x^{p-2}`` contractions and two n × n eigensolves per step.
 DEFAULT_N_SPECTRAL = 4
+#: From this dimension on, a matrix-free operator runs the large-n engine (:func:`large_operator`):
+#: spectral starts by a Lanczos solver on ``y ↦ T(θ, …, θ, y, ·)`` instead of a dense eigensolve,
+#: Newton polish by MINRES on the same products instead of a dense solve, and deflation terms as
+#: matrix products. It takes the same steps up to rounding (tests/core/test_large_n.py compares
+#: the two engines), but not bit for bit, so below this size (every stored result made before
+#: the engine existed, the revision goldens included) the dense engine keeps its bits.
+LARGE_N = 128
 #: ``shifted_ascent``'s gradient kernels on formed tensors (see :class:`_Gradients`).
 KERNELS = ("dense", "symmetric", "packed")
 #: Above this many starts (A·S) the packed kernel forms its pair products block by block.
@@ -84,6 +91,34 @@ class Deflation:
         return dataclasses.replace(self, warm=None, warm_grad=None)
 
 
+def large_operator(Ts: Any) -> bool:
+    """Whether ``Ts`` runs the large-n engine: a matrix-free operator of ``n >= LARGE_N``."""
+    return isinstance(Ts, TensorOperator) and Ts.shape[1] >= LARGE_N
+
+
+def _hessian_at(Ts: TensorOperator, X: FloatArray, deflation: Deflation | None = None) -> Any:
+    """``Y ↦ (T x^{p-2}) y`` of the implicitly deflated operator for ``X``, ``Y (B, S, n)``:
+    ``(B, S, n)``, the deflation terms one matrix product, ``O(S·n·k)``; what depends on ``X``
+    only is computed once."""
+    p = Ts.ndim - 1
+    base = Ts.hessian_at(X)
+    if deflation is None:
+        return base
+    sign, U, lam = deflation.sign, deflation.U, deflation.lam
+    if lam.shape[-1] == 0:
+        return base if sign > 0 else (lambda Y: -base(Y))
+    Cx = np.matmul(X, U) ** (p - 2) * lam[:, None, :]
+    Ut = U.transpose(0, 2, 1)
+
+    def apply(Y: FloatArray) -> FloatArray:
+        out = base(Y)
+        if sign < 0:
+            out = -out
+        return out - np.matmul(Cx * np.matmul(Y, U), Ut)
+
+    return apply
+
+
 def _contract(
     Ts: FloatArray, X: FloatArray, times: int, deflation: Deflation | None = None
 ) -> FloatArray:
@@ -126,6 +161,10 @@ def _contract(
         return out - W.sum(axis=-1)
     if times == p - 1:
         return out - np.matmul(W, U.transpose(0, 2, 1))
+    if times == p - 2 and large_operator(Ts):
+        # Σ_j W_sj u_j u_jᵀ as one GEMM per start (einsum's unoptimised triple loop cost half
+        # of an n = 128 global SROA).
+        return out - np.matmul(U[:, None] * W[:, :, None, :], U.transpose(0, 2, 1)[:, None])
     if times == p - 2:
         return out - np.einsum("bsk,bik,bjk->bsij", W, U, U)
     raise InputError(
@@ -153,8 +192,11 @@ def spectral_starts(
     n, p = Ts.shape[1], Ts.ndim - 1
     theta = random_starts(rngs, -(-n_starts // 2), n)
     # T(I, I, θ, ...) = Σ_i λ_i (v_i·θ)^{p-2} v_i v_iᵀ + noise: both extreme eigenvalues.
-    w, V = np.linalg.eigh(_contract(Ts, theta, p - 2, deflation))
-    ends = [V[..., -1], V[..., 0]]
+    if large_operator(Ts):
+        w, ends = _extreme_pairs(Ts, theta, deflation)
+    else:
+        w, V = np.linalg.eigh(_contract(Ts, theta, p - 2, deflation))
+        ends = [V[..., -1], V[..., 0]]
     # An extreme eigenvalue that is zero (a tensor of rank below n, no negative part) has an
     # eigenvector in the null space, where T x^{p-1} = 0 and no ascent can start: θ instead.
     scale = np.max(np.abs(w), axis=-1)
@@ -164,6 +206,80 @@ def spectral_starts(
             ends[k] = np.where(null[..., None], theta, ends[k])
     X = np.concatenate(ends, axis=1)[:, :n_starts]
     return X / np.linalg.norm(X, axis=-1, keepdims=True)
+
+
+#: Lanczos settings of the large-n spectral starts: a start only has to lie in the right basin
+#: (the ascent then runs to its own tolerance), so a residual of 1e-10 of the largest Ritz value
+#: is ample; the Krylov space (no restarts) stops at this dimension.
+_LANCZOS_TOL, _LANCZOS_MAX_DIM = 1e-10, 400
+
+
+def _extreme_pairs(
+    Ts: TensorOperator, theta: FloatArray, deflation: Deflation | None
+) -> tuple[FloatArray, list[FloatArray]]:
+    """Both extreme eigenpairs of each ``T(I, I, θ, …)`` (implicitly deflated) by Lanczos on
+    the products ``y ↦ T(θ, …, θ, y, ·)`` (:func:`_lanczos_extremes`, started from ``θ``
+    itself, so the result is a pure function of the inputs): ``O(n·R)`` per product instead of
+    a dense ``n × n`` eigensolve per matrix, the matrices of one instance in lockstep (one
+    block product per Lanczos step). Returns eigenvalues ``(B, S, 2)`` (lowest, highest) and
+    the eigenvectors of the highest and of the lowest, ``(B, S, n)`` each."""
+    B, S, n = theta.shape
+    w = np.empty((B, S, 2))
+    hi, lo = np.empty((B, S, n)), np.empty((B, S, n))
+    for b in range(B):
+        db = None if deflation is None else deflation.take([b])
+        H = _hessian_at(Ts.take([b]), theta[b : b + 1], db)
+        w[b], lo[b], hi[b] = _lanczos_extremes(lambda Y, H=H: H(Y[None])[0], theta[b])
+    return w, [hi, lo]
+
+
+def _lanczos_extremes(apply: Any, V0: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Extreme eigenpairs of ``S`` symmetric matrices ``M_s`` known by ``apply(Y) = (M_s y_s)_s``
+    (``Y (S, n)``), by Lanczos with full reorthogonalisation (twice, so the basis stays
+    orthonormal to rounding) from the rows of ``V0``, run in lockstep until every matrix's
+    lowest and highest Ritz pairs have residual ``<= _LANCZOS_TOL · max |Ritz value|`` (or the
+    space is invariant, or ``_LANCZOS_MAX_DIM``). Returns eigenvalues ``(S, 2)`` (lowest,
+    highest) and the two eigenvectors ``(S, n)`` each."""
+    from scipy.linalg import eigh_tridiagonal
+
+    S, n = V0.shape
+    m_max = min(n, _LANCZOS_MAX_DIM)
+    Q = np.zeros((S, m_max + 1, n))
+    alpha, beta = np.zeros((S, m_max)), np.zeros((S, m_max))
+    Q[:, 0] = V0 / np.linalg.norm(V0, axis=1, keepdims=True)
+    live = np.ones(S, dtype=bool)  # Krylov space not yet invariant
+    done = np.zeros(S, dtype=bool)
+    m = 0
+    while m < m_max:
+        W = apply(Q[:, m])
+        alpha[:, m] = np.sum(W * Q[:, m], axis=1)
+        for _ in range(2):
+            C = np.matmul(Q[:, : m + 1], W[:, :, None])  # (S, m+1, 1)
+            W -= np.matmul(Q[:, : m + 1].transpose(0, 2, 1), C)[..., 0]
+        b = np.linalg.norm(W, axis=1)
+        m += 1
+        # A space that stopped growing is invariant: its Ritz pairs are eigenpairs.
+        live &= b > 1e-13 * (np.abs(alpha[:, :m]).max(axis=1) + 1e-300)
+        beta[:, m - 1] = np.where(live, b, 0.0)
+        Q[:, m] = np.where(live[:, None], W / np.where(live, b, 1.0)[:, None], 0.0)
+        if m == m_max or not live.any() or (m >= 8 and m % 4 == 0):
+            for s in np.flatnonzero(~done):
+                vals, Y = eigh_tridiagonal(alpha[s, :m], beta[s, : m - 1])
+                res = np.abs(beta[s, m - 1] * Y[-1, [0, -1]])
+                done[s] = not live[s] or bool(
+                    np.all(res <= _LANCZOS_TOL * np.abs(vals).max(initial=1e-300))
+                )
+            if done.all():
+                break
+    w = np.empty((S, 2))
+    lo, hi = np.empty((S, n)), np.empty((S, n))
+    for s in range(S):
+        k = m if live[s] else int(np.count_nonzero(beta[s, :m])) + 1
+        vals, Y = eigh_tridiagonal(alpha[s, :k], beta[s, : k - 1])
+        X = Y[:, [0, -1]].T @ Q[s, :k]
+        X /= np.linalg.norm(X, axis=1, keepdims=True)
+        w[s], lo[s], hi[s] = vals[[0, -1]], X[0], X[1]
+    return w, lo, hi
 
 
 def _values(
@@ -434,6 +550,8 @@ def newton_polish(
     With a :class:`Deflation` (large n) each step costs one contraction ``T x^{p-2}`` instead
     of three, and a step below ``1e-8`` (already in the quadratic regime) ends the polish.
     """
+    if deflation is not None and large_operator(Ts):
+        return _polish_krylov(Ts, x, steps, deflation)
     if deflation is not None:
         return _polish_deflated(Ts, x, steps, deflation)
     B, n = x.shape
@@ -478,6 +596,53 @@ def _polish_deflated(Ts: FloatArray, x: FloatArray, steps: int, deflation: Defla
         x = np.where(ok[:, None], y, x)
         H = np.where(ok[:, None, None], Hy, H)
     return x
+
+
+def _polish_krylov(Ts: TensorOperator, x: FloatArray, steps: int, deflation: Deflation) -> Any:
+    """:func:`_polish_deflated` on a large operator: the same Newton steps on the sphere, with
+    the same acceptance rule, the bordered system solved by MINRES on the tangent space
+    (``P((p-1)H − λI)P dx = −(g − λx)``, ``P = I − xxᵀ``) from products ``H y``, never forming
+    ``H = T x^{p-2}``. Near a maximiser of a nearly SOD tensor that operator is close to
+    ``−λ·P`` (well conditioned), so a few products reach the relative tolerance ``1e-14``."""
+    from scipy.sparse.linalg import LinearOperator, minres
+
+    B, n = x.shape
+    p = Ts.ndim - 1
+    out = x.copy()
+    for b in range(B):
+        Tb, db = Ts.take([b]), deflation.take([b])
+        xb = out[b].copy()
+        g = _contract(Tb, xb[None, None], p - 1, db)[0, 0]
+        lam = float(g @ xb)
+        for _ in range(steps):
+            r = g - lam * xb
+            H = _hessian_at(Tb, xb[None, None], db)
+
+            def matvec(v: FloatArray, xb: FloatArray = xb, lam: float = lam, H: Any = H) -> Any:
+                v = np.ravel(v)
+                v = v - xb * (xb @ v)
+                Hv = H(v[None, None])[0, 0]
+                y = (p - 1) * Hv - lam * v
+                return y - xb * (xb @ y)
+
+            op = LinearOperator((n, n), matvec=matvec, dtype=float)
+            d, _ = minres(op, -r, rtol=1e-14, maxiter=10 * n)
+            d = d - xb * (xb @ d)
+            size = float(np.linalg.norm(d))
+            y = xb + d
+            y /= np.linalg.norm(y)
+            if size <= 1e-8:
+                xb = y  # quadratic regime: taken without its check, as _polish_deflated does
+                break
+            gy = _contract(Tb, y[None, None], p - 1, db)[0, 0]
+            fy = float(gy @ y)
+            ok = np.isfinite(fy) and abs(fy) >= abs(lam) - 1e-13 * (abs(lam) + 1e-300)
+            ok = ok and np.sign(fy) * np.sign(lam) >= 0
+            if not ok:
+                break  # the dense polish would keep x and retry the same step: it stays put
+            xb, g, lam = y, gy, fy
+        out[b] = xb
+    return out
 
 
 def _signed_problems(Ts: FloatArray) -> tuple[FloatArray, int]:

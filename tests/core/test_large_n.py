@@ -238,3 +238,79 @@ def test_heavy_instances_get_blocks_of_one():
     assert 256 * solve_cost("sshopm", 256, 3) > 30
     assert solve_cost("power", 256, 3) > 5 * solve_cost("sshopm", 256, 3)
     assert solve_cost("sshopm", 10, 3) == 1e-4 + 2.5e-7 * 10**3
+
+
+# --- The large-n engine on matrix-free operators (issue 35) ------------------------------------
+
+#: The two engines take the same steps up to rounding: values and vectors to this tolerance.
+ENGINE_ATOL = 1e-10
+
+
+def _global_sroa(op, monkeypatch, large_from: int, **options):
+    """Global-checked SROA of ``op`` with the large-n engine from ``n >= large_from``."""
+    from sroa_dist.methods import ascent
+
+    monkeypatch.setattr(ascent, "LARGE_N", large_from)
+    return sroa(op, method="sshopm", rng=0, global_check=True, redo=True, **options)
+
+
+def _assert_same_steps(new, old):
+    np.testing.assert_allclose(new.lambdas, old.lambdas, rtol=0, atol=ENGINE_ATOL)
+    # Even p: x and −x are the same rank-one term, and a solver's sign is its own.
+    sign = 1.0 if new.p % 2 else np.sign(np.sum(new.vectors * old.vectors, axis=0))
+    np.testing.assert_allclose(new.vectors, old.vectors * sign, rtol=0, atol=ENGINE_ATOL)
+    # The deflation order exactly: the same component at every step.
+    order = np.argmax(np.abs(new.vectors), axis=0)
+    np.testing.assert_array_equal(order, np.argmax(np.abs(old.vectors), axis=0))
+    np.testing.assert_array_equal(new.redone, old.redone)
+    both = ~np.isnan(old.global_gap)
+    np.testing.assert_array_equal(both, ~np.isnan(new.global_gap))
+    np.testing.assert_allclose(new.global_gap[both], old.global_gap[both], rtol=0, atol=1e-9)
+
+
+def _operator_case(p, n, seed):
+    from sroa_dist import structured_tensor
+
+    rng = np.random.default_rng(seed)
+    V = np.linalg.qr(rng.standard_normal((n, n)))[0]
+    lam = np.linspace(1.0, 0.5, n)
+    return structured_tensor(p, lam, V=V, family="coherent-tilt", eps=0.05)
+
+
+def test_operator_hessian_products_equal_the_formed_hessian():
+    from sroa_dist.methods.ascent import _hessian_at
+
+    op = _operator_case(4, 9, seed=1).as_batch()
+    rng = np.random.default_rng(2)
+    X, Y = rng.standard_normal((1, 3, 9)), rng.standard_normal((1, 3, 9))
+    U = np.linalg.qr(rng.standard_normal((9, 2)))[0]
+    for d in (None, Deflation(U[None], np.array([[0.7, -0.2]]), np.ones(1))):
+        for dd in (d,) if d is None else (d, d.negated()):
+            want = np.einsum("bsij,bsj->bsi", _contract(op, X, 2, dd), Y)
+            got = _hessian_at(op, X, dd)(Y)
+            np.testing.assert_allclose(got, want, rtol=0, atol=1e-13 * np.abs(want).max())
+
+
+@pytest.mark.parametrize(("p", "n", "seed"), [(3, 12, 0), (4, 10, 1), (3, 24, 2)])
+def test_large_n_engine_takes_the_same_steps_on_known_answers(monkeypatch, p, n, seed):
+    """Planted components (a small tilt): the engine run from n = 2 on agrees with the dense
+    engine step by step, and both find the planted components."""
+    op = _operator_case(p, n, seed)
+    new = _global_sroa(op, monkeypatch, 2)
+    old = _global_sroa(op, monkeypatch, 10**9)
+    _assert_same_steps(new, old)
+    assert not new.non_global.any()
+
+
+def test_large_n_engine_takes_the_same_steps_on_the_tilt_at_n64(monkeypatch):
+    """Issue 35's case (coherent tilt above the threshold, ε = 0.9/√(n−1)) at n = 64."""
+    from sroa_dist import structured_tensor
+
+    n = 64
+    op = structured_tensor(
+        3, (1.0,) * (n - 1) + (0.95,), family="coherent-tilt", eps=0.9 / np.sqrt(n - 1)
+    )
+    new = _global_sroa(op, monkeypatch, 64)
+    old = _global_sroa(op, monkeypatch, 65)
+    _assert_same_steps(new, old)
+    assert np.argmax(np.abs(new.vectors[:, -1])) == n - 1  # the tilted component last
