@@ -180,13 +180,14 @@ class SymmetricProducts:
 
         def apply(Y: FloatArray) -> FloatArray:
             D = self._dots(Y)
-            out = np.zeros(Y.shape)
-            acc = [np.zeros((S, R)) for _ in ks]
+            acc: list[Any] = [None] * len(ks)
             # H = Σ_{m,q} A_m diag(coef_mq) A_qᵀ, so H y = Σ_m A_m (Σ_q coef_mq · A_qᵀ y).
             for m, q, coef in pairs:
-                acc[m] = acc[m] + coef * D[q]
+                acc[m] = coef * D[q] if acc[m] is None else acc[m] + coef * D[q]
+            out = np.zeros(Y.shape)
             for m, A in enumerate(self.factors):
-                out += _combine(acc[m], A, self._cols[m])
+                if acc[m] is not None:
+                    out += _combine(np.broadcast_to(acc[m], (S, R)), A, self._cols[m])
             return out
 
         return apply
@@ -424,6 +425,9 @@ class StructuredTensor(TensorOperator):
     def hessian_at(self, X: FloatArray) -> Callable[[FloatArray], FloatArray]:
         """``Y ↦ (T x^{p-2}) y`` for ``X (B, S, n)``, coefficients prepared once."""
         fs = [[t.hessian_at(X[b]) for t in ts] for b, ts in enumerate(self.terms)]
+        if len(fs) == 1 and len(fs[0]) == 2:  # one tensor, SOD part and perturbation
+            f0, f1 = fs[0]
+            return lambda Y: (f0(Y[0]) + f1(Y[0]))[None]
         return lambda Y: np.stack([sum(f(Y[b]) for f in row) for b, row in enumerate(fs)])
 
     def fro2(self) -> FloatArray:

@@ -60,7 +60,8 @@ GLOBAL_RTOL = 1e-6
 #: tensor): the issue's undeflated component sits at the top of that list.
 CHECK_ESTIMATES = 4
 #: Spectral starts per check (both extreme eigenvectors of one random contraction; the step's
-#: own ``sshopm`` used four others): each costs an n × n contraction and eigensolve.
+#: own ``sshopm`` used four others): an n × n contraction and eigensolve on a formed tensor, a
+#: Lanczos run on Hessian-vector products on a large operator (``ascent.LARGE_N``).
 CHECK_SPECTRAL = 2
 #: Uniform random starts per check.
 CHECK_RANDOM = 2

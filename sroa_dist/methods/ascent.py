@@ -31,7 +31,8 @@ DEFAULT_N_STARTS = 16
 #: uniform starts reaching the global first step halves as n doubles (about 0.9, 0.5 and 0.25
 #: at n = 100, 200, 400), while every spectral start reached it; on the dense p = 3 tilt at
 #: n = 256 (ε = 0.055) uniform starts deflated the tilted component at step 2. Four cost two
-#: ``T x^{p-2}`` contractions and two n × n eigensolves per step.
+#: ``T x^{p-2}`` contractions and two n × n eigensolves per step (on a large operator, two
+#: Lanczos runs on Hessian-vector products, :data:`LARGE_N`).
 DEFAULT_N_SPECTRAL = 4
 #: From this dimension on, a matrix-free operator runs the large-n engine (:func:`large_operator`):
 #: spectral starts by a Lanczos solver on ``y ↦ T(θ, …, θ, y, ·)`` instead of a dense eigensolve,
@@ -240,8 +241,6 @@ def _lanczos_extremes(apply: Any, V0: FloatArray) -> tuple[FloatArray, FloatArra
     lowest and highest Ritz pairs have residual ``<= _LANCZOS_TOL · max |Ritz value|`` (or the
     space is invariant, or ``_LANCZOS_MAX_DIM``). Returns eigenvalues ``(S, 2)`` (lowest,
     highest) and the two eigenvectors ``(S, n)`` each."""
-    from scipy.linalg import eigh_tridiagonal
-
     S, n = V0.shape
     m_max = min(n, _LANCZOS_MAX_DIM)
     Q = np.zeros((S, m_max + 1, n))
@@ -263,23 +262,33 @@ def _lanczos_extremes(apply: Any, V0: FloatArray) -> tuple[FloatArray, FloatArra
         beta[:, m - 1] = np.where(live, b, 0.0)
         Q[:, m] = np.where(live[:, None], W / np.where(live, b, 1.0)[:, None], 0.0)
         if m == m_max or not live.any() or (m >= 8 and m % 4 == 0):
-            for s in np.flatnonzero(~done):
-                vals, Y = eigh_tridiagonal(alpha[s, :m], beta[s, : m - 1])
-                res = np.abs(beta[s, m - 1] * Y[-1, [0, -1]])
-                done[s] = not live[s] or bool(
-                    np.all(res <= _LANCZOS_TOL * np.abs(vals).max(initial=1e-300))
-                )
+            vals, Y = np.linalg.eigh(_tridiagonal(alpha[:, :m], beta[:, : m - 1]))
+            res = np.abs(beta[:, m - 1, None] * Y[:, -1, [0, -1]])
+            scale = np.abs(vals).max(axis=1, keepdims=True) + 1e-300
+            done |= ~live | np.all(res <= _LANCZOS_TOL * scale, axis=1)
             if done.all():
                 break
     w = np.empty((S, 2))
     lo, hi = np.empty((S, n)), np.empty((S, n))
     for s in range(S):
         k = m if live[s] else int(np.count_nonzero(beta[s, :m])) + 1
-        vals, Y = eigh_tridiagonal(alpha[s, :k], beta[s, : k - 1])
+        vals, Y = np.linalg.eigh(_tridiagonal(alpha[s, :k], beta[s, : k - 1]))
         X = Y[:, [0, -1]].T @ Q[s, :k]
         X /= np.linalg.norm(X, axis=1, keepdims=True)
         w[s], lo[s], hi[s] = vals[[0, -1]], X[0], X[1]
     return w, lo, hi
+
+
+def _tridiagonal(a: FloatArray, b: FloatArray) -> FloatArray:
+    """The symmetric tridiagonal matrices ``(..., m, m)`` with diagonals ``a`` and ``b``
+    (a batched dense eigensolve of these small matrices costs less than a call per matrix)."""
+    m = a.shape[-1]
+    T = np.zeros(a.shape[:-1] + (m, m))
+    i = np.arange(m)
+    T[..., i, i] = a
+    T[..., i[:-1], i[1:]] = b
+    T[..., i[1:], i[:-1]] = b
+    return T
 
 
 def _values(
