@@ -169,7 +169,6 @@ class SymmetricProducts:
         """``Y ↦ (E x^{p-2}) y`` for the rows of ``X``: the coefficients, which depend on ``X``
         only, computed once for the many products of a Krylov solver."""
         C = self._dots(X)
-        S, R = X.shape[0], self.weights.shape[-1]
         ks = self.powers
         pairs = [
             (m, q, self._pair_coef(C, m, q))
@@ -187,7 +186,7 @@ class SymmetricProducts:
             out = np.zeros(Y.shape)
             for m, A in enumerate(self.factors):
                 if acc[m] is not None:
-                    out += _combine(np.broadcast_to(acc[m], (S, R)), A, self._cols[m])
+                    out += _combine(acc[m], A, self._cols[m])  # broadcasts over starts
             return out
 
         return apply

@@ -261,7 +261,7 @@ def _lanczos_extremes(apply: Any, V0: FloatArray) -> tuple[FloatArray, FloatArra
         live &= b > 1e-13 * (np.abs(alpha[:, :m]).max(axis=1) + 1e-300)
         beta[:, m - 1] = np.where(live, b, 0.0)
         Q[:, m] = np.where(live[:, None], W / np.where(live, b, 1.0)[:, None], 0.0)
-        if m == m_max or not live.any() or (m >= 8 and m % 4 == 0):
+        if m == m_max or not live.any() or (m >= 16 and m % 8 == 0):
             vals, Y = np.linalg.eigh(_tridiagonal(alpha[:, :m], beta[:, : m - 1]))
             res = np.abs(beta[:, m - 1, None] * Y[:, -1, [0, -1]])
             scale = np.abs(vals).max(axis=1, keepdims=True) + 1e-300
