@@ -61,7 +61,7 @@ GLOBAL_RTOL = 1e-6
 CHECK_ESTIMATES = 4
 #: Spectral starts per check (both extreme eigenvectors of one random contraction; the step's
 #: own ``sshopm`` used four others): an n × n contraction and eigensolve on a formed tensor, a
-#: Lanczos run on Hessian-vector products on a large operator (``ascent.LARGE_N``).
+#: Lanczos run on Hessian-vector products under the large-n engine (``ascent.ENGINES``).
 CHECK_SPECTRAL = 2
 #: Uniform random starts per check.
 CHECK_RANDOM = 2
@@ -138,6 +138,7 @@ def check_step(
     rng: np.random.Generator,
     against: float = -np.inf,
     own: FloatArray | None = None,
+    engine: str = "auto",
 ) -> CheckPoint:
     """The best point of a step's check starts (see the module docstring).
 
@@ -161,11 +162,14 @@ def check_step(
     own : (n,) ndarray, optional
         The step's own point: a best point at it (``|cos| >= 0.999``) is the step's maximum
         again, reported at ``against`` (gap 0) without polishing.
+    engine : str
+        The engine of the spectral starts and the polish on a matrix-free operator (the
+        method's ``engine`` option, :data:`sroa_dist.methods.ascent.ENGINES`).
     """
     n, p = Tn.shape[1], Tn.ndim - 1
     defl = deflation.cold()
     parts = [estimates[:CHECK_ESTIMATES]]
-    parts.append(spectral_starts(Tn, [rng], CHECK_SPECTRAL, defl)[0])
+    parts.append(spectral_starts(Tn, [rng], CHECK_SPECTRAL, defl, engine)[0])
     parts.append(random_starts([rng], CHECK_RANDOM, n)[0])
     X0 = np.concatenate(parts)[None]
     signs = [defl] if p % 2 else [defl, defl.negated()]
@@ -186,7 +190,7 @@ def check_step(
     if own is not None and abs(float(x @ own)) >= _SAME_POINT_COS:
         return CheckPoint(float(against), float("nan"), np.asarray(own, dtype=float), n_starts)
     if best_f >= against - _POLISH_WITHIN * (1.0 + abs(against)):
-        x = newton_polish(Tn, best_x[None], deflation=defl)[0]
+        x = newton_polish(Tn, best_x[None], deflation=defl, engine=engine)[0]
     x = x / np.linalg.norm(x)
     value = float(_values(Tn, x[None, None], defl)[1][0, 0])
     objective = value if p % 2 else abs(value)

@@ -34,12 +34,17 @@ DEFAULT_N_STARTS = 16
 #: ``T x^{p-2}`` contractions and two n × n eigensolves per step (on a large operator, two
 #: Lanczos runs on Hessian-vector products, :data:`LARGE_N`).
 DEFAULT_N_SPECTRAL = 4
-#: From this dimension on, a matrix-free operator runs the large-n engine (:func:`large_operator`):
-#: spectral starts by a Lanczos solver on ``y ↦ T(θ, …, θ, y, ·)`` instead of a dense eigensolve,
-#: Newton polish by MINRES on the same products instead of a dense solve, and deflation terms as
-#: matrix products. It takes the same steps up to rounding (tests/core/test_large_n.py compares
-#: the two engines), but not bit for bit, so below this size (every stored result made before
-#: the engine existed, the revision goldens included) the dense engine keeps its bits.
+#: Engines of the local methods on matrix-free operators (their ``engine`` option,
+#: :func:`large_engine`). The large-n engine runs spectral starts by a Lanczos solver on
+#: ``y ↦ T(θ, …, θ, y, ·)`` instead of a dense eigensolve, the Newton polish by MINRES on the
+#: same products instead of a dense solve, and the global check's deflation terms as matrix
+#: products: the same steps as the dense engine up to rounding (tests/core/test_large_n.py), not
+#: bit for bit. ``"auto"`` (``sshopm`` revision 5, ``power`` revision 2): the large-n engine on
+#: operators of ``n >= LARGE_N``; ``"krylov"``: on every operator; ``"dense"``: never, the engine
+#: of the earlier revisions, which stores made with them keep (formed tensors always run it).
+ENGINES = ("auto", "krylov", "dense")
+#: From this dimension on ``engine="auto"`` runs the large-n engine: below it the dense
+#: eigensolves cost little, and results at small n keep the bits they had before the engine.
 LARGE_N = 128
 #: ``shifted_ascent``'s gradient kernels on formed tensors (see :class:`_Gradients`).
 KERNELS = ("dense", "symmetric", "packed")
@@ -92,9 +97,18 @@ class Deflation:
         return dataclasses.replace(self, warm=None, warm_grad=None)
 
 
-def large_operator(Ts: Any) -> bool:
-    """Whether ``Ts`` runs the large-n engine: a matrix-free operator of ``n >= LARGE_N``."""
-    return isinstance(Ts, TensorOperator) and Ts.shape[1] >= LARGE_N
+def large_engine(Ts: Any, engine: str = "auto") -> bool:
+    """Whether ``Ts`` runs the large-n engine under ``engine`` (:data:`ENGINES`): only a
+    matrix-free operator can, every one under ``"krylov"``, those of ``n >= LARGE_N`` under
+    ``"auto"``, none under ``"dense"``."""
+    if engine not in ENGINES:
+        raise InputError(
+            f"engine: expected one of {list(ENGINES)}, received {engine!r}",
+            "leave it unset ('auto') for the current revision's engine",
+        )
+    if engine == "dense" or not isinstance(Ts, TensorOperator):
+        return False
+    return engine == "krylov" or Ts.shape[1] >= LARGE_N
 
 
 def _hessian_at(Ts: TensorOperator, X: FloatArray, deflation: Deflation | None = None) -> Any:
@@ -162,10 +176,6 @@ def _contract(
         return out - W.sum(axis=-1)
     if times == p - 1:
         return out - np.matmul(W, U.transpose(0, 2, 1))
-    if times == p - 2 and large_operator(Ts):
-        # Σ_j W_sj u_j u_jᵀ as one GEMM per start (einsum's unoptimised triple loop cost half
-        # of an n = 128 global SROA).
-        return out - np.matmul(U[:, None] * W[:, :, None, :], U.transpose(0, 2, 1)[:, None])
     if times == p - 2:
         return out - np.einsum("bsk,bik,bjk->bsij", W, U, U)
     raise InputError(
@@ -185,15 +195,18 @@ def spectral_starts(
     rngs: Sequence[np.random.Generator],
     n_starts: int,
     deflation: Deflation | None = None,
+    engine: str = "auto",
 ) -> FloatArray:
     """Top eigenvectors (both signs of the extreme eigenvalues) of random contractions
     ``T(I, I, θ, …, θ)``: each matrix is dominated by the components ``v_i`` with large
     ``λ_i (v_i·θ)^{p-2}``, so its extreme eigenvectors start next to large components, which
-    uniform starts rarely do when n is large. ``(B, n_starts, n)``."""
+    uniform starts rarely do when n is large. ``(B, n_starts, n)``. ``engine``
+    (:data:`ENGINES`): by Lanczos on Hessian-vector products where :func:`large_engine`,
+    else by a dense eigensolve of each formed matrix."""
     n, p = Ts.shape[1], Ts.ndim - 1
     theta = random_starts(rngs, -(-n_starts // 2), n)
     # T(I, I, θ, ...) = Σ_i λ_i (v_i·θ)^{p-2} v_i v_iᵀ + noise: both extreme eigenvalues.
-    if large_operator(Ts):
+    if large_engine(Ts, engine):
         w, ends = _extreme_pairs(Ts, theta, deflation)
     else:
         w, V = np.linalg.eigh(_contract(Ts, theta, p - 2, deflation))
@@ -577,16 +590,22 @@ def power_iterations(
 
 
 def newton_polish(
-    Ts: FloatArray, x: FloatArray, *, steps: int = 4, deflation: Deflation | None = None
+    Ts: FloatArray,
+    x: FloatArray,
+    *,
+    steps: int = 4,
+    deflation: Deflation | None = None,
+    engine: str = "auto",
 ) -> FloatArray:
     """Refine one candidate per instance to a Z-eigenvector by Newton steps on the sphere.
 
     Solves the bordered KKT system of ``T x^{p-1} = λ x, ‖x‖ = 1`` and keeps a step only when it
     does not move ``|T x^p|`` downhill (so a maximiser stays a maximiser). Shape ``(B, n)``.
     With a :class:`Deflation` (large n) each step costs one contraction ``T x^{p-2}`` instead
-    of three, and a step below ``1e-8`` (already in the quadratic regime) ends the polish.
+    of three, and a step below ``1e-8`` (already in the quadratic regime) ends the polish;
+    where :func:`large_engine` (``engine``) its system is solved by MINRES on products.
     """
-    if deflation is not None and large_operator(Ts):
+    if deflation is not None and large_engine(Ts, engine):
         return _polish_krylov(Ts, x, steps, deflation)
     if deflation is not None:
         return _polish_deflated(Ts, x, steps, deflation)
