@@ -112,7 +112,9 @@ class SymmetricProducts:
     def gradient(self, X: FloatArray) -> FloatArray:
         """``E x^{p-1} = ∇(E x^p)/p`` for the rows of ``X (S, n)``: ``(S, n)``."""
         C = self._dots(X)
-        P = [c**k for c, k in zip(C, self.powers, strict=True)]
+        # The other factors' powers (none for a one-factor term, the SOD part: its C**p, a
+        # pow per entry, was 8 % of an n = 512 global SROA and never read).
+        P = [c**k for c, k in zip(C, self.powers, strict=True)] if len(C) > 1 else []
         out = np.zeros(X.shape)
         for m, (A, k) in enumerate(zip(self.factors, self.powers, strict=True)):
             # ∂/∂c_m of w Π c^k, without dividing by c_m (which may be 0).

@@ -368,6 +368,7 @@ def _checked(
         X = res.vectors[b].T.copy()  # (r, n): the steps' vectors as they stand
         # The large-n engine keeps E·Xᵀ, a column per changed step, instead of E·U per step.
         EX = E @ X.T if large_engine(Tn, check_engine) else None
+        EXp = None if EX is None else EX**p
         engine = None  # a one-instance engine from the first redo on
         j = 0
         while j < r:
@@ -378,14 +379,15 @@ def _checked(
                 lam_n[j], X[j] = np.ldexp(new.lam[0], -k), new.x[0]
                 if EX is not None:
                     EX[:, j] = E @ X[j]
+                    EXp[:, j] = EX[:, j] ** p
             fro_j = math.sqrt(max(fro2_0 - float(np.sum(lam_n[:j] ** 2)), 0.0))
             norms[b, j] = math.ldexp(fro_j, k)
             if steps[j].certified[b]:
                 gap[b, j] = 0.0
             else:
                 U = X[:j].T
-                C = None if EX is None else EX[:, :j]
-                est, _ = remaining_estimates(E, base, U, lam_n[:j], X[j], p, C)
+                C, Cp = (None, None) if EX is None else (EX[:, :j], EXp[:, :j])
+                est, _ = remaining_estimates(E, base, U, lam_n[:j], X[j], p, C, Cp)
                 defl = Deflation(U[None], lam_n[None, :j], np.array([fro_j]))
                 own = lam_n[j] if p % 2 else abs(lam_n[j])
                 point = check_step(
@@ -402,6 +404,7 @@ def _checked(
                     lam_n[j], X[j] = np.ldexp(new.lam[0], -k), new.x[0]
                     if EX is not None:
                         EX[:, j] = E @ X[j]
+                        EXp[:, j] = EX[:, j] ** p
                     redone[b, j] = True
                     gap_n = 0.0
                 gap[b, j] = math.ldexp(gap_n, k)

@@ -115,14 +115,17 @@ def remaining_estimates(
     x: FloatArray,
     p: int,
     C: FloatArray | None = None,
+    Cp: FloatArray | None = None,
 ) -> tuple[FloatArray, FloatArray]:
     """The estimates ``E (m, n)`` that are not yet deflated, with their objective on the step's
     tensor ``T̂ − Σ_i lam_i u_i^{⊗p}`` (``U (n, k)``), from their undeflated values ``base
     (m,)``: ``(E', objective')``, best first. Estimates at a deflated vector or at the step's
     own ``x`` are left out. ``C``: ``E @ U`` when the caller keeps it up to date (the large-n
-    engine: one column per step instead of an ``O(m·n·k)`` product per step)."""
+    engine: one column per step instead of an ``O(m·n·k)`` product per step), and ``Cp``
+    its ``p``-th powers, likewise kept (a pow per entry per step cost more than the product)."""
     C = E @ U if C is None else C  # (m, k)
-    values = base - (C**p) @ lam if U.shape[1] else base.copy()
+    Cp = C**p if Cp is None else Cp
+    values = base - Cp @ lam if U.shape[1] else base.copy()
     taken = np.abs(C).max(axis=1, initial=0.0) >= _DEFLATED_COS
     taken |= np.abs(E @ x) >= _DEFLATED_COS
     objective = values if p % 2 else np.abs(values)

@@ -83,7 +83,11 @@ class Deflation:
     warm_grad: FloatArray | None = None
 
     def take(self, rows: Any) -> Deflation:
-        """The same deflation for the instances ``rows`` only."""
+        """The same deflation for the instances ``rows`` only (one instance: views, no copy of
+        the ``n × k`` terms per call)."""
+        idx = np.atleast_1d(np.asarray(rows))
+        if idx.dtype.kind in "iu" and idx.size == 1:
+            rows = slice(int(idx[0]), int(idx[0]) + 1) if idx[0] >= 0 else rows
         warm = None if self.warm is None else self.warm[rows]
         grad = None if self.warm_grad is None else self.warm_grad[rows]
         return Deflation(self.U[rows], self.lam[rows], self.fro[rows], self.sign, warm, grad)
