@@ -13,7 +13,7 @@ from numpy.typing import ArrayLike
 
 from ..errors import InputError, InputTypeError
 from ..methods import RankOneResult, RngLike, resolve_method
-from ..methods.ascent import Deflation
+from ..methods.ascent import Deflation, large_engine
 from ..methods.builtin import GAP_TOL, IMPLICIT_BYTES
 from ..methods.finishing import normalize
 from ..methods.operator_step import check_local_method
@@ -348,6 +348,9 @@ def _checked(
     """``res`` with every uncertified step checked (``global_gap``) and, with ``redo``, the
     non-global ones redone from the check's point, the later steps computed again."""
     B, r, p = res.lambdas.shape[0], res.rank, res.p
+    # The check runs on the method's engine (its revision's); a method without that option
+    # keeps the dense engine, the check's only one before the large-n engine.
+    check_engine = resolve_method(method).with_defaults(options).get("engine", "dense")
     steps = list(res.steps)
     gap = res.global_gap.copy()
     redone = res.redone.copy()
@@ -363,6 +366,9 @@ def _checked(
         check_rng = rngs[b].spawn(1)[0]
         lam_n = np.ldexp(res.lambdas[b], -k)
         X = res.vectors[b].T.copy()  # (r, n): the steps' vectors as they stand
+        # The large-n engine keeps E·Xᵀ, a column per changed step, instead of E·U per step.
+        EX = E @ X.T if large_engine(Tn, check_engine) else None
+        EXp = None if EX is None else EX**p
         engine = None  # a one-instance engine from the first redo on
         j = 0
         while j < r:
@@ -371,16 +377,22 @@ def _checked(
                 new = engine.propose()
                 steps[j] = _set_row(steps[j], b, new)
                 lam_n[j], X[j] = np.ldexp(new.lam[0], -k), new.x[0]
+                if EX is not None:
+                    EX[:, j] = E @ X[j]
+                    EXp[:, j] = EX[:, j] ** p
             fro_j = math.sqrt(max(fro2_0 - float(np.sum(lam_n[:j] ** 2)), 0.0))
             norms[b, j] = math.ldexp(fro_j, k)
             if steps[j].certified[b]:
                 gap[b, j] = 0.0
             else:
                 U = X[:j].T
-                est, _ = remaining_estimates(E, base, U, lam_n[:j], X[j], p)
+                C, Cp = (None, None) if EX is None else (EX[:, :j], EXp[:, :j])
+                est, _ = remaining_estimates(E, base, U, lam_n[:j], X[j], p, C, Cp)
                 defl = Deflation(U[None], lam_n[None, :j], np.array([fro_j]))
                 own = lam_n[j] if p % 2 else abs(lam_n[j])
-                point = check_step(Tn, defl, est, check_rng, against=own, own=X[j])
+                point = check_step(
+                    Tn, defl, est, check_rng, against=own, own=X[j], engine=check_engine
+                )
                 gap_n = point.objective - own
                 if redo and gap_n > GLOBAL_RTOL * fro_j:
                     if engine is None:
@@ -390,6 +402,9 @@ def _checked(
                     new = engine.propose(forced=point.x[None])
                     steps[j] = _set_row(steps[j], b, new)
                     lam_n[j], X[j] = np.ldexp(new.lam[0], -k), new.x[0]
+                    if EX is not None:
+                        EX[:, j] = E @ X[j]
+                        EXp[:, j] = EX[:, j] ** p
                     redone[b, j] = True
                     gap_n = 0.0
                 gap[b, j] = math.ldexp(gap_n, k)

@@ -60,7 +60,8 @@ GLOBAL_RTOL = 1e-6
 #: tensor): the issue's undeflated component sits at the top of that list.
 CHECK_ESTIMATES = 4
 #: Spectral starts per check (both extreme eigenvectors of one random contraction; the step's
-#: own ``sshopm`` used four others): each costs an n × n contraction and eigensolve.
+#: own ``sshopm`` used four others): an n × n contraction and eigensolve on a formed tensor, a
+#: Lanczos run on Hessian-vector products under the large-n engine (``ascent.ENGINES``).
 CHECK_SPECTRAL = 2
 #: Uniform random starts per check.
 CHECK_RANDOM = 2
@@ -107,14 +108,24 @@ def estimate_values(Tn: FloatArray, E: FloatArray) -> FloatArray:
 
 
 def remaining_estimates(
-    E: FloatArray, base: FloatArray, U: FloatArray, lam: FloatArray, x: FloatArray, p: int
+    E: FloatArray,
+    base: FloatArray,
+    U: FloatArray,
+    lam: FloatArray,
+    x: FloatArray,
+    p: int,
+    C: FloatArray | None = None,
+    Cp: FloatArray | None = None,
 ) -> tuple[FloatArray, FloatArray]:
     """The estimates ``E (m, n)`` that are not yet deflated, with their objective on the step's
     tensor ``T̂ − Σ_i lam_i u_i^{⊗p}`` (``U (n, k)``), from their undeflated values ``base
     (m,)``: ``(E', objective')``, best first. Estimates at a deflated vector or at the step's
-    own ``x`` are left out."""
-    C = E @ U  # (m, k)
-    values = base - (C**p) @ lam if U.shape[1] else base.copy()
+    own ``x`` are left out. ``C``: ``E @ U`` when the caller keeps it up to date (the large-n
+    engine: one column per step instead of an ``O(m·n·k)`` product per step), and ``Cp``
+    its ``p``-th powers, likewise kept (a pow per entry per step cost more than the product)."""
+    C = E @ U if C is None else C  # (m, k)
+    Cp = C**p if Cp is None else Cp
+    values = base - Cp @ lam if U.shape[1] else base.copy()
     taken = np.abs(C).max(axis=1, initial=0.0) >= _DEFLATED_COS
     taken |= np.abs(E @ x) >= _DEFLATED_COS
     objective = values if p % 2 else np.abs(values)
@@ -130,6 +141,7 @@ def check_step(
     rng: np.random.Generator,
     against: float = -np.inf,
     own: FloatArray | None = None,
+    engine: str = "auto",
 ) -> CheckPoint:
     """The best point of a step's check starts (see the module docstring).
 
@@ -153,11 +165,14 @@ def check_step(
     own : (n,) ndarray, optional
         The step's own point: a best point at it (``|cos| >= 0.999``) is the step's maximum
         again, reported at ``against`` (gap 0) without polishing.
+    engine : str
+        The engine of the spectral starts and the polish on a matrix-free operator (the
+        method's ``engine`` option, :data:`sroa_dist.methods.ascent.ENGINES`).
     """
     n, p = Tn.shape[1], Tn.ndim - 1
     defl = deflation.cold()
     parts = [estimates[:CHECK_ESTIMATES]]
-    parts.append(spectral_starts(Tn, [rng], CHECK_SPECTRAL, defl)[0])
+    parts.append(spectral_starts(Tn, [rng], CHECK_SPECTRAL, defl, engine)[0])
     parts.append(random_starts([rng], CHECK_RANDOM, n)[0])
     X0 = np.concatenate(parts)[None]
     signs = [defl] if p % 2 else [defl, defl.negated()]
@@ -178,7 +193,7 @@ def check_step(
     if own is not None and abs(float(x @ own)) >= _SAME_POINT_COS:
         return CheckPoint(float(against), float("nan"), np.asarray(own, dtype=float), n_starts)
     if best_f >= against - _POLISH_WITHIN * (1.0 + abs(against)):
-        x = newton_polish(Tn, best_x[None], deflation=defl)[0]
+        x = newton_polish(Tn, best_x[None], deflation=defl, engine=engine)[0]
     x = x / np.linalg.norm(x)
     value = float(_values(Tn, x[None, None], defl)[1][0, 0])
     objective = value if p % 2 else abs(value)

@@ -31,8 +31,21 @@ DEFAULT_N_STARTS = 16
 #: uniform starts reaching the global first step halves as n doubles (about 0.9, 0.5 and 0.25
 #: at n = 100, 200, 400), while every spectral start reached it; on the dense p = 3 tilt at
 #: n = 256 (ε = 0.055) uniform starts deflated the tilted component at step 2. Four cost two
-#: ``T x^{p-2}`` contractions and two n × n eigensolves per step.
+#: ``T x^{p-2}`` contractions and two n × n eigensolves per step (on a large operator, two
+#: Lanczos runs on Hessian-vector products, :data:`LARGE_N`).
 DEFAULT_N_SPECTRAL = 4
+#: Engines of the local methods on matrix-free operators (their ``engine`` option,
+#: :func:`large_engine`). The large-n engine runs spectral starts by a Lanczos solver on
+#: ``y ↦ T(θ, …, θ, y, ·)`` instead of a dense eigensolve, the Newton polish by MINRES on the
+#: same products instead of a dense solve, and the global check's deflation terms as matrix
+#: products: the same steps as the dense engine up to rounding (tests/core/test_large_n.py), not
+#: bit for bit. ``"auto"`` (``sshopm`` revision 5, ``power`` revision 2): the large-n engine on
+#: operators of ``n >= LARGE_N``; ``"krylov"``: on every operator; ``"dense"``: never, the engine
+#: of the earlier revisions, which stores made with them keep (formed tensors always run it).
+ENGINES = ("auto", "krylov", "dense")
+#: From this dimension on ``engine="auto"`` runs the large-n engine: below it the dense
+#: eigensolves cost little, and results at small n keep the bits they had before the engine.
+LARGE_N = 128
 #: ``shifted_ascent``'s gradient kernels on formed tensors (see :class:`_Gradients`).
 KERNELS = ("dense", "symmetric", "packed")
 #: Above this many starts (A·S) the packed kernel forms its pair products block by block.
@@ -70,7 +83,11 @@ class Deflation:
     warm_grad: FloatArray | None = None
 
     def take(self, rows: Any) -> Deflation:
-        """The same deflation for the instances ``rows`` only."""
+        """The same deflation for the instances ``rows`` only (one instance: views, no copy of
+        the ``n × k`` terms per call)."""
+        idx = np.atleast_1d(np.asarray(rows))
+        if idx.dtype.kind in "iu" and idx.size == 1:
+            rows = slice(int(idx[0]), int(idx[0]) + 1) if idx[0] >= 0 else rows
         warm = None if self.warm is None else self.warm[rows]
         grad = None if self.warm_grad is None else self.warm_grad[rows]
         return Deflation(self.U[rows], self.lam[rows], self.fro[rows], self.sign, warm, grad)
@@ -82,6 +99,43 @@ class Deflation:
     def cold(self) -> Deflation:
         """The same tensors without warm starts."""
         return dataclasses.replace(self, warm=None, warm_grad=None)
+
+
+def large_engine(Ts: Any, engine: str = "auto") -> bool:
+    """Whether ``Ts`` runs the large-n engine under ``engine`` (:data:`ENGINES`): only a
+    matrix-free operator can, every one under ``"krylov"``, those of ``n >= LARGE_N`` under
+    ``"auto"``, none under ``"dense"``."""
+    if engine not in ENGINES:
+        raise InputError(
+            f"engine: expected one of {list(ENGINES)}, received {engine!r}",
+            "leave it unset ('auto') for the current revision's engine",
+        )
+    if engine == "dense" or not isinstance(Ts, TensorOperator):
+        return False
+    return engine == "krylov" or Ts.shape[1] >= LARGE_N
+
+
+def _hessian_at(Ts: TensorOperator, X: FloatArray, deflation: Deflation | None = None) -> Any:
+    """``Y ↦ (T x^{p-2}) y`` of the implicitly deflated operator for ``X``, ``Y (B, S, n)``:
+    ``(B, S, n)``, the deflation terms one matrix product, ``O(S·n·k)``; what depends on ``X``
+    only is computed once."""
+    p = Ts.ndim - 1
+    base = Ts.hessian_at(X)
+    if deflation is None:
+        return base
+    sign, U, lam = deflation.sign, deflation.U, deflation.lam
+    if lam.shape[-1] == 0:
+        return base if sign > 0 else (lambda Y: -base(Y))
+    Cx = np.matmul(X, U) ** (p - 2) * lam[:, None, :]
+    Ut = U.transpose(0, 2, 1)
+
+    def apply(Y: FloatArray) -> FloatArray:
+        out = base(Y)
+        if sign < 0:
+            out = -out
+        return out - np.matmul(Cx * np.matmul(Y, U), Ut)
+
+    return apply
 
 
 def _contract(
@@ -145,16 +199,22 @@ def spectral_starts(
     rngs: Sequence[np.random.Generator],
     n_starts: int,
     deflation: Deflation | None = None,
+    engine: str = "auto",
 ) -> FloatArray:
     """Top eigenvectors (both signs of the extreme eigenvalues) of random contractions
     ``T(I, I, θ, …, θ)``: each matrix is dominated by the components ``v_i`` with large
     ``λ_i (v_i·θ)^{p-2}``, so its extreme eigenvectors start next to large components, which
-    uniform starts rarely do when n is large. ``(B, n_starts, n)``."""
+    uniform starts rarely do when n is large. ``(B, n_starts, n)``. ``engine``
+    (:data:`ENGINES`): by Lanczos on Hessian-vector products where :func:`large_engine`,
+    else by a dense eigensolve of each formed matrix."""
     n, p = Ts.shape[1], Ts.ndim - 1
     theta = random_starts(rngs, -(-n_starts // 2), n)
     # T(I, I, θ, ...) = Σ_i λ_i (v_i·θ)^{p-2} v_i v_iᵀ + noise: both extreme eigenvalues.
-    w, V = np.linalg.eigh(_contract(Ts, theta, p - 2, deflation))
-    ends = [V[..., -1], V[..., 0]]
+    if large_engine(Ts, engine):
+        w, ends = _extreme_pairs(Ts, theta, deflation)
+    else:
+        w, V = np.linalg.eigh(_contract(Ts, theta, p - 2, deflation))
+        ends = [V[..., -1], V[..., 0]]
     # An extreme eigenvalue that is zero (a tensor of rank below n, no negative part) has an
     # eigenvector in the null space, where T x^{p-1} = 0 and no ascent can start: θ instead.
     scale = np.max(np.abs(w), axis=-1)
@@ -164,6 +224,115 @@ def spectral_starts(
             ends[k] = np.where(null[..., None], theta, ends[k])
     X = np.concatenate(ends, axis=1)[:, :n_starts]
     return X / np.linalg.norm(X, axis=-1, keepdims=True)
+
+
+#: Lanczos settings of the large-n spectral starts: a start only has to lie in the right basin
+#: (the ascent then runs to its own tolerance), so a residual of 1e-10 of the largest Ritz value
+#: is ample; the Krylov space (no restarts) stops at this dimension.
+_LANCZOS_TOL, _LANCZOS_MAX_DIM = 1e-10, 400
+
+
+def _extreme_pairs(
+    Ts: TensorOperator, theta: FloatArray, deflation: Deflation | None
+) -> tuple[FloatArray, list[FloatArray]]:
+    """Both extreme eigenpairs of each ``T(I, I, θ, …)`` (implicitly deflated) by Lanczos on
+    the products ``y ↦ T(θ, …, θ, y, ·)`` (:func:`_lanczos_extremes`, started from ``θ``
+    itself, so the result is a pure function of the inputs): ``O(n·R)`` per product instead of
+    a dense ``n × n`` eigensolve per matrix, the matrices of one instance in lockstep (one
+    block product per Lanczos step). Returns eigenvalues ``(B, S, 2)`` (lowest, highest) and
+    the eigenvectors of the highest and of the lowest, ``(B, S, n)`` each."""
+    B, S, n = theta.shape
+    w = np.empty((B, S, 2))
+    hi, lo = np.empty((B, S, n)), np.empty((B, S, n))
+    for b in range(B):
+        db = None if deflation is None else deflation.take([b])
+        H = _hessian_at(Ts.take([b]), theta[b : b + 1], db)
+        w[b], lo[b], hi[b] = _lanczos_extremes(lambda Y, H=H: H(Y[None])[0], theta[b])
+    return w, [hi, lo]
+
+
+def _lanczos_extremes(apply: Any, V0: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Extreme eigenpairs of ``S`` symmetric matrices ``M_s`` known by ``apply(Y) = (M_s y_s)_s``
+    (``Y (S, n)``), by Lanczos with full reorthogonalisation (twice, so the basis stays
+    orthonormal to rounding) from the rows of ``V0``, run in lockstep until every matrix's
+    lowest and highest Ritz pairs have residual ``<= _LANCZOS_TOL · max |Ritz value|`` (or the
+    space is invariant, or ``_LANCZOS_MAX_DIM``). Returns eigenvalues ``(S, 2)`` (lowest,
+    highest) and the two eigenvectors ``(S, n)`` each."""
+    S, n = V0.shape
+    m_max = min(n, _LANCZOS_MAX_DIM)
+    Q = np.zeros((S, m_max + 1, n))
+    alpha, beta = np.zeros((S, m_max)), np.zeros((S, m_max))
+    Q[:, 0] = V0 / np.linalg.norm(V0, axis=1, keepdims=True)
+    live = np.ones(S, dtype=bool)  # Krylov space not yet invariant
+    done = np.zeros(S, dtype=bool)
+    m = 0
+    while m < m_max:
+        W = apply(Q[:, m])
+        alpha[:, m] = np.sum(W * Q[:, m], axis=1)
+        for _ in range(2):
+            C = np.matmul(Q[:, : m + 1], W[:, :, None])  # (S, m+1, 1)
+            W -= np.matmul(Q[:, : m + 1].transpose(0, 2, 1), C)[..., 0]
+        b = np.linalg.norm(W, axis=1)
+        m += 1
+        # A space that stopped growing is invariant: its Ritz pairs are eigenpairs.
+        live &= b > 1e-13 * (np.abs(alpha[:, :m]).max(axis=1) + 1e-300)
+        beta[:, m - 1] = np.where(live, b, 0.0)
+        Q[:, m] = np.where(live[:, None], W / np.where(live, b, 1.0)[:, None], 0.0)
+        if m == m_max or not live.any() or (m >= 16 and m % 8 == 0):
+            done |= ~live | _ritz_converged(alpha[:, :m], beta[:, :m])
+            if done.all():
+                break
+    w = np.empty((S, 2))
+    lo, hi = np.empty((S, n)), np.empty((S, n))
+    for s in range(S):
+        k = m if live[s] else int(np.count_nonzero(beta[s, :m])) + 1
+        vals, Y = np.linalg.eigh(_tridiagonal(alpha[s, :k], beta[s, : k - 1]))
+        X = Y[:, [0, -1]].T @ Q[s, :k]
+        X /= np.linalg.norm(X, axis=1, keepdims=True)
+        w[s], lo[s], hi[s] = vals[[0, -1]], X[0], X[1]
+    return w, lo, hi
+
+
+#: Above this Krylov dimension the convergence test computes only the two extreme Ritz pairs
+#: (O(m) each) instead of a batched dense eigensolve (O(m³)): the clustered lower end of an even
+#: order's ``T(I, I, θ, θ)`` keeps Lanczos running to large m.
+_RITZ_DENSE_MAX = 48
+
+
+def _ritz_converged(alpha: FloatArray, beta: FloatArray) -> NDArray[np.bool_]:
+    """Whether both extreme Ritz pairs of each Lanczos tridiagonal (``alpha (S, m)``, ``beta
+    (S, m)``, the last entry the residual norm) have residual ``<= _LANCZOS_TOL · max |Ritz
+    value|``: ``(S,)``."""
+    S, m = alpha.shape
+    if m <= _RITZ_DENSE_MAX:
+        vals, Y = np.linalg.eigh(_tridiagonal(alpha, beta[:, :-1]))
+        res = np.abs(beta[:, -1, None] * Y[:, -1, [0, -1]])
+        scale = np.abs(vals).max(axis=1, keepdims=True) + 1e-300
+        return np.all(res <= _LANCZOS_TOL * scale, axis=1)
+    from scipy.linalg import eigh_tridiagonal
+
+    out = np.empty(S, dtype=bool)
+    for s in range(S):
+        ends = [
+            eigh_tridiagonal(alpha[s], beta[s, :-1], select="i", select_range=(i, i))
+            for i in (0, m - 1)
+        ]
+        vals = np.array([e[0][0] for e in ends])
+        res = np.abs(beta[s, -1] * np.array([e[1][-1, 0] for e in ends]))
+        out[s] = bool(np.all(res <= _LANCZOS_TOL * (np.abs(vals).max() + 1e-300)))
+    return out
+
+
+def _tridiagonal(a: FloatArray, b: FloatArray) -> FloatArray:
+    """The symmetric tridiagonal matrices ``(..., m, m)`` with diagonals ``a`` and ``b``
+    (a batched dense eigensolve of these small matrices costs less than a call per matrix)."""
+    m = a.shape[-1]
+    T = np.zeros(a.shape[:-1] + (m, m))
+    i = np.arange(m)
+    T[..., i, i] = a
+    T[..., i[:-1], i[1:]] = b
+    T[..., i[1:], i[:-1]] = b
+    return T
 
 
 def _values(
@@ -425,15 +594,23 @@ def power_iterations(
 
 
 def newton_polish(
-    Ts: FloatArray, x: FloatArray, *, steps: int = 4, deflation: Deflation | None = None
+    Ts: FloatArray,
+    x: FloatArray,
+    *,
+    steps: int = 4,
+    deflation: Deflation | None = None,
+    engine: str = "auto",
 ) -> FloatArray:
     """Refine one candidate per instance to a Z-eigenvector by Newton steps on the sphere.
 
     Solves the bordered KKT system of ``T x^{p-1} = λ x, ‖x‖ = 1`` and keeps a step only when it
     does not move ``|T x^p|`` downhill (so a maximiser stays a maximiser). Shape ``(B, n)``.
     With a :class:`Deflation` (large n) each step costs one contraction ``T x^{p-2}`` instead
-    of three, and a step below ``1e-8`` (already in the quadratic regime) ends the polish.
+    of three, and a step below ``1e-8`` (already in the quadratic regime) ends the polish;
+    where :func:`large_engine` (``engine``) its system is solved by MINRES on products.
     """
+    if deflation is not None and large_engine(Ts, engine):
+        return _polish_krylov(Ts, x, steps, deflation)
     if deflation is not None:
         return _polish_deflated(Ts, x, steps, deflation)
     B, n = x.shape
@@ -478,6 +655,53 @@ def _polish_deflated(Ts: FloatArray, x: FloatArray, steps: int, deflation: Defla
         x = np.where(ok[:, None], y, x)
         H = np.where(ok[:, None, None], Hy, H)
     return x
+
+
+def _polish_krylov(Ts: TensorOperator, x: FloatArray, steps: int, deflation: Deflation) -> Any:
+    """:func:`_polish_deflated` on a large operator: the same Newton steps on the sphere, with
+    the same acceptance rule, the bordered system solved by MINRES on the tangent space
+    (``P((p-1)H − λI)P dx = −(g − λx)``, ``P = I − xxᵀ``) from products ``H y``, never forming
+    ``H = T x^{p-2}``. Near a maximiser of a nearly SOD tensor that operator is close to
+    ``−λ·P`` (well conditioned), so a few products reach the relative tolerance ``1e-14``."""
+    from scipy.sparse.linalg import LinearOperator, minres
+
+    B, n = x.shape
+    p = Ts.ndim - 1
+    out = x.copy()
+    for b in range(B):
+        Tb, db = Ts.take([b]), deflation.take([b])
+        xb = out[b].copy()
+        g = _contract(Tb, xb[None, None], p - 1, db)[0, 0]
+        lam = float(g @ xb)
+        for _ in range(steps):
+            r = g - lam * xb
+            H = _hessian_at(Tb, xb[None, None], db)
+
+            def matvec(v: FloatArray, xb: FloatArray = xb, lam: float = lam, H: Any = H) -> Any:
+                v = np.ravel(v)
+                v = v - xb * (xb @ v)
+                Hv = H(v[None, None])[0, 0]
+                y = (p - 1) * Hv - lam * v
+                return y - xb * (xb @ y)
+
+            op = LinearOperator((n, n), matvec=matvec, dtype=float)
+            d, _ = minres(op, -r, rtol=1e-14, maxiter=10 * n)
+            d = d - xb * (xb @ d)
+            size = float(np.linalg.norm(d))
+            y = xb + d
+            y /= np.linalg.norm(y)
+            if size <= 1e-8:
+                xb = y  # quadratic regime: taken without its check, as _polish_deflated does
+                break
+            gy = _contract(Tb, y[None, None], p - 1, db)[0, 0]
+            fy = float(gy @ y)
+            ok = np.isfinite(fy) and abs(fy) >= abs(lam) - 1e-13 * (abs(lam) + 1e-300)
+            ok = ok and np.sign(fy) * np.sign(lam) >= 0
+            if not ok:
+                break  # the dense polish would keep x and retry the same step: it stays put
+            xb, g, lam = y, gy, fy
+        out[b] = xb
+    return out
 
 
 def _signed_problems(Ts: FloatArray) -> tuple[FloatArray, int]:

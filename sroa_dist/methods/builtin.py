@@ -190,6 +190,7 @@ def _method_power(
     n_iter: int = 30,
     budget: str = "fixed",
     noise_level: float | None = None,
+    engine: str = "auto",
 ) -> MethodOutput:
     """Randomized robust tensor power method (Anandkumar et al., JMLR 2014, Algorithm 1).
 
@@ -198,6 +199,10 @@ def _method_power(
     ``N`` more times. No convergence test and no shift: the paper's local baseline.
     ``budget="aghkt"`` replaces ``L`` and ``N`` by the sizes of the method's analysis for this
     ``n`` (:func:`aghkt_budget`, with ``noise_level`` its assumed ``ε``); ``"fixed"`` keeps them.
+    ``engine`` (:data:`~sroa_dist.methods.ascent.ENGINES`): the engine of the global check of
+    its SROA steps on matrix-free operators (``sroa(global_check=True)``); the iterations
+    themselves are the same on every engine. Revision 1, which stores made with it keep, is
+    ``engine="dense"``.
     """
     B, n = Ts.shape[0], Ts.shape[1]
     p = Ts.ndim - 1
@@ -260,6 +265,7 @@ def _method_sshopm(
     confirm_margin: float = CONFIRM_MARGIN,
     abandon_margin: float = ABANDON_MARGIN,
     kernel: str = "packed",
+    engine: str = "auto",
 ) -> MethodOutput:
     """Multi-start shifted symmetric higher-order power method with adaptive shift.
 
@@ -301,9 +307,13 @@ def _method_sshopm(
     and counts every point). ``kernel`` (formed tensors): ``"packed"`` contracts p = 3 tensors
     over their distinct index pairs with the iterates held coordinates first, ``"symmetric"``
     over the same pairs instance by instance, ``"dense"`` over all of them (see
-    :func:`~sroa_dist.methods.ascent.shifted_ascent`); the three agree up to rounding. Revisions 1,
-    2 and 3 of this method, which stores made with them keep using, are reproduced by the option
-    values in its record's ``legacy`` table. Converges to local maxima: fast, with no bound of its
+    :func:`~sroa_dist.methods.ascent.shifted_ascent`); the three agree up to rounding. ``engine``
+    (matrix-free operators, :data:`~sroa_dist.methods.ascent.ENGINES`): ``"auto"`` runs the
+    spectral starts by Lanczos and the Newton polish by MINRES on Hessian-vector products from
+    ``n >= LARGE_N`` on (revision 5), ``"dense"`` by dense eigensolves at every n (revisions
+    1–4); the same steps up to rounding, in the steps and in their global check. Revisions 1 to
+    4 of this method, which stores made with them keep using, are reproduced by the option values
+    in its record's ``legacy`` table. Converges to local maxima: fast, with no bound of its
     own (a step is certified only where its value meets the unfolding bound that
     :func:`~sroa_dist.methods.finishing.finish_step` checks every step against). Besides
     ``x`` it reports how many starts reached the best value (``n_best``) and whether the
@@ -329,7 +339,7 @@ def _method_sshopm(
         kw.update(abandon_margin=abandon_margin, kernel=kernel)
     X0 = random_starts(rngs, n_starts, n)
     if n_spectral:
-        X0 = np.concatenate([X0, spectral_starts(Ts, rngs, n_spectral, deflation)], axis=1)
+        X0 = np.concatenate([X0, spectral_starts(Ts, rngs, n_spectral, deflation, engine)], axis=1)
     if warm and deflation is not None and deflation.warm is not None:
         X0 = np.concatenate([X0, deflation.warm], axis=1)
     elif deflation is not None:
@@ -379,7 +389,7 @@ def _method_sshopm(
     top = Fs[rows_b, best]
     n_best = np.sum(Fs >= (top - BEST_RTOL * np.abs(top))[:, None], axis=1)
     if polish:
-        x = newton_polish(Ts, x, deflation=deflation)
+        x = newton_polish(Ts, x, deflation=deflation, engine=engine)
     return MethodOutput(
         x=x,
         n_starts=used,

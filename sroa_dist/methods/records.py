@@ -19,7 +19,7 @@ import numpy as np
 
 from .._registry import check_entry, import_entry, is_names_only
 from ..errors import InputError
-from .ascent import KERNELS
+from .ascent import ENGINES, KERNELS
 from .builtin import (
     DEFAULT_TIME_BUDGET,
     MethodOutput,
@@ -144,6 +144,7 @@ OPTION_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
         "a number >= 0 (inf: run every start to convergence)",
     ),
     "kernel": (lambda v: v in KERNELS, f"one of {list(KERNELS)}"),
+    "engine": (lambda v: v in ENGINES, f"one of {list(ENGINES)}"),
     "warm": (lambda v: isinstance(v, (bool, np.bool_)), "true or false"),
     "lazy": (lambda v: isinstance(v, (bool, np.bool_)), "true or false"),
     "order": (lambda v: v is None or (_is_int(v) and v >= 1), "an integer relaxation order"),
@@ -355,9 +356,12 @@ def _check_sos_indexable(name: str, n: int, p: int, options: Mapping[str, Any]) 
         )
 
 
+#: What revisions 1-4 of ``sshopm`` (and revision 1 of ``power``) share and the large-n engine
+#: changed: dense eigensolves for spectral starts, Newton polish and the global check at every n.
+_BEFORE_5: dict[str, Any] = {"engine": "dense"}
 #: What revisions 1-3 of ``sshopm`` share and revision 4 changed: the confirmation rule and
 #: spectral starts on matrix-free operators only.
-_BEFORE_4: dict[str, Any] = {"confirm": "settle", "n_spectral": "operators"}
+_BEFORE_4: dict[str, Any] = {"confirm": "settle", "n_spectral": "operators", **_BEFORE_5}
 
 
 def _builtin_records() -> list[Method]:
@@ -390,16 +394,29 @@ def _builtin_records() -> list[Method]:
             # 4: 'confirmed' means an exploration of the unexplored directions found nothing
             # higher (confirm="explore"; the rule of 1-3 confirmed steps that missed a whole
             # basin), and spectral starts run on every path, formed tensors included.
+            # 5: on matrix-free operators of n >= LARGE_N, the large-n engine (engine="auto":
+            # Lanczos spectral starts, MINRES polish, in the steps and their global check):
+            # the same steps up to rounding, not bit for bit.
             # Each revision's throughput and misses: docs/results/benchmarks.md, Figure-2
-            # throughput and False confirmations (bench_sroa_local.py, bench_miss_rate.py).
-            revision=4,
+            # throughput, False confirmations and Global SROA at large n (bench_sroa_local.py,
+            # bench_miss_rate.py, bench_global_large_n.py).
+            revision=5,
             legacy={
                 1: {**_BEFORE_4, "abandon_margin": math.inf, "kernel": "dense"},
                 2: {**_BEFORE_4, "kernel": "symmetric"},
                 3: dict(_BEFORE_4),
+                4: dict(_BEFORE_5),
             },
         ),
-        make_method("power", _method_power, cost=_local_cost(1e-7)),
+        make_method(
+            "power",
+            _method_power,
+            cost=_local_cost(1e-7),
+            # 2: the global check of its steps on operators of n >= LARGE_N runs the large-n
+            # engine (its own iterations are unchanged).
+            revision=2,
+            legacy={1: dict(_BEFORE_5)},
+        ),
     ]
 
 

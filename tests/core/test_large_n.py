@@ -6,13 +6,22 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from sroa_dist import identity_basis, make_instance, match, rank_one, sod_tensor, sroa, sroa_batch
+from sroa_dist import (
+    identity_basis,
+    make_instance,
+    match,
+    rank_one,
+    sod_tensor,
+    sroa,
+    sroa_batch,
+    structured_tensor,
+)
 from sroa_dist.decomposition.engines import _gram_bound
 from sroa_dist.methods.ascent import Deflation, _contract
 from sroa_dist.methods.builtin import IMPLICIT_BYTES
-from sroa_dist.methods.records import METHODS
+from sroa_dist.methods.records import METHODS, OptionError, check_options
 from sroa_dist.tensors import contract, rank_one_tensor
-from tests.support.helpers import ROOT
+from tests.support.helpers import DATA, ROOT
 
 #: sshopm's revision 3 (confirmation by agreeing start sets, no spectral starts on formed
 #: tensors), whose confirming sets the trap below exercises.
@@ -238,3 +247,141 @@ def test_heavy_instances_get_blocks_of_one():
     assert 256 * solve_cost("sshopm", 256, 3) > 30
     assert solve_cost("power", 256, 3) > 5 * solve_cost("sshopm", 256, 3)
     assert solve_cost("sshopm", 10, 3) == 1e-4 + 2.5e-7 * 10**3
+
+
+# --- The large-n engine on matrix-free operators (issue 35) ------------------------------------
+
+#: The two engines take the same steps up to rounding: values and vectors to this tolerance.
+ENGINE_ATOL = 1e-10
+
+
+#: sroa(method="sshopm", rank=5, rng=0, global_check=True, redo=True), sroa(method="power",
+#: rank=3, rng=1, global_check=True, redo=True, n_starts=2, n_iter=3) and rank_one(method="sshopm",
+#: rng=2) of the p = 3 coherent tilt at n = 128 (:func:`_tilt`) by the code before the large-n
+#: engine (main at 2e319fe, 2026-11-28): the dense engine's bits at n >= LARGE_N.
+DENSE_GOLDEN = DATA / "dense_engine_n128.npz"
+
+
+def _tilt(n, p=3):
+    """Issue 35's case: the coherent tilt above the threshold, ε = 0.9/√(n−1)."""
+    return structured_tensor(
+        p, (1.0,) * (n - 1) + (0.95,), family="coherent-tilt", eps=0.9 / np.sqrt(n - 1)
+    )
+
+
+def _global_sroa(op, engine, **options):
+    """Global-checked SROA of ``op`` by ``sshopm`` on ``engine``."""
+    return sroa(op, method="sshopm", rng=0, global_check=True, redo=True, engine=engine, **options)
+
+
+def _bits(a):
+    return np.asarray(a, dtype=float).view(np.int64)
+
+
+def _assert_same_steps(new, old):
+    np.testing.assert_allclose(new.lambdas, old.lambdas, rtol=0, atol=ENGINE_ATOL)
+    # Even p: x and −x are the same rank-one term, and a solver's sign is its own.
+    sign = 1.0 if new.p % 2 else np.sign(np.sum(new.vectors * old.vectors, axis=0))
+    np.testing.assert_allclose(new.vectors, old.vectors * sign, rtol=0, atol=ENGINE_ATOL)
+    # The deflation order exactly: the same component at every step.
+    order = np.argmax(np.abs(new.vectors), axis=0)
+    np.testing.assert_array_equal(order, np.argmax(np.abs(old.vectors), axis=0))
+    np.testing.assert_array_equal(new.redone, old.redone)
+    both = ~np.isnan(old.global_gap)
+    np.testing.assert_array_equal(both, ~np.isnan(new.global_gap))
+    np.testing.assert_allclose(new.global_gap[both], old.global_gap[both], rtol=0, atol=1e-9)
+
+
+def _known_answer(p, n, seed):
+    """A planted decomposition with a small tilt, formed and as an operator (the same tensor up
+    to rounding)."""
+    lam = np.linspace(1.0, 0.5, n)
+    inst = make_instance(n, p, rank=n, lambdas=lam, noise="coherent-tilt", eps=0.05, rng=seed)
+    return inst, structured_tensor(p, lam, V=inst.V, family="coherent-tilt", eps=0.05)
+
+
+def test_operator_hessian_products_equal_the_formed_hessian():
+    from sroa_dist.methods.ascent import _hessian_at
+
+    op = _known_answer(4, 9, seed=1)[1].as_batch()
+    rng = np.random.default_rng(2)
+    X, Y = rng.standard_normal((1, 3, 9)), rng.standard_normal((1, 3, 9))
+    U = np.linalg.qr(rng.standard_normal((9, 2)))[0]
+    for d in (None, Deflation(U[None], np.array([[0.7, -0.2]]), np.ones(1))):
+        for dd in (d,) if d is None else (d, d.negated()):
+            want = np.einsum("bsij,bsj->bsi", _contract(op, X, 2, dd), Y)
+            got = _hessian_at(op, X, dd)(Y)
+            np.testing.assert_allclose(got, want, rtol=0, atol=1e-13 * np.abs(want).max())
+
+
+@pytest.mark.parametrize(("p", "n", "seed"), [(3, 12, 0), (4, 10, 1), (3, 24, 2)])
+def test_large_n_engine_takes_the_same_steps_on_known_answers(p, n, seed):
+    """Planted components: the large-n engine (run at every n, ``engine="krylov"``) agrees with
+    the dense engine step by step, both find the planted components, and where a certified
+    step (the formed tensor, where its relaxation is tractable) agrees with the dense engine's,
+    the large-n engine's agrees with it too."""
+    inst, op = _known_answer(p, n, seed)
+    new, old = _global_sroa(op, "krylov"), _global_sroa(op, "dense")
+    _assert_same_steps(new, old)
+    assert not new.non_global.any()
+    assert np.max(match(new, inst.lambdas, inst.V).vec_err) < 0.1  # the planted components
+    if n > 12:
+        return  # the relaxation at n = 24 (p = 3) is past its default time budget
+    cert = sroa(inst.T_hat, method="certified", rng=0)
+    agree = cert.certified & np.isclose(old.lambdas, cert.lambdas, rtol=0, atol=1e-8)
+    upto = int(np.argmin(agree)) if not agree.all() else n  # steps on the same residuals
+    assert upto >= n // 2  # not vacuous: most steps are certified and agreed on
+    np.testing.assert_allclose(new.lambdas[:upto], cert.lambdas[:upto], rtol=0, atol=1e-8)
+
+
+@pytest.mark.parametrize("n", [64, pytest.param(128, marks=pytest.mark.slow)])
+def test_large_n_engine_takes_the_same_steps_on_the_tilt(n):
+    """Issue 35's case at n = 64 and 128: the same steps, the tilted component last."""
+    op = _tilt(n)
+    new, old = _global_sroa(op, "krylov"), _global_sroa(op, "dense")
+    _assert_same_steps(new, old)
+    assert np.argmax(np.abs(new.vectors[:, -1])) == n - 1
+
+
+def test_the_engine_is_a_method_revision():
+    """sshopm revision 5 and power revision 2 run the large-n engine from LARGE_N on; their
+    earlier revisions are the dense engine, which stores made with them keep."""
+    assert METHODS["sshopm"].revision == 5 and METHODS["power"].revision == 2
+    for method, old in (("sshopm", (1, 2, 3, 4)), ("power", (1,))):
+        assert METHODS[method].options_at(None) == {}  # direct calls: engine="auto"
+        assert all(METHODS[method].options_at(r)["engine"] == "dense" for r in old)
+    with pytest.raises(OptionError, match="engine"):
+        check_options("sshopm", {"engine": "lanczos"})
+
+
+def test_a_pinned_old_revision_keeps_the_dense_engines_bits_at_large_n():
+    """At n = 128 (>= LARGE_N) the revisions before the engine reproduce the old code's bits
+    (steps, global gaps, power's checked and redone steps, a rank-one solve); the current
+    revisions take the same steps up to rounding, not bit for bit (so the pin is what keeps
+    a store's bits)."""
+    g, op = np.load(DENSE_GOLDEN), _tilt(128)
+    runs = {}
+    for label, rev in (("old", (4, 1)), ("new", (None, None))):
+        s_opts = METHODS["sshopm"].options_at(rev[0])
+        w_opts = METHODS["power"].options_at(rev[1])
+        s = sroa(op, 5, "sshopm", rng=0, global_check=True, redo=True, **s_opts)
+        w = sroa(op, 3, "power", rng=1, global_check=True, redo=True, n_starts=2, n_iter=3,
+                 **w_opts)  # fmt: skip
+        o = rank_one(op, "sshopm", rng=2, **s_opts)
+        runs[label] = {
+            "sshopm_lambdas": s.lambdas,
+            "sshopm_vectors": s.vectors,
+            "sshopm_gap": s.global_gap,
+            "power_lambdas": w.lambdas,
+            "power_vectors": w.vectors,
+            "power_gap": w.global_gap,
+            "power_redone": w.redone,
+            "rank_one_x": o.x,
+        }
+    for key, want in runs["old"].items():
+        assert np.array_equal(_bits(want), _bits(g[key])), key
+    assert runs["old"]["power_redone"].all()  # power's check polished and redid every step
+    differ = [k for k in runs["new"] if not np.array_equal(_bits(runs["new"][k]), _bits(g[k]))]
+    assert {"sshopm_vectors", "power_vectors", "rank_one_x"} <= set(differ)
+    for key, want in runs["new"].items():
+        np.testing.assert_allclose(want, g[key], rtol=0, atol=ENGINE_ATOL, err_msg=key)

@@ -159,9 +159,11 @@ def test_abandon_margin_is_checked():
 
 
 def test_only_known_revisions_run():
-    before_4 = {"confirm": "settle", "n_spectral": "operators"}
-    assert METHODS["sshopm"].revision == 4
-    assert METHODS["sshopm"].options_at(4) == {} == METHODS["sshopm"].options_at(None)
+    before_5 = {"engine": "dense"}  # the large-n engine (tests/core/test_large_n.py)
+    before_4 = {"confirm": "settle", "n_spectral": "operators", **before_5}
+    assert METHODS["sshopm"].revision == 5
+    assert METHODS["sshopm"].options_at(5) == {} == METHODS["sshopm"].options_at(None)
+    assert METHODS["sshopm"].options_at(4) == before_5
     assert METHODS["sshopm"].options_at(3) == before_4
     assert METHODS["sshopm"].options_at(2) == {**before_4, "kernel": "symmetric"}
     with pytest.raises(ValueError, match="revision 7 cannot be reproduced"):
@@ -246,6 +248,7 @@ def test_a_spec_names_only_known_revisions():
         "kernel": "dense",
         "confirm": "settle",
         "n_spectral": "operators",
+        "engine": "dense",
     }
     assert _spec(revisions={"sshopm": 1}).options_for("sshopm") == legacy
     assert _spec().options_for("sshopm") == {}
