@@ -147,7 +147,7 @@ def _failure(k: int, m: int) -> tuple[float, float, float]:
     """Measured failure ``1 − k/m`` and the distances to its Wilson interval's ends."""
     lo, hi = wilson_interval(k, m)
     fail = 1 - k / m
-    return fail, fail - (1 - hi), (1 - lo) - fail
+    return fail, max(0.0, fail - (1 - hi)), max(0.0, (1 - lo) - fail)  # rounding: never < 0
 
 
 def figure_escape(rows: list[dict[str, Any]]) -> Figure:
@@ -190,7 +190,11 @@ def figure_escape(rows: list[dict[str, Any]]) -> Figure:
                 if not runs:
                     continue
                 fail, e_lo, e_hi = _failure(k, runs)
-                xerr = None if lo_hi is None else [[pred - lo_hi[0]], [lo_hi[1] - pred]]
+                xerr = (
+                    None
+                    if lo_hi is None
+                    else [[max(0.0, pred - lo_hi[0])], [max(0.0, lo_hi[1] - pred)]]
+                )
                 ax.errorbar(
                     [pred],
                     [fail],
