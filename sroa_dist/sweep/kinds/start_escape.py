@@ -54,6 +54,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from sroa_dist.errors import InputError
 from sroa_dist.methods.builtin import aghkt_budget
 from sroa_dist.studies.start_escape import (
     DEFAULT_RADIUS,
@@ -180,6 +181,7 @@ AXIS_KEYS: dict[str, str] = {
 }
 
 _LABEL = re.compile(r"^(power)@(?:(\d+)|aghkt(?:\*(\d+(?:\.\d+)?))?)$|^(sshopm)(@global)?$")
+_STAGES_HINT = 'e.g. stages = "n, n/8, 4, 1"'
 _LABEL_HINT = "solver labels: power@20, power@aghkt, power@aghkt*2, sshopm, sshopm@global"
 
 
@@ -213,19 +215,21 @@ class Solver:
 
 
 def parse_solver(label: str) -> Solver:
-    """The :class:`Solver` a label names; ``ValueError`` for a label outside the grammar."""
+    """The :class:`Solver` a label names; ``InputError`` for a label outside the grammar."""
     m = _LABEL.match(label) if isinstance(label, str) else None
     if m is None:
-        raise ValueError(f"unknown solver label {label!r}")
+        raise InputError(
+            f"solver label: expected a label of the grammar; received {label!r}", _LABEL_HINT
+        )
     if m.group(4):
         return Solver(label, "sshopm", global_steps=bool(m.group(5)))
     if m.group(2):
         if int(m.group(2)) < 1:
-            raise ValueError(f"solver label {label!r}: L must be >= 1")
+            raise InputError(f"solver label {label!r}: expected L >= 1", _LABEL_HINT)
         return Solver(label, "power", starts=int(m.group(2)))
     factor = float(m.group(3)) if m.group(3) else 1.0
     if not factor > 0:
-        raise ValueError(f"solver label {label!r}: the factor must be > 0")
+        raise InputError(f"solver label {label!r}: expected a factor > 0", _LABEL_HINT)
     return Solver(label, "power", aghkt=True, factor=factor)
 
 
@@ -241,13 +245,11 @@ def parse_stages(text: str, n: int) -> tuple[int, ...]:
             r = n
         elif m := re.fullmatch(r"n/(\d+)", item):
             if int(m.group(1)) < 1:
-                raise ValueError(f"stage {item!r}: divide by an integer >= 1")
+                raise InputError(f"stage {item!r}: expected n/k with k >= 1", _STAGES_HINT)
             r = n // int(m.group(1))
         else:
-            raise ValueError(f"unknown stage {item!r}")
+            raise InputError(f"stage {item!r}: expected an integer, n or n/k", _STAGES_HINT)
         out.add(min(max(r, 1), n))
-    if not out:
-        raise ValueError("no stage")
     return tuple(sorted(out, reverse=True))
 
 
@@ -409,10 +411,8 @@ def escape_spec_from_dict(raw: Mapping[str, Any], source: str = "<dict>") -> Esc
     for label in labels:
         try:
             parse_solver(label)
-        except ValueError as exc:
-            raise SpecError(source, "solver.method", "a solver label", label, _LABEL_HINT) from (
-                exc
-            )
+        except InputError as exc:
+            raise SpecError(source, "solver.method", "a solver label", label, _LABEL_HINT) from exc
     solver = data["solver"]
     for key in ("steps", "norm_method"):
         if solver[key] is not None:
@@ -442,13 +442,13 @@ def escape_spec_from_dict(raw: Mapping[str, Any], source: str = "<dict>") -> Esc
         raise SpecError(source, "escape.radius", "a number in (0, √2)", e["radius"], "e.g. 0.3")
     try:
         parse_stages(e["stages"], 2)
-    except ValueError as exc:
+    except InputError as exc:
         raise SpecError(
             source,
             "escape.stages",
             "comma-separated stages: integers, n or n/k",
             e["stages"],
-            f'{exc}; e.g. stages = "n, n/8, 4, 1"',
+            f"{exc.args[0]}; {_STAGES_HINT}",
         ) from None
     if e["starts"] == 0 and not e["sroa"]:
         raise SpecError(
