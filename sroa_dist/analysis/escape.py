@@ -6,8 +6,9 @@ starts and their hits per stage (``escape_hits`` over the ``step`` dim) and whol
 each measured stage with its Wilson interval, the predicted first-step success
 ``1 − (1 − q_n)^L`` and whole-run bound ``Π_r (1 − (1 − q_r)^L)`` (an upper bound when steps
 are independent: unmeasured stages' factors are at most 1), and the measured fractions with
-their intervals. The report section tabulates them and draws measured whole-SROA failure
-against the predicted one, per n.
+their intervals. The report section tabulates them, draws q against ε per n and stage
+(:func:`figure_escape_q`) and, where the cube has whole SROAs, measured failure against the
+predicted one per n (:func:`figure_escape`).
 """
 
 from __future__ import annotations
@@ -24,12 +25,17 @@ from matplotlib.figure import Figure
 from ..studies.start_escape import step_success, wilson_interval
 from .kinds import KindAnalysis
 
-__all__ = ["ESCAPE_ANALYSIS", "escape_rows", "figure_escape", "report_section"]
+__all__ = ["ESCAPE_ANALYSIS", "escape_rows", "figure_escape", "figure_escape_q", "report_section"]
 
 #: The grid dims of an escape cube (each swept or a root attr ``setting_<dim>``).
 _AXES = ("noise", "n", "p", "method", "eps")
 _ATTR = {"noise": "setting_noise_model"}
 _FIGURE = "escape_whole_vs_predicted"
+_FIGURE_Q = "escape_q"
+_CAPTION_Q = (
+    "Per-start escape probability q against ε, per n and stage r (r = n: SROA's first step), "
+    "for each solver label's iterations N; bands: 95 % Wilson intervals of the pooled starts"
+)
 _CAPTION = (
     "Measured failure of whole SROAs against the failure predicted from the single starts' q, "
     "per n: the first step against (1 − q)^L (filled), the whole SROA against 1 − Π over the "
@@ -230,6 +236,61 @@ def figure_escape(rows: list[dict[str, Any]]) -> Figure:
     return fig
 
 
+def figure_escape_q(rows: list[dict[str, Any]]) -> Figure:
+    """Per-start escape probability ``q`` against ε, one panel per n: a line per stage ``r``
+    (colour; the first step ``r = n`` darkest) and solver label (line style: its ``N``), with
+    the 95 % Wilson band of the pooled starts."""
+    sizes = sorted({r["n"] for r in rows if r["stages"]})
+    cols = min(3, len(sizes))
+    nrows = math.ceil(len(sizes) / cols)
+    fig = Figure(figsize=(max(3.9 * cols, 7.0), 3.3 * nrows + 1.1), layout="constrained")
+    axes = fig.subplots(nrows, cols, squeeze=False).ravel()
+    labels = sorted({str(r["method"]) for r in rows if r["stages"]})
+    styles = dict(zip(labels, ("-", "--", ":", "-."), strict=False))
+    for ax, n in zip(axes, sizes, strict=False):
+        here = [r for r in rows if r["n"] == n and r["stages"]]
+        stages = sorted({s["r"] for r in here for s in r["stages"]}, reverse=True)
+        for i, stage in enumerate(stages):
+            colour = f"C{i}"
+            for m in labels:
+                pts = sorted(
+                    (
+                        (r["eps"], s)
+                        for r in here
+                        if str(r["method"]) == m
+                        for s in r["stages"]
+                        if s["r"] == stage
+                    ),
+                    key=lambda t: t[0],
+                )
+                if not pts:
+                    continue
+                e = [t[0] for t in pts]
+                ax.plot(
+                    e,
+                    [t[1]["q"] for t in pts],
+                    color=colour,
+                    ls=styles.get(m, "-"),
+                    marker="." if len(pts) < 3 else None,
+                    lw=1.2,
+                    label=f"r = {'n' if stage == n else stage}, {m}",
+                )
+                lo = [t[1]["interval"][0] for t in pts]
+                hi = [t[1]["interval"][1] for t in pts]
+                ax.fill_between(e, lo, hi, color=colour, alpha=0.12, lw=0)
+        ax.set_xscale("log")
+        ax.set_ylim(-0.03, 1.03)
+        ax.set_title(f"n = {n}")
+        ax.set_xlabel("ε = ‖E‖")
+        ax.set_ylabel("q (one start escapes)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6, loc="lower left")
+    for ax in axes[len(sizes) :]:
+        ax.set_visible(False)
+    fig.suptitle("Per-start escape probability q of the power method, by stage r", fontsize=9)
+    return fig
+
+
 def report_section(
     doc: Any, ds: xr.Dataset, fig_dir: Path, *, n_boot: int = 200, rng: int = 0
 ) -> list[Path]:
@@ -245,12 +306,16 @@ def report_section(
         "the cube's runs (one per replicate); intervals are 95 % Wilson intervals."
     )
     doc.table(*escape_table(rows))
-    if not rows:
-        return []
-    fig_dir.mkdir(parents=True, exist_ok=True)
-    path = fig_dir / f"{_FIGURE}.png"
-    figure_escape(rows).savefig(path, dpi=110)
-    doc.image(path, f"{fig_dir.name}/{path.name}", _CAPTION)
+    drawn = []
+    if any(r["stages"] for r in rows):
+        drawn.append((_FIGURE_Q, figure_escape_q(rows), _CAPTION_Q))
+    if any(r["whole_found"][1] for r in rows):
+        drawn.append((_FIGURE, figure_escape(rows), _CAPTION))
+    for name, fig, caption in drawn:
+        fig_dir.mkdir(parents=True, exist_ok=True)
+        path = fig_dir / f"{name}.png"
+        fig.savefig(path, dpi=110)
+        doc.image(path, f"{fig_dir.name}/{path.name}", caption)
     return []
 
 

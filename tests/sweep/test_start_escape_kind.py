@@ -186,7 +186,8 @@ def test_the_report_has_the_kinds_section_and_figure(tiny_store, tmp_path):
     ds = open_results(tiny_store)
     md = write_report(ds, tmp_path / "r.md", formats=("md",), n_boot=0)[0].read_text()
     assert "## Start escape: q against whole SROAs" in md and "## Instances" not in md
-    assert (tmp_path / "r_figures" / "escape_whole_vs_predicted.png").stat().st_size > 10_000
+    for name in ("escape_q", "escape_whole_vs_predicted"):
+        assert (tmp_path / "r_figures" / f"{name}.png").stat().st_size > 10_000
     rows = {(r["method"], r["eps"]): r for r in escape_rows(ds)}
     tiny = rows[("power@2", 1e-9)]
     assert [s["r"] for s in tiny["stages"]] == [8, 4, 1]
