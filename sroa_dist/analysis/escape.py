@@ -30,6 +30,9 @@ __all__ = ["ESCAPE_ANALYSIS", "escape_rows", "figure_escape", "figure_escape_q",
 #: The grid dims of an escape cube (each swept or a root attr ``setting_<dim>``).
 _AXES = ("noise", "n", "p", "method", "eps")
 _ATTR = {"noise": "setting_noise_model"}
+#: A lost step counts as captured by the attractor when its vector's overlap with ±u is at
+#: least this (``|x·u| >= 0.9``).
+CAPTURE_OVERLAP = 0.9
 _FIGURE = "escape_whole_vs_predicted"
 _FIGURE_Q = "escape_q"
 _CAPTION_Q = (
@@ -98,6 +101,16 @@ def escape_rows(ds: xr.Dataset) -> list[dict[str, Any]]:
         first = sel["step_found"].values[..., 0]
         row["first_found"] = _fraction(first)
         row["whole_found"] = _fraction(sel["sroa_success"].values)
+        lost = sel["first_lost"].values
+        lost = lost[np.isfinite(lost) & (lost > 0)]
+        overlap = sel["lost_u_overlap"].values
+        overlap = overlap[np.isfinite(overlap)]
+        # capture: the lost step's vector within angle arccos(0.9) of ±u
+        row["lost"] = {
+            "runs": int(lost.size),
+            "median_step": float(np.median(lost)) if lost.size else None,
+            "captured": int(np.sum(np.abs(overlap) >= CAPTURE_OVERLAP)),
+        }
         if not stages and row["whole_found"][1] == 0:
             continue
         rows.append(row)
@@ -109,6 +122,12 @@ def _fmt_frac(k: int, m: int) -> str:
         return "—"
     lo, hi = wilson_interval(k, m)
     return f"{k}/{m} = {k / m:.3f} [{lo:.3f}, {hi:.3f}]"
+
+
+def _fmt_lost(lost: dict[str, Any]) -> str:
+    if not lost["runs"]:
+        return "—"
+    return f"{lost['runs']}, step {lost['median_step']:g}, {lost['captured']} captured"
 
 
 def escape_table(rows: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
@@ -123,6 +142,7 @@ def escape_table(rows: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]
         "first step found (runs)",
         "Π over stages",
         "whole SROA found all (runs)",
+        "lost: runs, median first lost step, captured by u",
     ]
     out = []
     for r in rows:
@@ -144,6 +164,7 @@ def escape_table(rows: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]
                 _fmt_frac(*r["first_found"]),
                 f"{r['predicted_whole']:.3f}" if "predicted_whole" in r else "—",
                 _fmt_frac(*r["whole_found"]),
+                _fmt_lost(r["lost"]),
             ]
         )
     return header, out

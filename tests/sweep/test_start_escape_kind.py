@@ -196,6 +196,9 @@ def test_the_report_has_the_kinds_section_and_figure(tiny_store, tmp_path):
     assert rows[("power@2", 5.0)]["predicted_first"] == 0.0
     assert "predicted_first" not in rows[("sshopm@global", 5.0)]
     assert "| 8 | 1e-09 | power@2 | 2, 30 | 80/80 = 1.000" in md
+    caught = rows[("power@2", 5.0)]["lost"]
+    assert caught["runs"] == 2 and caught["captured"] == 2  # every run lost step 1 to u
+    assert rows[("power@2", 1e-9)]["lost"]["runs"] == 0
 
 
 @pytest.mark.parametrize("path", STUDIES + SMOKES, ids=lambda p: p.stem)
