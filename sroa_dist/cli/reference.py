@@ -240,12 +240,22 @@ KEY_MEANINGS: Mapping[str, str] = {
     "model.prior": "prior of the model's parameters: `concentration` (topics), `mean_scale` "
     "(gmm), `sources` and `mixing_scale` (ica)",
     "model.tolerances": "success tolerances: `component`, `weight`",
+    "escape:solver.method": "solver label of the whole SROA: `power@L`, `power@aghkt`, "
+    "`power@aghkt*f`, `sshopm` or `sshopm@global`",
+    "escape:noise.model": "family whose start escape is measured (`attractor`)",
+    "escape:noise.eps": "operator norm ‖E‖ of the perturbation",
+    "escape.starts": "single starts per stage per instance (0: whole SROAs only)",
+    "escape.stages": "stages r (components still to be found): integers, `n` or `n/k`, "
+    "comma-separated",
+    "escape.n_iter": "power iterations N per start of `power@L` (AGHKT labels take its N)",
+    "escape.radius": "a start or step succeeds within this distance of a component",
+    "escape.sroa": "run one whole SROA per instance",
 }
 
 
 def _kind_tables() -> dict[str, tuple[Mapping[str, Any], Mapping[str, str]]]:
     """Kind name -> (its spec schema, its axis keys), for every registered kind."""
-    from ..sweep.kinds import KINDS, model, threshold
+    from ..sweep.kinds import KINDS, model, start_escape, threshold
     from ..sweep.kinds.tensor import spec as tensor
     from ..sweep.kinds.worst_case import spec as worst_case
 
@@ -255,6 +265,7 @@ def _kind_tables() -> dict[str, tuple[Mapping[str, Any], Mapping[str, str]]]:
         "model": (model._SCHEMA, model.MODEL_AXIS_KEYS),
         "threshold": (threshold.THRESHOLD_SCHEMA, threshold.AXIS_KEYS),
         "worst_case": (worst_case.WORST_CASE_SCHEMA, worst_case.AXIS_KEYS),
+        "escape": (start_escape.ESCAPE_SCHEMA, start_escape.AXIS_KEYS),
     }
     return {name: known[name] for name in KINDS if name in known}
 

@@ -9,23 +9,44 @@ module measures ``q`` directly, from many single starts on the tensor one SROA s
 weights still to be found, ``r`` of them, plus the whole perturbation (the earlier components
 deflated exactly: what global steps leave, up to their small residuals).
 
-Numerics only: the package's own power iterations on matrix-free operators.
+:func:`whole_sroa` runs one whole SROA on the same family (identity basis, unit weights) and
+says which steps found a component not found before (:func:`step_successes`): the measurement
+``1 − (1 − q)^L`` is confirmed against. Numerics only: the package's own power iterations and
+SROA on matrix-free operators; the ``escape`` sweep kind
+(:mod:`sroa_dist.sweep.kinds.start_escape`) fans them out and stores them.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
+from ..decomposition import sroa
 from ..errors import InputError
 from ..methods.ascent import power_iterations, random_starts
 from ..methods.builtin import aghkt_budget
 from ..operators import StructuredTensor, SymmetricProducts
 from ..problems.perturbations import attractor_factored
+from ..problems.structured import structured_tensor
 
-__all__ = ["EscapeResult", "escape_probability", "step_success"]
+__all__ = [
+    "DEFAULT_RADIUS",
+    "ESCAPE_FAMILIES",
+    "EscapeResult",
+    "SroaOutcome",
+    "escape_probability",
+    "step_success",
+    "step_successes",
+    "whole_sroa",
+    "wilson_interval",
+]
+
+#: Perturbation families whose escape this module can measure (their factored form per stage).
+ESCAPE_FAMILIES = ("attractor",)
 
 #: Recovery radius of a start: it escaped when it ends within this distance of a component
 #: still to be found (the threshold studies' vector bound).
@@ -48,6 +69,8 @@ class EscapeResult:
         ``‖E‖``.
     n_starts, n_iter : int
         Starts measured and power iterations per start.
+    hits : int
+        Starts that escaped (``q · n_starts``).
     """
 
     q: float
@@ -58,6 +81,7 @@ class EscapeResult:
     eps: float
     n_starts: int
     n_iter: int
+    hits: int = 0
 
 
 def escape_probability(
@@ -122,13 +146,14 @@ def escape_probability(
     hits = int(np.sum(best >= 1 - radius**2 / 2))  # ‖x − v‖ ≤ radius
     return EscapeResult(
         q=hits / n_starts,
-        interval=_wilson(hits, n_starts),
+        interval=wilson_interval(hits, n_starts),
         n=n,
         p=int(p),
         r=int(r),
         eps=float(eps),
         n_starts=int(n_starts),
         n_iter=int(iters),
+        hits=hits,
     )
 
 
@@ -137,9 +162,100 @@ def step_success(q: float | np.ndarray, starts: int) -> float | np.ndarray:
     return 1.0 - (1.0 - np.asarray(q, dtype=float)) ** int(starts)
 
 
-def _wilson(k: int, m: int, z: float = 1.959964) -> tuple[float, float]:
+def wilson_interval(k: int, m: int, z: float = 1.959964) -> tuple[float, float]:
+    """The 95 % (``z``) Wilson score interval of a binomial proportion ``k / m`` (``m >= 1``):
+    it keeps its coverage at ``k = 0`` and ``k = m``, where the q of this study often lies."""
+    if m < 1:
+        return (math.nan, math.nan)
     phat = k / m
     den = 1 + z * z / m
     mid = (phat + z * z / (2 * m)) / den
     half = z * math.sqrt(phat * (1 - phat) / m + z * z / (4 * m * m)) / den
     return max(0.0, mid - half), min(1.0, mid + half)
+
+
+#: Kept for callers of the former private name (benchmarks/rate_tables.py).
+_wilson = wilson_interval
+
+
+def step_successes(vectors: np.ndarray, radius: float = DEFAULT_RADIUS) -> np.ndarray:
+    """Per SROA step: did it end within ``radius`` of a component not found before?
+
+    ``vectors`` holds the steps' vectors as columns, in the components' coordinates (the
+    identity basis: as they are). A step whose nearest component an earlier step already
+    found fails, so a run that finds one component twice has lost another.
+    """
+    found: set[int] = set()
+    ok = np.zeros(vectors.shape[1], dtype=bool)
+    for j in range(vectors.shape[1]):
+        i = int(np.argmax(vectors[:, j]))
+        if i not in found and vectors[i, j] >= 1 - radius**2 / 2:
+            ok[j] = True
+            found.add(i)
+    return ok
+
+
+@dataclasses.dataclass(frozen=True)
+class SroaOutcome:
+    """One whole SROA on the attractor family: which steps found a new component.
+
+    Attributes
+    ----------
+    found : (n,) bool array
+        Step ``j`` (0-based) ended within the radius of a component not found before.
+    first_lost : int
+        1-based index of the first step that found none (0: every step found one).
+    u_overlap, weight : float
+        That step's vector's overlap with the attractor's direction ``u = Σ v_i/√n`` and its
+        weight (NaN when no step was lost): a lost step captured by ``u`` has overlap near ±1.
+    n_starts, n_iter : int
+        The method's starts and iterations per step (0 where the method has no such budget).
+    """
+
+    found: np.ndarray
+    first_lost: int
+    u_overlap: float
+    weight: float
+    n_starts: int
+    n_iter: int
+
+
+def whole_sroa(
+    n: int,
+    eps: float,
+    *,
+    p: int = 3,
+    method: str = "power",
+    n_starts: int | None = None,
+    n_iter: int | None = None,
+    global_check: bool = False,
+    radius: float = DEFAULT_RADIUS,
+    rng: int | np.random.SeedSequence = 0,
+    options: Mapping[str, Any] | None = None,
+) -> SroaOutcome:
+    """One whole SROA (n steps) of ``Σ_i e_i^{⊗p} + ε·E`` with ``E`` the attractor (identity
+    basis, unit weights, matrix-free), and which of its steps found a new component.
+
+    ``method`` ``"power"`` takes ``n_starts`` (``L``) and ``n_iter`` (``N``) per step;
+    ``"sshopm"`` its defaults. ``global_check`` checks every step and redoes it on the global
+    branch (global steps, up to the check's own starts). ``options``: further method options
+    (an older method revision's), under the budget.
+    """
+    T = structured_tensor(int(p), np.ones(int(n)), family="attractor", eps=float(eps))
+    budget: dict[str, int] = {}
+    if method == "power":
+        budget = {"n_starts": int(n_starts or 20), "n_iter": int(n_iter or 30)}
+    kwargs = {**(options or {}), **budget}
+    res = sroa(T, method=method, rng=rng, global_check=global_check, redo=global_check, **kwargs)
+    V = np.asarray(res.vectors)
+    ok = step_successes(V if p % 2 else np.abs(V), radius)
+    lost = 0 if ok.all() else int(np.argmin(ok)) + 1
+    u = np.ones(int(n)) / math.sqrt(n)
+    return SroaOutcome(
+        found=ok,
+        first_lost=lost,
+        u_overlap=float(V[:, lost - 1] @ u) if lost else math.nan,
+        weight=float(res.lambdas[lost - 1]) if lost else math.nan,
+        n_starts=budget.get("n_starts", 0),
+        n_iter=budget.get("n_iter", 0),
+    )

@@ -41,6 +41,7 @@ from ..spec.base import SweepSpec, override_for, override_items
 from ..spec.fields import SpecError
 from ..spec.load import apply_overrides, read_spec_file
 from .model import MODEL
+from .start_escape import ESCAPE
 from .tensor.kind import TENSOR
 from .threshold import THRESHOLD
 from .worst_case import WORST_CASE
@@ -375,6 +376,6 @@ def variable_order() -> list[str]:
 
 
 #: The kinds that ship with the package (adding one: its module, then one entry here).
-_BUILTIN: tuple[SweepKind, ...] = (TENSOR, MODEL, THRESHOLD, WORST_CASE)
+_BUILTIN: tuple[SweepKind, ...] = (TENSOR, MODEL, THRESHOLD, WORST_CASE, ESCAPE)
 for _kind in _BUILTIN:
     register_kind(_kind)
