@@ -305,7 +305,7 @@ study() {
     (
         cd "$CLONE"
         exec .venv/bin/python deploy/slurm/sroa_slurm.py "$STUDY" --store "$store" \
-            --jobs 2 --cores 1 --memory 1GB --walltime 00:10:00 --scheduler-host 127.0.0.1 \
+            --jobs 2 --cores 1 --memory 1GB --walltime 00:30:00 --scheduler-host 127.0.0.1 \
             --dashboard-address 127.0.0.1:0 --log-directory "$WORK/study-logs" \
             --prologue "source $CLONE/.venv/bin/activate" --shared-temp-dir "$WORK/dask-tmp"
     ) >"$WORK/study.log" 2>&1 ||
