@@ -247,7 +247,7 @@ study() {
     dc logs runner >"$WORK/runner-study.log"
     dc run --rm runner sroa-dist check "$store" >"$WORK/study-check.log" 2>&1 ||
         die "sroa-dist check $store failed: $(tail -n 3 "$WORK/study-check.log" | tr '\n' ' ')"
-    log "study $STUDY: $(grep -E 'blocks: ' "$WORK/runner-study.log" | tail -n 1)"
+    log "study $STUDY: $(grep -E 'blocks: ' "$WORK/runner-study.log" | tail -n 1 || true)"
 }
 
 dashboard() {

@@ -312,7 +312,7 @@ study() {
         die "study $STUDY on SLURM failed: $(tail -n 3 "$WORK/study.log" | tr '\n' ' ')"
     "$CLONE/.venv/bin/sroa-dist" check "$store" >"$WORK/study-check.log" 2>&1 ||
         die "sroa-dist check $store failed: $(tail -n 3 "$WORK/study-check.log" | tr '\n' ' ')"
-    log "study $STUDY: $(grep -E 'blocks: ' "$WORK/study.log" | tail -n 1)"
+    log "study $STUDY: $(grep -E 'blocks: ' "$WORK/study.log" | tail -n 1 || true)"
 }
 
 # One compound command, parsed whole before it runs: editing this file during a run cannot
