@@ -14,7 +14,10 @@
 # 3. the README's commands: `docker compose up --build -d` with the commit recorded, 2 workers,
 #    a certified sweep, the cube copied out and compared bit for bit with `sroa-dist run` on the
 #    host (timing variables aside); a worker container killed mid-sweep; the runner killed
-#    mid-sweep and resumed; the dashboard's /health on a chosen host port; `down -v`.
+#    mid-sweep and resumed; one study (issue 34: every study a sweep), the smallest threshold
+#    smoke study sweeps/studies/smoke/tilt-p6.toml, run by the runner on the same workers and
+#    then `sroa-dist check`ed in a one-off runner container; the dashboard's /health on a
+#    chosen host port; `down -v`.
 #
 # Variables: SROA_E2E_DASHBOARD_PORT (host port of the dashboard, default 18787),
 # SROA_E2E_REPLICATES (instances of the certified smoke sweep per run; default: as many as keep
@@ -32,6 +35,9 @@ WORK=${SROA_E2E_WORK:-/var/tmp/sroa-e2e-compose}
 PORT=${SROA_E2E_DASHBOARD_PORT:-18787}
 REPLICATES=${SROA_E2E_REPLICATES:-}
 SPEC=sweeps/smoke/certified.toml
+# The study of the `study` step: the cheapest threshold smoke study (two matrix-free p = 6
+# searches), as the image ships it (sweeps/ is in the build context).
+STUDY=sweeps/studies/smoke/tilt-p6.toml
 RUN_ARGS= # set once REPLICATES is known (local_reference)
 CODENAME=$(. /etc/os-release && echo "$VERSION_CODENAME")
 BASE_IMAGE=sroa-dist-base:$CODENAME
@@ -232,6 +238,18 @@ kill_runner() {
     "$PY" deploy/test/cube_check.py equal "$(volume_dir)/$store" "$WORK/local.zarr"
 }
 
+# A study spec runs on the stack as any sweep: the runner with SROA_SPEC pointing at it (no run
+# arguments: the smoke study as shipped), then `sroa-dist check` in a one-off runner container.
+study() {
+    local store=/results/study.zarr
+    SROA_SPEC=$STUDY SROA_RUN_ARGS= SROA_STORE=$store dc up -d runner
+    [ "$(runner_wait)" -eq 0 ] || die "runner failed on $STUDY: $(dc logs --tail 5 runner | tr '\n' ' ')"
+    dc logs runner >"$WORK/runner-study.log"
+    dc run --rm runner sroa-dist check "$store" >"$WORK/study-check.log" 2>&1 ||
+        die "sroa-dist check $store failed: $(tail -n 3 "$WORK/study-check.log" | tr '\n' ' ')"
+    log "study $STUDY: $(grep -E 'blocks: ' "$WORK/runner-study.log" | tail -n 1 || true)"
+}
+
 dashboard() {
     local body
     body=$(curl -fsS --max-time 10 "http://127.0.0.1:$PORT/health") ||
@@ -257,6 +275,7 @@ main() {
     step "cube bit-identical to the local run; run keeps 2 workers" first_cube
     step "docker kill a worker mid-sweep: cube bit-identical" kill_worker
     step "docker kill the runner mid-sweep, rerun resumes: bit-identical" kill_runner
+    step "a study on the stack: $STUDY, then sroa-dist check" study
     step "dashboard /health on host port $PORT" dashboard
     step "down -v" down
 }

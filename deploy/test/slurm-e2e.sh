@@ -17,7 +17,10 @@
 #    for bit (timing variables aside);
 # 4. `python deploy/slurm/sroa_slurm.py` from the login node (here: the host) with a 1-minute
 #    worker walltime: the first worker job retires before its walltime, a replacement job
-#    continues the sweep, and the cube is again bit-identical.
+#    continues the sweep, and the cube is again bit-identical;
+# 5. one study (issue 34: every study a sweep): the smallest threshold smoke study,
+#    sweeps/studies/smoke/tilt-p6.toml, through sroa_slurm.py on two worker jobs, then
+#    `sroa-dist check` on its store.
 # Every daemon is stopped by the PID recorded when it was started.
 #
 # Variables: SROA_E2E_REPLICATES (instances of the certified smoke sweep; default: as many as
@@ -37,6 +40,8 @@ WORK=${SROA_E2E_WORK:-/var/tmp/sroa-e2e-slurm}
 REPLICATES=${SROA_E2E_REPLICATES:-}
 read -r CTLD_PORT SLURMD_PORT <<<"${SROA_E2E_SLURM_PORTS:-16817 16818}"
 SPEC=sweeps/smoke/certified.toml
+# The study of step 5: the cheapest threshold smoke study (two matrix-free p = 6 searches).
+STUDY=sweeps/studies/smoke/tilt-p6.toml
 SWEEP_ARGS=() # set once REPLICATES is known (local_reference)
 BLOCKS=
 CLONE=$WORK/clone
@@ -292,6 +297,24 @@ retirement() {
     "$PY" deploy/test/cube_check.py equal "$store" "$WORK/local.zarr"
 }
 
+# A study spec runs on SLURM as any sweep: sroa_slurm.py with two worker jobs, then
+# `sroa-dist check` (every block's digests, the store's metadata) passes on the result.
+study() {
+    local store=$WORK/study.zarr
+    rm -rf "$store" "$WORK/study-logs"
+    (
+        cd "$CLONE"
+        exec .venv/bin/python deploy/slurm/sroa_slurm.py "$STUDY" --store "$store" \
+            --jobs 2 --cores 1 --memory 1GB --walltime 00:30:00 --scheduler-host 127.0.0.1 \
+            --dashboard-address 127.0.0.1:0 --log-directory "$WORK/study-logs" \
+            --prologue "source $CLONE/.venv/bin/activate" --shared-temp-dir "$WORK/dask-tmp"
+    ) >"$WORK/study.log" 2>&1 ||
+        die "study $STUDY on SLURM failed: $(tail -n 3 "$WORK/study.log" | tr '\n' ' ')"
+    "$CLONE/.venv/bin/sroa-dist" check "$store" >"$WORK/study-check.log" 2>&1 ||
+        die "sroa-dist check $store failed: $(tail -n 3 "$WORK/study-check.log" | tr '\n' ' ')"
+    log "study $STUDY: $(grep -E 'blocks: ' "$WORK/study.log" | tail -n 1 || true)"
+}
+
 # One compound command, parsed whole before it runs: editing this file during a run cannot
 # change what the run does next.
 main() {
@@ -305,5 +328,6 @@ main() {
     step "driver's worker jobs (running + pending) cancelled" workers_cancelled
     step "README sbatch again: resumes, cube bit-identical" driver_resumes
     step "sroa_slurm.py: worker job retires, replacement finishes, bit-identical" retirement
+    step "a study on SLURM: $STUDY, then sroa-dist check" study
 }
 main "$@"; exit

@@ -182,6 +182,9 @@ KEY_MEANINGS: Mapping[str, str] = {
     "tensor.lambdas": "the planted weights",
     "threshold:tensor.lambdas": "the planted weights; default: `find_threshold`'s (one "
     "distinct smallest weight)",
+    "tensor.weights": "a weight profile over n instead of lambdas: `last` (every weight 1 but "
+    "the last, lambda_min) or `linear` (evenly from 1 down to lambda_min)",
+    "tensor.lambda_min": "the profile's smallest weight, in (0, 1]; default 0.95",
     "noise.model": "i.i.d. noise model (`NOISE_MODELS`), perturbation family (`PERTURBATIONS`), "
     "mixture `family+model`, or import path `pkg.mod:fn`",
     "threshold:noise.model": "perturbation family or model whose threshold is searched (as "
@@ -208,6 +211,8 @@ KEY_MEANINGS: Mapping[str, str] = {
     "threshold.k_section": "points evaluated per search round (scan and refinement), run at "
     "once on free workers; default 1 (sequential)",
     "threshold.certify_ends": "rerun the SROA at both bracket ends with certified steps",
+    "threshold.matrix_free": "build the instance as a structured operator: true (the tilt "
+    "only), false, or unset (find_threshold's rule: above its dense-size cap)",
     "threshold.revision": "search revision; pinned by the store, not written in a spec",
     "worst_case:solver.method": "rank-one method of SROA's steps inside the search: "
     "`certified` (global) or a local one (`sshopm`, ...)",

@@ -530,11 +530,18 @@ def _certified_verdicts(
 _CERTIFY_GRAM = 10**4
 
 
-def uses_matrix_free(n: int, p: int, family: str, params: Mapping[str, Any] | None = None) -> bool:
-    """Whether :func:`find_threshold` with ``matrix_free=None`` builds the instance matrix-free:
-    the family has a factored form and one dense ``n^p`` array would exceed
-    :data:`DENSE_BYTES_CAP` (sweeps size their memory estimate by it)."""
-    return _use_matrix_free(None, n, p, family, params)
+def uses_matrix_free(
+    n: int,
+    p: int,
+    family: str,
+    params: Mapping[str, Any] | None = None,
+    matrix_free: bool | None = None,
+) -> bool:
+    """Whether :func:`find_threshold` with this ``matrix_free`` builds the instance matrix-free:
+    with None, where the family has a factored form and one dense ``n^p`` array would exceed
+    :data:`DENSE_BYTES_CAP` (sweeps size their memory estimate by it). ``InputError`` where
+    ``matrix_free=True`` meets a family without a factored form, as find_threshold refuses it."""
+    return _use_matrix_free(matrix_free, n, p, family, params)
 
 
 def _use_matrix_free(

@@ -30,6 +30,8 @@ from tests.support.deploy_helpers import (
 
 N_BLOCKS = 36
 RUN_TIMEOUT = 180
+#: The study run on the compose cluster (issue 34): the cheapest threshold smoke study.
+STUDY = "sweeps/studies/smoke/tilt-p6.toml"
 
 
 @pytest.fixture(scope="module")
@@ -113,6 +115,25 @@ def test_client_killed_then_resumed(plain, embedded, tmp_path):
     assert counts["done_before"] + counts["computed"] == N_BLOCKS
     assert counts["failed"] == 0
     assert_cubes_equal(store, embedded)
+
+
+@pytest.mark.slow
+def test_a_study_runs_on_the_compose_cluster_and_checks(plain, tmp_path):
+    """A study spec through the compose runner on the compose workers, as shipped (no run
+    arguments), then `sroa-dist check` on its store."""
+    from tests.support.helpers import run_cli
+
+    with Processes(tmp_path / "logs") as procs:
+        runner, store = plain.runner(
+            procs,
+            store="/results/study.zarr",
+            variables={"SROA_SPEC": STUDY, "SROA_RUN_ARGS": ""},
+        )
+        out = finish(runner)
+    assert "on 2 workers" in out  # the compose cluster ran it, not an embedded one
+    counts = summary_counts(out)
+    assert counts["failed"] == 0 and counts["computed"] == counts["total"] > 0
+    assert "integrity ok" in run_cli("check", store).stdout
 
 
 def test_image_healthcheck_probes_scheduler(plain):

@@ -85,6 +85,9 @@ def test_the_kind_is_registered_and_marked_by_its_table():
         ("tensor.n", 1, "tensor.n"),
         ("tensor.p", 2, "tensor.p"),
         ("tensor.basis", "random", "tensor.basis"),  # find_threshold always draws the basis
+        ("tensor.weights", "spread", "tensor.weights"),
+        ("tensor.lambda_min", 0.5, "tensor.lambda_min"),  # a level without a profile
+        ("threshold.matrix_free", True, "threshold.matrix_free"),  # the gaussian has no form
     ],
 )
 def test_spec_errors_name_their_key(key, value, blamed):
@@ -110,6 +113,90 @@ def test_theorem_takes_c_and_radius_and_recovery_takes_a_radius():
     assert spec_from_dict(rec).threshold.level == 0.3
     with pytest.raises(SpecError, match="threshold.c"):
         spec_from_dict(_small(**{"threshold.criterion": "recovery", "threshold.radius": 0.3}))
+
+
+def test_a_weight_profile_is_exclusive_with_lambdas_and_its_level_is_checked():
+    for over, blamed in (
+        ({"tensor.weights": "last", "tensor.lambdas": 1.0}, "tensor.weights"),
+        ({"tensor.weights": "linear", "tensor.lambda_min": 1.5}, "tensor.lambda_min"),
+        ({"tensor.weights": "linear", "tensor.lambda_min": 0.0}, "tensor.lambda_min"),
+    ):
+        with pytest.raises(SpecError) as info:
+            spec_from_dict(_small(**over), source="s.toml")
+        assert info.value.key == blamed
+
+
+def test_weight_profiles_give_the_weights_of_the_lambda_min_study():
+    """``last``: every weight 1 but the last (lambda_min; 0.95 by default, find_threshold's
+    default weights); ``linear``: evenly from 1 down to lambda_min. The weights are not in the
+    seed, so every profile searches the same draws, and the default profile's search is the
+    one of a spec without weights, bit for bit."""
+    from sroa_dist.studies.threshold import default_lambdas
+
+    tilt = {"noise.model": "coherent-tilt", "tensor.n": [5], "replicates": 1}
+    plain = spec_from_dict(_small(**tilt))
+    last = spec_from_dict(_small(**tilt, **{"tensor.weights": "last"}))
+    target = spec_from_dict(_small(**tilt, **{"tensor.weights": "last", "tensor.lambda_min": 0.5}))
+    linear = spec_from_dict(
+        _small(**tilt, **{"tensor.weights": "linear", "tensor.lambda_min": 0.5})
+    )
+    assert last.lambdas_at(5) == list(default_lambdas(5))
+    assert target.lambdas_at(5) == [1.0, 1.0, 1.0, 1.0, 0.5]
+    assert linear.lambdas_at(5) == [1.0, 0.875, 0.75, 0.625, 0.5]
+    assert plain.weight_profile is None and linear.weight_profile == ("linear", 0.5)
+    at = {"noise": "coherent-tilt", "n": 5}
+    problems = [THRESHOLD.instance(s, s.settings_at(at), 0) for s in (plain, last, linear)]
+    assert len({(p.seed, p.spawn_key) for p in problems}) == 1  # the same draws
+    a, b, c = (p.run() for p in problems)
+    assert (a.bracket, a.n_evals) == (b.bracket, b.n_evals)
+    assert [e.metric for e in a.trace] == [e.metric for e in b.trace]
+    want = find_threshold(
+        5,
+        3,
+        lambdas=[1.0, 0.875, 0.75, 0.625, 0.5],
+        c=0.5,
+        eps_range=(0.05, 1.5),
+        rtol=0.03,
+        params={"component": "smallest"},
+        rng=np.random.SeedSequence(problems[2].seed, spawn_key=problems[2].spawn_key),
+    )
+    assert c.bracket == want.bracket and c.bracket != a.bracket
+    assert json.loads(THRESHOLD.provenance(linear)["setting_weights"]) == ["linear", 0.5]
+    assert "setting_weights" not in THRESHOLD.provenance(plain)
+
+
+def test_matrix_free_is_an_instance_setting_the_search_and_the_estimates_follow():
+    """``threshold.matrix_free = true`` builds the tilt as a structured operator even where
+    find_threshold's rule would build it densely (n = 5, p = 6 here): the search is
+    find_threshold(matrix_free=True)'s, setting_search records it, and the memory estimate is
+    the matrix-free one (no dense n^p tensor)."""
+    from sroa_dist.sweep.kinds.threshold import search_cost
+
+    raw = _small(**{"noise.model": "coherent-tilt", "tensor.n": [5], "tensor.p": 6})
+    raw["replicates"] = 1
+    dense = spec_from_dict(raw)
+    free = spec_from_dict({**raw, "threshold": {**raw["threshold"], "matrix_free": True}})
+    assert dense.matrix_free is None and free.matrix_free is True
+    assert json.loads(THRESHOLD.provenance(free)["setting_search"])["matrix_free"] is True
+    assert "matrix_free" not in json.loads(THRESHOLD.provenance(dense)["setting_search"])
+    assert dense.instance_settings() != free.instance_settings()  # a store refuses the other
+    mf = search_cost("sshopm", 64, 6, 10, "coherent-tilt", matrix_free=True)
+    assert mf < search_cost("sshopm", 64, 6, 10, "coherent-tilt", matrix_free=False)
+    at = {"noise": "coherent-tilt", "n": 5}
+    problem = THRESHOLD.instance(free, free.settings_at(at), 0)
+    got = problem.run()
+    want = find_threshold(
+        5,
+        6,
+        c=0.5,
+        eps_range=(0.05, 1.5),
+        rtol=0.03,
+        params={"component": "smallest"},
+        matrix_free=True,
+        rng=np.random.SeedSequence(problem.seed, spawn_key=problem.spawn_key),
+    )
+    assert got.bracket == want.bracket and got.n_evals == want.n_evals
+    assert [e.metric for e in got.trace] == [e.metric for e in want.trace]
 
 
 def test_trace_length_bounds_every_search():
@@ -339,6 +426,59 @@ def test_progress_is_shown(tmp_path, client):
     assert "2/2" in stream.getvalue()
 
 
+@pytest.mark.slow
+def test_theorem_default_radius_certified_ends_one_unchecked_phase_equal_find_threshold(
+    tmp_path, client
+):
+    """The search settings a study may state, through a sweep on worker processes: the
+    theorem criterion with a stated c and Theorem 3.1's own radius 20ε/λ_j (the default),
+    certify_ends, one scan phase, no global check: the cube equals find_threshold's result
+    bit for bit, the bracket ends are certified (1/0, not NaN) and no step was checked."""
+    raw = _small(
+        **{
+            "noise.model": "coherent-tilt",
+            "tensor.n": [4],
+            "replicates": 1,
+            "threshold.criterion": "theorem",
+            "threshold.certify_ends": True,
+            "threshold.scan_phases": 1,
+            "threshold.global_check": False,
+            "threshold.redo": False,
+        }
+    )
+    res = run_sweep(raw, tmp_path / "t.zarr", client=client)
+    assert res.complete, res.failed
+    got = open_results(tmp_path / "t.zarr").load().sel(n=4, replicate=0)
+    key = (
+        stable_hash32("noise", "coherent-tilt"),
+        stable_hash32("n", 4),
+        stable_hash32("p", 3),
+        0,
+    )
+    want = find_threshold(
+        4,
+        3,
+        criterion="theorem",
+        c=0.5,
+        eps_range=(0.05, 1.5),
+        rtol=0.03,
+        params={"component": "smallest"},
+        rng=np.random.SeedSequence(5, spawn_key=key),
+        certify_ends=True,
+        scan_phases=1,
+        global_check=False,
+        redo=False,
+    )
+    assert want.reached, "the search found no crossing: the test would compare nothing"
+    assert (float(got.eps_lo), float(got.eps_hi)) == want.bracket
+    assert int(got.n_evals) == want.n_evals
+    assert want.certified_ends is not None
+    assert float(got.certified_ends) == float(want.certified_ends)
+    k = want.n_evals
+    assert np.isnan(got.trace_global_gap.values[:k]).all()  # no step was checked
+    np.testing.assert_array_equal(got.trace_metric.values[:k], [e.metric for e in want.trace])
+
+
 # --------------------------------------------------------------------------------------------
 # Shipped specs
 
@@ -437,10 +577,11 @@ def test_random_weights_make_deterministic_family_replicates_differ():
 
 
 @pytest.mark.slow
-def test_k_section_sweep_is_the_same_on_one_and_two_workers_and_serial(tmp_path, client):
+def test_k_section_sweep_is_the_same_on_one_two_and_four_workers_and_serial(tmp_path, client):
     """threshold.k_section = 3: each block hands its rounds' evaluations to the cluster as tasks
-    (seen in the task stream); the cube is the same bit for bit on a cluster of two worker
-    processes, of one, and as find_threshold computes it in one process."""
+    (seen in the task stream); the cube (bracket and trace) is the same bit for bit on a
+    cluster of two worker processes, of one, of four, and as find_threshold computes it in
+    one process."""
     from distributed import Client, LocalCluster, get_task_stream
 
     raw = _small(
@@ -457,15 +598,19 @@ def test_k_section_sweep_is_the_same_on_one_and_two_workers_and_serial(tmp_path,
         run_sweep(raw, tmp_path / "two.zarr", client=client)
     evaluations = [t for t in stream.data if "evaluator" in str(t["key"]).lower()]
     assert evaluations, "no evaluation ran as a task of its own"
-    with (
-        LocalCluster(
-            n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0"
-        ) as one,
-        Client(one) as client_one,
-    ):
-        run_sweep(raw, tmp_path / "one.zarr", client=client_one)
+    for workers in (1, 4):
+        with (
+            LocalCluster(
+                n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0"
+            ) as cluster,
+            Client(cluster) as other,
+        ):
+            run_sweep(raw, tmp_path / f"{workers}.zarr", client=other)
     two = open_results(tmp_path / "two.zarr")
-    assert_same_bits(cube_values(tmp_path / "two.zarr"), cube_values(tmp_path / "one.zarr"))
+    for workers in (1, 4):
+        assert_same_bits(
+            cube_values(tmp_path / "two.zarr"), cube_values(tmp_path / f"{workers}.zarr")
+        )
     want = find_threshold(
         8,
         3,

@@ -10,11 +10,13 @@ and no worker idles while another refines.
 Grammar (marker table ``[threshold]``)::
 
     name, seed, replicates, description
-    [tensor]    n, p, lambdas            (basis random, full rank: as find_threshold builds it)
+    [tensor]    n, p, lambdas | weights, lambda_min
+                                         (basis random, full rank: as find_threshold builds it)
     [noise]     model, params            (ε is searched, so no noise level)
     [solver]    method                   (each method with its defaults)
     [threshold] criterion, c, radius, eps_range, rtol,
-                global_check, redo, scan_phases, certify_ends, k_section, revision
+                global_check, redo, scan_phases, certify_ends, k_section, matrix_free,
+                revision
 
 ``tensor.n``, ``tensor.p``, ``noise.model`` and ``solver.method`` may be axes (a list or a
 range table). ``c`` is the level of ``criterion = "value"`` (max |λ̂ − λ| ≤ c·ε), ``radius``
@@ -23,6 +25,17 @@ default 2; vector bound radius, default Theorem 3.1's 20ε/λ_j). ``global_check
 ``scan_phases`` default to the search revision's (:data:`sroa_dist.studies.threshold.
 SEARCH_REVISION`: the check on, redo on, two scan phases); ``revision`` is pinned by the store
 (a store made before revisions were recorded ran revision 1 and keeps it).
+
+Weights: ``lambdas`` as for any tensor sweep (one number, a list of n numbers, or a
+distribution), or, for studies of the smallest weight over several n, ``weights`` and
+``lambda_min``: ``"last"`` gives every weight 1 but the last, which is ``lambda_min`` (default
+0.95: find_threshold's default weights), ``"linear"`` spreads the weights evenly from 1 down to
+``lambda_min``. The weights are not in the seed, so specs that differ only in them search the
+same draws (basis, direction, starts).
+
+``matrix_free`` (default None: find_threshold's rule, matrix-free once one dense tensor would
+exceed its cap) forces the structured build on (``true``: only families with a factored form,
+the coherent tilt) or off; it changes the bits of a search, so it is an instance setting.
 
 ``k_section`` (default 1, the sequential search) is how many ε a search evaluates per round:
 on a Dask cluster the block hands each round's points to free workers as tasks
@@ -72,6 +85,7 @@ from sroa_dist.studies.threshold import (
     DEFAULT_C,
     SEARCH_LEGACY,
     SEARCH_REVISION,
+    SMALLEST_WEIGHT,
     find_threshold,
     search_options,
     uses_matrix_free,
@@ -124,6 +138,9 @@ THRESHOLD_SCHEMA: dict[str, Any] = {
         "p": ("int_axis", 3, False),
         # None: find_threshold's default weights (one distinct smallest weight).
         "lambdas": ("lambdas", None, False),
+        # A weight profile over n (exclusive with lambdas): see the module docstring.
+        "weights": ("str", None, False),
+        "lambda_min": ("float", None, False),
     },
     "noise": {
         "model": ("str_axis", "coherent-tilt", False),
@@ -143,6 +160,8 @@ THRESHOLD_SCHEMA: dict[str, Any] = {
         # None: K_SECTION (the sequential search); not part of the search revision.
         "k_section": ("int", None, False),
         "certify_ends": ("bool", False, False),
+        # None: find_threshold's rule (matrix-free above its dense-size cap, tilt only).
+        "matrix_free": ("bool", None, False),
         # Pinned by the store (ThresholdSweepSpec.pinned): None in a spec as written.
         "revision": ("int", None, False),
     },
@@ -172,6 +191,7 @@ class ThresholdSection:
     scan_phases: int | None = None
     certify_ends: bool = False
     k_section: int | None = None
+    matrix_free: bool | None = None
     revision: int | None = None
 
     @property
@@ -194,6 +214,9 @@ class ThresholdSection:
         # and its searches ran with K_SECTION.
         if self.k_section is not None:
             out["k_section"] = int(self.k_section)
+        # Likewise only when stated (a store made before the key searched by the default rule).
+        if self.matrix_free is not None:
+            out["matrix_free"] = bool(self.matrix_free)
         return out
 
 
@@ -214,8 +237,33 @@ class ThresholdSweepSpec(SweepSpec):
 
     @property
     def lambdas(self) -> Any:
-        """``[tensor] lambdas`` as written (None: find_threshold's default weights)."""
+        """``[tensor] lambdas`` as written (None: find_threshold's default weights, or the
+        profile of ``weights`` where the spec gives one: :meth:`lambdas_at`)."""
         return self.data["tensor"]["lambdas"]
+
+    @property
+    def weight_profile(self) -> tuple[str, float] | None:
+        """``(weights, lambda_min)`` where the spec gives a weight profile, else None."""
+        t = self.data["tensor"]
+        if t["weights"] is None:
+            return None
+        lam = SMALLEST_WEIGHT if t["lambda_min"] is None else t["lambda_min"]
+        return str(t["weights"]), float(lam)
+
+    def lambdas_at(self, n: int) -> Any:
+        """The weights of a search at size ``n``: :attr:`lambdas`, or the profile's n weights."""
+        profile = self.weight_profile
+        if profile is None:
+            return self.lambdas
+        shape, lam = profile
+        if shape == "last":  # default_lambdas' shape with another smallest weight
+            return [1.0] * (n - 1) + [lam]
+        return [float(x) for x in np.linspace(1.0, lam, n)]
+
+    @property
+    def matrix_free(self) -> bool | None:
+        """``threshold.matrix_free`` (None: find_threshold's rule)."""
+        return self.data["threshold"]["matrix_free"]
 
     @property
     def params(self) -> Mapping[str, Any]:
@@ -353,7 +401,7 @@ def problem_of(
         p=settings.p,
         family=settings.noise,
         method=settings.method,
-        lambdas=spec.lambdas,
+        lambdas=spec.lambdas_at(settings.n),
         params=model_params(spec.params, settings.noise),
         criterion=t.criterion,
         c=t.level if t.criterion != "theorem" else t.c,
@@ -388,6 +436,7 @@ def threshold_spec_from_dict(raw: Mapping[str, Any], source: str = "<dict>") -> 
     if min(ps) < 3:
         raise SpecError(source, "tensor.p", "tensor order p >= 3", min(ps))
     check_tensor_size(ns, ps, source)
+    _check_weights(data["tensor"], source)
     _check_threshold(data["threshold"], source)
     _check_solver(data, axes["solver.method"].values, ns, ps, source)
     models = axes["noise.model"].values
@@ -400,7 +449,56 @@ def threshold_spec_from_dict(raw: Mapping[str, Any], source: str = "<dict>") -> 
             raise SpecError(
                 source, "noise.model", f"a perturbation model (e.g. {known})", name, with_hint(exc)
             ) from None
+        if data["threshold"]["matrix_free"]:
+            try:
+                uses_matrix_free(
+                    min(ns), min(ps), name, model_params(data["noise"]["params"], name), True
+                )
+            except InputError as exc:
+                raise SpecError(
+                    source,
+                    "threshold.matrix_free",
+                    "families with a factored form (the coherent tilt)",
+                    f"true with noise.model {name!r}",
+                    "drop matrix_free (or set false) for i.i.d. noise and mixtures with it",
+                ) from exc
     return ThresholdSweepSpec(data=data, source=source, axes=axes)
+
+
+#: The shapes ``[tensor] weights`` may give (see the module docstring).
+WEIGHT_PROFILES = ("last", "linear")
+
+
+def _check_weights(t: dict[str, Any], source: str) -> None:
+    if t["weights"] is None:
+        if t["lambda_min"] is not None:
+            raise SpecError(
+                source,
+                "tensor.lambda_min",
+                "no lambda_min without tensor.weights",
+                t["lambda_min"],
+                'say how the other weights go: weights = "last" or "linear"',
+            )
+        return
+    if t["weights"] not in WEIGHT_PROFILES:
+        raise SpecError(source, "tensor.weights", f"one of {list(WEIGHT_PROFILES)}", t["weights"])
+    if t["lambdas"] is not None:
+        raise SpecError(
+            source,
+            "tensor.weights",
+            "either lambdas or a weight profile (weights, lambda_min), not both",
+            t["weights"],
+            "drop tensor.lambdas, or drop tensor.weights and tensor.lambda_min",
+        )
+    lam = t["lambda_min"]
+    if lam is not None and not 0 < lam <= 1:
+        raise SpecError(
+            source,
+            "tensor.lambda_min",
+            "the smallest weight, in (0, 1] (the others are at most 1)",
+            lam,
+            "e.g. lambda_min = 0.5",
+        )
 
 
 def _check_threshold(t: dict[str, Any], source: str) -> None:
@@ -542,14 +640,20 @@ CHECK_COST_FACTOR = 2.0
 
 
 def search_cost(
-    method: str, n: int, p: int, evals: int, model: str = "gaussian", checked: bool = False
+    method: str,
+    n: int,
+    p: int,
+    evals: int,
+    model: str = "gaussian",
+    checked: bool = False,
+    matrix_free: bool | None = None,
 ) -> float:
     """Seconds of a search of ``evals`` SROA runs (n steps each) at ``(method, n, p)`` of
     ``model``, plus one norm bound (families without a closed form): the core's cost model, or
     the measured matrix-free cost where the search builds the tensor matrix-free; ``checked``:
-    every step globally checked (:data:`CHECK_COST_FACTOR`)."""
+    every step globally checked (:data:`CHECK_COST_FACTOR`); ``matrix_free`` as the spec's."""
     factor = CHECK_COST_FACTOR if checked else 1.0
-    if uses_matrix_free(n, p, model):
+    if uses_matrix_free(n, p, model, None, matrix_free):
         sroa = MATRIX_FREE_SROA_SECONDS * (n / MATRIX_FREE_REFERENCE_N) ** 4
         return factor * evals * max(sroa, n * STEP_FLOOR)
     norm = solve_cost(resolve_norm_method(method, n, p, None), n, p)
@@ -560,7 +664,7 @@ def _all_costs(spec: ThresholdSweepSpec) -> list[float]:
     evals = spec.n_steps
     checked = bool(spec.threshold.search["global_check"])
     return [
-        search_cost(m, n, p, evals, str(model), checked)
+        search_cost(m, n, p, evals, str(model), checked, spec.matrix_free)
         for model in spec.axes["noise.model"].values
         for m, n, p in _combos(spec)
     ]
@@ -599,7 +703,7 @@ def _worst_memory(spec: ThresholdSweepSpec) -> tuple[float, tuple[str, int, int]
     worst: tuple[float, tuple[str, int, int]] = (0.0, ("", 0, 0))
     for model in spec.axes["noise.model"].values:
         for m, n, p in _combos(spec):
-            if uses_matrix_free(n, p, str(model)):
+            if uses_matrix_free(n, p, str(model), None, spec.matrix_free):
                 need = WORKER_BASE_BYTES + MATRIX_FREE_BYTES_PER_N2 * n * n
             else:
                 need = search_memory(m, n, p, spec.n_steps, _has_iid_part(str(model)))
@@ -648,7 +752,13 @@ def search_seconds(spec: ThresholdSweepSpec, settings: ThresholdSettings) -> flo
     evaluations (:func:`max_evals`), scaled to measured searches (:data:`SEARCH_COST_SCALE`)."""
     checked = bool(spec.threshold.search["global_check"])
     return SEARCH_COST_SCALE * search_cost(
-        settings.method, settings.n, settings.p, spec.n_steps, settings.noise, checked
+        settings.method,
+        settings.n,
+        settings.p,
+        spec.n_steps,
+        settings.noise,
+        checked,
+        spec.matrix_free,
     )
 
 
@@ -766,6 +876,12 @@ class ThresholdKind:
             "setting_eps_range": json.dumps(list(t.eps_range)),
             "setting_rtol": t.rtol,
             "setting_lambdas": json.dumps(spec.lambdas),
+            # Only where the spec gives a profile: older stores' attrs stay as they were.
+            **(
+                {}
+                if spec.weight_profile is None
+                else {"setting_weights": json.dumps(list(spec.weight_profile))}
+            ),
             "setting_search": json.dumps(search, sort_keys=True),
         }
 
