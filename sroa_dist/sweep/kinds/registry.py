@@ -40,6 +40,7 @@ from ..layout import default_block_size as _block_size_for_cost
 from ..spec.base import SweepSpec, override_for, override_items
 from ..spec.fields import SpecError
 from ..spec.load import apply_overrides, read_spec_file
+from .accumulation import ACCUMULATION
 from .model import MODEL
 from .tensor.kind import TENSOR
 from .threshold import THRESHOLD
@@ -374,6 +375,6 @@ def variable_order() -> list[str]:
 
 
 #: The kinds that ship with the package (adding one: its module, then one entry here).
-_BUILTIN: tuple[SweepKind, ...] = (TENSOR, MODEL, THRESHOLD)
+_BUILTIN: tuple[SweepKind, ...] = (TENSOR, MODEL, THRESHOLD, ACCUMULATION)
 for _kind in _BUILTIN:
     register_kind(_kind)
