@@ -35,7 +35,7 @@ from scipy.optimize import brentq
 
 from ..errors import InputError
 from ..problems.perturbations import tilt_norm
-from ..studies.accumulation import TILTED_WEIGHT, accumulation_errors
+from ..studies.accumulation import TILTED_WEIGHT, accumulation_errors, coefficients
 
 __all__ = [
     "Accumulation",
@@ -104,7 +104,7 @@ def accumulation(
     n: int,
     family: str = FAMILY,
     method: str = "sshopm",
-    rng: int = 0,
+    rng: int | np.random.SeedSequence = 0,
 ) -> Accumulation:
     """Measure the coherent tilt's accumulation coefficient ``g_p(ε)`` (and the other error
     curves of :class:`Accumulation`) with global SROA steps.
@@ -121,8 +121,9 @@ def accumulation(
         ``"coherent-tilt"`` (the family the closed form describes).
     method : str
         Local rank-one method of every step (checked and redone on the global branch).
-    rng : int
-        Seed of the solver's starts.
+    rng : int or SeedSequence
+        Seed of the solver's starts (one stream for every ε, as the accumulation sweep kind
+        seeds one curve).
     """
     p = _check_order(p)
     if family != FAMILY:
@@ -135,14 +136,16 @@ def accumulation(
     grid = np.atleast_1d(np.asarray(eps, dtype=float))
     if grid.ndim != 1 or not np.all(np.isfinite(grid) & (grid > 0)):
         raise InputError(f"eps: expected numbers > 0, received {eps!r}", "e.g. eps=[0.05, 0.1]")
-    rows = [_errors(p, int(n), float(e), method, int(rng)) for e in grid]
+    seed = rng if isinstance(rng, np.random.SeedSequence) else int(rng)
+    rows = [_errors(p, int(n), float(e), method, seed) for e in grid]
     col = {k: np.array([r[k] for r in rows]) for k in rows[0]}
+    g, h = coefficients(col["value_last"], col["vector_last"], int(n), grid, p)
     return Accumulation(
         p=p,
         n=int(n),
         eps=grid,
-        g=col["value_last"] / ((n - 1) * grid**p),
-        h=col["vector_last"] / math.sqrt(n - 1),
+        g=g,
+        h=h,
         value_other=col["value_other"],
         vector_other=col["vector_other"],
         last=col["last"].astype(bool),
@@ -151,7 +154,9 @@ def accumulation(
     )
 
 
-def _errors(p: int, n: int, eps: float, method: str, rng: int) -> dict[str, float]:
+def _errors(
+    p: int, n: int, eps: float, method: str, rng: int | np.random.SeedSequence
+) -> dict[str, float]:
     """One global SROA of the tilt (:func:`sroa_dist.studies.accumulation.accumulation_errors`,
     the run the accumulation sweep kind makes per instance)."""
     e = accumulation_errors(p, n, eps, method=method, rng=rng, weight=TILTED_WEIGHT)

@@ -13,16 +13,18 @@ computation wherever it is made.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..decomposition import sroa
 from ..metrics import match
 from ..problems.structured import structured_tensor
 
-__all__ = ["TILTED_WEIGHT", "AccumulationErrors", "accumulation_errors"]
+__all__ = ["TILTED_WEIGHT", "AccumulationErrors", "accumulation_errors", "coefficients"]
 
 #: Weight of the target component (the others are 1), as in the threshold studies: distinct,
 #: so SROA deflates it last.
@@ -55,6 +57,17 @@ class AccumulationErrors:
     vector_other: float
     last: bool
     global_gap: float
+
+
+def coefficients(
+    value_last: ArrayLike, vector_last: ArrayLike, n: int, eps: ArrayLike, p: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """``g_p = value_last / ((n − 1)·ε^p)`` and ``h_p = vector_last / √(n − 1)``, elementwise
+    over arrays of ε (numpy's power, so a curve and its points one by one agree bit for bit)."""
+    eps_p = np.asarray(eps, dtype=float) ** p
+    g = np.asarray(value_last, dtype=float) / ((n - 1) * eps_p)
+    h = np.asarray(vector_last, dtype=float) / math.sqrt(n - 1)
+    return g, h
 
 
 def accumulation_errors(

@@ -50,6 +50,7 @@ from sroa_dist.studies.accumulation import (
     TILTED_WEIGHT,
     AccumulationErrors,
     accumulation_errors,
+    coefficients,
 )
 
 from ..cube import STEP, Variable
@@ -509,8 +510,8 @@ def compute_accumulation_block(task: BlockTask, spec: AccumulationSweepSpec) -> 
         out["vec_err"][idx][:n] = e.vec_err
         out["value_last"][idx] = e.value_last
         out["vector_last"][idx] = e.vector_last
-        out["g_p"][idx] = e.value_last / ((n - 1) * eps**p)
-        out["h_p"][idx] = e.vector_last / math.sqrt(n - 1)
+        g, h = coefficients([e.value_last], [e.vector_last], n, [eps], p)
+        out["g_p"][idx], out["h_p"][idx] = g[0], h[0]
         out["value_other"][idx] = e.value_other
         out["vector_other"][idx] = e.vector_other
         out["last"][idx] = e.last
