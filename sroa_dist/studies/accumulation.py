@@ -110,5 +110,11 @@ def accumulation_errors(
         value_other=float(lam_err[~target].max()),
         vector_other=float(vec_err[~target].max()),
         last=bool(target[-1]),
-        global_gap=float(np.nanmax(res.global_gap)),
+        global_gap=_largest(res.global_gap),
     )
+
+
+def _largest(gaps: Any) -> float:
+    """The largest recorded gap; NaN where no step was checked (``global_check=False``)."""
+    g = np.asarray(gaps, dtype=float)
+    return float(np.nanmax(g)) if np.isfinite(g).any() else math.nan

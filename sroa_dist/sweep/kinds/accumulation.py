@@ -438,35 +438,44 @@ def _check_solver(
 # --------------------------------------------------------------------------------------------
 # Cost, memory, layout
 
-#: Measured CPU seconds of one run (n global steps, the check and redo included) at
-#: :data:`COST_REFERENCE_N`, per order p, and the exponent of its growth in n: from the smoke
-#: study and the regression slice (docs/data/studies/accumulation-regression.json, shared
-#: 2-core machine, one BLAS thread).
-COST_SECONDS: Mapping[int, float] = {3: 0.30, 4: 0.30, 5: 0.35, 6: 0.40}
+#: Measured CPU seconds (process time) of one run at :data:`COST_REFERENCE_N` as ε → 0 (n
+#: global steps, the check and redo included), the exponent of its growth in n, and its growth
+#: in ε (``1 + COST_EPS_SLOPE·ε``: larger ε, more redone steps). Measured 2026-11-28, one BLAS
+#: thread, a shared 2-core machine (load 18-24: process time, not wall time, which the load
+#: inflated ~10x): at n = 16 0.09-0.15 s for ε ≤ 0.1, 0.17-0.19 s at 0.5, 0.21-0.39 s at 1-1.5;
+#: at ε = 0.05-0.3 0.22-0.24 s at n = 32 and 0.96-1.08 s at n = 64; alike for p = 3-6 (the
+#: matrix-free contractions cost O(n) per component whatever p).
+COST_SECONDS = 0.11
 COST_REFERENCE_N = 16
-COST_EXPONENT = 1.6
+COST_EXPONENT = 1.5
+COST_EPS_SLOPE = 1.5
+#: Seconds of a run without the global check (and redo) over one with: 0.5-0.65 measured at
+#: n = 32.
+UNCHECKED_FACTOR = 0.6
 #: Bytes per n² of a matrix-free run: the basis and deflation vectors (n × n each), the
 #: starts and their gradients, and the n × n eigenproblems of the spectral starts.
 BYTES_PER_N2 = 8.0 * 16
 
 
+def _seconds(n: float, eps: float, checked: bool) -> float:
+    factor = 1.0 if checked else UNCHECKED_FACTOR
+    n_part = (n / COST_REFERENCE_N) ** COST_EXPONENT
+    return factor * COST_SECONDS * n_part * (1.0 + COST_EPS_SLOPE * eps)
+
+
 def instance_seconds(settings: AccumulationSettings, checked: bool = True) -> float:
     """Expected CPU seconds of one run at ``settings`` on one idle core: the measured
-    :data:`COST_SECONDS` of its order (the largest measured order beyond it), grown as
-    ``(n / COST_REFERENCE_N)^COST_EXPONENT``; half without the global check."""
-    base = COST_SECONDS.get(settings.p, COST_SECONDS[max(COST_SECONDS)])
-    factor = 1.0 if checked else 0.5
-    return factor * base * (settings.n / COST_REFERENCE_N) ** COST_EXPONENT
+    :data:`COST_SECONDS` grown as ``(n / COST_REFERENCE_N)^COST_EXPONENT`` and by
+    ``1 + COST_EPS_SLOPE·ε``, times :data:`UNCHECKED_FACTOR` without the global check."""
+    return _seconds(settings.n, settings.eps, checked)
 
 
 def _mean_cost(spec: AccumulationSweepSpec) -> float:
-    checked = spec.accumulation.global_check
-    costs = [
-        instance_seconds(AccumulationSettings("", int(n), int(p), "", 1.0), checked)
-        for n in spec.axes["tensor.n"].values
-        for p in spec.axes["tensor.p"].values
-    ]
-    return sum(costs) / len(costs)
+    """Mean of :func:`instance_seconds` over the grid (separable in n and ε: O(axes))."""
+    ns = [float(n) for n in spec.axes["tensor.n"].values]
+    eps = [float(e) for e in spec.axes["noise.eps"].values]
+    n_mean = sum(_seconds(n, 0.0, spec.accumulation.global_check) for n in ns) / len(ns)
+    return n_mean * (1.0 + COST_EPS_SLOPE * sum(eps) / len(eps))
 
 
 def accumulation_layout(
