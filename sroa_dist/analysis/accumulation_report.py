@@ -38,7 +38,7 @@ __all__ = [
 ACCUMULATION_VARS = ("g_p", "h_p", "value_other", "vector_other", "last", "global_gap")
 #: The value criterion's level the report predicts thresholds for (the published study's).
 REPORT_C = 0.5
-#: Size at which a curve's prediction is worth stating: the n = 16 model of the published one.
+#: Sizes the report predicts ε* at (those of the published n-scaling studies and beyond).
 _PREDICT_SIZES = (16, 32, 64, 128, 256, 512, 1024)
 _TITLE_WIDTH = 60
 
