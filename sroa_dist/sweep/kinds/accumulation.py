@@ -149,7 +149,7 @@ ACCUMULATION_VARIABLES: Mapping[str, Variable] = _by_name(
         (),
         "f8",
         "accumulation coefficient g_p(eps) = value_last / ((n - 1) eps^p)",
-        extra=(("paper", "coherent tilt: g_p(0) = (p c_p)^-p"),),
+        extra=(("note", "coherent tilt: tends to (p c_p)^-p as eps -> 0, whatever n"),),
     ),
     Variable("h_p", (), "f8", "vector_last / sqrt(n - 1)"),
     Variable("value_other", (), "f8", "largest value error of the other components"),
