@@ -209,6 +209,18 @@ KEY_MEANINGS: Mapping[str, str] = {
     "once on free workers; default 1 (sequential)",
     "threshold.certify_ends": "rerun the SROA at both bracket ends with certified steps",
     "threshold.revision": "search revision; pinned by the store, not written in a spec",
+    "accumulation:tensor.weight": "the target component's weight (the others 1), deflated last",
+    "accumulation:noise.model": "structured perturbation family (a factored form: "
+    "`coherent-tilt`, `attractor`)",
+    "accumulation:noise.eps": "operator norm ‖E‖ = eps; also `{start, stop, points}`: "
+    "`numpy.geomspace`, unrounded",
+    "accumulation:solver.method": "local rank-one method of every step (`sshopm`, `power`): the "
+    "tensor is matrix-free",
+    "accumulation:solver.steps": "refused: every run is full-rank SROA (n steps)",
+    "accumulation:solver.norm_method": "refused: eps is the exact norm of the structured E",
+    "accumulation:solver.norm_options": "refused: no norm is solved",
+    "accumulation.global_check": "check every SROA step against the global branch",
+    "accumulation.redo": "redo a non-global step from its check's point",
     "model.name": "latent variable model: `topics` or `gmm`",
     "model.N": "sample size N (documents or points) per instance",
     "model.k": "number of latent classes k",
@@ -225,7 +237,7 @@ KEY_MEANINGS: Mapping[str, str] = {
 
 def _kind_tables() -> dict[str, tuple[Mapping[str, Any], Mapping[str, str]]]:
     """Kind name -> (its spec schema, its axis keys), for every registered kind."""
-    from ..sweep.kinds import KINDS, model, threshold
+    from ..sweep.kinds import KINDS, accumulation, model, threshold
     from ..sweep.kinds.tensor import spec as tensor
 
     # The schemas are module tables of each kind; the kind objects do not carry them.
@@ -233,6 +245,7 @@ def _kind_tables() -> dict[str, tuple[Mapping[str, Any], Mapping[str, str]]]:
         "tensor": (tensor.TENSOR_SCHEMA, tensor.AXIS_KEYS),
         "model": (model._SCHEMA, model.MODEL_AXIS_KEYS),
         "threshold": (threshold.THRESHOLD_SCHEMA, threshold.AXIS_KEYS),
+        "accumulation": (accumulation.ACCUMULATION_SCHEMA, accumulation.AXIS_KEYS),
     }
     return {name: known[name] for name in KINDS if name in known}
 
