@@ -18,6 +18,7 @@ from .accumulation import (
     accumulation_limit,
     predict_threshold,
 )
+from .accumulation_report import accumulation_curves
 from .aggregate import (
     CRITERIA,
     SuccessCriterion,
@@ -57,6 +58,7 @@ __all__ = [
     "Accumulation",
     "PredictedThreshold",
     "accumulation",
+    "accumulation_curves",
     "accumulation_limit",
     "predict_threshold",
     "PredictionComparison",

@@ -33,11 +33,9 @@ from numpy.typing import ArrayLike
 from scipy.interpolate import PchipInterpolator
 from scipy.optimize import brentq
 
-from ..decomposition import sroa
 from ..errors import InputError
-from ..metrics import match
 from ..problems.perturbations import tilt_norm
-from ..problems.structured import structured_tensor
+from ..studies.accumulation import TILTED_WEIGHT, accumulation_errors, coefficients
 
 __all__ = [
     "Accumulation",
@@ -49,9 +47,6 @@ __all__ = [
 
 #: The family whose accumulation the closed form describes.
 FAMILY = "coherent-tilt"
-#: Weight of the tilted component (the others are 1), as in the threshold studies: distinct,
-#: so SROA deflates it last.
-TILTED_WEIGHT = 0.95
 #: Size at which :func:`predict_threshold` measures its curves by default. At n = 8 the
 #: p = 3 coefficient still moves by 1.5-3 % between n = 8 and 16 for ε ≥ 0.15 (cross terms of
 #: the residuals); from n = 16 on it is n-independent to the precision the thresholds need.
@@ -109,7 +104,7 @@ def accumulation(
     n: int,
     family: str = FAMILY,
     method: str = "sshopm",
-    rng: int = 0,
+    rng: int | np.random.SeedSequence = 0,
 ) -> Accumulation:
     """Measure the coherent tilt's accumulation coefficient ``g_p(ε)`` (and the other error
     curves of :class:`Accumulation`) with global SROA steps.
@@ -126,8 +121,9 @@ def accumulation(
         ``"coherent-tilt"`` (the family the closed form describes).
     method : str
         Local rank-one method of every step (checked and redone on the global branch).
-    rng : int
-        Seed of the solver's starts.
+    rng : int or SeedSequence
+        Seed of the solver's starts (one stream for every ε, as the accumulation sweep kind
+        seeds one curve).
     """
     p = _check_order(p)
     if family != FAMILY:
@@ -140,14 +136,16 @@ def accumulation(
     grid = np.atleast_1d(np.asarray(eps, dtype=float))
     if grid.ndim != 1 or not np.all(np.isfinite(grid) & (grid > 0)):
         raise InputError(f"eps: expected numbers > 0, received {eps!r}", "e.g. eps=[0.05, 0.1]")
-    rows = [_errors(p, int(n), float(e), method, int(rng)) for e in grid]
+    seed = rng if isinstance(rng, np.random.SeedSequence) else int(rng)
+    rows = [_errors(p, int(n), float(e), method, seed) for e in grid]
     col = {k: np.array([r[k] for r in rows]) for k in rows[0]}
+    g, h = coefficients(col["value_last"], col["vector_last"], int(n), grid, p)
     return Accumulation(
         p=p,
         n=int(n),
         eps=grid,
-        g=col["value_last"] / ((n - 1) * grid**p),
-        h=col["vector_last"] / math.sqrt(n - 1),
+        g=g,
+        h=h,
         value_other=col["value_other"],
         vector_other=col["vector_other"],
         last=col["last"].astype(bool),
@@ -156,22 +154,19 @@ def accumulation(
     )
 
 
-def _errors(p: int, n: int, eps: float, method: str, rng: int) -> dict[str, float]:
-    """One global SROA of the tilt (identity basis: the family turns with the basis)."""
-    lam = np.ones(n)
-    lam[-1] = TILTED_WEIGHT
-    T = structured_tensor(p, lam, eps=eps)
-    res = sroa(T, method=method, rng=rng, global_check=True, redo=True)
-    m = match(res, lam, np.eye(n))
-    tilted = np.asarray(m.perm) == n - 1
-    lam_err, vec_err = np.asarray(m.lam_err), np.asarray(m.vec_err)
+def _errors(
+    p: int, n: int, eps: float, method: str, rng: int | np.random.SeedSequence
+) -> dict[str, float]:
+    """One global SROA of the tilt (:func:`sroa_dist.studies.accumulation.accumulation_errors`,
+    the run the accumulation sweep kind makes per instance)."""
+    e = accumulation_errors(p, n, eps, method=method, rng=rng, weight=TILTED_WEIGHT)
     return {
-        "value_last": float(lam_err[tilted][0]),
-        "vector_last": float(vec_err[tilted][0]),
-        "value_other": float(lam_err[~tilted].max()),
-        "vector_other": float(vec_err[~tilted].max()),
-        "last": float(tilted[-1]),
-        "global_gap": float(np.nanmax(res.global_gap)),
+        "value_last": e.value_last,
+        "vector_last": e.vector_last,
+        "value_other": e.value_other,
+        "vector_other": e.vector_other,
+        "last": float(e.last),
+        "global_gap": e.global_gap,
     }
 
 
@@ -280,6 +275,7 @@ def predict_threshold(
     eps_range: tuple[float, float] = (0.01, 1.5),
     points: int = 48,
     method: str = "sshopm",
+    model: Accumulation | None = None,
 ) -> PredictedThreshold:
     """Predict the coherent tilt's first-crossing threshold ``ε*(n)`` from SROA errors measured
     at one small size ``n_model`` only.
@@ -291,6 +287,10 @@ def predict_threshold(
     ``points`` values of ``ε`` in ``eps_range``, measured once per ``(p, n_model, method)``;
     ``ε*(n)`` is the first root. The vector bound enters only for ``criterion="theorem"``
     with a ``radius`` (Theorem 3.1's own radius ``20ε/λ_j`` cannot bind for ``ε ≥ 0.1``).
+
+    ``model``: curves measured already (an accumulation sweep's cube,
+    :func:`sroa_dist.analysis.accumulation_curves`), used instead of measuring them here
+    (``n_model``, ``eps_range``, ``points`` and ``method`` are then the model's own).
     """
     p = _check_order(p)
     if criterion not in ("value", "theorem"):
@@ -308,7 +308,13 @@ def predict_threshold(
     if sizes.ndim != 1 or not np.all(sizes == np.round(sizes)) or np.any(sizes < 2):
         raise InputError(f"n: expected integers >= 2, received {n!r}", "e.g. n=[32, 64, 128]")
     sizes = sizes.astype(int)
-    model = _model(p, int(n_model), family, tuple(map(float, eps_range)), int(points), method)
+    if model is None:
+        model = _model(p, int(n_model), family, tuple(map(float, eps_range)), int(points), method)
+    elif model.p != p:
+        raise InputError(
+            f"model: curves of order p = {model.p}, received p = {p}",
+            "predict with the curves of the same order",
+        )
     curves = _Curves(model)
     r = radius if criterion == "theorem" else None
     eps_star = np.array([curves.first_root(int(k), float(c), r) for k in sizes])

@@ -222,7 +222,7 @@ KEY_MEANINGS: Mapping[str, str] = {
     "worst_case:solver.norm_options": "refused: the search's norm takes its method's defaults "
     "(a seed here would be a fixed-seed norm)",
     "worst_case:solver.steps": "refused: the search runs full-rank SROA",
-    "tensor.lambda_min": "the last weight; the others are 1 (`worst_case`'s default: 0.95)",
+    "worst_case:tensor.lambda_min": "the last weight; the others are 1 (`worst_case`'s default: 0.95)",
     "worst_case.eps": "the operator norm ‖E‖ = eps the adversary searches at",
     "worst_case.search": "`gradient` (Riemannian ascent through SROA's adjoint) or `es`",
     "worst_case.metric": "the error maximised: `lam` (max |λ̂ − λ| / eps), `vec`, or "
@@ -235,6 +235,18 @@ KEY_MEANINGS: Mapping[str, str] = {
     "worst_case.norm_seeds": "`fresh` only: a fixed-seed norm estimate is refused (the search "
     "learns to hide E's maximum from it)",
     "model.name": "latent variable model: `topics`, `gmm` or `ica`",
+    "accumulation:tensor.weight": "the target component's weight (the others 1), deflated last",
+    "accumulation:noise.model": "structured perturbation family (a factored form: "
+    "`coherent-tilt`, `attractor`)",
+    "accumulation:noise.eps": "operator norm ‖E‖ = eps; also `{start, stop, points}`: "
+    "`numpy.geomspace`, unrounded",
+    "accumulation:solver.method": "local rank-one method of every step (`sshopm`, `power`): the "
+    "tensor is matrix-free",
+    "accumulation:solver.steps": "refused: every run is full-rank SROA (n steps)",
+    "accumulation:solver.norm_method": "refused: eps is the exact norm of the structured E",
+    "accumulation:solver.norm_options": "refused: no norm is solved",
+    "accumulation.global_check": "check every SROA step against the global branch",
+    "accumulation.redo": "redo a non-global step from its check's point",
     "model.N": "sample size N (documents or points) per instance",
     "model.k": "number of latent classes k",
     "model.d": "observation dimension d",
@@ -260,7 +272,7 @@ KEY_MEANINGS: Mapping[str, str] = {
 
 def _kind_tables() -> dict[str, tuple[Mapping[str, Any], Mapping[str, str]]]:
     """Kind name -> (its spec schema, its axis keys), for every registered kind."""
-    from ..sweep.kinds import KINDS, model, start_escape, threshold
+    from ..sweep.kinds import KINDS, accumulation, model, start_escape, threshold
     from ..sweep.kinds.tensor import spec as tensor
     from ..sweep.kinds.worst_case import spec as worst_case
 
@@ -271,6 +283,7 @@ def _kind_tables() -> dict[str, tuple[Mapping[str, Any], Mapping[str, str]]]:
         "threshold": (threshold.THRESHOLD_SCHEMA, threshold.AXIS_KEYS),
         "worst_case": (worst_case.WORST_CASE_SCHEMA, worst_case.AXIS_KEYS),
         "escape": (start_escape.ESCAPE_SCHEMA, start_escape.AXIS_KEYS),
+        "accumulation": (accumulation.ACCUMULATION_SCHEMA, accumulation.AXIS_KEYS),
     }
     return {name: known[name] for name in KINDS if name in known}
 

@@ -40,6 +40,7 @@ from ..layout import default_block_size as _block_size_for_cost
 from ..spec.base import SweepSpec, override_for, override_items
 from ..spec.fields import SpecError
 from ..spec.load import apply_overrides, read_spec_file
+from .accumulation import ACCUMULATION
 from .model import MODEL
 from .start_escape import ESCAPE
 from .tensor.kind import TENSOR
@@ -376,6 +377,13 @@ def variable_order() -> list[str]:
 
 
 #: The kinds that ship with the package (adding one: its module, then one entry here).
-_BUILTIN: tuple[SweepKind, ...] = (TENSOR, MODEL, THRESHOLD, WORST_CASE, ESCAPE)
+_BUILTIN: tuple[SweepKind, ...] = (
+    TENSOR,
+    MODEL,
+    THRESHOLD,
+    WORST_CASE,
+    ESCAPE,
+    ACCUMULATION,
+)
 for _kind in _BUILTIN:
     register_kind(_kind)
