@@ -222,7 +222,8 @@ KEY_MEANINGS: Mapping[str, str] = {
     "worst_case:solver.norm_options": "refused: the search's norm takes its method's defaults "
     "(a seed here would be a fixed-seed norm)",
     "worst_case:solver.steps": "refused: the search runs full-rank SROA",
-    "worst_case:tensor.lambda_min": "the last weight; the others are 1 (`worst_case`'s default: 0.95)",
+    "worst_case:tensor.lambda_min": "the last weight; the others are 1 "
+    "(`worst_case`'s default: 0.95)",
     "worst_case.eps": "the operator norm ‖E‖ = eps the adversary searches at",
     "worst_case.search": "`gradient` (Riemannian ascent through SROA's adjoint) or `es`",
     "worst_case.metric": "the error maximised: `lam` (max |λ̂ − λ| / eps), `vec`, or "
