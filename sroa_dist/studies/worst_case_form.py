@@ -27,6 +27,7 @@ from ..decomposition.algorithm import SROAResult, sroa
 from ..errors import InputError
 from ..methods.cost import CERTIFIED_NORM_METHOD, certified_tractable
 from ..metrics import match
+from ..problems.perturbations import coherent_tilt
 from ..problems.subspace import subspace_norm, subspace_tensor
 from ..problems.tilt_shrink import tilt_shrink
 from ..tensors import sod_tensor
@@ -145,9 +146,9 @@ def evaluate_form(
     """SROA with global steps on ``T + E`` (``E`` from ``form``), as a worst case.
 
     Returns ``(result, steps, all_global)``: a :class:`~sroa_dist.WorstCaseResult` with
-    ``form`` set, ``ratio`` the value error over the norm's upper end and ``ratio_kind``
-    ``"exact"`` (a closed-form or certified norm), and how the steps were made global
-    (:func:`sroa_checked`).
+    ``form`` set (a tilt-shrink's ``tilt_cosine`` is taken against its own target's tilt),
+    ``ratio`` the value error over the norm's upper end and ``ratio_kind`` ``"exact"`` (a
+    closed-form or certified norm), and how the steps were made global (:func:`sroa_checked`).
     """
     from .worst_case import tilt_alignment
     from .worst_case_result import WorstCaseResult
@@ -158,7 +159,12 @@ def evaluate_form(
     res, steps, all_global = sroa_checked(sod_tensor(lam, V, p) + E, p)
     m = match(res, lam, V)
     lam_err, vec_err = np.asarray(m.lam_err), np.asarray(m.vec_err)
-    cos, ell = tilt_alignment(E, V, lam)
+    if form.kind == "tilt-shrink":  # aligned with its own target's tilt (r dense tilts cost)
+        ell = int(form.params["component"])
+        tilt = coherent_tilt(V.shape[0], p, V, lam, component=ell)[0]
+        cos = abs(float(np.vdot(E, tilt))) / float(np.linalg.norm(E) * np.linalg.norm(tilt))
+    else:
+        cos, ell = tilt_alignment(E, V, lam)
     value = float(np.max(lam_err)) / lower
     result = WorstCaseResult(
         E=E,
