@@ -8,10 +8,10 @@ its norm is a closed form (the tilt-shrink) or a certified ``k``-dimensional pro
 perturbation on a ``k``-dimensional subspace), whatever ``n``. :class:`ExactForm` is such a
 member, stored by its parameters (a few numbers, or ``U`` and ``C``: ``n·k + k^p`` numbers
 instead of ``n^p``); :meth:`ExactForm.dense` rebuilds ``E`` and :meth:`ExactForm.norm` recomputes
-its norm from the parameters alone. :func:`evaluate_form` runs SROA on ``T + E`` (certified steps
-where tractable, else SS-HOPM steps with every step checked for globality and redone on the
-global branch) and returns the :class:`~sroa_dist.WorstCaseResult` that
-:meth:`~sroa_dist.WorstCaseResult.save` writes and ``sroa-dist recheck`` re-checks.
+its norm from the parameters alone; :func:`sroa_checked` is SROA with global steps at any n
+(certified where tractable, else SS-HOPM steps each checked for globality and redone on the
+global branch). :func:`sroa_dist.studies.worst_case_family.evaluate_form` turns a form into the
+:class:`~sroa_dist.WorstCaseResult` that ``sroa-dist recheck`` re-checks.
 """
 
 from __future__ import annotations
@@ -26,13 +26,10 @@ from numpy.typing import ArrayLike, NDArray
 from ..decomposition.algorithm import SROAResult, sroa
 from ..errors import InputError
 from ..methods.cost import CERTIFIED_NORM_METHOD, certified_tractable
-from ..metrics import match
-from ..problems.perturbations import coherent_tilt
 from ..problems.subspace import subspace_norm, subspace_tensor
 from ..problems.tilt_shrink import tilt_shrink
-from ..tensors import sod_tensor
 
-__all__ = ["FORM_KINDS", "ExactForm", "evaluate_form", "sroa_checked"]
+__all__ = ["FORM_KINDS", "ExactForm", "sroa_checked"]
 
 #: Kinds of :class:`ExactForm`.
 FORM_KINDS = ("tilt-shrink", "subspace")
@@ -133,62 +130,3 @@ def sroa_checked(T: NDArray[np.float64], p: int) -> tuple[SROAResult, str, bool]
         return res, "certified", bool(np.all(res.certified))
     res = sroa(T, method="sshopm", global_check=True, redo=True, rng=CHECK_SEED)
     return res, "global-checked", not bool(np.any(res.non_global))
-
-
-def evaluate_form(
-    form: ExactForm,
-    lambdas: ArrayLike,
-    V: ArrayLike,
-    p: int,
-    *,
-    seed: Any = None,
-) -> tuple[Any, str, bool]:
-    """SROA with global steps on ``T + E`` (``E`` from ``form``), as a worst case.
-
-    Returns ``(result, steps, all_global)``: a :class:`~sroa_dist.WorstCaseResult` with
-    ``form`` set (a tilt-shrink's ``tilt_cosine`` is taken against its own target's tilt),
-    ``ratio`` the value error over the norm's upper end and ``ratio_kind`` ``"exact"`` (a
-    closed-form or certified norm), and how the steps were made global (:func:`sroa_checked`).
-    """
-    from .worst_case import tilt_alignment
-    from .worst_case_result import WorstCaseResult
-
-    lam, V = np.asarray(lambdas, dtype=float), np.asarray(V, dtype=float)
-    E = form.dense(V, lam, p)
-    lower, upper, exact, how = form.norm()
-    res, steps, all_global = sroa_checked(sod_tensor(lam, V, p) + E, p)
-    m = match(res, lam, V)
-    lam_err, vec_err = np.asarray(m.lam_err), np.asarray(m.vec_err)
-    if form.kind == "tilt-shrink":  # aligned with its own target's tilt (r dense tilts cost)
-        ell = int(form.params["component"])
-        tilt = coherent_tilt(V.shape[0], p, V, lam, component=ell)[0]
-        cos = abs(float(np.vdot(E, tilt))) / float(np.linalg.norm(E) * np.linalg.norm(tilt))
-    else:
-        cos, ell = tilt_alignment(E, V, lam)
-    value = float(np.max(lam_err)) / lower
-    result = WorstCaseResult(
-        E=E,
-        metric="lam",
-        value=value,
-        lam_err=lam_err,
-        vec_err=vec_err,
-        trace=np.array([value]),
-        best_trace=np.array([value]),
-        start=form.kind,
-        start_values={form.kind: value},
-        tilt_cosine=cos,
-        tilt_component=ell,
-        norm_bracket=(lower, upper),
-        eps=lower,
-        lambdas=lam,
-        V=V,
-        seed=seed,
-        method="family",
-        step_method=steps,
-        norm_method=how,
-        norm_certified=exact,
-        ratio=float(np.max(lam_err)) / upper,
-        ratio_kind="exact" if exact else "lower-bound",
-        form=form,
-    )
-    return result, steps, all_global

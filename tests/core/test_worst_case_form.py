@@ -14,7 +14,8 @@ import pytest
 
 import sroa_dist as core
 from sroa_dist.studies import worst_case_form as wf
-from sroa_dist.studies.worst_case_form import ExactForm, evaluate_form
+from sroa_dist.studies.worst_case_family import evaluate_form
+from sroa_dist.studies.worst_case_form import ExactForm
 from tests.support.helpers import run_cli
 
 CLAIM = Path(__file__).parents[2] / "docs/data/rate/worst-case-claims/tilt-p3-n128.npz"
