@@ -34,6 +34,7 @@ from .problems.perturbations import (
     register_perturbation,
 )
 from .problems.structured import structured_tensor
+from .problems.tilt_shrink import tilt_shrink_norm
 from .studies.first_crossing import ThresholdResult
 from .studies.recheck import recheck_worst_case
 from .studies.threshold import find_threshold
@@ -62,6 +63,7 @@ __all__ = [
     "worst_case",
     "load_worst_case",
     "recheck_worst_case",
+    "tilt_shrink_norm",
     "Instance",
     "InputError",
     "SroaWarning",

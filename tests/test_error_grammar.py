@@ -196,6 +196,7 @@ API = {
     "worst_case": lambda: sroa_dist.worst_case(4, 3, 0.1, metric="nope", rng=0),
     "load_worst_case": lambda: sroa_dist.load_worst_case(ROOT / "results" / "no-such-case.npz"),
     "recheck_worst_case": lambda: sroa_dist.recheck_worst_case(ROOT / "results" / "no-such.npz"),
+    "tilt_shrink_norm": lambda: sroa_dist.tilt_shrink_norm(5, 0.3),
     "find_threshold": lambda: sroa_dist.find_threshold(1, 3, rng=0),
     "load_spec": lambda: sroa_dist.load_spec(ROOT / "sweeps" / "no-such-spec.toml"),
     "open_results": lambda: sroa_dist.open_results(ROOT / "results" / "no-such-store.zarr"),

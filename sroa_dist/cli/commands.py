@@ -222,14 +222,18 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 
 def _cmd_recheck(args: argparse.Namespace) -> int:
     """``recheck``: :func:`sroa_dist.recheck_worst_case` on a saved worst case; exit 0 where
-    its claim stands on certified numbers, 1 where it does not."""
+    its claim stands on certified or exact numbers, 1 where it does not."""
     from ..studies.recheck import recheck_worst_case
 
     out = recheck_worst_case(args.file, args.c)
+    norm = out.norm_kind if out.norm_certified else "not certified"
+    if out.steps_kind == "certified":
+        steps = "all certified" if out.steps_certified else "not all certified"
+    else:
+        steps = f"{'all' if out.steps_certified else 'not all'} global ({out.steps_kind})"
     print(
         f"{args.file}: error {out.error:.10g}; ||E|| in [{out.norm_lower:.10g}, "
-        f"{out.norm_upper:.10g}] ({'certified' if out.norm_certified else 'not certified'}); "
-        f"SROA steps {'all certified' if out.steps_certified else 'not all certified'}"
+        f"{out.norm_upper:.10g}] ({norm}); SROA steps {steps}"
     )
     verdict = "STANDS" if out.stands else "DOES NOT STAND"
     print(

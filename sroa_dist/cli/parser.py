@@ -242,8 +242,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     rc = sub.add_parser(
         "recheck",
-        help="re-check a saved worst case's claim error > c·||E|| with a certified norm and "
-        "certified SROA (sroa_dist.WorstCaseResult.save); exit 1 if it does not stand",
+        help="re-check a saved worst case's claim error > c·||E|| with a certified (or exact) "
+        "norm and global SROA steps (sroa_dist.WorstCaseResult.save); exit 1 if it does not "
+        "stand",
     )
     rc.add_argument("file", help="a .npz file written by WorstCaseResult.save")
     rc.add_argument(

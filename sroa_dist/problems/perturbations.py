@@ -443,7 +443,7 @@ register_perturbation(
 #: Families whose stated operator norm the package proves (a closed form derived and tested
 #: here). Any other family's stated norm (a user's family, by import path or registered at run
 #: time) is a claim: sweeps record it, but never as certified.
-PROVEN_NORMS: frozenset[str] = frozenset({"coherent-tilt", "attractor"})
+PROVEN_NORMS: frozenset[str] = frozenset({"coherent-tilt", "attractor", "tilt-shrink"})
 
 
 # --------------------------------------------------------------------------------------------

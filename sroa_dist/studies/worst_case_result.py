@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 
 from ..errors import InputError
 from ..tensors import check_symmetric_tensor
+from .worst_case_form import ExactForm
 
 __all__ = ["WorstCaseResult", "load_worst_case", "read_claim", "save_worst_case"]
 
@@ -76,11 +77,16 @@ class WorstCaseResult:
         ``error ≤ c·‖E‖`` only if ``ratio > c``).
     ratio_kind : str
         ``"certified"`` where the bracket is (``ratio`` is then the ratio, to the bracket's
-        tolerance), else ``"lower-bound"``: the upper end is the unfolding bound, so the true
-        ratio is at least ``ratio`` (and at most ``ratio · upper / lower``).
+        tolerance), ``"exact"`` where the norm is a closed form or a certified ``k``-dimensional
+        problem (``form``), else ``"lower-bound"``: the upper end is the unfolding bound, so the
+        true ratio is at least ``ratio`` (and at most ``ratio · upper / lower``).
     solve_seed, norm_seed : int
         The seeds drawn from ``rng`` for SROA's steps and for the norm (saved with the result
         so a re-check can rerun SROA with the same starts).
+    form : ExactForm, optional
+        ``E`` as a member of an exact-norm family
+        (:class:`~sroa_dist.studies.worst_case_form.ExactForm`): saved by its parameters
+        instead of ``n^p`` entries, and re-checked with the norm recomputed from them.
     """
 
     E: NDArray[np.float64]
@@ -107,6 +113,7 @@ class WorstCaseResult:
     ratio_kind: str = "lower-bound"
     solve_seed: int = 0
     norm_seed: int = 0
+    form: ExactForm | None = None
 
     @property
     def n_evals(self) -> int:
@@ -121,8 +128,11 @@ class WorstCaseResult:
         return save_worst_case(self, path, c=c)
 
 
-#: Format of the saved file (``format`` in its metadata); a reader refuses any other.
+#: Format of the saved file (``format`` in its metadata); a reader refuses any other. Format 2
+#: stores ``E`` by its :class:`ExactForm` (``form`` in the metadata, its arrays as
+#: ``form_<name>``) instead of its entries.
 FORMAT = "sroa-dist worst case 1"
+FORMAT_FORM = "sroa-dist worst case 2"
 _ARRAYS = ("E", "lam_err", "vec_err", "trace", "best_trace", "lambdas", "V")
 
 
@@ -156,7 +166,7 @@ def save_worst_case(result: WorstCaseResult, path: str | os.PathLike[str], *, c:
             "choose a new file name",
         )
     meta = {
-        "format": FORMAT,
+        "format": FORMAT if result.form is None else FORMAT_FORM,
         "n": int(result.E.shape[0]),
         "p": int(result.E.ndim),
         "c": c,
@@ -178,7 +188,12 @@ def save_worst_case(result: WorstCaseResult, path: str | os.PathLike[str], *, c:
         "step_method": result.step_method,
         "norm_method": result.norm_method,
     }
-    arrays = {k: np.asarray(getattr(result, k), dtype=float) for k in _ARRAYS}
+    names = _ARRAYS if result.form is None else tuple(k for k in _ARRAYS if k != "E")
+    arrays = {k: np.asarray(getattr(result, k), dtype=float) for k in names}
+    if result.form is not None:
+        meta["form"] = result.form.to_json()
+        for k, v in result.form.arrays.items():
+            arrays[f"form_{k}"] = np.asarray(v, dtype=float)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(tmp, "wb") as fh:
         np.savez(fh, meta=np.array(json.dumps(meta)), **arrays)
@@ -201,10 +216,14 @@ def read_claim(path: str | os.PathLike[str]) -> tuple[WorstCaseResult, float]:
     try:
         with np.load(path, allow_pickle=False) as z:
             meta = json.loads(str(z["meta"][()]))
-            if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-                fmt = meta.get("format") if isinstance(meta, dict) else None
-                raise InputError(f"{bad} (format {fmt!r}, expected {FORMAT!r})", hint)
-            arrays = {k: np.array(z[k]) for k in _ARRAYS}
+            fmt = meta.get("format") if isinstance(meta, dict) else None
+            if fmt not in (FORMAT, FORMAT_FORM):
+                raise InputError(
+                    f"{bad} (format {fmt!r}, expected {FORMAT!r} or {FORMAT_FORM!r})", hint
+                )
+            names = _ARRAYS if fmt == FORMAT else tuple(k for k in _ARRAYS if k != "E")
+            arrays = {k: np.array(z[k]) for k in names}
+            form_arrays = {k[5:]: np.array(z[k]) for k in z.files if k.startswith("form_")}
     except FileNotFoundError:
         raise InputError(f"{path}: no such file", hint) from None
     except InputError:
@@ -213,6 +232,11 @@ def read_claim(path: str | os.PathLike[str]) -> tuple[WorstCaseResult, float]:
         raise InputError(f"{bad} ({type(exc).__name__}: {exc})", hint) from None
     try:
         n, p = int(meta["n"]), int(meta["p"])
+        form = None
+        if fmt == FORMAT_FORM:
+            f = meta["form"]
+            form = ExactForm(f["kind"], float(f["scale"]), dict(f["params"]), form_arrays)
+            arrays["E"] = form.dense(arrays["V"], arrays["lambdas"], p)
         E = check_symmetric_tensor(arrays["E"], "E")
         if E.shape != (n,) * p or arrays["V"].shape[0] != n:
             shapes = f"E has shape {E.shape}, V {arrays['V'].shape}, for n = {n}, p = {p}"
@@ -242,6 +266,7 @@ def read_claim(path: str | os.PathLike[str]) -> tuple[WorstCaseResult, float]:
             ratio_kind=meta["ratio_kind"],
             solve_seed=int(meta["solve_seed"]),
             norm_seed=int(meta["norm_seed"]),
+            form=form,
         )
         c = float(meta["c"])
     except InputError:
