@@ -37,7 +37,8 @@ def _plain(x: Any) -> Any:
         return x.item()
     if isinstance(x, np.ndarray):
         return x.tolist()
-    raise TypeError(f"not JSON: {type(x).__name__}")
+    # Everything fingerprinted is read from JSON or a cube: anything else is a broken invariant.
+    raise RuntimeError(f"fingerprint: a {type(x).__name__} is not JSON data")
 
 
 @dataclasses.dataclass(frozen=True)
