@@ -73,7 +73,6 @@ __all__ = [
     "ModelSection",
     "ModelSweepSpec",
     "compute_model_block",
-    "is_model_spec",
     "model_layout",
     "model_spec_from_dict",
     "model_weights",
@@ -116,11 +115,6 @@ _SCHEMA: dict[str, Any] = {
 
 #: Prior parameters of each registered model (keywords of its ``from_prior``).
 _PRIOR_KEYS = {"topics": ("concentration",), "gmm": ("mean_scale",)}
-
-
-def is_model_spec(spec: Any) -> bool:
-    """Whether ``spec`` describes a model sweep (a ``[model]`` table)."""
-    return isinstance(spec, ModelSweepSpec)
 
 
 @dataclass(frozen=True)
@@ -531,10 +525,6 @@ class ModelKind:
     def parse(self, raw: Mapping[str, Any], source: str) -> ModelSweepSpec:
         """Validate a raw spec (:func:`model_spec_from_dict`)."""
         return model_spec_from_dict(raw, source)
-
-    def settings(self, spec: ModelSweepSpec, coords: Mapping[str, Any]) -> ModelInstanceSettings:
-        """The grid point's :class:`ModelInstanceSettings`."""
-        return settings_from_coords(spec, coords)
 
     def mean_cost(self, spec: ModelSweepSpec) -> float:
         """Seconds per instance, averaged over the grid (:func:`model_mean_cost`)."""

@@ -68,8 +68,8 @@ class SweepKind(Protocol):
     """What a sweep kind implements (one object per kind, registered by :attr:`name`).
 
     Everything but :meth:`parse` receives a spec the kind itself parsed (an instance of its
-    own :class:`~..spec.base.SweepSpec` subclass, whose ``kind`` class attribute is :attr:`name`
-    and whose ``settings_at`` returns :meth:`settings`).
+    own :class:`~..spec.base.SweepSpec` subclass, whose ``kind`` class attribute is :attr:`name`;
+    a grid point's settings are the spec's own ``settings_at(coords)``).
 
     Optional members, looked up where they are used (a kind without one gets the default):
 
@@ -100,10 +100,6 @@ class SweepKind(Protocol):
     def parse(self, raw: Mapping[str, Any], source: str) -> SweepSpec:
         """Validate a raw (TOML-like) spec and resolve its defaults; ``SpecError`` naming the
         source and key otherwise."""
-
-    def settings(self, spec: Any, coords: Mapping[str, Any]) -> Any:
-        """The settings of the grid point at the swept coordinates ``coords`` (dim -> value):
-        a frozen object with ``seed_key()`` and ``group_key()``."""
 
     def mean_cost(self, spec: Any) -> float:
         """Estimated seconds per instance averaged over the grid (sizes blocks)."""
@@ -177,7 +173,6 @@ _MEMBERS = (
     "marker",
     "all_variables",
     "parse",
-    "settings",
     "mean_cost",
     "layout",
     "compute_block",
@@ -337,7 +332,7 @@ def estimate(
     outer_dims = layout.dims[:-1]  # the last dim is the replicate
     per_point = np.array(
         [
-            cost(kind.settings(spec, dict(zip(outer_dims, point, strict=True))))
+            cost(spec.settings_at(dict(zip(outer_dims, point, strict=True))))
             for point in itertools.product(*layout.coords[:-1])
         ]
     ).reshape(layout.shape[:-1])

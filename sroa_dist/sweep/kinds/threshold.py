@@ -112,7 +112,6 @@ __all__ = [
     "ThresholdProblem",
     "ThresholdSettings",
     "ThresholdSweepSpec",
-    "threshold_seed",
 ]
 
 #: The schema of a threshold spec: ``(vtype, default, required)`` per key (see
@@ -292,11 +291,6 @@ class ThresholdSettings:
     def group_key(self) -> tuple[Any, ...]:
         """Searches are not batched; instances of one point share this key all the same."""
         return (self.noise, self.n, self.p, self.method)
-
-
-def threshold_seed(master_seed: int, settings: ThresholdSettings, replicate: int):
-    """The ``rng`` of instance ``(settings, replicate)``'s search (a ``SeedSequence``)."""
-    return np.random.SeedSequence(master_seed, spawn_key=(*settings.seed_key(), int(replicate)))
 
 
 @dataclass(frozen=True)
@@ -727,10 +721,6 @@ class ThresholdKind:
     def parse(self, raw: Mapping[str, Any], source: str) -> ThresholdSweepSpec:
         """Validate a raw spec (:func:`threshold_spec_from_dict`)."""
         return threshold_spec_from_dict(raw, source)
-
-    def settings(self, spec: ThresholdSweepSpec, coords: Mapping[str, Any]) -> ThresholdSettings:
-        """The grid point's :class:`ThresholdSettings`."""
-        return spec.settings_at(coords)
 
     def mean_cost(self, spec: ThresholdSweepSpec) -> float:
         """Seconds per instance (:func:`threshold_mean_cost`)."""

@@ -42,7 +42,6 @@ from .block import (
 from .spec import (
     InstanceSettings,
     TensorSweepSpec,
-    settings_from_coords,
     tensor_spec_from_dict,
 )
 
@@ -197,10 +196,6 @@ class TensorKind:
         """Validate a raw spec (:func:`~.spec.tensor_spec_from_dict`)."""
         return tensor_spec_from_dict(raw, source)
 
-    def settings(self, spec: TensorSweepSpec, coords: Mapping[str, Any]) -> InstanceSettings:
-        """The grid point's :class:`~.spec.InstanceSettings`."""
-        return settings_from_coords(spec, coords)
-
     def mean_cost(self, spec: TensorSweepSpec) -> float:
         """Seconds per instance, averaged over the grid (:func:`tensor_mean_cost`)."""
         return tensor_mean_cost(spec)
@@ -262,7 +257,7 @@ class TensorKind:
                 continue
             point = {**first, **({"noise": model} if "noise" in first else {})}
             try:
-                inst = self.instance(spec, self.settings(spec, point), 0)
+                inst = self.instance(spec, spec.settings_at(point), 0)
                 if not np.all(np.isfinite(inst.T_hat)):
                     raise InputError(
                         "E has non-finite entries", "make the noise family return a finite E"
