@@ -21,9 +21,9 @@ from .ascent import (
     DEFAULT_N_SPECTRAL,
     DEFAULT_N_STARTS,
     Deflation,
-    _ascent_deflated,
     _signed_problems,
-    _values,
+    ascent_deflated,
+    deflated_values,
     newton_polish,
     power_iterations,
     random_starts,
@@ -204,7 +204,7 @@ def _method_power(
     if budget == "aghkt":
         n_starts, n_iter = aghkt_budget(n, noise_level)
     X = power_iterations(Ts, random_starts(rngs, n_starts, n), n_iter, deflation)
-    _, F = _values(Ts, X, deflation)
+    _, F = deflated_values(Ts, X, deflation)
     score = np.abs(F) if p % 2 == 0 else F
     x = X[np.arange(B), np.argmax(score, axis=1)]
     x = power_iterations(Ts, x[:, None, :], n_iter, deflation)[:, 0]
@@ -224,12 +224,12 @@ def _ascend(
         return (*shifted_ascent(signed, X0, **kw), None)
     lazy = kw.pop("lazy", False)
     args = (kw["max_iter"], kw["tol"], kw["shift"])
-    parts = [_ascent_deflated(Ts, X0, *args, deflation, lazy)]
+    parts = [ascent_deflated(Ts, X0, *args, deflation, lazy)]
     if p % 2 == 0:
         # The larger |T x^p| wins: once the + sign has a value, a lazy − sign stops as soon as
         # its climbing starts are below it.
         floor = parts[0][1].max(axis=1) if lazy else None
-        parts.append(_ascent_deflated(Ts, X0, *args, deflation.negated(), lazy, floor))
+        parts.append(ascent_deflated(Ts, X0, *args, deflation.negated(), lazy, floor))
     return tuple(np.concatenate(a) for a in zip(*parts, strict=True))  # type: ignore[return-value]
 
 
