@@ -10,7 +10,7 @@ import xarray as xr
 
 from ..errors import InputError
 from ..metrics import theorem_2_2_bounds, theorem_3_1_bounds
-from ..sweep.cube import ATTR_KIND, BLOCK, COMPONENT, DIMS, REPLICATE, STEP, TENSOR_DIMS
+from ..sweep import ATTR_KIND, BLOCK, COMPONENT, DIMS, REPLICATE, STEP, TENSOR_DIMS
 from ..sweep.kinds import kind_of
 
 #: Axes whose values are labels, not magnitudes: pooled analyses keep them apart by default.

@@ -36,8 +36,7 @@ from scipy.optimize import brentq
 from ..decomposition import sroa
 from ..errors import InputError
 from ..metrics import match
-from ..problems.perturbations import tilt_norm
-from ..problems.structured import structured_tensor
+from ..problems import structured_tensor, tilt_norm
 
 __all__ = [
     "Accumulation",

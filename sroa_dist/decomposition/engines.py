@@ -14,10 +14,18 @@ from typing import Any
 
 import numpy as np
 
-from ..methods import check_options, rank_one_of_checked, resolve_method
-from ..methods.ascent import DEFAULT_N_STARTS, Deflation, deflated_contract
-from ..methods.builtin import MethodOutput
-from ..methods.finishing import RankOneResult, finish_step, normalize
+from ..methods import (
+    DEFAULT_N_STARTS,
+    Deflation,
+    MethodOutput,
+    RankOneResult,
+    check_options,
+    deflated_contract,
+    finish_step,
+    normalize,
+    rank_one_of_checked,
+    resolve_method,
+)
 from ..operators import TensorOperator
 from ..tensors import rank_one_tensor
 

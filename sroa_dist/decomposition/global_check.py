@@ -31,7 +31,7 @@ import dataclasses
 
 import numpy as np
 
-from ..methods.ascent import (
+from ..methods import (
     Deflation,
     ascent_deflated,
     deflated_values,

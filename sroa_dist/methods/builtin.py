@@ -498,8 +498,7 @@ def _relax(
     and device the options name (``driver``, ``device``; SCS on the CPU by default). Returns
     the results and the driver's label (:func:`~sroa_dist.relaxation.drivers.driver_label`).
     A driver that solves several relaxations at once gets the whole stack."""
-    from ..relaxation import get_relaxation
-    from ..relaxation.drivers import driver_label, get_driver, split_selection
+    from ..relaxation import driver_label, get_driver, get_relaxation, split_selection
 
     n, p = Ts.shape[1], Ts.ndim - 1
     options, name, device = split_selection(options)

@@ -102,8 +102,7 @@ def _int_at_least(lo: int) -> tuple[Callable[[Any], bool], str]:
 def _relaxation_rules(table: Mapping[str, Any]) -> dict[str, Rule | None]:
     """The rules of a ``relaxation`` table: the relaxation's own (:func:`sroa_dist.relaxation.
     option_rules`) for the driver the table names (checked first; static, no device needed)."""
-    from ..relaxation import option_rules
-    from ..relaxation.drivers import selection
+    from ..relaxation import option_rules, selection
 
     name, _ = selection(table)
     return option_rules(name)

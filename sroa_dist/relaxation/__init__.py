@@ -40,10 +40,20 @@ from typing import Any
 import numpy as np
 
 from ..monomials import monomial_exponents, polynomial_coefficients
+from .backend import DeviceUnavailableError, get_backend
 from .builders import FORMULATIONS
 from .core import SOLVE_OPTION_RULES, SOLVE_OPTIONS, MomentRelaxation, option_rules
 from .driver import Schedule, SdpDriver, SdpIterate, SdpProblem
-from .drivers import DRIVERS, DriverEntry, register_driver
+from .drivers import (
+    DRIVERS,
+    DriverEntry,
+    driver_label,
+    get_driver,
+    register_driver,
+    relaxation_device,
+    selection,
+    split_selection,
+)
 from .export import export_certificate
 from .polish import polish
 from .result import RelaxationResult
@@ -84,6 +94,13 @@ __all__ = [
     "register_driver",
     "solve",
     "solve_abs",
+    "DeviceUnavailableError",
+    "driver_label",
+    "get_backend",
+    "get_driver",
+    "relaxation_device",
+    "selection",
+    "split_selection",
 ]
 
 _CACHE: dict[tuple[int, int, int, str], MomentRelaxation] = {}

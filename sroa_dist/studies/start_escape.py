@@ -20,10 +20,9 @@ import math
 import numpy as np
 
 from ..errors import InputError
-from ..methods.ascent import power_iterations, random_starts
-from ..methods.builtin import aghkt_budget
+from ..methods import aghkt_budget, power_iterations, random_starts
 from ..operators import StructuredTensor, SymmetricProducts
-from ..problems.perturbations import attractor_factored
+from ..problems import attractor_factored
 
 __all__ = ["EscapeResult", "escape_probability", "step_success"]
 

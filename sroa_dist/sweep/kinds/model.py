@@ -61,8 +61,17 @@ from ..layout import (
     layout_chunks,
     stable_hash32,
 )
-from ..spec.base import COMMON_SCHEMA, SweepSpec, check_method_options, check_methods
-from ..spec.fields import Axis, SpecError, build_axes, check_replicates, validate_table
+from ..spec import (
+    COMMON_SCHEMA,
+    Axis,
+    SpecError,
+    SweepSpec,
+    build_axes,
+    check_method_options,
+    check_methods,
+    check_replicates,
+    validate_table,
+)
 
 __all__ = [
     "MODEL",
@@ -518,6 +527,9 @@ class ModelKind:
     name = "model"
     marker = "model"
     all_variables: Mapping[str, Variable] = MODEL_VARIABLES
+    #: The spec grammar and its sweepable keys (docs/reference/spec.md lists them).
+    schema: Mapping[str, Any] = _SCHEMA
+    axis_keys: Mapping[str, str] = MODEL_AXIS_KEYS
     #: Report and figures (:class:`sroa_dist.analysis.KindAnalysis`; a path: analysis is a
     #: layer above): SROA's per-step results, then error vs N and the N needed for success.
     analysis = "sroa_dist.analysis.moments:MODEL_ANALYSIS"

@@ -37,11 +37,16 @@ from ..cost import SweepEstimate, sweep_estimate
 from ..cube import ATTR_KIND, Variable
 from ..layout import WORKER_BASE_BYTES, BlockResult, BlockTask, Layout
 from ..layout import default_block_size as _block_size_for_cost
-from ..spec.base import SweepSpec, override_for, override_items
-from ..spec.fields import SpecError
-from ..spec.load import apply_overrides, read_spec_file
+from ..spec import (
+    SpecError,
+    SweepSpec,
+    apply_overrides,
+    override_for,
+    override_items,
+    read_spec_file,
+)
 from .model import MODEL
-from .tensor.kind import TENSOR
+from .tensor import TENSOR
 from .threshold import THRESHOLD
 
 __all__ = [
@@ -87,6 +92,9 @@ class SweepKind(Protocol):
       sums. Default: the settings' own ``cost()``, else :meth:`mean_cost`.
     - ``worker_memory(spec, layout)``: peak bytes of a worker at the sweep's largest task
       (:func:`estimate`). Default: the bare worker process.
+    - ``schema`` and ``axis_keys``: the kind's spec grammar (``(vtype, default, required)``
+      per key, :mod:`..spec.fields`) and its sweepable keys (dotted key -> dim), which the spec
+      reference page (docs/reference/spec.md) lists. Default: the page has no section for it.
     - ``advice``, ``trial_draws``, ``step_meaning``: ``sroa-dist validate``.
     """
 

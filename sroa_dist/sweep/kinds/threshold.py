@@ -51,28 +51,22 @@ from typing import Any, ClassVar
 import numpy as np
 
 from sroa_dist.errors import InputError, with_hint
-from sroa_dist.methods import memory_estimate
-from sroa_dist.methods.cost import resolve_norm_method, solve_cost
-from sroa_dist.problems.noise import NOISE_MODELS
-from sroa_dist.problems.perturbations import PERTURBATIONS, check_model, model_params
-from sroa_dist.studies.criteria import (
-    RUN_CRITERIA,
-    check_criterion_option,
-    criterion_option_expected,
-)
-from sroa_dist.studies.first_crossing import (
+from sroa_dist.methods import memory_estimate, resolve_norm_method, solve_cost
+from sroa_dist.problems import NOISE_MODELS, PERTURBATIONS, check_model, model_params
+from sroa_dist.studies import (
+    DEFAULT_C,
     K_SECTION,
+    RUN_CRITERIA,
     SCAN_FACTOR,
     SCAN_PHASES,
-    ThresholdResult,
-    check_range,
-    max_evals,
-)
-from sroa_dist.studies.threshold import (
-    DEFAULT_C,
     SEARCH_LEGACY,
     SEARCH_REVISION,
+    ThresholdResult,
+    check_criterion_option,
+    check_range,
+    criterion_option_expected,
     find_threshold,
+    max_evals,
     search_options,
     uses_matrix_free,
 )
@@ -89,19 +83,17 @@ from ..layout import (
     layout_chunks,
     stable_hash32,
 )
-from ..spec.base import (
+from ..spec import (
     COMMON_SCHEMA,
+    SpecError,
     SweepSpec,
+    build_axes,
     check_method_options,
     check_methods,
-    replicate_advice,
-)
-from ..spec.fields import (
-    SpecError,
-    build_axes,
     check_replicates,
     check_tensor_size,
     prune_model_params,
+    replicate_advice,
     validate_table,
 )
 
@@ -709,6 +701,9 @@ class ThresholdKind:
     name = "threshold"
     marker = "threshold"
     all_variables: Mapping[str, Variable] = THRESHOLD_VARIABLES
+    #: The spec grammar and its sweepable keys (docs/reference/spec.md lists them).
+    schema: Mapping[str, Any] = THRESHOLD_SCHEMA
+    axis_keys: Mapping[str, str] = AXIS_KEYS
     #: Report and figures (:class:`sroa_dist.analysis.KindAnalysis`; a path: analysis is a
     #: layer above): the rate of ε* in n from the first-crossing brackets.
     analysis = "sroa_dist.analysis.threshold_figures:THRESHOLD_ANALYSIS"

@@ -18,9 +18,16 @@ from typing import Any, ClassVar
 
 from sroa_dist._registry import is_names_only
 from sroa_dist.errors import InputError, with_hint
-from sroa_dist.methods import OptionError, check_options, method_options, resolve_method
-from sroa_dist.methods.records import METHODS, current_revisions, revision_options
-from sroa_dist.problems.perturbations import is_deterministic
+from sroa_dist.methods import (
+    METHODS,
+    OptionError,
+    check_options,
+    current_revisions,
+    method_options,
+    resolve_method,
+    revision_options,
+)
+from sroa_dist.problems import is_deterministic
 
 from ..cube import AXIS_ORDER, REPLICATE
 from .fields import Axis, SpecError

@@ -30,7 +30,7 @@ from ..cube import (
 )
 from ..kinds import kind_of
 from ..layout import Layout
-from ..spec.base import SweepSpec
+from ..spec import SweepSpec
 from .integrity import compressors, ensure_digest_array
 from .target import git_commit, now_iso, software_versions, storage_options_for
 

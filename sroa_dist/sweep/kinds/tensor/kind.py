@@ -15,9 +15,8 @@ from typing import Any
 import numpy as np
 
 from sroa_dist.errors import InputError
-from sroa_dist.methods import memory_estimate
-from sroa_dist.methods.cost import solve_cost
-from sroa_dist.problems.instances import Instance
+from sroa_dist.methods import memory_estimate, solve_cost
+from sroa_dist.problems import Instance
 from sroa_dist.sweep.cost import sroa_seconds
 from sroa_dist.sweep.cube import TENSOR_VARIABLES, V_HAT, Variable
 from sroa_dist.sweep.layout import (
@@ -29,8 +28,7 @@ from sroa_dist.sweep.layout import (
     default_worker_memory,
     layout_chunks,
 )
-from sroa_dist.sweep.spec.base import replicate_advice
-from sroa_dist.sweep.spec.fields import SpecError
+from sroa_dist.sweep.spec import SpecError, replicate_advice
 
 from .block import (
     batch_instances,
@@ -40,6 +38,8 @@ from .block import (
     tensor_variables,
 )
 from .spec import (
+    AXIS_KEYS,
+    TENSOR_SCHEMA,
     InstanceSettings,
     TensorSweepSpec,
     tensor_spec_from_dict,
@@ -191,6 +191,9 @@ class TensorKind:
     name = "tensor"
     marker = None
     all_variables: Mapping[str, Variable] = {**TENSOR_VARIABLES, V_HAT.name: V_HAT}
+    #: The spec grammar and its sweepable keys (docs/reference/spec.md lists them).
+    schema: Mapping[str, Any] = TENSOR_SCHEMA
+    axis_keys: Mapping[str, str] = AXIS_KEYS
 
     def parse(self, raw: Mapping[str, Any], source: str) -> TensorSweepSpec:
         """Validate a raw spec (:func:`~.spec.tensor_spec_from_dict`)."""
