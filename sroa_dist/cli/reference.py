@@ -309,7 +309,6 @@ def cube_page() -> str:
         ATTR_LAYOUT_TOKEN,
         ATTR_SPEC,
         ATTR_SWEEP_NAME,
-        AXIS_ORDER,
         BLOCK,
         BOOKKEEPING,
         DAMAGED,
@@ -321,13 +320,18 @@ def cube_page() -> str:
     )
     from ..sweep.kinds import KINDS
 
-    ordered = [*AXIS_ORDER, *(d for d in DIMS if d not in AXIS_ORDER)]
+    dim_head = ["dim", "coordinate dtype", "units", "meaning"]
+
+    def dim_rows(dims: Mapping[str, Any]) -> Iterable[tuple[str, ...]]:
+        return ((f"`{d}`", f"`{v.dtype}`", v.units, v.long_name) for d, v in dims.items())
+
     out = [
         _header("the cube's vocabulary, `sroa_dist/sweep/cube.py`, and the sweep kinds"),
         "# Result cube\n\n",
         "One zarr store per sweep, read as an `xarray.Dataset` with `open_results(store)` "
         "(every block checked). A variable over the instance grid has the sweep's dims (its "
-        "swept axes in the order below, then `replicate`) followed by its own dims; per-step "
+        "swept axes in its kind's order below, then `replicate`) followed by its own dims; "
+        "per-step "
         "values past an instance's last step are fill values (NaN for floats, False for "
         "booleans). Every dim is a coordinate; a non-swept setting is a root attr "
         f"`{SETTING_PREFIX}*`. Root attrs `{ATTR_SPEC}` (the resolved spec, JSON), "
@@ -335,15 +339,13 @@ def cube_page() -> str:
         f"`{ATTR_FORMAT}` records its format ({STORE_FORMAT}: every finished block "
         "records digests, certificate files live in `<store>/certificates/`; a store without "
         "it has format 1).\n\n",
-        "## Dimensions\n\n",
-        "Sweep dims in cube order: " + ", ".join(f"`{d}`" for d in AXIS_ORDER) + ".\n\n",
-        _table(
-            ["dim", "coordinate dtype", "units", "meaning"],
-            ((f"`{d}`", f"`{DIMS[d].dtype}`", DIMS[d].units, DIMS[d].long_name) for d in ordered),
-        ),
+        "## Dimensions of every cube\n\n",
+        _table(dim_head, dim_rows(DIMS)),
     ]
     head = ["variable", "dims", "dtype", "units", "meaning", "notes"]
     for name, kind in KINDS.items():
+        out.append(f"\n## Sweep dims of `{name}` sweeps, in cube order\n\n")
+        out.append(_table(dim_head, dim_rows(kind.dims)))
         out.append(f"\n## Variables of `{name}` sweeps\n\n")
         out.append(_table(head, _variable_rows(kind.all_variables.values())))
     out.append("\n## Bookkeeping (one element per block)\n\n")

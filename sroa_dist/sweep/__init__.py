@@ -17,7 +17,6 @@ from .cube import (
     ATTR_LAYOUT_TOKEN,
     ATTR_SPEC,
     ATTR_SWEEP_NAME,
-    AXIS_ORDER,
     BLOCK,
     BOOKKEEPING,
     COMPONENT,
@@ -30,9 +29,9 @@ from .cube import (
     FAILED_MESSAGES,
     REPLICATE,
     SETTING_PREFIX,
+    SHARED_AXES,
     STEP,
     STORE_FORMAT,
-    TENSOR_DIMS,
     store_format,
 )
 from .kinds import load_spec
@@ -57,7 +56,6 @@ __all__ = [
     "ATTR_LAYOUT_TOKEN",
     "ATTR_SPEC",
     "ATTR_SWEEP_NAME",
-    "AXIS_ORDER",
     "BOOKKEEPING",
     "SETTING_PREFIX",
     "ATTR_KIND",
@@ -73,7 +71,7 @@ __all__ = [
     "REPLICATE",
     "STEP",
     "STORE_FORMAT",
-    "TENSOR_DIMS",
+    "SHARED_AXES",
     "estimate_line",
     "store_format",
 ]

@@ -34,7 +34,7 @@ from sroa_dist._registry import is_names_only
 from sroa_dist.errors import InputError
 
 from ..cost import SweepEstimate, sweep_estimate
-from ..cube import ATTR_KIND, Variable
+from ..cube import ATTR_KIND, DIMS, Dim, Variable
 from ..layout import WORKER_BASE_BYTES, BlockResult, BlockTask, Layout
 from ..layout import default_block_size as _block_size_for_cost
 from ..spec import (
@@ -53,6 +53,7 @@ __all__ = [
     "KINDS",
     "SweepKind",
     "advice",
+    "cube_dims",
     "default_block_size",
     "estimate",
     "kind_for_raw",
@@ -102,8 +103,15 @@ class SweepKind(Protocol):
     name: str
     #: Top-level spec table that marks a raw spec as this kind (``None``: the default kind).
     marker: str | None
-    #: Every variable this kind may write, in documented order (for reading cubes).
+    #: Every variable this kind may write, in documented order (for reading cubes), declared
+    #: in the kind's own module (:func:`~..cube.by_name` of :class:`~..cube.Variable` records).
     all_variables: Mapping[str, Variable]
+    #: The kind's sweep dims in cube order, each a :class:`~..cube.Dim` (coordinate dtype,
+    #: meaning), declared in the kind's own module: a dim several kinds sweep is picked from
+    #: :data:`~..cube.SHARED_AXES`, the kind's own are new ``Dim`` records. Its specs'
+    #: ``axis_keys`` name these dims, and a cube's swept axes come in this order. The dims
+    #: every cube has (``replicate``, ``step``, ...) are :data:`~..cube.DIMS`, not listed here.
+    dims: Mapping[str, Dim]
 
     def parse(self, raw: Mapping[str, Any], source: str) -> SweepSpec:
         """Validate a raw (TOML-like) spec and resolve its defaults; ``SpecError`` naming the
@@ -180,6 +188,7 @@ _MEMBERS = (
     "name",
     "marker",
     "all_variables",
+    "dims",
     "parse",
     "mean_cost",
     "layout",
@@ -368,6 +377,12 @@ def make_layout(
     :func:`~sroa_dist.layout.default_worker_memory`; ``math.inf`` skips the check).
     """
     return kind_of(spec).layout(spec, block_size, chunks, memory_limit=memory_limit)
+
+
+def cube_dims(spec_or_cube: Any) -> dict[str, Dim]:
+    """Every dim the cube of a spec (or a cube read from a store) may have: its kind's sweep
+    dims (:attr:`SweepKind.dims`), then the dims every cube has (:data:`~..cube.DIMS`)."""
+    return {**kind_of(spec_or_cube).dims, **DIMS}
 
 
 def variable_order() -> list[str]:

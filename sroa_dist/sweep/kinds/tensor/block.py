@@ -24,10 +24,11 @@ from sroa_dist.decomposition import sroa_batch
 from sroa_dist.metrics import match, theorem_2_2_bounds, theorem_3_1_bounds
 from sroa_dist.norms import OperatorNormResult, operator_norm_batch, scale_factors
 from sroa_dist.problems import DEFAULT_WEIGHT, PROVEN_NORMS, make_instance, model_params
-from sroa_dist.sweep.cube import TENSOR_VARIABLES, V_HAT, Variable, eps_scaled_target
+from sroa_dist.sweep.cube import Variable
 from sroa_dist.sweep.layout import BlockResult, BlockTask, allocate
 
 from .spec import InstanceSettings, TensorSweepSpec, instance_seed
+from .variables import TENSOR_VARIABLES, V_HAT, eps_scaled_target
 
 __all__ = [
     "MAX_BATCH_BYTES",

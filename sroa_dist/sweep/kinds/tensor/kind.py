@@ -18,7 +18,7 @@ from sroa_dist.errors import InputError
 from sroa_dist.methods import memory_estimate, solve_cost
 from sroa_dist.problems import Instance
 from sroa_dist.sweep.cost import sroa_seconds
-from sroa_dist.sweep.cube import TENSOR_VARIABLES, V_HAT, Variable
+from sroa_dist.sweep.cube import Dim, Variable
 from sroa_dist.sweep.layout import (
     WORKER_BASE_BYTES,
     BlockResult,
@@ -44,6 +44,7 @@ from .spec import (
     TensorSweepSpec,
     tensor_spec_from_dict,
 )
+from .variables import TENSOR_DIMS, TENSOR_VARIABLES, V_HAT
 
 __all__ = [
     "TENSOR",
@@ -191,6 +192,7 @@ class TensorKind:
     name = "tensor"
     marker = None
     all_variables: Mapping[str, Variable] = {**TENSOR_VARIABLES, V_HAT.name: V_HAT}
+    dims: Mapping[str, Dim] = TENSOR_DIMS
     #: The spec grammar and its sweepable keys (docs/reference/spec.md lists them).
     schema: Mapping[str, Any] = TENSOR_SCHEMA
     axis_keys: Mapping[str, str] = AXIS_KEYS

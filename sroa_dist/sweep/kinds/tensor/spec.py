@@ -46,7 +46,6 @@ from sroa_dist.problems import (
     check_model,
     model_params,
 )
-from sroa_dist.sweep.cube import NOISE_LEVELS
 from sroa_dist.sweep.layout import stable_hash32
 from sroa_dist.sweep.spec import (
     COMMON_SCHEMA,
@@ -61,6 +60,8 @@ from sroa_dist.sweep.spec import (
     prune_model_params,
     validate_table,
 )
+
+from .variables import NOISE_LEVELS
 
 __all__ = [
     "AXIS_KEYS",
