@@ -205,7 +205,9 @@ def rank_one_of_checked(
         # tolerance, so they do not keep iterating past what certification asks for.
         options = {**options, "gap_tol": gap_tol}
     B, n, p = Ts.shape[0], Ts.shape[1], Ts.ndim - 1
-    check_options(method, {**options, "gap_tol": gap_tol}, n=n, p=p)
+    checked = check_options(method, {**options, "gap_tol": gap_tol}, n=n, p=p)
+    if "relaxation" in options:  # parsed once, there: the method reads the parsed table
+        options = {**options, "relaxation": checked["relaxation"]}
     rngs = as_rng_list(rng, B)
     norm = normalize(Ts)
     keep = np.flatnonzero(~norm.zero)

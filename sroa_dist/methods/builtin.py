@@ -490,19 +490,19 @@ def _symmetric_part_of_rounding(Ts: FloatArray) -> FloatArray:
 def _relax(
     Ts: FloatArray,
     order: int | None,
-    options: dict[str, Any],
+    options: tuple[dict[str, Any], str, str],
     candidates: FloatArray | None = None,
 ) -> tuple[list[Any], str]:
     """Solve the moment relaxation of ``max |T x^p|`` (odd p: ``max T x^p``) of every tensor,
-    optionally seeding each with a candidate maximiser ``candidates[b]``, with the SDP driver
-    and device the options name (``driver``, ``device``; SCS on the CPU by default). Returns
-    the results and the driver's label (:func:`~sroa_dist.relaxation.drivers.driver_label`).
-    A driver that solves several relaxations at once gets the whole stack."""
-    from ..relaxation import driver_label, get_driver, get_relaxation, split_selection
+    optionally seeding each with a candidate maximiser ``candidates[b]``, with the solve
+    options, SDP driver and device of :func:`_relaxation_options`. Returns the results and
+    the driver's label (:func:`~sroa_dist.relaxation.drivers.driver_label`). A driver that
+    solves several relaxations at once gets the whole stack."""
+    from ..relaxation import driver_entry, driver_label, get_relaxation
 
     n, p = Ts.shape[1], Ts.ndim - 1
-    options, name, device = split_selection(options)
-    driver = get_driver(name, device)
+    options, name, device = options
+    driver = driver_entry(name).make(device)  # named and checked by the table's one parse
     relax = get_relaxation(n, p, order=order)
     Ts = _symmetric_part_of_rounding(Ts)
     cands = None if candidates is None else [c[None, :] for c in candidates]
@@ -513,19 +513,27 @@ def _relax(
 
 def _relaxation_options(
     options: dict[str, Any] | None, certificate: bool, gap_tol: float
-) -> dict[str, Any]:
-    """Keyword options of ``MomentRelaxation.solve``: the user's ``relaxation`` table, the
-    certificate export, and (unless the table sets it) a stopping gap that certification
-    accepts, :data:`RELAXATION_STOP_FRACTION` of ``gap_tol``."""
+) -> tuple[dict[str, Any], str, str]:
+    """Keyword options of ``MomentRelaxation.solve`` and the driver and device to run it on:
+    the user's ``relaxation`` table (parsed once, by :func:`~.records.check_options`; a
+    method function called directly, past that check, has its driver and device selected
+    here), the certificate export, and
+    (unless the table sets it) a stopping gap that certification accepts,
+    :data:`RELAXATION_STOP_FRACTION` of ``gap_tol``."""
+    from ..relaxation import RelaxationTable, selection
+
+    table = options
+    if not isinstance(table, RelaxationTable):
+        table = RelaxationTable(options, *selection(options))
     if not (isinstance(gap_tol, (int, float)) and gap_tol >= 0):
         raise InputError(
             f"gap_tol: expected a number >= 0, received {gap_tol!r}",
             "give a tolerance >= 0, e.g. gap_tol=1e-6",
         )
-    out = {"gap_tol": RELAXATION_STOP_FRACTION * float(gap_tol), **(options or {})}
+    out = {"gap_tol": RELAXATION_STOP_FRACTION * float(gap_tol), **table.solve_options}
     if certificate:
         out["with_certificate"] = True
-    return out
+    return out, table.driver, table.device
 
 
 def _method_sos(

@@ -45,14 +45,17 @@ from .builders import FORMULATIONS
 from .core import SOLVE_OPTION_RULES, SOLVE_OPTIONS, MomentRelaxation, option_rules
 from .driver import Schedule, SdpDriver, SdpIterate, SdpProblem
 from .drivers import (
+    DEFAULT_DRIVER,
     DRIVERS,
     DriverEntry,
+    RelaxationTable,
+    default_driver,
+    driver_entry,
     driver_label,
     get_driver,
     register_driver,
     relaxation_device,
     selection,
-    split_selection,
 )
 from .export import export_certificate
 from .polish import polish
@@ -95,12 +98,15 @@ __all__ = [
     "solve",
     "solve_abs",
     "DeviceUnavailableError",
+    "DEFAULT_DRIVER",
+    "RelaxationTable",
+    "default_driver",
+    "driver_entry",
     "driver_label",
     "get_backend",
     "get_driver",
     "relaxation_device",
     "selection",
-    "split_selection",
 ]
 
 _CACHE: dict[tuple[int, int, int, str], MomentRelaxation] = {}
