@@ -8,7 +8,7 @@ import pytest
 
 from sroa_dist import identity_basis, make_instance, match, rank_one, sod_tensor, sroa, sroa_batch
 from sroa_dist.decomposition.engines import _gram_bound
-from sroa_dist.methods.ascent import Deflation, _contract
+from sroa_dist.methods.ascent import Deflation, deflated_contract
 from sroa_dist.methods.builtin import IMPLICIT_BYTES
 from sroa_dist.methods.records import METHODS
 from sroa_dist.tensors import contract, rank_one_tensor
@@ -47,7 +47,7 @@ def test_implicit_contractions_equal_explicit_residual(p, sign):
     d = d if sign > 0 else d.negated()
     X = rng.standard_normal((1, S, n))
     for times in (p, p - 1, p - 2):
-        got = _contract(T[None], X, times, d)
+        got = deflated_contract(T[None], X, times, d)
         want = contract(R[None], X, times)
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-13 * np.abs(want).max())
 
