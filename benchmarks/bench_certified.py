@@ -14,24 +14,15 @@ Writes benchmarks/out/certified.json and prints a table. Times are wall clock on
 
 from __future__ import annotations
 
-import os
+import _common  # first: pins BLAS threads before numpy loads  # isort: skip
 
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_var] = "1"  # before numpy is imported
-
-import argparse  # noqa: E402
 import itertools  # noqa: E402
-import json  # noqa: E402
-import platform  # noqa: E402
 import time  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
 
 from sroa_dist import relaxation as R  # noqa: E402
-
-OUT = Path(__file__).resolve().parent / "out"
 
 
 def nearly_sod(n: int, sigma: float, rng: np.random.Generator) -> np.ndarray:
@@ -122,14 +113,13 @@ def cvxpy_clarabel(Ts: list[np.ndarray]) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = _common.parser(__doc__, "certified")
     ap.add_argument("--instances", type=int, default=30)
     ap.add_argument("--cvxpy", type=int, default=5, help="instances through cvxpy + Clarabel")
     ap.add_argument("--scs-only", type=int, default=5, help="instances through one full SCS solve")
     ap.add_argument("--n", type=int, default=10)
     ap.add_argument("--sigma", type=float, default=0.01)
     ap.add_argument("--seed", type=int, default=2024)
-    ap.add_argument("--tag", default="", help="output file certified[-TAG].json")
     args = ap.parse_args()
 
     rng = np.random.default_rng(args.seed)
@@ -180,15 +170,7 @@ def main() -> None:
         f"{ours['iterations_median']:.0f}, max {ours['iterations_max']}"
     )
 
-    OUT.mkdir(exist_ok=True)
     payload = {
-        "benchmark": "certified",
-        "machine": {
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "load_avg": os.getloadavg(),
-        },
-        "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "setup": {
             "n": args.n,
             "p": 3,
@@ -204,9 +186,7 @@ def main() -> None:
         "scs_only": scs_only,
         "cvxpy_clarabel": ref,
     }
-    path = OUT / (f"certified-{args.tag}.json" if args.tag else "certified.json")
-    path.write_text(json.dumps(payload, indent=2, default=float))
-    print(f"wrote {path}")
+    print(f"wrote {_common.write(args.out, payload)}")
 
 
 if __name__ == "__main__":

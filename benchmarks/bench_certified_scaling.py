@@ -28,14 +28,13 @@ import os
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "1"  # before numpy is imported
 
-import argparse  # noqa: E402
 import json  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import write  # noqa: E402
+import _common  # noqa: E402
 
 
 def _instance(family: str, n: int, p: int, seed: int):
@@ -109,7 +108,7 @@ def _child(family: str, n: int, p: int, steps: int) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = _common.parser(__doc__, None)
     ap.add_argument("--p", type=int, default=3)
     ap.add_argument("--ns", type=int, nargs="+", default=[8, 12, 16, 20, 24, 28, 32])
     ap.add_argument("--steps", type=int, default=4)
@@ -147,7 +146,9 @@ def main() -> None:
                 f"{row['peak_rss_mb']:>7.0f}",
                 flush=True,
             )
-    path = write(f"certified_scaling_p{args.p}", {"steps": args.steps, "results": results})
+    path = _common.write(
+        args.out or f"certified_scaling_p{args.p}", {"steps": args.steps, "results": results}
+    )
     print(f"wrote {path}")
 
 

@@ -29,7 +29,6 @@ sides so that a change in the machine's load hits both. Measured per round:
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -160,7 +159,7 @@ def solo_round(replicates: int, threads: str = "one") -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = _common.parser(__doc__, "bench_certified_sweep")
     ap.add_argument("--replicates", type=int, default=20, help="per noise model (default 20)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=2)
@@ -229,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"full figure2: {full['instances']} instances in {full['wall_s']} s wall")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    path = _common.write("bench_certified_sweep", out)
+    path = _common.write(args.out, out)
     print(f"wrote {path}")
     return 0
 

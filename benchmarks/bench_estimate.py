@@ -14,7 +14,6 @@ of). Writes ``benchmarks/out/bench_estimate.json``.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import sys
@@ -74,7 +73,7 @@ def measure(name: str, workers: int, tmp: Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = _common.parser(__doc__, "bench_estimate")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--only", choices=sorted(RUNS), action="append")
     args = ap.parse_args(argv)
@@ -92,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{r['loadavg_after'][0]}",
                 flush=True,
             )
-            _common.write("bench_estimate", out)
+            _common.write(args.out, out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0

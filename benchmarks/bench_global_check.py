@@ -11,7 +11,6 @@ Writes benchmarks/out/global_check.json.
 
 from __future__ import annotations
 
-import argparse
 import time
 
 import _common
@@ -47,7 +46,7 @@ def cpu(fn, *args, **kwargs):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = _common.parser(__doc__, "global_check")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--quick", action="store_true", help="the three dense cases only")
     args = ap.parse_args()
@@ -76,7 +75,7 @@ def main() -> None:
             f"  ×{row['ratio']:.2f}  redone {row['redone_steps']}",
             flush=True,
         )
-    print(_common.write("global_check", {"rows": rows, "repeats": args.repeats}))
+    print(_common.write(args.out, {"rows": rows, "repeats": args.repeats}))
 
 
 if __name__ == "__main__":

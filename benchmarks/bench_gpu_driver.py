@@ -42,13 +42,14 @@ project's own dependencies and, for ``cuda``, CuPy.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
 import time
-from pathlib import Path
 
+# After numpy: this benchmark keeps the machine's BLAS threads (_common pins them only for
+# what loads numpy after it).
+import _common  # noqa: E402
 import numpy as np
 
 from sroa_dist import make_instance, rank_one
@@ -152,10 +153,8 @@ _OUT: dict = {"path": None, "head": {}}
 
 
 def save(rows: list[dict]) -> None:
-    path = _OUT["path"]
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({**_OUT["head"], "rows": rows}, indent=2))
+    if _OUT["path"] is not None:
+        _common.write(_OUT["path"], {**_OUT["head"], "rows": rows})
 
 
 def bench(args) -> list[dict]:
@@ -449,7 +448,7 @@ def parse_devices(text: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = _common.parser(__doc__, None)
     ap.add_argument("--sizes", type=parse_sizes, default=SIZES, help="P:N,... (default all)")
     ap.add_argument("--devices", type=parse_devices, default=list(DEVICES), help="scs,cpu,cuda")
     ap.add_argument("--skip-scs", action="store_true", help="no SCS rows")
@@ -464,7 +463,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--figure2", type=int, default=0, metavar="K", help="then K Figure 2 SROAs per model"
     )
-    ap.add_argument("--out", type=Path, help="write the rows as JSON here")
     args = ap.parse_args(argv)
     info = versions()
     print("versions: " + ", ".join(f"{k} {v}" for k, v in info.items()), flush=True)
@@ -474,8 +472,6 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if failed else 0
     _OUT["path"] = args.out
     _OUT["head"] = {
-        "benchmark": "bench_gpu_driver",
-        "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "versions": info,
         "argv": sys.argv[1:],
     }

@@ -22,7 +22,6 @@ Writes ``benchmarks/out/bench_instance_cost.json``; the committed copy of a cali
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
@@ -142,7 +141,7 @@ def threshold_point(replicates: int) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = _common.parser(__doc__, None)
     ap.add_argument("--replicates", type=int, default=8, help="per noise model (default 8)")
     ap.add_argument("--threshold-replicates", type=int, default=1)
     ap.add_argument(
@@ -151,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     limit_blas_threads(1)
     out: dict = {"loadavg_at_start": os.getloadavg(), "points": []}
-    name = "bench_instance_cost" + ("" if args.part == "all" else f"-{args.part}")
+    name = args.out or "bench_instance_cost" + ("" if args.part == "all" else f"-{args.part}")
     if args.part in ("all", "tensor"):
         for m, norm, n, p in POINTS:
             pt = tensor_point(m, norm, n, p, args.replicates)

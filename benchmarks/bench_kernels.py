@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-import _common  # noqa: F401  (pins BLAS threads before numpy loads)
+import _common  # (first: pins BLAS threads before numpy loads)
 import numpy as np
 
 from sroa_dist.tensors import contract
@@ -26,6 +26,7 @@ def cpu_best(fn, repeat=5):
 
 
 def main() -> None:
+    args = _common.parser(__doc__, "kernels").parse_args()
     rng = np.random.default_rng(0)
     m = 1024
     A, B = rng.standard_normal((m, m)), rng.standard_normal((m, m))
@@ -43,7 +44,7 @@ def main() -> None:
             f"contract T x^(p-1), n={n} p={p} {S} vectors x {Bsz} tensors: {g:.1f} GFLOP/s "
             f"({100 * g / peak:.0f}% of matmul n={m}, {peak:.1f} GFLOP/s)"
         )
-    print(_common.write("kernels", rows))
+    print(_common.write(args.out, rows))
 
 
 if __name__ == "__main__":

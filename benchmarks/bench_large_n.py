@@ -117,7 +117,7 @@ def kernel_rows(repeat: int = 7) -> dict:
     CPU seconds (``process_time``), best of ``repeat``, with the kernel and its matmul peer
     interleaved, so that a shared machine slows both alike instead of skewing the ratio.
     """
-    from sroa_dist.methods.ascent import Deflation, _contract
+    from sroa_dist.methods import Deflation, deflated_contract
     from sroa_dist.tensors import contract
 
     def cpu(fn):
@@ -144,7 +144,7 @@ def kernel_rows(repeat: int = 7) -> dict:
         t_mm, t_e, t_c = [], [], []
         for _ in range(repeat):
             t_mm.append(cpu(lambda: A @ B))
-            t_e.append(cpu(lambda T=T, X=X, p=p, d=d: _contract(T, X, p - 1, d)))
+            t_e.append(cpu(lambda T=T, X=X, p=p, d=d: deflated_contract(T, X, p - 1, d)))
             t_c.append(cpu(lambda T=T, X=X, p=p: contract(T, X, p - 1)))
         peak = 2 * m**3 / min(t_mm) / 1e9
         g, c = (2 * S * n**p / min(t) / 1e9 for t in (t_e, t_c))

@@ -28,7 +28,6 @@ Writes benchmarks/out/miss_rate.json.
 
 from __future__ import annotations
 
-import argparse
 import math
 import time
 
@@ -159,14 +158,13 @@ def summarise(out: list[dict]) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = _common.parser(__doc__, "miss_rate")
     ap.add_argument("--families", nargs="+", default=list(FAMILIES), choices=FAMILIES)
     ap.add_argument("--sizes", type=int, nargs="+", default=[6, 8, 12, 16, 20, 24])
     ap.add_argument("--instances", type=int, default=5, help="instances per family and n")
     ap.add_argument("--tilt-instances", type=int, default=2, help="solver seeds per n (tilt)")
     ap.add_argument("--eps", type=float, default=0.2)
     ap.add_argument("--seed-offset", type=int, default=0, help="first instance seed")
-    ap.add_argument("--out", default="miss_rate", help="name of the output file")
     args = ap.parse_args()
     out: list[dict] = []
     for family in args.families:

@@ -7,8 +7,6 @@ topic recovery (sample → T̂ → SROA → topics) per method.
 
 from __future__ import annotations
 
-import argparse
-
 import _common  # noqa: F401  (pins BLAS threads before numpy loads)
 import numpy as np
 
@@ -85,7 +83,7 @@ def end_to_end(rows: list, N: int, d: int, k: int, L: int, methods) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = _common.parser(__doc__, "moments")
     ap.add_argument("--quick", action="store_true", help="small grid (smoke run)")
     args = ap.parse_args()
     k, L = 10, 20
@@ -102,7 +100,7 @@ def main() -> None:
     construction(cons, large, k, L, with_baseline=False)
     e2e_rows: list = []
     end_to_end(e2e_rows, e2e[0], e2e[1], k, L, ["certified", "sshopm", "power"])
-    print(_common.write("moments", {"construction": cons, "end_to_end": e2e_rows}))
+    print(_common.write(args.out, {"construction": cons, "end_to_end": e2e_rows}))
 
 
 if __name__ == "__main__":

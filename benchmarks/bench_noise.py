@@ -7,7 +7,6 @@ the output tensor's size; times are one run each, as a ratio to the former path 
 
 from __future__ import annotations
 
-import argparse
 import functools
 import sys
 import tracemalloc
@@ -36,7 +35,7 @@ def _measure(fn, *args):
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = _common.parser(__doc__, "bench_noise")
     ap.add_argument("--n", type=int, nargs="+", default=[128, 256])
     ap.add_argument("--p", type=int, default=3)
     args = ap.parse_args(argv)
@@ -61,7 +60,7 @@ def main(argv=None) -> int:
         rows.append(row)
         print(row, flush=True)
         del new, old
-    print(f"wrote {_common.write('bench_noise', {'rows': rows})}")
+    print(f"wrote {_common.write(args.out, {'rows': rows})}")
     return 0
 
 

@@ -21,7 +21,6 @@ by other jobs; the ratios use it) and the medians; writes ``benchmarks/out/bench
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import tempfile
@@ -103,7 +102,7 @@ def measure(url: str, rounds: int, out: Path) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = _common.parser(__doc__, "bench_read")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--stores", type=Path, help="folder to keep (and reuse) the stores in")
     args = ap.parse_args()
@@ -121,7 +120,7 @@ def main() -> None:
             }
             print(name, "fastest", results[name]["fastest_s"], flush=True)
             print(name, "median", results[name]["median_s"], flush=True)
-    path = _common.write("bench_read", {"rounds": args.rounds, "stores": results})
+    path = _common.write(args.out, {"rounds": args.rounds, "stores": results})
     print(f"wrote {path}")
 
 

@@ -10,7 +10,6 @@ without its spectral starts (``no_spectral``) measured in the same rounds.
 
 from __future__ import annotations
 
-import argparse
 import time
 
 import _common  # noqa: F401  (pins BLAS threads before numpy loads)
@@ -87,7 +86,7 @@ def run_tensorly(insts):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = _common.parser(__doc__, "sroa_local")
     ap.add_argument("--instances", type=int, default=500)
     ap.add_argument("--tensorly", type=int, default=10, help="instances run through TensorLy")
     ap.add_argument("--batch", type=int, default=250)
@@ -170,7 +169,7 @@ def main() -> None:
         )
     print(
         f"speed-up: {row['speedup']:.0f}x wall, {row['speedup_cpu_seconds']:.0f}x CPU seconds"
-        f"   -> {_common.write('sroa_local', row)}"
+        f"   -> {_common.write(args.out, row)}"
     )
 
 

@@ -18,12 +18,11 @@ component was deflated (n when every step was global) and the largest difference
 from the default's.
 
 Run:  python benchmarks/bench_structured.py [--cases 5:200 6:100] [--eps 0.2] [--policies]
-Writes benchmarks/out/structured.json (``--name`` to change).
+Writes benchmarks/out/structured.json (``--out`` to change).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -84,12 +83,11 @@ def _run(p: int, n: int, seed: int, eps: float, options: dict) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = _common.parser(__doc__, "structured")
     ap.add_argument("--cases", nargs="+", default=["5:200", "6:100"], help="p:n pairs")
     ap.add_argument("--eps", type=float, default=0.2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--policies", action="store_true", help="also run other start policies")
-    ap.add_argument("--name", default="structured", help="output benchmarks/out/NAME.json")
     args = ap.parse_args()
     rows = []
     for case in args.cases:
@@ -127,7 +125,7 @@ def main() -> None:
     load = os.getloadavg()
     print(f"load average {load[0]:.1f} (1 min)")
     payload = {"eps": args.eps, "seed": args.seed, "load_average": load, "cases": rows}
-    path = _common.write(args.name, payload)
+    path = _common.write(args.out, payload)
     print(f"wrote {path}")
 
 

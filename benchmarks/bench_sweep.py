@@ -20,7 +20,6 @@ Definitions (per run, ``W`` workers):
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import sys
@@ -79,7 +78,7 @@ def scaling(spec, tmp: Path, tag: str, **kw) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = _common.parser(__doc__, "bench_sweep")
     ap.add_argument("--quick", action="store_true", help="smaller certified sample")
     ap.add_argument("--full-certified", action="store_true", help="run figure1+2 certified")
     args = ap.parse_args(argv)
@@ -127,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
             out["figure1_plus_figure2_certified_wall_s"] = round(time.perf_counter() - t0, 1)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    path = _common.write("bench_sweep", out)
+    path = _common.write(args.out, out)
     print(f"wrote {path}")
     return 0
 

@@ -17,7 +17,6 @@ Writes benchmarks/out/threshold_workers.json.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
 import time
@@ -69,7 +68,7 @@ def rounds(res) -> int:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = _common.parser(__doc__, "threshold_workers")
     ap.add_argument("--n", type=int, default=128)
     ap.add_argument("--k", type=int, default=4, help="k_section of the parallel runs")
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
@@ -106,7 +105,7 @@ def main() -> None:
         }
         rows.append(row)
         print(row, flush=True)
-    _common.write("threshold_workers", {"n": args.n, "p": 3, "seed": args.seed, "rows": rows})
+    _common.write(args.out, {"n": args.n, "p": 3, "seed": args.seed, "rows": rows})
 
 
 if __name__ == "__main__":

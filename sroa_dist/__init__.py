@@ -11,7 +11,7 @@ from importlib import metadata as _metadata
 from typing import Any
 
 from .certificate import Certificate
-from .decomposition.algorithm import SROAResult, sroa, sroa_batch
+from .decomposition import SROAResult, sroa, sroa_batch
 from .errors import InputError, SroaWarning, install_warning_format
 from .methods import (
     METHODS,
@@ -24,22 +24,28 @@ from .methods import (
 )
 from .metrics import MatchResult, match, theorem_2_2_bounds, theorem_3_1_bounds
 from .norms import OperatorNormResult, operator_norm, operator_norm_batch, scale_to_opnorm
-from .problems.instances import Instance, make_instance
-from .problems.noise import NOISE_MODELS, noise_tensor, register_noise
-from .problems.perturbations import (
+from .problems import (
+    NOISE_MODELS,
     PERTURBATIONS,
     Family,
+    Instance,
     Perturbation,
     draw_perturbation,
+    make_instance,
+    noise_tensor,
+    register_noise,
     register_perturbation,
+    structured_tensor,
+    tilt_shrink_norm,
 )
-from .problems.structured import structured_tensor
-from .problems.tilt_shrink import tilt_shrink_norm
-from .studies.first_crossing import ThresholdResult
-from .studies.recheck import recheck_worst_case
-from .studies.threshold import find_threshold
-from .studies.worst_case import worst_case
-from .studies.worst_case_result import WorstCaseResult, load_worst_case
+from .studies import (
+    ThresholdResult,
+    WorstCaseResult,
+    find_threshold,
+    load_worst_case,
+    recheck_worst_case,
+    worst_case,
+)
 from .tensors import identity_basis, random_orthonormal_basis, sod_tensor, symmetrize
 
 install_warning_format()  # the package's warnings are one line, never a source line

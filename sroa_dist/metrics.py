@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .decomposition.algorithm import SROAResult
+from .decomposition import SROAResult
 from .errors import InputError
 
 __all__ = ["MatchResult", "match", "theorem_2_2_bounds", "theorem_3_1_bounds"]

@@ -12,8 +12,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .errors import InputError
-from .methods import RngLike, rank_one_batch
-from .methods.builtin import GAP_TOL
+from .methods import GAP_TOL, RngLike, rank_one_batch
 from .tensors import check_symmetric_tensor
 from .threads import single_blas
 

@@ -21,9 +21,7 @@ __all__ = [
     "rank_one_tensor",
     "check_symmetric_tensor",
     "check_symmetry",
-    "check_tensor_stack",
     "normalizing_exponents",
-    "tensor_order",
     "sphere_newton_step",
     "unfolding_norm",
 ]
@@ -32,17 +30,6 @@ FloatArray = NDArray[np.float64]
 
 #: Relative tolerance for "symmetric" and "orthonormal" input checks.
 SYMMETRY_RTOL = 1e-10
-
-
-def tensor_order(T: NDArray, *, batched: bool = False) -> tuple[int, int]:
-    """Return ``(n, p)`` of a cubical tensor (or stack of tensors when ``batched``)."""
-    shape = T.shape[1:] if batched else T.shape
-    if len(shape) == 0:
-        raise InputError(
-            "tensor: expected an array with p >= 3 axes, received a scalar",
-            "pass an (n,)*p array with p >= 3",
-        )
-    return int(shape[0]), len(shape)
 
 
 def _as_float_array(x: ArrayLike, name: str) -> FloatArray:
@@ -154,11 +141,6 @@ def _deviation(a: FloatArray, b: FloatArray, batched: bool, size: int = 2**19) -
             float(np.max(np.abs(x[i : i + step] - y[i : i + step]))) for i in range(0, len(x), step)
         )
     return out if batched else out[0]
-
-
-def check_tensor_stack(Ts: ArrayLike, name: str = "Ts") -> FloatArray:
-    """Validate a stack ``(B, n, ..., n)`` of symmetric tensors."""
-    return check_symmetric_tensor(Ts, name, batched=True)
 
 
 def symmetrize(T: ArrayLike, *, batched: bool = False) -> FloatArray:

@@ -218,6 +218,7 @@ ANALYSIS = {
     "predict_threshold": lambda: analysis.predict_threshold(3, [16], c=-1.0),
     "compare_prediction": lambda: analysis.compare_prediction([32], [0.3], [float("inf")], p=3),
     "figure_prediction": lambda: analysis.figure_prediction([]),
+    "check_report_formats": lambda: analysis.check_report_formats(["md", "docx"]),
 }
 #: The ones among them that write files (their bad call gets a folder to leave untouched).
 OUTPUT_FUNCTIONS = {"plot_cube", "write_report", "plot_sample_scaling"}

@@ -43,7 +43,7 @@ from .figures import (
 from .kinds import KindAnalysis
 from .moments import fit_sample_exponent, plot_sample_scaling, sample_size_needed
 from .prediction import PredictionComparison, compare_prediction, figure_prediction
-from .report import summarize, write_report
+from .report import check_report_formats, summarize, write_report
 from .step_figures import figure2, figure_step_accumulation
 from .threshold import (
     RateFit,
@@ -98,4 +98,5 @@ __all__ = [
     "fit_sample_exponent",
     "plot_sample_scaling",
     "sample_size_needed",
+    "check_report_formats",
 ]

@@ -15,7 +15,7 @@ import numpy as np
 import xarray as xr
 
 from ..errors import InputError, SroaWarning
-from ..sweep.cube import BLOCK, DAMAGED, DONE, FAILED, FAILED_MESSAGES, REPLICATE, STEP
+from ..sweep import BLOCK, DAMAGED, DONE, FAILED, FAILED_MESSAGES, REPLICATE, STEP
 from ._cube import kind_variables, sweep_axes
 
 

@@ -10,11 +10,11 @@ import xarray as xr
 
 from ..errors import InputError
 from ..metrics import theorem_2_2_bounds, theorem_3_1_bounds
-from ..sweep.cube import ATTR_KIND, BLOCK, COMPONENT, DIMS, REPLICATE, STEP, TENSOR_DIMS
+from ..sweep import ATTR_KIND, BLOCK, COMPONENT, REPLICATE, SHARED_AXES, STEP
 from ..sweep.kinds import kind_of
 
 #: Axes whose values are labels, not magnitudes: pooled analyses keep them apart by default.
-CATEGORICAL_AXES = tuple(d for d in TENSOR_DIMS if DIMS[d].dtype == "str")
+CATEGORICAL_AXES = tuple(d for d, dim in SHARED_AXES.items() if dim.dtype == "str")
 _NON_AXIS_DIMS = (REPLICATE, STEP, COMPONENT, "quantile", BLOCK)
 _REFERENCE_VARS = ("vec_err", "lam_err", "lam_hat", "eps", "eps_upper", "solve_time")
 
@@ -67,10 +67,11 @@ def sweep_axes(ds: xr.Dataset) -> list[str]:
             + ": cannot tell its sweep axes (is this a sroa-dist result cube?)",
             "open a store written by sroa-dist run (open_results(store))",
         )
-    # Tensor dims first, in their cube order; any other dim (a model sweep's size axes, a
-    # future axis) after them in the order the variable stores it, so a new axis does not
-    # break the analysis and a model sweep's dims other than ``method`` sort after it.
-    order = {name: i for i, name in enumerate(TENSOR_DIMS)}
+    # The dims several kinds sweep first, in their shared order; any other dim (a tensor
+    # sweep's noise level, a model sweep's size axes, a future axis) after them in the order
+    # the variable stores it, so a new axis does not break the analysis and a model sweep's
+    # dims other than ``method`` sort after it.
+    order = {name: i for i, name in enumerate(SHARED_AXES)}
     return sorted(dims, key=lambda d: order.get(d, len(order)))
 
 

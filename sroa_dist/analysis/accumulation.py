@@ -34,8 +34,8 @@ from scipy.interpolate import PchipInterpolator
 from scipy.optimize import brentq
 
 from ..errors import InputError
-from ..problems.perturbations import tilt_norm
-from ..studies.accumulation import TILTED_WEIGHT, accumulation_errors, coefficients
+from ..problems import tilt_norm
+from ..studies import TILTED_WEIGHT, accumulation_errors, coefficients
 
 __all__ = [
     "Accumulation",

@@ -13,14 +13,14 @@ import pandas as pd
 import xarray as xr
 
 from ..errors import InputError
-from ..studies.criteria import (
+from ..studies import (
     CRITERION_OPTIONS,
     DEFAULT_RADIUS,
     DEFAULT_THEOREM_C,
     DEFAULT_VALUE_C,
     check_criterion_option,
 )
-from ..sweep.cube import REPLICATE, STEP
+from ..sweep import REPLICATE, STEP
 from ._cube import (
     CATEGORICAL_AXES,
     as_tuple,

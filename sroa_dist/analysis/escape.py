@@ -22,7 +22,7 @@ import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 
-from ..studies.start_escape import step_success, wilson_interval
+from ..studies import step_success, wilson_interval
 from .kinds import KindAnalysis
 
 __all__ = ["ESCAPE_ANALYSIS", "escape_rows", "figure_escape", "figure_escape_q", "report_section"]

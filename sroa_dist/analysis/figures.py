@@ -17,8 +17,8 @@ from matplotlib.ticker import NullLocator
 
 from ..errors import InputError
 from ..metrics import theorem_2_2_bounds
-from ..studies.criteria import DEFAULT_RADIUS, DEFAULT_VALUE_C
-from ..sweep.cube import REPLICATE, STEP
+from ..studies import DEFAULT_RADIUS, DEFAULT_VALUE_C
+from ..sweep import REPLICATE, STEP
 from ._completeness import Completeness, completeness, warn_incomplete
 from ._cube import (
     PERTURBATION_AXES,

@@ -17,7 +17,7 @@ from typing import Any
 
 from .._registry import import_entry
 from ..errors import InputError
-from ..sweep.cube import ATTR_KIND
+from ..sweep import ATTR_KIND
 from ..sweep.kinds import kind_of
 
 __all__ = ["DEFAULT", "KindAnalysis", "analysis_of"]

@@ -26,7 +26,7 @@ import xarray as xr
 from matplotlib.figure import Figure
 
 from ..errors import InputError
-from ..sweep.cube import REPLICATE, STEP
+from ..sweep import REPLICATE, STEP
 from ._cube import combinations, group_label, require, require_dim, sweep_axes
 from ._plotting import plain_log_labels
 from .kinds import KindAnalysis

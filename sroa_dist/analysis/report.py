@@ -17,8 +17,8 @@ import pandas as pd
 import xarray as xr
 
 from ..errors import InputError
-from ..studies.criteria import DEFAULT_RADIUS, DEFAULT_VALUE_C
-from ..sweep.cube import DAMAGED_BLOCKS, REPLICATE, STEP
+from ..studies import DEFAULT_RADIUS, DEFAULT_VALUE_C
+from ..sweep import DAMAGED_BLOCKS, REPLICATE, STEP
 from ._completeness import Completeness, completeness, warn_incomplete
 from ._cube import combinations, group_label, scalar_p, sweep_axes
 from .aggregate import (

@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from ..errors import InputError
-from ..sweep.cube import REPLICATE, STEP
+from ..sweep import REPLICATE, STEP
 from ._completeness import Completeness, completeness, has_results, replicate_span, replicates_text
 from ._cube import combinations, group_label, sweep_axes
 from ._plotting import no_data, noise_rows, present_text, status_title

@@ -26,7 +26,7 @@ from numpy.typing import ArrayLike
 from scipy.special import expit
 
 from ..errors import InputError
-from ..sweep.cube import REPLICATE
+from ..sweep import REPLICATE
 from . import _rate_model
 from ._cube import measured_eps, noise_axis, require_dim
 from .aggregate import SuccessCriterion, get_criterion, success

@@ -23,9 +23,9 @@ import xarray as xr
 from matplotlib.figure import Figure
 
 from ..errors import InputError
-from ..methods.cost import certified_tractable
-from ..studies.recheck import recheck_worst_case
-from ..sweep.cube import REPLICATE
+from ..methods import certified_tractable
+from ..studies import recheck_worst_case
+from ..sweep import REPLICATE
 from ..sweep.kinds.worst_case import WORST_CASE_VARIABLES, stored_result
 from ._completeness import completeness
 from ._plotting import status_title

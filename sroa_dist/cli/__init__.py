@@ -55,7 +55,7 @@ def _blocks_done(args: argparse.Namespace) -> str:
     if url is None:
         return ""
     try:
-        from ..sweep.store.prepare import read_done
+        from ..sweep.store import read_done
 
         return f"; {int(read_done(url).sum())} blocks done"
     except Exception:

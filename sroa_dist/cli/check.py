@@ -18,9 +18,7 @@ from .errors import CLIError
 def _deep_check(store: str) -> int:
     """Print the integrity check of ``store``; 0 if no damage, 1 otherwise."""
     from .._registry import names_only
-    from ..sweep.store.integrity import scan_store
-    from ..sweep.store.prepare import store_layout
-    from ..sweep.store.target import require_store
+    from ..sweep.store import require_store, scan_store, store_layout
 
     require_store(store)  # the same one-line answer as status/info for a non-store
     with names_only():  # reading chunks needs none of the spec's user code
@@ -48,7 +46,7 @@ def _format_note(store: str) -> None:
     """One line when the store has an older format (its certificates beside it)."""
     import zarr
 
-    from ..sweep.cube import STORE_FORMAT, store_format
+    from ..sweep import STORE_FORMAT, store_format
 
     found = store_format(zarr.open_group(store, mode="r").attrs)
     if found < STORE_FORMAT:
@@ -63,10 +61,7 @@ def _format_note(store: str) -> None:
 def _migrate(store: str, argv: list[str]) -> None:
     """Bring the store to the current format under its writer lease, and say what was done."""
     from .._registry import names_only
-    from ..sweep.store.lease import StoreLease
-    from ..sweep.store.migrate import migrate_store
-    from ..sweep.store.prepare import store_layout
-    from ..sweep.store.target import require_store
+    from ..sweep.store import StoreLease, migrate_store, require_store, store_layout
 
     require_store(store)
     with names_only():
@@ -80,7 +75,7 @@ def _migrate(store: str, argv: list[str]) -> None:
 
 def _repair(store: str, argv: list[str]) -> None:
     """Rebuild the store's lost top-level metadata, or fail naming what cannot be rebuilt."""
-    from ..sweep.store.repair import repair_metadata
+    from ..sweep.store import repair_metadata
 
     result = repair_metadata(store, history="sroa-dist " + " ".join(map(shlex.quote, argv)))
     if result.lost:

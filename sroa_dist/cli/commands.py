@@ -43,7 +43,7 @@ def _load_spec(args: argparse.Namespace):
 def _cmd_run(args: argparse.Namespace) -> int:
     import errno
 
-    from ..sweep.run.execute import disk_full, run_sweep
+    from ..sweep.run import disk_full, run_sweep
 
     spec = _load_spec(args)
     store = args.store or spec.default_store
@@ -92,9 +92,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _estimate_line(spec, layout, workers: int | None) -> str:
     """The cost model's one line for ``spec`` on ``workers`` (default: the CPUs available,
     as ``run``'s embedded cluster): the line ``run`` prints before its blocks start."""
-    from ..sweep.cost import estimate_line
+    from ..sweep import estimate_line
     from ..sweep.kinds import estimate
-    from ..sweep.run.cluster import default_workers
+    from ..sweep.run import default_workers
 
     return estimate_line(estimate(spec, layout, workers or default_workers()), loaded=True)
 
@@ -124,7 +124,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
-    from ..sweep.store.prepare import store_status
+    from ..sweep.store import store_status
 
     st = store_status(args.store)
     print(
@@ -139,8 +139,8 @@ def _cmd_status(args: argparse.Namespace) -> int:
 
 def _cmd_info(args: argparse.Namespace) -> int:
     """``info``: dims, variables and provenance; damaged blocks are listed (exit 1)."""
-    from ..sweep.cube import DAMAGED, DAMAGED_BLOCKS
-    from ..sweep.store.read import open_results
+    from ..sweep import DAMAGED, DAMAGED_BLOCKS
+    from ..sweep.store import open_results
 
     ds = open_results(args.store, damaged="mask")
     print(f"store: {args.store}")
@@ -182,8 +182,7 @@ def _print_damage(store: str, damaged: str | None, n: int) -> int:
 def _cmd_verify(args: argparse.Namespace) -> int:
     """``verify``: re-check every stored certificate against the instances' rebuilt tensors,
     and the stored ``lam_hat``, ``upper_bound`` and ``certified`` against the certificates."""
-    from ..sweep.store.target import require_store
-    from ..sweep.store.verify import verify_store
+    from ..sweep.store import require_store, verify_store
 
     require_store(args.store)  # the same one-line answer as status/info for a non-store
     rep = verify_store(args.store)
@@ -223,7 +222,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 def _cmd_recheck(args: argparse.Namespace) -> int:
     """``recheck``: :func:`sroa_dist.recheck_worst_case` on a saved worst case; exit 0 where
     its claim stands on certified or exact numbers, 1 where it does not."""
-    from ..studies.recheck import recheck_worst_case
+    from ..studies import recheck_worst_case
 
     out = recheck_worst_case(args.file, args.c)
     norm = out.norm_kind if out.norm_certified else "not certified"
@@ -270,14 +269,14 @@ def _write_outputs(writer, args: argparse.Namespace) -> int:
     import warnings
 
     from ..analysis import IncompleteCubeWarning, completeness
-    from ..sweep.cube import DAMAGED_BLOCKS
-    from ..sweep.store.read import open_results
+    from ..sweep import DAMAGED_BLOCKS
+    from ..sweep.store import open_results
 
     fmts = _formats(args.formats)
     if fmts is not None and args.command == "plot":
         _check_plot_formats(fmts)
     if fmts is not None and args.command == "report":
-        from ..analysis.report import check_report_formats
+        from ..analysis import check_report_formats
 
         try:
             check_report_formats(fmts)

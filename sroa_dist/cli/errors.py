@@ -99,12 +99,14 @@ def _credentials(exc: BaseException) -> tuple[str, str | None]:
 
 def _error_types() -> list[tuple[tuple[type[BaseException], ...], Callable]]:
     """Expected failures, most specific first: (exception types, explain)."""
-    from ..sweep.run.cluster import ClusterConnectError
-    from ..sweep.run.execute import DiskFullError
-    from ..sweep.spec.fields import SpecError
-    from ..sweep.store.block_write import StaleLayoutError
-    from ..sweep.store.lease import LeaseLostError, StoreLockedError
-    from ..sweep.store.target import StoreIncompatibleError
+    from ..sweep.run import ClusterConnectError, DiskFullError
+    from ..sweep.spec import SpecError
+    from ..sweep.store import (
+        LeaseLostError,
+        StaleLayoutError,
+        StoreIncompatibleError,
+        StoreLockedError,
+    )
 
     table: list[tuple[tuple[type[BaseException], ...], Callable]] = [
         ((InputError, ClusterConnectError, StoreLockedError, DiskFullError), _hinted),

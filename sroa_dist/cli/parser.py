@@ -6,7 +6,7 @@ import argparse
 import re
 from collections.abc import Callable
 
-from ..studies.criteria import (
+from ..studies import (
     DEFAULT_RADIUS,
     RUN_CRITERIA,
     check_criterion_option,
@@ -118,9 +118,13 @@ def _criterion_option(name: str) -> Callable[[str], float]:
 def build_parser() -> argparse.ArgumentParser:
     """The ``sroa-dist`` argument parser."""
     # The run defaults live with the sweep service (light to import: no Dask until a run).
-    from ..sweep.run.cluster import DEFAULT_DASHBOARD_ADDRESS
-    from ..sweep.run.execute import DEFAULT_RETRIES, TASK_DEADLINE_FACTOR, TASK_DEADLINE_FLOOR
-    from ..sweep.store.lease import DEFAULT_LEASE_TIMEOUT
+    from ..sweep.run import (
+        DEFAULT_DASHBOARD_ADDRESS,
+        DEFAULT_RETRIES,
+        TASK_DEADLINE_FACTOR,
+        TASK_DEADLINE_FLOOR,
+    )
+    from ..sweep.store import DEFAULT_LEASE_TIMEOUT
 
     p = _Parser(
         prog="sroa-dist",
@@ -274,7 +278,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _damaged_argument(sub: argparse.ArgumentParser) -> None:
     """What ``plot`` and ``report`` do with a damaged store (``open_results(damaged=...)``)."""
-    from ..sweep.cube import DAMAGED_MODES
+    from ..sweep import DAMAGED_MODES
 
     sub.add_argument(
         "--damaged",

@@ -273,20 +273,14 @@ KEY_MEANINGS: Mapping[str, str] = {
 
 def _kind_tables() -> dict[str, tuple[Mapping[str, Any], Mapping[str, str]]]:
     """Kind name -> (its spec schema, its axis keys), for every registered kind."""
-    from ..sweep.kinds import KINDS, accumulation, model, start_escape, threshold
-    from ..sweep.kinds.tensor import spec as tensor
-    from ..sweep.kinds.worst_case import spec as worst_case
+    from ..sweep.kinds import KINDS
 
-    # The schemas are module tables of each kind; the kind objects do not carry them.
-    known = {
-        "tensor": (tensor.TENSOR_SCHEMA, tensor.AXIS_KEYS),
-        "model": (model._SCHEMA, model.MODEL_AXIS_KEYS),
-        "threshold": (threshold.THRESHOLD_SCHEMA, threshold.AXIS_KEYS),
-        "worst_case": (worst_case.WORST_CASE_SCHEMA, worst_case.AXIS_KEYS),
-        "escape": (start_escape.ESCAPE_SCHEMA, start_escape.AXIS_KEYS),
-        "accumulation": (accumulation.ACCUMULATION_SCHEMA, accumulation.AXIS_KEYS),
+    # A kind without a spec grammar of its own (a test's toy kind) has no section.
+    return {
+        name: (kind.schema, kind.axis_keys)
+        for name, kind in KINDS.items()
+        if hasattr(kind, "schema") and hasattr(kind, "axis_keys")
     }
-    return {name: known[name] for name in KINDS if name in known}
 
 
 def schema_keys(schema: Mapping[str, Any], prefix: str = "") -> list[tuple[str, tuple]]:
@@ -358,44 +352,57 @@ def _variable_rows(variables: Iterable[Any]) -> list[tuple[str, ...]]:
 
 def cube_page() -> str:
     """``cube.md``: the cube's dimensions, each kind's variables and the bookkeeping."""
-    from ..sweep import cube
+    from ..sweep import (
+        ATTR_FORMAT,
+        ATTR_LAYOUT_TOKEN,
+        ATTR_SPEC,
+        ATTR_SWEEP_NAME,
+        BLOCK,
+        BOOKKEEPING,
+        DAMAGED,
+        DAMAGED_BLOCKS,
+        DAMAGED_MODES,
+        DIMS,
+        SETTING_PREFIX,
+        STORE_FORMAT,
+    )
     from ..sweep.kinds import KINDS
 
-    ordered = [*cube.AXIS_ORDER, *(d for d in cube.DIMS if d not in cube.AXIS_ORDER)]
+    dim_head = ["dim", "coordinate dtype", "units", "meaning"]
+
+    def dim_rows(dims: Mapping[str, Any]) -> Iterable[tuple[str, ...]]:
+        return ((f"`{d}`", f"`{v.dtype}`", v.units, v.long_name) for d, v in dims.items())
+
     out = [
         _header("the cube's vocabulary, `sroa_dist/sweep/cube.py`, and the sweep kinds"),
         "# Result cube\n\n",
         "One zarr store per sweep, read as an `xarray.Dataset` with `open_results(store)` "
         "(every block checked). A variable over the instance grid has the sweep's dims (its "
-        "swept axes in the order below, then `replicate`) followed by its own dims; per-step "
+        "swept axes in its kind's order below, then `replicate`) followed by its own dims; "
+        "per-step "
         "values past an instance's last step are fill values (NaN for floats, False for "
         "booleans). Every dim is a coordinate; a non-swept setting is a root attr "
-        f"`{cube.SETTING_PREFIX}*`. Root attrs `{cube.ATTR_SPEC}` (the resolved spec, JSON), "
-        f"`{cube.ATTR_SWEEP_NAME}` and `{cube.ATTR_LAYOUT_TOKEN}` identify a sroa-dist store; "
-        f"`{cube.ATTR_FORMAT}` records its format ({cube.STORE_FORMAT}: every finished block "
+        f"`{SETTING_PREFIX}*`. Root attrs `{ATTR_SPEC}` (the resolved spec, JSON), "
+        f"`{ATTR_SWEEP_NAME}` and `{ATTR_LAYOUT_TOKEN}` identify a sroa-dist store; "
+        f"`{ATTR_FORMAT}` records its format ({STORE_FORMAT}: every finished block "
         "records digests, certificate files live in `<store>/certificates/`; a store without "
         "it has format 1).\n\n",
-        "## Dimensions\n\n",
-        "Sweep dims in cube order: " + ", ".join(f"`{d}`" for d in cube.AXIS_ORDER) + ".\n\n",
-        _table(
-            ["dim", "coordinate dtype", "units", "meaning"],
-            (
-                (f"`{d}`", f"`{cube.DIMS[d].dtype}`", cube.DIMS[d].units, cube.DIMS[d].long_name)
-                for d in ordered
-            ),
-        ),
+        "## Dimensions of every cube\n\n",
+        _table(dim_head, dim_rows(DIMS)),
     ]
     head = ["variable", "dims", "dtype", "units", "meaning", "notes"]
     for name, kind in KINDS.items():
+        out.append(f"\n## Sweep dims of `{name}` sweeps, in cube order\n\n")
+        out.append(_table(dim_head, dim_rows(kind.dims)))
         out.append(f"\n## Variables of `{name}` sweeps\n\n")
         out.append(_table(head, _variable_rows(kind.all_variables.values())))
     out.append("\n## Bookkeeping (one element per block)\n\n")
-    out.append(_table(head, _variable_rows(cube.BOOKKEEPING.values())))
+    out.append(_table(head, _variable_rows(BOOKKEEPING.values())))
     out.append(
-        f"\n`{cube.DAMAGED}` (dim `{cube.BLOCK}`) exists only when read: the blocks that failed "
+        f"\n`{DAMAGED}` (dim `{BLOCK}`) exists only when read: the blocks that failed "
         f'their integrity check and read as fill values (`open_results(..., damaged="mask")`; '
-        f"modes {', '.join(f'`{m}`' for m in cube.DAMAGED_MODES)}), with the Dataset attr "
-        f"`{cube.DAMAGED_BLOCKS}` saying what was wrong with each.\n"
+        f"modes {', '.join(f'`{m}`' for m in DAMAGED_MODES)}), with the Dataset attr "
+        f"`{DAMAGED_BLOCKS}` saying what was wrong with each.\n"
     )
     return "".join(out)
 

@@ -3,6 +3,12 @@ the algorithm and its result (:mod:`.algorithm`), the deflation engines (:mod:`.
 global check of a decomposition's steps (:mod:`.global_check`) and the adjoint of SROA's
 steps used by the worst-case searches (:mod:`.adjoint`)."""
 
+from .adjoint import sroa_vjp
 from .algorithm import SROAResult, sroa, sroa_batch
 
-__all__ = ["SROAResult", "sroa", "sroa_batch"]
+__all__ = [
+    "SROAResult",
+    "sroa",
+    "sroa_batch",
+    "sroa_vjp",
+]

@@ -12,11 +12,17 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..errors import InputError, InputTypeError
-from ..methods import RankOneResult, RngLike, resolve_method
-from ..methods.ascent import Deflation, large_engine
-from ..methods.builtin import GAP_TOL, IMPLICIT_BYTES
-from ..methods.finishing import normalize
-from ..methods.operator_step import check_local_method
+from ..methods import (
+    GAP_TOL,
+    IMPLICIT_BYTES,
+    Deflation,
+    RankOneResult,
+    RngLike,
+    check_local_method,
+    large_engine,
+    normalize,
+    resolve_method,
+)
 from ..operators import TensorOperator
 from ..tensors import as_rng_list, check_symmetric_tensor
 from ..threads import single_blas

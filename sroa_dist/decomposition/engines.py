@@ -14,10 +14,18 @@ from typing import Any
 
 import numpy as np
 
-from ..methods import check_options, rank_one_of_checked, resolve_method
-from ..methods.ascent import DEFAULT_N_STARTS, Deflation, _contract
-from ..methods.builtin import MethodOutput
-from ..methods.finishing import RankOneResult, finish_step, normalize
+from ..methods import (
+    DEFAULT_N_STARTS,
+    Deflation,
+    MethodOutput,
+    RankOneResult,
+    check_options,
+    deflated_contract,
+    finish_step,
+    normalize,
+    rank_one_of_checked,
+    resolve_method,
+)
 from ..operators import TensorOperator
 from ..tensors import rank_one_tensor
 
@@ -190,7 +198,7 @@ class ImplicitSteps:
     def replay(self, lam: np.ndarray, x: np.ndarray) -> None:
         """Add a step taken elsewhere (``lam (B,)`` in the tensor's units, ``x (B, n)``)."""
         lam_n = np.ldexp(lam, -self.norm.k)
-        w = _contract(self.norm.T, x[:, None, :], self.p - 1)[:, 0]
+        w = deflated_contract(self.norm.T, x[:, None, :], self.p - 1)[:, 0]
         self._append(x, lam_n, w)
         self.warm = None
 

@@ -31,10 +31,10 @@ import dataclasses
 
 import numpy as np
 
-from ..methods.ascent import (
+from ..methods import (
     Deflation,
-    _ascent_deflated,
-    _values,
+    ascent_deflated,
+    deflated_values,
     newton_polish,
     random_starts,
     spectral_starts,
@@ -104,7 +104,7 @@ def estimate_values(Tn: FloatArray, E: FloatArray) -> FloatArray:
     estimates ``E (m, n)``: ``(m,)``, one contraction for every step of an SROA."""
     if len(E) == 0:
         return np.zeros(0)
-    return _values(Tn, E[None])[1][0]
+    return deflated_values(Tn, E[None])[1][0]
 
 
 def remaining_estimates(
@@ -183,7 +183,7 @@ def check_step(
         # once they are all below the best value seen (the step's or the first sign's);
         # for a tensor of positive weights they wander a flat region near 0 otherwise.
         floor = np.array([max(best_f, against)]) if k else None
-        X, F, _, _ = _ascent_deflated(
+        X, F, _, _ = ascent_deflated(
             Tn, X0, _MAX_ITER, _TOL, "monotone", d, lazy=bool(k), floor=floor
         )
         s = int(np.argmax(F[0]))
@@ -195,6 +195,6 @@ def check_step(
     if best_f >= against - _POLISH_WITHIN * (1.0 + abs(against)):
         x = newton_polish(Tn, best_x[None], deflation=defl, engine=engine)[0]
     x = x / np.linalg.norm(x)
-    value = float(_values(Tn, x[None, None], defl)[1][0, 0])
+    value = float(deflated_values(Tn, x[None, None], defl)[1][0, 0])
     objective = value if p % 2 else abs(value)
     return CheckPoint(objective, value, x, n_starts)

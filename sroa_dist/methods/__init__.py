@@ -19,25 +19,41 @@ from ..errors import InputError, InputTypeError
 from ..operators import TensorOperator
 from ..tensors import FloatArray, as_rng_list, check_symmetric_tensor
 from ..threads import single_blas
-from .ascent import Deflation  # noqa: F401  (the type of a local method's deflation argument)
+from .ascent import (
+    DEFAULT_N_STARTS,
+    Deflation,  # noqa: F401  (the type of a local method's deflation argument)
+    ascent_deflated,
+    deflated_contract,
+    deflated_values,
+    large_engine,
+    newton_polish,
+    power_iterations,
+    random_starts,
+    spectral_starts,
+)
 from .builtin import (
     DEFAULT_TIME_BUDGET,
     GAP_TOL,
+    IMPLICIT_BYTES,
     MethodOutput,
+    aghkt_budget,
     relaxation_cost,
     relaxation_tractable,
 )
-from .finishing import RankOneResult, finish_step, normalize
-from .operator_step import operator_rank_one
+from .cost import CERTIFIED_NORM_METHOD, certified_tractable, resolve_norm_method, solve_cost
+from .finishing import RankOneResult, certifies, finish_step, normalize
+from .operator_step import check_local_method, operator_rank_one
 from .records import (  # noqa: F401  (method_options, unregister_method: re-exported)
     METHODS,
     Method,
     OptionError,
     check_options,
+    current_revisions,
     memory_estimate,
     method_options,
     register_method,
     resolve_method,
+    revision_options,
     unregister_method,
 )
 
@@ -54,8 +70,35 @@ __all__ = [
     "rank_one_batch",
     "register_method",
     "resolve_method",
+    "RngLike",
+    "method_options",
+    "rank_one_of_checked",
+    "unregister_method",
     "relaxation_cost",
     "relaxation_tractable",
+    "CERTIFIED_NORM_METHOD",
+    "DEFAULT_N_STARTS",
+    "Deflation",
+    "GAP_TOL",
+    "IMPLICIT_BYTES",
+    "aghkt_budget",
+    "ascent_deflated",
+    "certified_tractable",
+    "certifies",
+    "check_local_method",
+    "current_revisions",
+    "deflated_contract",
+    "deflated_values",
+    "large_engine",
+    "finish_step",
+    "newton_polish",
+    "normalize",
+    "power_iterations",
+    "random_starts",
+    "resolve_norm_method",
+    "revision_options",
+    "solve_cost",
+    "spectral_starts",
 ]
 
 RngLike = np.random.Generator | int | np.random.SeedSequence | None
@@ -164,7 +207,9 @@ def rank_one_of_checked(
         # tolerance, so they do not keep iterating past what certification asks for.
         options = {**options, "gap_tol": gap_tol}
     B, n, p = Ts.shape[0], Ts.shape[1], Ts.ndim - 1
-    check_options(method, {**options, "gap_tol": gap_tol}, n=n, p=p)
+    checked = check_options(method, {**options, "gap_tol": gap_tol}, n=n, p=p)
+    if "relaxation" in options:  # parsed once, there: the method reads the parsed table
+        options = {**options, "relaxation": checked["relaxation"]}
     rngs = as_rng_list(rng, B)
     norm = normalize(Ts)
     keep = np.flatnonzero(~norm.zero)

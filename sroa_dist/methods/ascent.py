@@ -138,7 +138,7 @@ def _hessian_at(Ts: TensorOperator, X: FloatArray, deflation: Deflation | None =
     return apply
 
 
-def _contract(
+def deflated_contract(
     Ts: FloatArray, X: FloatArray, times: int, deflation: Deflation | None = None
 ) -> FloatArray:
     """:func:`~sroa_dist.tensors.contract` of the (implicitly deflated) tensors.
@@ -213,7 +213,7 @@ def spectral_starts(
     if large_engine(Ts, engine):
         w, ends = _extreme_pairs(Ts, theta, deflation)
     else:
-        w, V = np.linalg.eigh(_contract(Ts, theta, p - 2, deflation))
+        w, V = np.linalg.eigh(deflated_contract(Ts, theta, p - 2, deflation))
         ends = [V[..., -1], V[..., 0]]
     # An extreme eigenvalue that is zero (a tensor of rank below n, no negative part) has an
     # eigenvector in the null space, where T x^{p-1} = 0 and no ascent can start: θ instead.
@@ -335,10 +335,13 @@ def _tridiagonal(a: FloatArray, b: FloatArray) -> FloatArray:
     return T
 
 
-def _values(
+def deflated_values(
     Ts: FloatArray, X: FloatArray, deflation: Deflation | None = None
 ) -> tuple[FloatArray, FloatArray]:
-    G = _contract(Ts, X, Ts.ndim - 2, deflation)
+    """Gradients ``G = T x^{p-1}`` (B, S, n) and values ``T x^p`` (B, S) of the (implicitly
+    deflated) tensors at the unit starts ``X`` (B, S, n): shared by the methods and by SROA's
+    global check, which must score points exactly as the ascent does."""
+    G = deflated_contract(Ts, X, Ts.ndim - 2, deflation)
     return G, np.sum(G * X, axis=-1)
 
 
@@ -383,7 +386,7 @@ def shifted_ascent(
     Returns ``X (B, S, n)``, ``f (B, S)`` and iterations per instance ``(B,)``.
     """
     if deflation is not None:
-        return _ascent_deflated(Ts, X0, max_iter, tol, shift, deflation, lazy)[:3]
+        return ascent_deflated(Ts, X0, max_iter, tol, shift, deflation, lazy)[:3]
     if kernel not in KERNELS:
         raise InputError(
             f"kernel: expected one of {list(KERNELS)}, received {kernel!r}",
@@ -501,7 +504,7 @@ class _Gradients:
             self.sub = self.all if rows.size == len(self.all) else self.all[rows]
             self.rows = rows.size
         if not self.symmetric:
-            return _values(self.sub, X)
+            return deflated_values(self.sub, X)
         # Coordinates first: the pair products are rows of S contiguous numbers.
         Xt = np.ascontiguousarray(X.transpose(0, 2, 1))  # (A, n, S)
         j, k = self.pairs
@@ -510,7 +513,7 @@ class _Gradients:
         return G, np.sum(G * X, axis=-1)
 
 
-def _ascent_deflated(
+def ascent_deflated(
     Ts: FloatArray,
     X0: FloatArray,
     max_iter: int,
@@ -538,7 +541,7 @@ def _ascent_deflated(
         T1, d1 = Ts[b : b + 1], deflation.take([b])
         G1 = np.empty((S, n))
         if S > W:
-            G1[: S - W] = _values(T1, X[b : b + 1, : S - W], d1)[0][0]
+            G1[: S - W] = deflated_values(T1, X[b : b + 1, : S - W], d1)[0][0]
         if W:
             G1[S - W :] = deflation.sign * deflation.warm_grad[b]
         F1 = np.sum(G1 * X[b], axis=-1)
@@ -559,14 +562,14 @@ def _ascent_deflated(
                     break
             Xa, Ga, Fa = X[b, live], G1[live], F1[live]
             if shift == "adaptive":
-                H = _contract(T1, Xa[None], p - 2, d1)[0]
+                H = deflated_contract(T1, Xa[None], p - 2, d1)[0]
                 lmin = np.linalg.eigvalsh(H)[..., 0]
                 a = np.maximum(0.0, 1e-6 * scale - (p - 1) * lmin)
             else:
                 a = alpha[live]
             Y = Ga + a[:, None] * Xa
             Y /= np.linalg.norm(Y, axis=-1, keepdims=True)
-            Gy, Fy = _values(T1, Y[None], d1)
+            Gy, Fy = deflated_values(T1, Y[None], d1)
             Gy, Fy = Gy[0], Fy[0]
             accept = Fy >= Fa - slack * scale
             step = np.linalg.norm(Y - Xa, axis=-1)
@@ -587,7 +590,7 @@ def power_iterations(
 ) -> FloatArray:
     """``n_iter`` unshifted power iterations ``x ← normalize(T x^{p-1})`` from every start."""
     for _ in range(n_iter):
-        G = _contract(Ts, X, Ts.ndim - 2, deflation)
+        G = deflated_contract(Ts, X, Ts.ndim - 2, deflation)
         norm = np.linalg.norm(G, axis=-1, keepdims=True)
         X = np.where(norm > 0, G / np.where(norm > 0, norm, 1.0), X)
     return X
@@ -636,7 +639,7 @@ def _polish_deflated(Ts: FloatArray, x: FloatArray, steps: int, deflation: Defla
     B, n = x.shape
     p = Ts.ndim - 1
     x = x.copy()
-    H = _contract(Ts, x[:, None, :], p - 2, deflation)[:, 0]
+    H = deflated_contract(Ts, x[:, None, :], p - 2, deflation)[:, 0]
     for _ in range(steps):
         g = np.einsum("bij,bj->bi", H, x)
         lam = np.sum(g * x, axis=-1)
@@ -648,7 +651,7 @@ def _polish_deflated(Ts: FloatArray, x: FloatArray, steps: int, deflation: Defla
             # Quadratic convergence: a step this small lands at rounding level and cannot
             # leave the maximiser's basin, so it is taken without paying for its check.
             return y
-        Hy = _contract(Ts, y[:, None, :], p - 2, deflation)[:, 0]
+        Hy = deflated_contract(Ts, y[:, None, :], p - 2, deflation)[:, 0]
         fy = np.einsum("bi,bij,bj->b", y, Hy, y)
         ok = np.isfinite(fy) & (np.abs(fy) >= np.abs(lam) - 1e-13 * (np.abs(lam) + 1e-300))
         ok &= np.sign(fy) * np.sign(lam) >= 0
@@ -671,7 +674,7 @@ def _polish_krylov(Ts: TensorOperator, x: FloatArray, steps: int, deflation: Def
     for b in range(B):
         Tb, db = Ts.take([b]), deflation.take([b])
         xb = out[b].copy()
-        g = _contract(Tb, xb[None, None], p - 1, db)[0, 0]
+        g = deflated_contract(Tb, xb[None, None], p - 1, db)[0, 0]
         lam = float(g @ xb)
         for _ in range(steps):
             r = g - lam * xb
@@ -693,7 +696,7 @@ def _polish_krylov(Ts: TensorOperator, x: FloatArray, steps: int, deflation: Def
             if size <= 1e-8:
                 xb = y  # quadratic regime: taken without its check, as _polish_deflated does
                 break
-            gy = _contract(Tb, y[None, None], p - 1, db)[0, 0]
+            gy = deflated_contract(Tb, y[None, None], p - 1, db)[0, 0]
             fy = float(gy @ y)
             ok = np.isfinite(fy) and abs(fy) >= abs(lam) - 1e-13 * (abs(lam) + 1e-300)
             ok = ok and np.sign(fy) * np.sign(lam) >= 0

@@ -21,9 +21,9 @@ from .ascent import (
     DEFAULT_N_SPECTRAL,
     DEFAULT_N_STARTS,
     Deflation,
-    _ascent_deflated,
     _signed_problems,
-    _values,
+    ascent_deflated,
+    deflated_values,
     newton_polish,
     power_iterations,
     random_starts,
@@ -209,7 +209,7 @@ def _method_power(
     if budget == "aghkt":
         n_starts, n_iter = aghkt_budget(n, noise_level)
     X = power_iterations(Ts, random_starts(rngs, n_starts, n), n_iter, deflation)
-    _, F = _values(Ts, X, deflation)
+    _, F = deflated_values(Ts, X, deflation)
     score = np.abs(F) if p % 2 == 0 else F
     x = X[np.arange(B), np.argmax(score, axis=1)]
     x = power_iterations(Ts, x[:, None, :], n_iter, deflation)[:, 0]
@@ -229,12 +229,12 @@ def _ascend(
         return (*shifted_ascent(signed, X0, **kw), None)
     lazy = kw.pop("lazy", False)
     args = (kw["max_iter"], kw["tol"], kw["shift"])
-    parts = [_ascent_deflated(Ts, X0, *args, deflation, lazy)]
+    parts = [ascent_deflated(Ts, X0, *args, deflation, lazy)]
     if p % 2 == 0:
         # The larger |T x^p| wins: once the + sign has a value, a lazy − sign stops as soon as
         # its climbing starts are below it.
         floor = parts[0][1].max(axis=1) if lazy else None
-        parts.append(_ascent_deflated(Ts, X0, *args, deflation.negated(), lazy, floor))
+        parts.append(ascent_deflated(Ts, X0, *args, deflation.negated(), lazy, floor))
     return tuple(np.concatenate(a) for a in zip(*parts, strict=True))  # type: ignore[return-value]
 
 
@@ -500,20 +500,19 @@ def _symmetric_part_of_rounding(Ts: FloatArray) -> FloatArray:
 def _relax(
     Ts: FloatArray,
     order: int | None,
-    options: dict[str, Any],
+    options: tuple[dict[str, Any], str, str],
     candidates: FloatArray | None = None,
 ) -> tuple[list[Any], str]:
     """Solve the moment relaxation of ``max |T x^p|`` (odd p: ``max T x^p``) of every tensor,
-    optionally seeding each with a candidate maximiser ``candidates[b]``, with the SDP driver
-    and device the options name (``driver``, ``device``; SCS on the CPU by default). Returns
-    the results and the driver's label (:func:`~sroa_dist.relaxation.drivers.driver_label`).
-    A driver that solves several relaxations at once gets the whole stack."""
-    from ..relaxation import get_relaxation
-    from ..relaxation.drivers import driver_label, get_driver, split_selection
+    optionally seeding each with a candidate maximiser ``candidates[b]``, with the solve
+    options, SDP driver and device of :func:`_relaxation_options`. Returns the results and
+    the driver's label (:func:`~sroa_dist.relaxation.drivers.driver_label`). A driver that
+    solves several relaxations at once gets the whole stack."""
+    from ..relaxation import driver_entry, driver_label, get_relaxation
 
     n, p = Ts.shape[1], Ts.ndim - 1
-    options, name, device = split_selection(options)
-    driver = get_driver(name, device)
+    options, name, device = options
+    driver = driver_entry(name).make(device)  # named and checked by the table's one parse
     relax = get_relaxation(n, p, order=order)
     Ts = _symmetric_part_of_rounding(Ts)
     cands = None if candidates is None else [c[None, :] for c in candidates]
@@ -524,19 +523,27 @@ def _relax(
 
 def _relaxation_options(
     options: dict[str, Any] | None, certificate: bool, gap_tol: float
-) -> dict[str, Any]:
-    """Keyword options of ``MomentRelaxation.solve``: the user's ``relaxation`` table, the
-    certificate export, and (unless the table sets it) a stopping gap that certification
-    accepts, :data:`RELAXATION_STOP_FRACTION` of ``gap_tol``."""
+) -> tuple[dict[str, Any], str, str]:
+    """Keyword options of ``MomentRelaxation.solve`` and the driver and device to run it on:
+    the user's ``relaxation`` table (parsed once, by :func:`~.records.check_options`; a
+    method function called directly, past that check, has its driver and device selected
+    here), the certificate export, and
+    (unless the table sets it) a stopping gap that certification accepts,
+    :data:`RELAXATION_STOP_FRACTION` of ``gap_tol``."""
+    from ..relaxation import RelaxationTable, selection
+
+    table = options
+    if not isinstance(table, RelaxationTable):
+        table = RelaxationTable(options, *selection(options))
     if not (isinstance(gap_tol, (int, float)) and gap_tol >= 0):
         raise InputError(
             f"gap_tol: expected a number >= 0, received {gap_tol!r}",
             "give a tolerance >= 0, e.g. gap_tol=1e-6",
         )
-    out = {"gap_tol": RELAXATION_STOP_FRACTION * float(gap_tol), **(options or {})}
+    out = {"gap_tol": RELAXATION_STOP_FRACTION * float(gap_tol), **table.solve_options}
     if certificate:
         out["with_certificate"] = True
-    return out
+    return out, table.driver, table.device
 
 
 def _method_sos(

@@ -8,8 +8,8 @@ name. Core module: numpy/math and the numerical core only.
 
 from __future__ import annotations
 
-from . import resolve_method
 from .builtin import relaxation_tractable
+from .records import resolve_method
 
 __all__ = ["certified_tractable", "resolve_norm_method", "solve_cost"]
 

@@ -32,7 +32,7 @@ from ..tensors import (
     normalizing_exponents,
     scale_up_bound,
 )
-from .ascent import Deflation, _values
+from .ascent import Deflation, deflated_values
 from .builtin import MethodOutput, _object_array
 
 __all__ = ["Normalized", "RankOneResult", "certifies", "finish_step", "normalize"]
@@ -247,7 +247,7 @@ def finish_step(
     Tn = norm.T
     B, n, p = Tn.shape[0], Tn.shape[1], Tn.ndim - 1
     x = out.x
-    G, f = _values(Tn, x[:, None, :], deflation)
+    G, f = deflated_values(Tn, x[:, None, :], deflation)
     lam_n = f[:, 0]
     if deflation is None:
         fro_n = np.linalg.norm(Tn.reshape(B, -1), axis=1)

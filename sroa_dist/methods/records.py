@@ -13,7 +13,7 @@ import inspect
 import math
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -35,6 +35,9 @@ from .builtin import (
     relaxation_tractable,
 )
 from .confirmation import CONFIRM_RULES
+
+if TYPE_CHECKING:
+    from ..relaxation import RelaxationTable
 
 __all__ = [
     "METHODS",
@@ -99,14 +102,14 @@ def _int_at_least(lo: int) -> tuple[Callable[[Any], bool], str]:
     return (lambda v: _is_int(v) and v >= lo), f"an integer >= {lo}"
 
 
-def _relaxation_rules(table: Mapping[str, Any]) -> dict[str, Rule | None]:
-    """The rules of a ``relaxation`` table: the relaxation's own (:func:`sroa_dist.relaxation.
-    option_rules`) for the driver the table names (checked first; static, no device needed)."""
-    from ..relaxation import option_rules
-    from ..relaxation.drivers import selection
+def _relaxation_rules(table: Mapping[str, Any]) -> tuple[str, str, dict[str, Rule | None]]:
+    """The driver and device a ``relaxation`` table names (checked first; static, no device
+    needed) and the table's rules: the relaxation's own (:func:`sroa_dist.relaxation.
+    option_rules`) for that driver."""
+    from ..relaxation import option_rules, selection
 
-    name, _ = selection(table)
-    return option_rules(name)
+    name, device = selection(table)
+    return name, device, option_rules(name)
 
 
 #: Value rules of the options the built-in methods share, by option name (one meaning per
@@ -535,8 +538,10 @@ def check_options(
     :func:`rank_one_batch` calls this before every solve, and sweep specs call
     it at validation, so a setting that validates is one the solver accepts.
 
-    Returns the options as a dict. Raises :class:`OptionError` (a ``ValueError``) naming the
-    option, what was expected and what was received.
+    Returns the options as a dict, a ``relaxation`` table parsed
+    (:func:`check_relaxation_table`): what runs the method reads it, never parsing it again.
+    Raises :class:`OptionError` (a ``ValueError``) naming the option, what was expected and
+    what was received.
     """
     record = resolve_method(method)
     valid = list(record.options)
@@ -559,8 +564,11 @@ def check_options(
                 f"{value!r} ({type(value).__name__})",
                 rule[1],
             )
+    options = dict(options)
     if record.rules.get("relaxation") is OPTION_RULES["relaxation"]:
-        _check_relaxation_table(method, options.get("relaxation"))
+        table = check_relaxation_table(method, options.get("relaxation"))
+        if table is not None:
+            options["relaxation"] = table
     order = options.get("order")
     if p is not None and order is not None and order < (int(p) + 1) // 2:
         raise OptionError(
@@ -572,16 +580,22 @@ def check_options(
         )
     if record.check is not None and n is not None and p is not None:
         record.check(method, int(n), int(p), options)
-    return dict(options)
+    return options
 
 
-def _check_relaxation_table(method: str, table: Mapping[str, Any] | None) -> None:
-    """Each key of a ``relaxation`` table against the rules of the driver it names (not in a
-    stored spec read by name only: its driver's module need not be installed here)."""
+def check_relaxation_table(method: str, table: Mapping[str, Any] | None) -> RelaxationTable | None:
+    """A ``relaxation`` table of ``method``'s options parsed and checked, once: each key
+    against the rules of the driver it names. Returns the :class:`~sroa_dist.relaxation.
+    RelaxationTable` (``table`` itself when it already is one; ``None`` for no table, or in a
+    stored spec read by name only, whose driver's module need not be installed here)."""
+    from ..relaxation import RelaxationTable
+
+    if isinstance(table, RelaxationTable):
+        return table
     if not table or is_names_only():
-        return
+        return None
     try:
-        rules = _relaxation_rules(table)
+        name, device, rules = _relaxation_rules(table)
     except ValueError as exc:  # an unknown driver or device, or a device the driver lacks
         key = str(exc).split(":", 1)[0].removeprefix("relaxation.")
         raise OptionError(
@@ -589,7 +603,6 @@ def _check_relaxation_table(method: str, table: Mapping[str, Any] | None) -> Non
         ) from None
     unknown = sorted(set(table) - set(rules))
     if unknown:
-        name = table.get("driver", "scs")
         raise OptionError(
             method,
             "relaxation",
@@ -607,6 +620,7 @@ def _check_relaxation_table(method: str, table: Mapping[str, Any] | None) -> Non
                 f"{value!r} ({type(value).__name__})",
                 f"{rule[1]} for relaxation.{key}",
             )
+    return RelaxationTable(table, name, device)
 
 
 def memory_estimate(

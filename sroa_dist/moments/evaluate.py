@@ -19,8 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import InputError
-from ..methods import RngLike
-from ..methods.builtin import relaxation_tractable
+from ..methods import RngLike, relaxation_tractable
 from ..norms import OperatorNormResult, operator_norm
 from ..tensors import FloatArray, sod_tensor, symmetrize
 from .estimators import CHUNK_SIZE, WhitenedMoments, whitened_moments

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ..decomposition.algorithm import SROAResult, sroa
+from ..decomposition import SROAResult, sroa
 from ..methods import RngLike
 from ..tensors import FloatArray, symmetrize
 from .estimators import CHUNK_SIZE, WhitenedMoments, whitened_moments

@@ -35,7 +35,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._registry import check_entry, import_entry
 from ..errors import InputError
-from ..methods.records import revision_options
+from ..methods import revision_options
 from ..monomials import multiset_rank
 from ..norms import operator_norm
 from ..operators import SymmetricProducts

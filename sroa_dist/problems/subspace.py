@@ -15,7 +15,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..errors import InputError
-from ..methods.cost import CERTIFIED_NORM_METHOD
+from ..methods import CERTIFIED_NORM_METHOD
 from ..norms import OperatorNormResult, operator_norm
 from ..tensors import check_symmetric_tensor, symmetrize
 from .structured import ORTHONORMAL_TOL

@@ -40,10 +40,23 @@ from typing import Any
 import numpy as np
 
 from ..monomials import monomial_exponents, polynomial_coefficients
+from .backend import DeviceUnavailableError, get_backend
 from .builders import FORMULATIONS
 from .core import SOLVE_OPTION_RULES, SOLVE_OPTIONS, MomentRelaxation, option_rules
 from .driver import Schedule, SdpDriver, SdpIterate, SdpProblem
-from .drivers import DRIVERS, DriverEntry, register_driver
+from .drivers import (
+    DEFAULT_DRIVER,
+    DRIVERS,
+    DriverEntry,
+    RelaxationTable,
+    default_driver,
+    driver_entry,
+    driver_label,
+    get_driver,
+    register_driver,
+    relaxation_device,
+    selection,
+)
 from .export import export_certificate
 from .polish import polish
 from .result import RelaxationResult
@@ -84,6 +97,16 @@ __all__ = [
     "register_driver",
     "solve",
     "solve_abs",
+    "DeviceUnavailableError",
+    "DEFAULT_DRIVER",
+    "RelaxationTable",
+    "default_driver",
+    "driver_entry",
+    "driver_label",
+    "get_backend",
+    "get_driver",
+    "relaxation_device",
+    "selection",
 ]
 
 _CACHE: dict[tuple[int, int, int, str], MomentRelaxation] = {}

@@ -27,11 +27,10 @@ from .driver import (
     int_at_least,
     is_int,
 )
-from .drivers import SELECTION_RULES, driver_entry
+from .drivers import DEFAULT_DRIVER, SELECTION_RULES, default_driver, driver_entry
 from .export import export_certificate
 from .polish import check_sign, check_tensor, fro, polish_many, value, values
 from .result import Best, RelaxationResult
-from .scs_driver import SCS
 from .structure import MomentStructure
 from .tensor_solve import TensorSolve
 
@@ -72,7 +71,7 @@ SOLVE_OPTION_RULES: dict[str, Rule | None] = {
 SOLVE_OPTIONS = tuple(SOLVE_OPTION_RULES)
 
 
-def option_rules(driver: SdpDriver | str = SCS) -> dict[str, Rule | None]:
+def option_rules(driver: SdpDriver | str = DEFAULT_DRIVER) -> dict[str, Rule | None]:
     """Every option a ``relaxation`` table may set for ``driver`` (an :class:`SdpDriver` or a
     registered name or import path, :func:`~.drivers.driver_entry`): the solve options
     (:data:`SOLVE_OPTION_RULES`), the selection keys ``driver`` and ``device``
@@ -206,7 +205,7 @@ class MomentRelaxation(MomentStructure):
         flat_tol: float = 1e-3,
         candidates: np.ndarray | None = None,
         with_certificate: bool = False,
-        driver: SdpDriver = SCS,
+        driver: SdpDriver | None = None,
         **settings: Any,
     ) -> RelaxationResult:
         """Solve the relaxation of ``max_{||x||=1} sign * T x^p`` and certify a maximiser.
@@ -257,7 +256,7 @@ class MomentRelaxation(MomentStructure):
             (``sos_certificate``; see :meth:`export_certificate`).
         driver : SdpDriver
             The SDP solver that produces the dual iterates (:mod:`.driver`); default
-            :data:`~.scs_driver.SCS`. Bounds never depend on trusting it.
+            :func:`~.drivers.default_driver` (SCS). Bounds never depend on trusting it.
         **settings
             The driver's settings of the full solve (SCS: overriding
             :data:`~.scs_driver.DEFAULT_SCS_SETTINGS`).
@@ -279,6 +278,7 @@ class MomentRelaxation(MomentStructure):
             "with_certificate": with_certificate,
         }
         t0 = time.perf_counter()
+        driver = default_driver() if driver is None else driver
         run = self._start(T, sign, stop_below, candidates, options, driver, settings)
         if isinstance(run, RelaxationResult):
             return run
@@ -297,7 +297,7 @@ class MomentRelaxation(MomentStructure):
         *,
         candidates: Sequence[np.ndarray | None] | None = None,
         stop_below: Sequence[float] | None = None,
-        driver: SdpDriver = SCS,
+        driver: SdpDriver | None = None,
         **options: Any,
     ) -> list[RelaxationResult]:
         """:meth:`solve` of each tensor of the stack ``Ts`` (``signs``, ``candidates`` and
@@ -313,6 +313,7 @@ class MomentRelaxation(MomentStructure):
         signs = [1] * B if signs is None else list(signs)
         cands = [None] * B if candidates is None else list(candidates)
         below = [-np.inf] * B if stop_below is None else list(stop_below)
+        driver = default_driver() if driver is None else driver
         if not hasattr(driver, "runs_batch"):
             return [
                 self.solve(T, s, candidates=cd, stop_below=sb, driver=driver, **options)

@@ -14,7 +14,7 @@ where a relaxation actually runs without one (:func:`get_driver`, one line with 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -32,13 +32,14 @@ __all__ = [
     "DRIVERS",
     "SELECTION_RULES",
     "DriverEntry",
+    "RelaxationTable",
+    "default_driver",
     "driver_entry",
     "driver_label",
     "get_driver",
     "register_driver",
     "relaxation_device",
     "selection",
-    "split_selection",
 ]
 
 
@@ -58,6 +59,7 @@ _DRIVERS: dict[str, DriverEntry] = {
 }
 #: The drivers a ``relaxation`` table may name (read-only; :func:`register_driver` adds one).
 DRIVERS: Mapping[str, DriverEntry] = MappingProxyType(_DRIVERS)
+#: The driver a relaxation runs on when nothing names one (its one home).
 DEFAULT_DRIVER = "scs"
 _BUILTIN = tuple(_DRIVERS)
 #: The members an object needs to be taken for an :class:`~.driver.SdpDriver`.
@@ -164,12 +166,40 @@ def selection(table: Mapping[str, Any] | None) -> tuple[str, str]:
     return name, device
 
 
-def split_selection(table: Mapping[str, Any] | None) -> tuple[dict[str, Any], str, str]:
-    """A ``relaxation`` table without its selection keys, and the ``(driver, device)`` it
-    names (see :func:`selection`)."""
-    name, device = selection(table)
-    rest = {k: v for k, v in (table or {}).items() if k not in SELECTION_RULES}
-    return rest, name, device
+class RelaxationTable(Mapping[str, Any]):
+    """A ``relaxation`` table that was parsed and checked once (by the option check of the
+    method it belongs to, :func:`sroa_dist.methods.check_options`): still the table as given
+    (a read-only mapping, so specs, routing and provenance read it as before), plus the
+    ``driver`` and ``device`` it names (defaults filled in) and its other keys, the solve
+    options and the driver's settings (:attr:`solve_options`). What runs the relaxation reads
+    these instead of parsing the table again."""
+
+    def __init__(self, table: Mapping[str, Any] | None, driver: str, device: str):
+        self._table = dict(table or {})
+        self.driver = driver
+        self.device = device
+
+    def __getitem__(self, key: str) -> Any:
+        return self._table[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._table)
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+    def __repr__(self) -> str:
+        return repr(self._table)
+
+    @property
+    def solve_options(self) -> dict[str, Any]:
+        """The table without its selection keys (``driver``, ``device``)."""
+        return {k: v for k, v in self._table.items() if k not in SELECTION_RULES}
+
+
+def default_driver() -> SdpDriver:
+    """The driver a relaxation runs on when none is given: :data:`DEFAULT_DRIVER` on the CPU."""
+    return driver_entry(DEFAULT_DRIVER).make("cpu")
 
 
 def get_driver(name: str = DEFAULT_DRIVER, device: str = "cpu") -> SdpDriver:

@@ -22,7 +22,7 @@ from numpy.typing import ArrayLike
 
 from ..decomposition import sroa
 from ..metrics import match
-from ..problems.structured import structured_tensor
+from ..problems import structured_tensor
 
 __all__ = ["TILTED_WEIGHT", "AccumulationErrors", "accumulation_errors", "coefficients"]
 

@@ -26,7 +26,7 @@ import os
 import numpy as np
 
 from ..errors import InputError
-from ..methods.cost import CERTIFIED_NORM_METHOD, certified_tractable
+from ..methods import CERTIFIED_NORM_METHOD, certified_tractable
 from ..metrics import match
 from ..norms import operator_norm
 from ..tensors import check_symmetric_tensor, sod_tensor

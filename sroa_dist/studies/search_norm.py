@@ -30,8 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ..methods import resolve_method
-from ..methods.builtin import GAP_TOL
+from ..methods import GAP_TOL, resolve_method
 from ..norms import OperatorNormResult, operator_norm
 from ..tensors import FloatArray, contract
 

@@ -27,11 +27,10 @@ import numpy as np
 
 from ..decomposition import sroa
 from ..errors import InputError
-from ..methods.ascent import power_iterations, random_starts
-from ..methods.builtin import aghkt_budget
+from ..methods import aghkt_budget, power_iterations, random_starts
 from ..operators import StructuredTensor, SymmetricProducts
-from ..problems.perturbations import attractor_factored
-from ..problems.structured import structured_tensor
+from ..problems import attractor_factored, structured_tensor
+from .criteria import DEFAULT_RADIUS
 
 __all__ = [
     "DEFAULT_RADIUS",
@@ -48,9 +47,8 @@ __all__ = [
 #: Perturbation families whose escape this module can measure (their factored form per stage).
 ESCAPE_FAMILIES = ("attractor",)
 
-#: Recovery radius of a start: it escaped when it ends within this distance of a component
-#: still to be found (the threshold studies' vector bound).
-DEFAULT_RADIUS = 0.3
+# DEFAULT_RADIUS (0.3, from .criteria): a start escaped when it ends within this distance of a
+# component still to be found, the threshold studies' vector bound.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -172,10 +170,6 @@ def wilson_interval(k: int, m: int, z: float = 1.959964) -> tuple[float, float]:
     mid = (phat + z * z / (2 * m)) / den
     half = z * math.sqrt(phat * (1 - phat) / m + z * z / (4 * m * m)) / den
     return max(0.0, mid - half), min(1.0, mid + half)
-
-
-#: Kept for callers of the former private name (benchmarks/rate_tables.py).
-_wilson = wilson_interval
 
 
 def step_successes(vectors: np.ndarray, radius: float = DEFAULT_RADIUS) -> np.ndarray:

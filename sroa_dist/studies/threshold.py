@@ -19,15 +19,19 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..decomposition.algorithm import SROAResult, sroa_batch
+from ..decomposition import SROAResult, sroa_batch
 from ..errors import InputError, InputTypeError
-from ..methods.cost import resolve_norm_method
-from ..methods.records import check_options, revision_options
+from ..methods import check_options, resolve_norm_method, revision_options
 from ..metrics import match
 from ..norms import operator_norm, scale_factors
-from ..problems.instances import BASES, draw_lambdas, make_instance
-from ..problems.perturbations import DEFAULT_WEIGHT, check_model
-from ..problems.structured import structured_tensor
+from ..problems import (
+    BASES,
+    DEFAULT_WEIGHT,
+    check_model,
+    draw_lambdas,
+    make_instance,
+    structured_tensor,
+)
 from ..threads import single_blas
 from .criteria import RunCriterion, check_criterion_option, get_run_criterion
 from .first_crossing import (

@@ -20,10 +20,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..errors import InputError
-from ..methods import METHODS
-from ..methods.cost import CERTIFIED_NORM_METHOD, certified_tractable
-from ..problems.noise import noise_tensor
-from ..problems.perturbations import coherent_tilt, register_perturbation
+from ..methods import CERTIFIED_NORM_METHOD, METHODS, certified_tractable
+from ..problems import coherent_tilt, noise_tensor, register_perturbation
 from ..tensors import check_symmetric_tensor, identity_basis, sod_tensor
 from ..threads import single_blas
 from .worst_case_result import WorstCaseResult

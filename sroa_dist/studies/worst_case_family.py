@@ -11,7 +11,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..metrics import match
-from ..problems.perturbations import coherent_tilt
+from ..problems import coherent_tilt
 from ..tensors import sod_tensor
 from .worst_case import tilt_alignment
 from .worst_case_form import ExactForm, sroa_checked

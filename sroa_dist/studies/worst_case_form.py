@@ -23,11 +23,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ..decomposition.algorithm import SROAResult, sroa
+from ..decomposition import SROAResult, sroa
 from ..errors import InputError
-from ..methods.cost import CERTIFIED_NORM_METHOD, certified_tractable
-from ..problems.subspace import subspace_norm, subspace_tensor
-from ..problems.tilt_shrink import tilt_shrink
+from ..methods import CERTIFIED_NORM_METHOD, certified_tractable
+from ..problems import subspace_norm, subspace_tensor, tilt_shrink
 
 __all__ = ["FORM_KINDS", "ExactForm", "sroa_checked"]
 

@@ -15,11 +15,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..decomposition.adjoint import sroa_vjp
-from ..decomposition.algorithm import SROAResult, sroa
+from ..decomposition import SROAResult, sroa, sroa_vjp
 from ..metrics import match
 from ..norms import OperatorNormResult, operator_norm
-from ..problems.noise import noise_tensor
+from ..problems import noise_tensor
 from ..tensors import FloatArray, contract
 from .search_norm import SearchNorm, ascend_maximisers
 

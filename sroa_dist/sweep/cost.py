@@ -20,7 +20,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sroa_dist.methods.cost import solve_cost
+from sroa_dist.methods import solve_cost
 
 __all__ = [
     "CALIBRATED",

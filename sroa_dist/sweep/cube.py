@@ -1,14 +1,17 @@
 """The result cube's vocabulary: dimensions, coordinate dtypes, variables and bookkeeping names.
 
-One home for every fact about the cube's format (the RESULT CUBE table of
-``docs/architecture.md``): the sweep kinds, storage and analysis read their names, dims,
-dtypes, units and meanings from here, so they cannot drift apart. Which variables a sweep
-writes is its kind's answer (:meth:`sroa_dist.sweep.kinds.SweepKind.variables`). Plain data:
-no numpy, Dask, zarr or xarray.
+What every cube shares (the RESULT CUBE table of ``docs/architecture.md``): the bookkeeping
+names and attrs, the dims every cube has (:data:`DIMS`), the sweep dims more than one kind
+sweeps (:data:`SHARED_AXES`), and the :class:`Dim` and :class:`Variable` records. A kind
+declares its own sweep dims and variables in its own module (:attr:`SweepKind.dims
+<sroa_dist.sweep.kinds.SweepKind.dims>`, ``all_variables``; the tensor kind's are in
+:mod:`sroa_dist.sweep.kinds.tensor.variables`): storage and analysis read them through the
+kind registry, so a new kind adds nothing here. Plain data: no numpy, Dask, zarr or xarray.
 
-A variable over the instance grid has the sweep's dims (its swept axes in :data:`AXIS_ORDER`,
-then ``replicate``) followed by its own :attr:`Variable.dims` (``step``, ``component``);
-bookkeeping variables have the ``block`` dim only.
+A variable over the instance grid has the sweep's dims (its swept axes in its kind's
+:attr:`~sroa_dist.sweep.kinds.SweepKind.dims` order, then ``replicate``) followed by its own
+:attr:`Variable.dims` (``step``, ``component``); bookkeeping variables have the ``block`` dim
+only.
 """
 
 from __future__ import annotations
@@ -17,23 +20,17 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Any
 
 __all__ = [
     "ATTR_FORMAT",
-    "AXIS_ORDER",
     "BOOKKEEPING",
     "DIMS",
-    "MODEL_DIMS",
-    "MODEL_VARIABLES",
-    "NOISE_LEVELS",
+    "SHARED_AXES",
     "STORE_FORMAT",
-    "TENSOR_DIMS",
-    "TENSOR_VARIABLES",
-    "THRESHOLD_VARIABLES",
-    "V_HAT",
     "Dim",
     "Variable",
-    "eps_scaled_target",
+    "by_name",
     "store_format",
 ]
 
@@ -80,19 +77,8 @@ STORE_FORMAT = 2
 #: Prefix of the root attrs recording a non-swept setting (``setting_n``, ``setting_basis``).
 SETTING_PREFIX = "setting_"
 
-#: Noise-level dims of tensor sweeps; exactly one is in use per sweep.
-NOISE_LEVELS: tuple[str, ...] = ("sigma", "eps", "eps_scaled")
-
 # --------------------------------------------------------------------------------------------
 # Dimensions
-
-#: Sweep dims of tensor sweeps, in cube order.
-TENSOR_DIMS: tuple[str, ...] = ("noise", "n", "p", "rank", "method", *NOISE_LEVELS)
-#: Sweep dims of model sweeps: the model's size axes, the method, then the sample size N.
-MODEL_DIMS: tuple[str, ...] = ("k", "d", "L", "weight_ratio", "method", "N")
-#: Canonical order of every sweep dim in the cube: the model's size axes go before the method,
-#: the sample size (a model sweep's "noise level") after the noise levels.
-AXIS_ORDER: tuple[str, ...] = (*TENSOR_DIMS[:4], *MODEL_DIMS[:4], *TENSOR_DIMS[4:], "N")
 
 
 @dataclass(frozen=True)
@@ -111,50 +97,39 @@ class Dim:
         return {"long_name": self.long_name, "units": self.units}
 
 
-_DIMS = (
-    Dim("noise", "str", "noise model of E's entries (paper Section 2.3)"),
-    Dim("n", "i8", "tensor dimension n"),
-    Dim("p", "i8", "tensor order p"),
-    Dim("rank", "i8", "number of SOD components r"),
-    Dim("method", "str", "rank-one solver method"),
-    Dim("sigma", "f8", "entry scale sigma of the noise"),
-    Dim("eps", "f8", "operator norm ||E|| the noise was scaled to"),
-    Dim(
-        "eps_scaled",
-        "f8",
-        "eps * n^(1/(p-1)) / lambda_min (Theorem 3.1 scale); absolute ||E|| in eps",
-    ),
-    Dim(REPLICATE, "i8", "instance index at a grid point (0-based)"),
-    Dim(STEP, "i8", "SROA iteration j (1-based)"),
-    Dim(COMPONENT, "i8", "coordinate index of v_hat_j"),
-    Dim(BLOCK, "i8", "block (task) index, C order over the chunk grid"),
-    Dim("N", "i8", "sample size N (documents or points) per instance"),
-    Dim("k", "i8", "number of latent classes k (topics or mixture components)"),
-    Dim("d", "i8", "observation dimension d (vocabulary size or ambient dim)"),
-    Dim("L", "i8", "words per document L (single-topic model)"),
-    Dim(
-        "weight_ratio",
-        "f8",
-        "mixing-weight imbalance max(w)/min(w); weights geometric in the class index, 1 = uniform",
-    ),
+#: Sweep dims that more than one kind sweeps, declared once so that the kinds agree on their
+#: dtype and meaning; a kind's :attr:`~sroa_dist.sweep.kinds.SweepKind.dims` picks from these.
+SHARED_AXES: Mapping[str, Dim] = MappingProxyType(
+    {
+        d.name: d
+        for d in (
+            Dim("noise", "str", "noise model of E's entries (paper Section 2.3)"),
+            Dim("n", "i8", "tensor dimension n"),
+            Dim("p", "i8", "tensor order p"),
+            Dim("rank", "i8", "number of SOD components r"),
+            Dim("method", "str", "rank-one solver method"),
+            Dim("eps", "f8", "operator norm ||E|| the noise was scaled to"),
+        )
+    }
 )
-#: Every dim of the cube by name.
-DIMS: Mapping[str, Dim] = MappingProxyType({d.name: d for d in _DIMS})
+#: The dims every cube has, whatever its kind: the instance index, and the dims of per-step,
+#: per-component and bookkeeping variables.
+DIMS: Mapping[str, Dim] = MappingProxyType(
+    {
+        d.name: d
+        for d in (
+            Dim(REPLICATE, "i8", "instance index at a grid point (0-based)"),
+            Dim(STEP, "i8", "SROA iteration j (1-based)"),
+            Dim(COMPONENT, "i8", "coordinate index of v_hat_j"),
+            Dim(BLOCK, "i8", "block (task) index, C order over the chunk grid"),
+        )
+    }
+)
 
 
 def store_format(attrs: Mapping[str, object]) -> int:
     """The format of a store with these root attrs (1 when none is recorded)."""
     return int(attrs.get(ATTR_FORMAT, 1))  # type: ignore[call-overload]
-
-
-def eps_scaled_target(eps_scaled: float, lambda_min: float, n: int, p: int) -> float:
-    """The operator norm ``||E||`` meant by a ``noise.eps_scaled`` value (the ``eps_scaled`` dim).
-
-    ``eps_scaled * lambda_min * n^(-1/(p-1))``: Theorem 3.1 recovers every component once
-    ``||E|| <= c lambda_min n^(-1/(p-1))``, so ``eps_scaled`` measures the perturbation in
-    units of that scale (1 is the theorem's threshold up to its constant ``c``).
-    """
-    return eps_scaled * lambda_min * n ** (-1.0 / (p - 1))
 
 
 # --------------------------------------------------------------------------------------------
@@ -199,300 +174,14 @@ class Variable:
         return {"long_name": self.long_name, "units": self.units, **dict(self.extra)}
 
 
-def _by_name(*variables: Variable) -> Mapping[str, Variable]:
-    return MappingProxyType({v.name: v for v in variables})
+def by_name(*records: Variable | Dim) -> Mapping[str, Any]:
+    """Variables (or dims) by name, read-only, in the order given: how a kind declares its
+    ``all_variables`` and ``dims``."""
+    return MappingProxyType({r.name: r for r in records})
 
-
-_S = (STEP,)
-_ALG1 = (("paper", "Algorithm 1, line 3"),)
-_T31 = (("paper", "Theorem 3.1"),)
-_T22 = (("paper", "Theorem 2.2"),)
-_EPS = (("paper", "epsilon = ||E||"),)
-
-#: Variables of a tensor sweep, in documented order.
-TENSOR_VARIABLES: Mapping[str, Variable] = _by_name(
-    Variable(
-        "lam_hat", _S, "f8", "estimated weight lambda_hat_j returned by SROA step j", extra=_ALG1
-    ),
-    Variable("lam_true", _S, "f8", "weight of the true component matched to step j"),
-    Variable(
-        "lam_err", _S, "f8", "|lambda_hat_j - lambda_pi(j)| after optimal (Hungarian) matching"
-    ),
-    Variable(
-        "vec_err",
-        _S,
-        "f8",
-        "||v_hat_j - v_pi(j)|| after optimal matching (even p: min over sign)",
-    ),
-    Variable(
-        "certified",
-        _S,
-        "bool",
-        "global optimality of step j certified by the solver",
-        extra=(("note", "False past the instance's last step"),),
-    ),
-    Variable("upper_bound", _S, "f8", "valid upper bound of step j's objective max T_{j-1} x^p"),
-    Variable(
-        "n_best",
-        _S,
-        "f8",
-        "number of starts of a local method that reached step j's best value",
-        extra=(("note", "NaN for methods without starts, and past the instance's last step"),),
-    ),
-    Variable(
-        "confirmed",
-        _S,
-        "bool",
-        "no start of an independent confirmation rose above step j's best value (local methods)",
-        extra=(("note", "evidence against a missed global step, not a certificate"),),
-    ),
-    Variable(
-        "thm31_lam_bound",
-        _S,
-        "f8",
-        "Theorem 3.1 bound on |lambda_hat_j - lambda_pi(j)|: 2 eps",
-        extra=_T31,
-    ),
-    Variable(
-        "thm31_vec_bound",
-        _S,
-        "f8",
-        "Theorem 3.1 bound on ||v_hat_j - v_pi(j)||: 20 eps / lambda_pi(j)",
-        extra=_T31,
-    ),
-    Variable(
-        "eps", (), "f8", "operator norm ||E|| of the perturbation (best value found)", extra=_EPS
-    ),
-    Variable("eps_lower", (), "f8", "certified lower bound of ||E||"),
-    Variable("eps_upper", (), "f8", "certified upper bound of ||E||"),
-    Variable("eps_certified", (), "bool", "||E|| bracket certified tight"),
-    Variable(
-        "thm22_lam_bound",
-        (),
-        "f8",
-        "Theorem 2.2 bound on |lambda_hat_1 - lambda_pi(1)|: eps",
-        extra=_T22,
-    ),
-    Variable(
-        "thm22_vec_bound",
-        (),
-        "f8",
-        "Theorem 2.2 bound on ||v_hat_1 - v_pi(1)||: 10 (eps/lam + (eps/lam)^2)",
-        extra=_T22,
-    ),
-    Variable(
-        "solve_time",
-        (),
-        "f8",
-        "seconds in the solvers for the instance (all SROA steps + ||E||)",
-        units="s",
-    ),
-)
-
-#: The estimated components of a tensor sweep (``[output] vectors = true``).
-V_HAT = Variable(
-    "v_hat",
-    (STEP, COMPONENT),
-    "f8",
-    "estimated component v_hat_j (column of SROA's vectors)",
-    extra=(("note", "NaN past the instance's n and last step"),),
-)
-
-_STEP_NOTE = (
-    ("note", "SROA step j recovers one component; errors after optimal (Hungarian) matching"),
-)
-
-#: Variables of a model sweep (``[model]`` spec), in documented order.
-MODEL_VARIABLES: Mapping[str, Variable] = _by_name(
-    Variable(
-        "lam_hat",
-        _S,
-        "f8",
-        "lambda_hat_j of SROA step j on the whitened T_hat (sign fixed > 0); "
-        "the recovered weight is 1/lambda_hat_j^2",
-        extra=_ALG1,
-    ),
-    Variable("certified", _S, "bool", "global optimality of SROA step j certified by the solver"),
-    Variable("upper_bound", _S, "f8", "valid upper bound of step j's objective max T_{j-1} x^3"),
-    Variable(
-        "component_error",
-        _S,
-        "f8",
-        "error of the component recovered at step j: total variation "
-        "(1/2 l1) to the matched topic, or l2 distance to the matched mean",
-        units="1 (topics, probability); data units (gmm)",
-        extra=_STEP_NOTE,
-    ),
-    Variable(
-        "weight_error",
-        _S,
-        "f8",
-        "|w_hat_j - w_pi(j)|: error of the mixing weight recovered at step j",
-        extra=_STEP_NOTE,
-    ),
-    Variable(
-        "eps",
-        (),
-        "f8",
-        "||E|| with the population whitening W: E = M3_hat(W,W,W) - M3(W,W,W), "
-        "the paper's perturbation (best value found)",
-        units="1 (whitened space)",
-        extra=_EPS,
-    ),
-    Variable("eps_lower", (), "f8", "certified lower bound of ||E|| (population W)"),
-    Variable("eps_upper", (), "f8", "certified upper bound of ||E|| (population W)"),
-    Variable("eps_certified", (), "bool", "||E|| bracket (population W) certified tight"),
-    Variable(
-        "eps_full",
-        (),
-        "f8",
-        "||E|| with the estimated whitening W_hat: M3_hat(W_hat,W_hat,W_hat) "
-        "minus the true SOD tensor in W_hat's coordinates (whole pipeline; best value found)",
-        units="1 (whitened space)",
-    ),
-    Variable("eps_full_upper", (), "f8", "certified upper bound of eps_full"),
-    Variable(
-        "lambda_min",
-        (),
-        "f8",
-        "smallest true lambda_i = w_i^(-1/2), the scale eps compares with",
-    ),
-    Variable(
-        "success",
-        (),
-        "bool",
-        "every component_error and weight_error within the tolerances",
-        extra=(("note", "False also for instances not computed yet (see component_error)"),),
-    ),
-    Variable(
-        "sigma2_hat",
-        (),
-        "f8",
-        "variance used by the mixture's corrections (NaN for topics)",
-        units="data units^2",
-    ),
-    Variable(
-        "solve_time",
-        (),
-        "f8",
-        "wall seconds of the whole instance: sampling, moment estimation, SROA and both norms",
-        units="s",
-    ),
-)
-
-_EVAL = (
-    ("note", "dim 'step' counts the search's evaluations here (k = 1, 2, ... in the order made)"),
-    ("past_end", "NaN (False for trace_passed) after the search's n_evals evaluations"),
-)
-_SEARCH = (("paper", "first crossing of the criterion in epsilon = ||E||"),)
-
-#: Variables of a threshold sweep (``[threshold]`` spec): one first-crossing search per
-#: instance (``sroa_dist.find_threshold``), in documented order.
-THRESHOLD_VARIABLES: Mapping[str, Variable] = _by_name(
-    Variable(
-        "eps_star",
-        (),
-        "f8",
-        "threshold: upper end of the final bracket, the first ||E|| seen to fail below which "
-        "every ||E|| evaluated passed",
-        extra=(*_SEARCH, ("note", "inf when no ||E|| in eps_range failed (reached false)")),
-    ),
-    Variable(
-        "eps_lo",
-        (),
-        "f8",
-        "lower end of the final bracket (passed); 0 when eps_range's start already failed",
-    ),
-    Variable("eps_hi", (), "f8", "upper end of the final bracket (failed); equals eps_star"),
-    Variable("n_evals", (), "f8", "number of SROA runs the search made"),
-    Variable("reached", (), "bool", "a failure was seen within eps_range"),
-    Variable(
-        "non_monotone",
-        (),
-        "bool",
-        "some ||E|| passed above one that failed (continued scan or bisection)",
-        extra=(
-            (
-                "note",
-                "since search revision 2: only passes and failures whose SROA steps were all "
-                "global (no step's global gap above its tolerance); the others count in "
-                "artefacts",
-            ),
-        ),
-    ),
-    Variable(
-        "artefacts",
-        (),
-        "f8",
-        "evaluations whose verdict came from an SROA with a non-global step (passes above a "
-        "failure, and failures)",
-        extra=(("note", "NaN in stores made before the global check (search revision 1)"),),
-    ),
-    Variable(
-        "scan_resolution",
-        (),
-        "f8",
-        "ratio between consecutive scanned ||E|| below the first failure: narrower failure "
-        "windows can be missed",
-    ),
-    Variable(
-        "certified_ends",
-        (),
-        "f8",
-        "1 where the bracket stands with certified steps at both ends, 0 where it does not",
-        extra=(("note", "NaN where certify_ends did not run or a step was not certified"),),
-    ),
-    Variable(
-        "certified_fraction",
-        (),
-        "f8",
-        "fraction of all SROA steps of the search certified globally optimal",
-    ),
-    Variable("trace_eps", _S, "f8", "||E|| of evaluation k of the search", extra=_EVAL),
-    Variable(
-        "trace_metric",
-        _S,
-        "f8",
-        "the criterion's metric at evaluation k (value: max |lam_hat - lam| / eps; recovery: "
-        "max ||v_hat - v||; theorem: largest error / its bound)",
-        extra=_EVAL,
-    ),
-    Variable("trace_passed", _S, "bool", "evaluation k met the criterion", extra=_EVAL),
-    Variable(
-        "trace_global_gap",
-        _S,
-        "f8",
-        "largest global gap of evaluation k's SROA steps: best value of the check starts "
-        "minus the step's (tensor units; NaN where no step was checked)",
-        extra=_EVAL,
-    ),
-    Variable(
-        "trace_non_global",
-        _S,
-        "bool",
-        "evaluation k's SROA kept a step whose global gap exceeds 1e-6 ||T_j||_F",
-        extra=_EVAL,
-    ),
-    Variable(
-        "trace_redone",
-        _S,
-        "f8",
-        "steps of evaluation k's SROA redone from a higher point of their global check",
-        extra=_EVAL,
-    ),
-    Variable(
-        "trace_lam_err",
-        _S,
-        "f8",
-        "max |lam_hat - lam| of evaluation k (any fixed-level criterion can judge it again)",
-        extra=_EVAL,
-    ),
-    Variable("trace_vec_err", _S, "f8", "max ||v_hat - v|| of evaluation k", extra=_EVAL),
-    Variable("solve_time", (), "f8", "wall seconds of the instance's whole search", units="s"),
-)
 
 #: Bookkeeping variables (one element per block; each task writes only its own).
-BOOKKEEPING: Mapping[str, Variable] = _by_name(
+BOOKKEEPING: Mapping[str, Variable] = by_name(
     Variable(DONE, (BLOCK,), "bool", "block finished and its data written", over_grid=False),
     Variable(
         DONE_TIME,

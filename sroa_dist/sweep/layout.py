@@ -27,8 +27,7 @@ import numpy as np
 
 from ..errors import InputError
 from .cube import COMPONENT, STEP, Variable
-from .spec.base import SweepSpec
-from .spec.fields import SpecError, round_sig
+from .spec import SpecError, SweepSpec, round_sig
 
 __all__ = [
     "BlockResult",

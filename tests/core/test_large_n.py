@@ -17,7 +17,7 @@ from sroa_dist import (
     structured_tensor,
 )
 from sroa_dist.decomposition.engines import _gram_bound
-from sroa_dist.methods.ascent import Deflation, _contract
+from sroa_dist.methods.ascent import Deflation, deflated_contract
 from sroa_dist.methods.builtin import IMPLICIT_BYTES
 from sroa_dist.methods.records import METHODS, OptionError, check_options
 from sroa_dist.tensors import contract, rank_one_tensor
@@ -56,7 +56,7 @@ def test_implicit_contractions_equal_explicit_residual(p, sign):
     d = d if sign > 0 else d.negated()
     X = rng.standard_normal((1, S, n))
     for times in (p, p - 1, p - 2):
-        got = _contract(T[None], X, times, d)
+        got = deflated_contract(T[None], X, times, d)
         want = contract(R[None], X, times)
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-13 * np.abs(want).max())
 
@@ -309,7 +309,7 @@ def test_operator_hessian_products_equal_the_formed_hessian():
     U = np.linalg.qr(rng.standard_normal((9, 2)))[0]
     for d in (None, Deflation(U[None], np.array([[0.7, -0.2]]), np.ones(1))):
         for dd in (d,) if d is None else (d, d.negated()):
-            want = np.einsum("bsij,bsj->bsi", _contract(op, X, 2, dd), Y)
+            want = np.einsum("bsij,bsj->bsi", deflated_contract(op, X, 2, dd), Y)
             got = _hessian_at(op, X, dd)(Y)
             np.testing.assert_allclose(got, want, rtol=0, atol=1e-13 * np.abs(want).max())
 

@@ -348,6 +348,43 @@ def test_a_driver_module_named_by_import_path_bounds_a_step(method):
         rank_one(T, method, relaxation={"driver": ZERO_DUAL, "max_iters": 5})
 
 
+@pytest.mark.parametrize("method", ["sos", "certified"])
+def test_a_relaxation_table_is_parsed_once_per_rank_one_call(monkeypatch, method):
+    """The option check parses and checks the table (driver, device, every key); the solve
+    reads what it parsed instead of selecting the driver again."""
+    from sroa_dist import rank_one
+    from sroa_dist import relaxation as R
+    from sroa_dist.relaxation import drivers
+
+    parsed = []
+    real = drivers.selection
+
+    def counting(table):
+        parsed.append(dict(table or {}))
+        return real(table)
+
+    monkeypatch.setattr(R, "selection", counting)
+    monkeypatch.setattr(drivers, "selection", counting)
+    table = {"driver": "scs", "device": "cpu", "polish_steps": 8}
+    res = rank_one(_nearly_sod(), method, relaxation=table)
+    assert parsed == [table] and res.relaxation == "scs/cpu" and res.certified
+    assert table == {"driver": "scs", "device": "cpu", "polish_steps": 8}  # not consumed
+
+
+def test_the_default_driver_is_named_in_one_place():
+    """``relaxation.DEFAULT_DRIVER`` is what a table without ``driver``, an option check and
+    a solve without a driver all fall back on."""
+    from sroa_dist.relaxation import DEFAULT_DRIVER, default_driver, option_rules, selection
+    from sroa_dist.relaxation.drivers import driver_entry
+
+    assert selection({}) == (DEFAULT_DRIVER, "cpu")
+    assert option_rules() == option_rules(DEFAULT_DRIVER)
+    assert type(default_driver()) is type(driver_entry(DEFAULT_DRIVER).make("cpu"))
+    T = _nearly_sod()
+    rel = get_relaxation(4, 3)
+    assert rel.solve_abs(T).upper_bound == rel.solve_abs(T, driver=default_driver()).upper_bound
+
+
 def test_a_registered_driver_is_chosen_by_name_and_the_builtins_stay():
     from sroa_dist import rank_one
     from sroa_dist.relaxation import DRIVERS, register_driver

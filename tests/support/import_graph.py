@@ -31,12 +31,14 @@ PACKAGE = "sroa_dist"
 
 @dataclass(frozen=True)
 class Import:
-    """One import of a package module: the module imported, its line, and whether the import
-    runs inside a function."""
+    """One import of a package module: the module imported, its line, whether the import runs
+    inside a function, and the name taken from the module (``from X import name``; ``None``
+    when the module itself is imported)."""
 
     module: str
     line: int
     in_function: bool
+    name: str | None = None
 
 
 def module_name(path: str) -> str:
@@ -99,12 +101,76 @@ def imports_of(path: str, text: str, modules: Iterable[str]) -> list[Import]:
                 name = node.module or ""
             for a in node.names:
                 sub = f"{name}.{a.name}"
-                found.append(Import(sub if sub in known else name, node.lineno, in_function))
+                if sub in known:
+                    found.append(Import(sub, node.lineno, in_function))
+                else:
+                    found.append(Import(name, node.lineno, in_function, a.name))
         for child in ast.iter_child_nodes(node):
             visit(child, in_function)
 
     visit(ast.parse(text), False)
     return [i for i in found if i.module in known and i.module != me]
+
+
+def packages(sources: Mapping[str, str]) -> set[str]:
+    """The packages of the tree: every folder with an ``__init__.py``."""
+    return {module_name(p) for p in sources if p.endswith("__init__.py")}
+
+
+def _inside(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def exported(sources: Mapping[str, str], package: str) -> set[str] | None:
+    """The names a package's ``__init__`` lists in ``__all__`` (a literal list), or ``None``
+    when it has none."""
+    path = next((p for p in sources if p.endswith("__init__.py") and module_name(p) == package), "")
+    for node in ast.parse(sources.get(path, "")).body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+        ):
+            return set(ast.literal_eval(node.value))
+    return None
+
+
+def door_crossings(sources: Mapping[str, str]) -> list[str]:
+    """Every import that goes behind a package's door: a module ``P.m`` (or a name of it)
+    imported by code outside the package ``P``, instead of the name from ``P`` itself (its
+    ``__init__``, which re-exports it in ``__all__``). Inside one package anything goes, and
+    its subpackages are inside it. The root package is no door: its modules (``errors``,
+    ``tensors``, ...) are the top-level rooms, each imported as itself."""
+    modules = {module_name(p) for p in sources}
+    doors = packages(sources)
+    out = []
+    for path, text in sources.items():
+        me = module_name(path)
+        for i in imports_of(path, text, modules):
+            owner, _, last = i.module.rpartition(".")
+            if i.module in doors or owner == PACKAGE or _inside(me, owner):
+                continue
+            if i.name is None and last in (exported(sources, owner) or ()):
+                continue  # the door's function of its module's name (studies.worst_case)
+            what = i.module if i.name is None else f"{i.module}.{i.name}"
+            out.append(f"{path}:{i.line}: {what} (import it from {owner})")
+    return out
+
+
+def private_crossings(sources: Mapping[str, str]) -> list[str]:
+    """Every private name (``_x``) imported from another package, or from another top-level
+    room (a module of the root package is its own room here)."""
+    modules = {module_name(p) for p in sources}
+    doors = packages(sources)
+    out = []
+    for path, text in sources.items():
+        me = module_name(path)
+        for i in imports_of(path, text, modules):
+            if i.name is None or not i.name.startswith("_") or i.name.startswith("__"):
+                continue
+            owner = i.module if i.module in doors else i.module.rpartition(".")[0]
+            owner = i.module if owner == PACKAGE else owner
+            if not _inside(me, owner):
+                out.append(f"{path}:{i.line}: {i.module}.{i.name}")
+    return out
 
 
 def module_graph(sources: Mapping[str, str]) -> dict[str, set[str]]:
@@ -223,6 +289,8 @@ def measure(sources: Mapping[str, str]) -> dict[str, object]:
         "modules": len(graph),
         "module_edges": sum(len(t) for t in graph.values()),
         "module_circles": circles(graph),
+        "behind_doors": len(door_crossings(sources)),
+        "private_crossings": len(private_crossings(sources)),
         "package": floor_plan(graph, PACKAGE),
         "sweep": floor_plan(graph, f"{PACKAGE}.sweep"),
     }
@@ -257,6 +325,10 @@ def main(argv: list[str] | None = None) -> int:
         f"{numbers['module_edges']} imports between them"
     )
     print(f"circles between modules: {numbers['module_circles'] or 'none'}")
+    print(
+        f"imports behind a package's door: {numbers['behind_doors']}; "
+        f"private names across packages: {numbers['private_crossings']}"
+    )
     print(_show(PACKAGE, numbers["package"]))  # type: ignore[arg-type]
     print(_show(f"{PACKAGE}/sweep", numbers["sweep"]))  # type: ignore[arg-type]
     return 0

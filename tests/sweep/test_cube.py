@@ -36,10 +36,11 @@ import zarr
 
 from sroa_dist.analysis import _cube
 from sroa_dist.sweep import cube as schema
-from sroa_dist.sweep.kinds import KINDS, kind_of, make_layout, spec_from_dict
+from sroa_dist.sweep.kinds import KINDS, cube_dims, kind_of, make_layout, spec_from_dict
 from sroa_dist.sweep.kinds.model import MODEL_AXIS_KEYS
 from sroa_dist.sweep.kinds.tensor.block import draw_group
 from sroa_dist.sweep.kinds.tensor.spec import AXIS_KEYS
+from sroa_dist.sweep.kinds.tensor.variables import V_HAT, eps_scaled_target
 from sroa_dist.sweep.layout import block_task
 from sroa_dist.sweep.run.worker import compute_block
 from sroa_dist.sweep.store.certificate_files import CERTIFICATE_DIGEST
@@ -77,8 +78,8 @@ def test_every_stored_array_is_described_by_the_schema(tmp_path, which):
         dtype = json.loads((Path(url) / name / "zarr.json").read_text())["data_type"]
         # xarray adds its CF encoding of the fill value (_FillValue) to float arrays.
         attrs = {k: v for k, v in arr.attrs.items() if k != "_FillValue"}
-        if name in schema.DIMS and dims == (name,):  # a coordinate
-            dim = schema.DIMS[name]
+        if name in cube_dims(spec) and dims == (name,):  # a coordinate
+            dim = cube_dims(spec)[name]
             assert (dtype, attrs) == (_ZARR_DTYPE[dim.dtype], dim.attrs), name
             continue
         var = described[name]
@@ -109,37 +110,28 @@ def test_every_variable_the_kernel_computes_is_described(which):
 
 
 def test_dims_and_variables_are_consistent():
-    assert set(schema.AXIS_ORDER) == set(schema.TENSOR_DIMS) | set(schema.MODEL_DIMS)
-    assert len(set(schema.AXIS_ORDER)) == len(schema.AXIS_ORDER)
-    # The spec's axes map onto schema dims.
-    assert set(AXIS_KEYS.values()) == set(schema.TENSOR_DIMS)
-    assert set(MODEL_AXIS_KEYS.values()) == set(schema.MODEL_DIMS)
-    assert _cube.CATEGORICAL_AXES == ("noise", "method")
-    for described in (
-        schema.TENSOR_VARIABLES,
-        schema.MODEL_VARIABLES,
-        schema.THRESHOLD_VARIABLES,
-        schema.BOOKKEEPING,
-    ):
-        for name, var in described.items():
+    """Each kind declares its own sweep dims (in cube order) and variables in its own module;
+    they agree with its spec's axes, with the dims every cube has and with each other."""
+    for kind in KINDS.values():
+        # A kind's spec axes name its dims, in its dims' order (the cube's axis order).
+        if hasattr(kind, "axis_keys"):
+            assert list(kind.axis_keys.values()) == list(kind.dims), kind.name
+        for name, dim in kind.dims.items():
+            assert dim.name == name and dim.dtype in ("str", "f8", "i8"), (kind.name, name)
+            assert name not in schema.DIMS, (kind.name, name)
+            # A dim several kinds sweep is one record, the shared one.
+            assert name not in schema.SHARED_AXES or dim is schema.SHARED_AXES[name]
+        for name, var in kind.all_variables.items():
             assert var.name == name and var.dtype in ("f8", "bool")
             assert all(d in schema.DIMS for d in var.dims)
             assert var.attrs["long_name"] == var.long_name and var.attrs["units"]
             assert (var.fill is False) if var.dtype == "bool" else math.isnan(var.fill)
-    assert schema.V_HAT.dims == (schema.STEP, schema.COMPONENT)
-    # Which variables a sweep writes is its kind's answer (tests/sweep/test_kinds.py): every kind's
-    # variables are described here.
-    for kind in KINDS.values():
-        assert all(
-            v is schema.V_HAT
-            or v
-            in (
-                *schema.TENSOR_VARIABLES.values(),
-                *schema.MODEL_VARIABLES.values(),
-                *schema.THRESHOLD_VARIABLES.values(),
-            )
-            for v in kind.all_variables.values()
-        )
+    assert list(AXIS_KEYS.values()) == list(KINDS["tensor"].dims)
+    assert list(MODEL_AXIS_KEYS.values()) == list(KINDS["model"].dims)
+    assert _cube.CATEGORICAL_AXES == ("noise", "method")
+    for name, var in schema.BOOKKEEPING.items():
+        assert var.name == name and var.dims == (schema.BLOCK,) and not var.over_grid
+    assert V_HAT.dims == (schema.STEP, schema.COMPONENT)
 
 
 def test_schema_is_plain_data():
@@ -161,8 +153,8 @@ def test_schema_is_plain_data():
 
 def test_eps_scaled_target_is_theorem_3_1s_scale():
     # ||E|| = eps_scaled * lambda_min * n^(-1/(p-1)): n = 16, p = 3 gives a factor 1/4.
-    assert schema.eps_scaled_target(2.0, 0.5, 16, 3) == 0.25
-    assert schema.eps_scaled_target(1.0, 1.0, 8, 4) == 0.5
+    assert eps_scaled_target(2.0, 0.5, 16, 3) == 0.25
+    assert eps_scaled_target(1.0, 1.0, 8, 4) == 0.5
 
 
 def test_the_worker_scales_eps_scaled_instances_to_the_schema_target():
@@ -173,7 +165,7 @@ def test_the_worker_scales_eps_scaled_instances_to_the_schema_target():
         members = [(s, rep) for _, s, rep in task.instances(spec)]
         drawn = draw_group(spec, members)
         for (s, _), eps, lam in zip(members, drawn.eps, drawn.lambdas, strict=True):
-            want = schema.eps_scaled_target(s.level, float(np.abs(lam).min()), s.n, s.p)
+            want = eps_scaled_target(s.level, float(np.abs(lam).min()), s.n, s.p)
             assert eps == pytest.approx(want, rel=1e-12)
 
 

@@ -16,7 +16,7 @@ import zarr
 
 from sroa_dist.analysis import KindAnalysis, supported_figures, write_report
 from sroa_dist.sweep import load_spec
-from sroa_dist.sweep.cube import Variable
+from sroa_dist.sweep.cube import Dim, Variable, by_name
 from sroa_dist.sweep.kinds import (
     KINDS,
     SweepKind,
@@ -68,7 +68,8 @@ def test_every_smoke_spec_is_dispatched_to_its_kind(path):
     assert layout == kind.layout(spec)
     dims, coords = layout.dims[:-1], layout.coords[:-1]
     point = {d: c[0] for d, c in zip(dims, coords, strict=True)}
-    assert spec.settings_at(point) == kind.settings(spec, point)
+    settings = spec.settings_at(point)
+    assert callable(settings.seed_key) and callable(settings.group_key)
 
 
 def test_registration_rules():
@@ -103,6 +104,8 @@ def test_a_spec_with_two_kinds_tables_is_refused():
 # ---- a new kind: one module, one registration ------------------------------------------------
 
 ECHO_VALUE = Variable("echo_value", (), "f8", "x * (replicate + 1) + u, u ~ U(0, 1) seeded")
+#: The toy's own sweep dim, declared here like any kind's (not in sroa_dist/sweep/cube.py).
+ECHO_X = Dim("x", "f8", "the toy's x", units="echo units")
 ECHO_SCHEMA: dict[str, Any] = {
     **COMMON_SCHEMA,
     "echo": {"x": ("float_axis", None, True)},
@@ -123,8 +126,7 @@ class EchoSettings:
 @dataclass(frozen=True)
 class EchoSpec(SweepSpec):
     kind: ClassVar[str] = "echo"
-    # The toy's axis reuses an existing float dim of the cube's vocabulary.
-    axis_keys: ClassVar[Mapping[str, str]] = {"echo.x": "sigma"}
+    axis_keys: ClassVar[Mapping[str, str]] = {"echo.x": ECHO_X.name}
 
     @property
     def ranks(self) -> tuple[int, ...]:
@@ -138,15 +140,13 @@ class EchoKind:
     name = "echo"
     marker = "echo"
     all_variables: Mapping[str, Variable] = {ECHO_VALUE.name: ECHO_VALUE}
+    dims: Mapping[str, Dim] = by_name(ECHO_X)
 
     def parse(self, raw: Mapping[str, Any], source: str) -> EchoSpec:
         data = validate_table(raw, ECHO_SCHEMA, "", source)
         return EchoSpec(
             data=data, source=source, axes=build_axes(data, ECHO_SCHEMA, EchoSpec.axis_keys, source)
         )
-
-    def settings(self, spec: EchoSpec, coords: Mapping[str, Any]) -> EchoSettings:
-        return spec.settings_at(coords)
 
     def mean_cost(self, spec: EchoSpec) -> float:
         return 1e-3
@@ -204,7 +204,7 @@ def test_a_new_kind_runs_end_to_end_on_a_real_store(tmp_path):
         spec = spec_from_dict(raw)
         assert isinstance(spec, EchoSpec)
         layout = make_layout(spec, block_size=2)
-        assert layout.dims == ("sigma", "replicate") and layout.n_blocks == 6
+        assert layout.dims == ("x", "replicate") and layout.n_blocks == 6
         url = str(tmp_path / "echo.zarr")
         prepare_store(url, spec, layout)
         for b in range(layout.n_blocks):
@@ -215,14 +215,17 @@ def test_a_new_kind_runs_end_to_end_on_a_real_store(tmp_path):
         assert stored_layout.coords == layout.coords
         ds = open_results(url)
         assert ds.attrs["setting_echo"] == "toy" and bool(ds["done"].all())
+        # The coordinate of the kind's own dim is stored as the kind declared it.
+        assert ds["x"].dtype == np.float64 and ds["x"].attrs["units"] == "echo units"
+        assert ds["x"].attrs["long_name"] == "the toy's x"
         # The store records its kind, and the cube names it: analysis asks the registry.
         assert zarr.open_group(url, mode="r").attrs["sroa_kind"] == "echo"
         assert ds.attrs["sroa_kind"] == "echo" and kind_of(ds) is KINDS["echo"]
         got = ds["echo_value"].values
         kind = KINDS["echo"]
-        for i, x in enumerate(layout.coord("sigma")):
+        for i, x in enumerate(layout.coord("x")):
             for r in range(4):
-                u = kind.instance(spec, spec.settings_at({"sigma": x}), r)
+                u = kind.instance(spec, spec.settings_at({"x": x}), r)
                 assert got[i, r] == x * (r + 1) + u
     assert "echo" not in KINDS
 

@@ -14,9 +14,13 @@ import pytest
 from sroa_dist.analysis import write_report
 from sroa_dist.moments import Tolerances, run_study
 from sroa_dist.sweep import load_spec, open_results, run_sweep
-from sroa_dist.sweep.cube import MODEL_VARIABLES
 from sroa_dist.sweep.kinds import make_layout, spec_from_dict
-from sroa_dist.sweep.kinds.model import ModelSweepSpec, model_weights, settings_from_coords
+from sroa_dist.sweep.kinds.model import (
+    MODEL_VARIABLES,
+    ModelSweepSpec,
+    model_weights,
+    settings_from_coords,
+)
 from sroa_dist.sweep.layout import block_task
 from sroa_dist.sweep.run.worker import compute_block
 from sroa_dist.sweep.spec.fields import SpecError

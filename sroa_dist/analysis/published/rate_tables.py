@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import binomtest
 
-from sroa_dist.methods.builtin import aghkt_budget
+from sroa_dist.methods import aghkt_budget
 
 from .sources import Data
 

@@ -45,15 +45,15 @@ from typing import Any, ClassVar
 import numpy as np
 
 from sroa_dist.methods import resolve_method
-from sroa_dist.problems.perturbations import check_model, model_params, resolve_family
-from sroa_dist.studies.accumulation import (
+from sroa_dist.problems import check_model, model_params, resolve_family
+from sroa_dist.studies import (
     TILTED_WEIGHT,
     AccumulationErrors,
     accumulation_errors,
     coefficients,
 )
 
-from ..cube import STEP, Variable
+from ..cube import SHARED_AXES, STEP, Dim, Variable, by_name
 from ..layout import (
     WORKER_BASE_BYTES,
     BlockResult,
@@ -64,17 +64,15 @@ from ..layout import (
     layout_chunks,
     stable_hash32,
 )
-from ..spec.base import (
+from ..spec import (
     COMMON_SCHEMA,
+    Axis,
     OutputSection,
+    SpecError,
     SweepSpec,
+    build_axes,
     check_method_options,
     check_methods,
-)
-from ..spec.fields import (
-    Axis,
-    SpecError,
-    build_axes,
     check_replicates,
     prune_model_params,
     validate_table,
@@ -82,7 +80,6 @@ from ..spec.fields import (
 
 __all__ = [
     "ACCUMULATION",
-    "ACCUMULATION_DIMS",
     "ACCUMULATION_SCHEMA",
     "ACCUMULATION_VARIABLES",
     "AccumulationKind",
@@ -125,9 +122,6 @@ AXIS_KEYS: dict[str, str] = {
     "solver.method": "method",
     "noise.eps": "eps",
 }
-#: The sweep dims this kind may write (all of the cube's shared vocabulary,
-#: :data:`~..cube.DIMS`), in cube order; ``replicate`` and ``step`` follow.
-ACCUMULATION_DIMS: tuple[str, ...] = ("noise", "n", "p", "method", "eps")
 
 _S = (STEP,)
 _MATCH = (("note", "after optimal (Hungarian) matching; NaN past the instance's n steps"),)
@@ -539,10 +533,12 @@ class AccumulationKind:
     """The ``accumulation`` kind (marker table ``[accumulation]``): error curves over ε."""
 
     name = "accumulation"
+    #: Its spec grammar and swept dims (in cube order; the cube's shared vocabulary).
+    schema: Mapping[str, Any] = ACCUMULATION_SCHEMA
+    axis_keys: Mapping[str, str] = AXIS_KEYS
+    dims: Mapping[str, Dim] = by_name(*(SHARED_AXES[d] for d in AXIS_KEYS.values()))
     marker = "accumulation"
     all_variables: Mapping[str, Variable] = ACCUMULATION_VARIABLES
-    #: The sweep dims its specs may sweep (shared names of the cube's vocabulary).
-    dims = ACCUMULATION_DIMS
     #: Report section and figure (:class:`sroa_dist.analysis.KindAnalysis`; a path: analysis
     #: is a layer above): g_p(ε) against its closed form, per p and n.
     analysis = "sroa_dist.analysis.accumulation_report:ACCUMULATION_ANALYSIS"

@@ -52,7 +52,7 @@ from sroa_dist.moments import (
     run_study,
 )
 
-from ..cube import MODEL_VARIABLES, Variable
+from ..cube import SHARED_AXES, STEP, Dim, Variable, by_name
 from ..layout import (
     WORKER_BASE_BYTES,
     BlockResult,
@@ -63,8 +63,17 @@ from ..layout import (
     layout_chunks,
     stable_hash32,
 )
-from ..spec.base import COMMON_SCHEMA, SweepSpec, check_method_options, check_methods
-from ..spec.fields import Axis, SpecError, build_axes, check_replicates, validate_table
+from ..spec import (
+    COMMON_SCHEMA,
+    Axis,
+    SpecError,
+    SweepSpec,
+    build_axes,
+    check_method_options,
+    check_methods,
+    check_replicates,
+    validate_table,
+)
 
 __all__ = [
     "MODEL",
@@ -75,7 +84,6 @@ __all__ = [
     "ModelSection",
     "ModelSweepSpec",
     "compute_model_block",
-    "is_model_spec",
     "model_layout",
     "model_spec_from_dict",
     "model_weights",
@@ -90,6 +98,106 @@ MODEL_AXIS_KEYS: dict[str, str] = {
     "solver.method": "method",
     "model.N": "N",
 }
+
+#: Sweep dims of model sweeps, in cube order: the model's size axes, the method, then the
+#: sample size N.
+MODEL_DIMS: Mapping[str, Dim] = by_name(
+    Dim("k", "i8", "number of latent classes k (topics or mixture components)"),
+    Dim("d", "i8", "observation dimension d (vocabulary size or ambient dim)"),
+    Dim("L", "i8", "words per document L (single-topic model)"),
+    Dim(
+        "weight_ratio",
+        "f8",
+        "mixing-weight imbalance max(w)/min(w); weights geometric in the class index, 1 = uniform",
+    ),
+    SHARED_AXES["method"],
+    Dim("N", "i8", "sample size N (documents or points) per instance"),
+)
+
+_S = (STEP,)
+_ALG1 = (("paper", "Algorithm 1, line 3"),)
+_EPS = (("paper", "epsilon = ||E||"),)
+_STEP_NOTE = (
+    ("note", "SROA step j recovers one component; errors after optimal (Hungarian) matching"),
+)
+
+#: Variables of a model sweep (``[model]`` spec), in documented order.
+MODEL_VARIABLES: Mapping[str, Variable] = by_name(
+    Variable(
+        "lam_hat",
+        _S,
+        "f8",
+        "lambda_hat_j of SROA step j on the whitened T_hat (sign fixed > 0); "
+        "the recovered weight is 1/lambda_hat_j^2",
+        extra=_ALG1,
+    ),
+    Variable("certified", _S, "bool", "global optimality of SROA step j certified by the solver"),
+    Variable("upper_bound", _S, "f8", "valid upper bound of step j's objective max T_{j-1} x^3"),
+    Variable(
+        "component_error",
+        _S,
+        "f8",
+        "error of the component recovered at step j: total variation "
+        "(1/2 l1) to the matched topic, or l2 distance to the matched mean",
+        units="1 (topics, probability); data units (gmm)",
+        extra=_STEP_NOTE,
+    ),
+    Variable(
+        "weight_error",
+        _S,
+        "f8",
+        "|w_hat_j - w_pi(j)|: error of the mixing weight recovered at step j",
+        extra=_STEP_NOTE,
+    ),
+    Variable(
+        "eps",
+        (),
+        "f8",
+        "||E|| with the population whitening W: E = M3_hat(W,W,W) - M3(W,W,W), "
+        "the paper's perturbation (best value found)",
+        units="1 (whitened space)",
+        extra=_EPS,
+    ),
+    Variable("eps_lower", (), "f8", "certified lower bound of ||E|| (population W)"),
+    Variable("eps_upper", (), "f8", "certified upper bound of ||E|| (population W)"),
+    Variable("eps_certified", (), "bool", "||E|| bracket (population W) certified tight"),
+    Variable(
+        "eps_full",
+        (),
+        "f8",
+        "||E|| with the estimated whitening W_hat: M3_hat(W_hat,W_hat,W_hat) "
+        "minus the true SOD tensor in W_hat's coordinates (whole pipeline; best value found)",
+        units="1 (whitened space)",
+    ),
+    Variable("eps_full_upper", (), "f8", "certified upper bound of eps_full"),
+    Variable(
+        "lambda_min",
+        (),
+        "f8",
+        "smallest true lambda_i = w_i^(-1/2), the scale eps compares with",
+    ),
+    Variable(
+        "success",
+        (),
+        "bool",
+        "every component_error and weight_error within the tolerances",
+        extra=(("note", "False also for instances not computed yet (see component_error)"),),
+    ),
+    Variable(
+        "sigma2_hat",
+        (),
+        "f8",
+        "variance used by the mixture's corrections (NaN for topics)",
+        units="data units^2",
+    ),
+    Variable(
+        "solve_time",
+        (),
+        "f8",
+        "wall seconds of the whole instance: sampling, moment estimation, SROA and both norms",
+        units="s",
+    ),
+)
 
 #: Largest estimated memory of one instance (the sample is held whole by the estimators).
 MAX_INSTANCE_BYTES = 4 * 2**30
@@ -124,11 +232,6 @@ _PRIOR_KEYS = {
 }
 #: Prior parameters that name a law instead of a positive number, with their allowed values.
 _PRIOR_NAMES = {("ica", "sources"): ("mixed", *sorted(ICA_SOURCES))}
-
-
-def is_model_spec(spec: Any) -> bool:
-    """Whether ``spec`` describes a model sweep (a ``[model]`` table)."""
-    return isinstance(spec, ModelSweepSpec)
 
 
 @dataclass(frozen=True)
@@ -560,6 +663,10 @@ class ModelKind:
     name = "model"
     marker = "model"
     all_variables: Mapping[str, Variable] = MODEL_VARIABLES
+    dims: Mapping[str, Dim] = MODEL_DIMS
+    #: The spec grammar and its sweepable keys (docs/reference/spec.md lists them).
+    schema: Mapping[str, Any] = _SCHEMA
+    axis_keys: Mapping[str, str] = MODEL_AXIS_KEYS
     #: Report and figures (:class:`sroa_dist.analysis.KindAnalysis`; a path: analysis is a
     #: layer above): SROA's per-step results, then error vs N and the N needed for success.
     analysis = "sroa_dist.analysis.moments:MODEL_ANALYSIS"
@@ -567,10 +674,6 @@ class ModelKind:
     def parse(self, raw: Mapping[str, Any], source: str) -> ModelSweepSpec:
         """Validate a raw spec (:func:`model_spec_from_dict`)."""
         return model_spec_from_dict(raw, source)
-
-    def settings(self, spec: ModelSweepSpec, coords: Mapping[str, Any]) -> ModelInstanceSettings:
-        """The grid point's :class:`ModelInstanceSettings`."""
-        return settings_from_coords(spec, coords)
 
     def mean_cost(self, spec: ModelSweepSpec) -> float:
         """Seconds per instance, averaged over the grid (:func:`model_mean_cost`)."""

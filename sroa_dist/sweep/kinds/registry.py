@@ -34,16 +34,21 @@ from sroa_dist._registry import is_names_only
 from sroa_dist.errors import InputError
 
 from ..cost import SweepEstimate, sweep_estimate
-from ..cube import ATTR_KIND, Variable
+from ..cube import ATTR_KIND, DIMS, Dim, Variable
 from ..layout import WORKER_BASE_BYTES, BlockResult, BlockTask, Layout
 from ..layout import default_block_size as _block_size_for_cost
-from ..spec.base import SweepSpec, override_for, override_items
-from ..spec.fields import SpecError
-from ..spec.load import apply_overrides, read_spec_file
+from ..spec import (
+    SpecError,
+    SweepSpec,
+    apply_overrides,
+    override_for,
+    override_items,
+    read_spec_file,
+)
 from .accumulation import ACCUMULATION
 from .model import MODEL
 from .start_escape import ESCAPE
-from .tensor.kind import TENSOR
+from .tensor import TENSOR
 from .threshold import THRESHOLD
 from .worst_case import WORST_CASE
 
@@ -51,6 +56,7 @@ __all__ = [
     "KINDS",
     "SweepKind",
     "advice",
+    "cube_dims",
     "default_block_size",
     "estimate",
     "kind_for_raw",
@@ -71,8 +77,8 @@ class SweepKind(Protocol):
     """What a sweep kind implements (one object per kind, registered by :attr:`name`).
 
     Everything but :meth:`parse` receives a spec the kind itself parsed (an instance of its
-    own :class:`~..spec.base.SweepSpec` subclass, whose ``kind`` class attribute is :attr:`name`
-    and whose ``settings_at`` returns :meth:`settings`).
+    own :class:`~..spec.base.SweepSpec` subclass, whose ``kind`` class attribute is :attr:`name`;
+    a grid point's settings are the spec's own ``settings_at(coords)``).
 
     Optional members, looked up where they are used (a kind without one gets the default):
 
@@ -90,6 +96,9 @@ class SweepKind(Protocol):
       sums. Default: the settings' own ``cost()``, else :meth:`mean_cost`.
     - ``worker_memory(spec, layout)``: peak bytes of a worker at the sweep's largest task
       (:func:`estimate`). Default: the bare worker process.
+    - ``schema`` and ``axis_keys``: the kind's spec grammar (``(vtype, default, required)``
+      per key, :mod:`..spec.fields`) and its sweepable keys (dotted key -> dim), which the spec
+      reference page (docs/reference/spec.md) lists. Default: the page has no section for it.
     - ``advice``, ``trial_draws``, ``step_meaning``: ``sroa-dist validate``.
     """
 
@@ -97,16 +106,19 @@ class SweepKind(Protocol):
     name: str
     #: Top-level spec table that marks a raw spec as this kind (``None``: the default kind).
     marker: str | None
-    #: Every variable this kind may write, in documented order (for reading cubes).
+    #: Every variable this kind may write, in documented order (for reading cubes), declared
+    #: in the kind's own module (:func:`~..cube.by_name` of :class:`~..cube.Variable` records).
     all_variables: Mapping[str, Variable]
+    #: The kind's sweep dims in cube order, each a :class:`~..cube.Dim` (coordinate dtype,
+    #: meaning), declared in the kind's own module: a dim several kinds sweep is picked from
+    #: :data:`~..cube.SHARED_AXES`, the kind's own are new ``Dim`` records. Its specs'
+    #: ``axis_keys`` name these dims, and a cube's swept axes come in this order. The dims
+    #: every cube has (``replicate``, ``step``, ...) are :data:`~..cube.DIMS`, not listed here.
+    dims: Mapping[str, Dim]
 
     def parse(self, raw: Mapping[str, Any], source: str) -> SweepSpec:
         """Validate a raw (TOML-like) spec and resolve its defaults; ``SpecError`` naming the
         source and key otherwise."""
-
-    def settings(self, spec: Any, coords: Mapping[str, Any]) -> Any:
-        """The settings of the grid point at the swept coordinates ``coords`` (dim -> value):
-        a frozen object with ``seed_key()`` and ``group_key()``."""
 
     def mean_cost(self, spec: Any) -> float:
         """Estimated seconds per instance averaged over the grid (sizes blocks)."""
@@ -179,8 +191,8 @@ _MEMBERS = (
     "name",
     "marker",
     "all_variables",
+    "dims",
     "parse",
-    "settings",
     "mean_cost",
     "layout",
     "compute_block",
@@ -340,7 +352,7 @@ def estimate(
     outer_dims = layout.dims[:-1]  # the last dim is the replicate
     per_point = np.array(
         [
-            cost(kind.settings(spec, dict(zip(outer_dims, point, strict=True))))
+            cost(spec.settings_at(dict(zip(outer_dims, point, strict=True))))
             for point in itertools.product(*layout.coords[:-1])
         ]
     ).reshape(layout.shape[:-1])
@@ -368,6 +380,12 @@ def make_layout(
     :func:`~sroa_dist.layout.default_worker_memory`; ``math.inf`` skips the check).
     """
     return kind_of(spec).layout(spec, block_size, chunks, memory_limit=memory_limit)
+
+
+def cube_dims(spec_or_cube: Any) -> dict[str, Dim]:
+    """Every dim the cube of a spec (or a cube read from a store) may have: its kind's sweep
+    dims (:attr:`SweepKind.dims`), then the dims every cube has (:data:`~..cube.DIMS`)."""
+    return {**kind_of(spec_or_cube).dims, **DIMS}
 
 
 def variable_order() -> list[str]:

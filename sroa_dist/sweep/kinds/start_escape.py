@@ -55,15 +55,15 @@ from typing import Any, ClassVar
 import numpy as np
 
 from sroa_dist.errors import InputError
-from sroa_dist.methods.builtin import aghkt_budget
-from sroa_dist.studies.start_escape import (
+from sroa_dist.methods import aghkt_budget
+from sroa_dist.studies import (
     DEFAULT_RADIUS,
     ESCAPE_FAMILIES,
     escape_probability,
     whole_sroa,
 )
 
-from ..cube import STEP, Variable
+from ..cube import SHARED_AXES, STEP, Dim, Variable, by_name
 from ..layout import (
     WORKER_BASE_BYTES,
     BlockResult,
@@ -74,8 +74,15 @@ from ..layout import (
     layout_chunks,
     stable_hash32,
 )
-from ..spec.base import COMMON_SCHEMA, SweepSpec, check_methods
-from ..spec.fields import SpecError, build_axes, check_replicates, validate_table
+from ..spec import (
+    COMMON_SCHEMA,
+    SpecError,
+    SweepSpec,
+    build_axes,
+    check_methods,
+    check_replicates,
+    validate_table,
+)
 
 __all__ = [
     "ESCAPE",
@@ -577,6 +584,10 @@ class EscapeKind:
     """The ``escape`` kind (marker table ``[escape]``): start escape and whole-SROA capture."""
 
     name = "escape"
+    #: Its spec grammar and swept dims (in cube order; the cube's shared vocabulary).
+    schema: Mapping[str, Any] = ESCAPE_SCHEMA
+    axis_keys: Mapping[str, str] = AXIS_KEYS
+    dims: Mapping[str, Dim] = by_name(*(SHARED_AXES[d] for d in AXIS_KEYS.values()))
     marker = "escape"
     all_variables: Mapping[str, Variable] = ESCAPE_VARIABLES
     #: Report and figure (:class:`sroa_dist.analysis.KindAnalysis`; a path: analysis is a

@@ -64,34 +64,28 @@ from typing import Any, ClassVar
 import numpy as np
 
 from sroa_dist.errors import InputError, with_hint
-from sroa_dist.methods import memory_estimate
-from sroa_dist.methods.cost import resolve_norm_method, solve_cost
-from sroa_dist.problems.noise import NOISE_MODELS
-from sroa_dist.problems.perturbations import PERTURBATIONS, check_model, model_params
-from sroa_dist.studies.criteria import (
-    RUN_CRITERIA,
-    check_criterion_option,
-    criterion_option_expected,
-)
-from sroa_dist.studies.first_crossing import (
+from sroa_dist.methods import memory_estimate, resolve_norm_method, solve_cost
+from sroa_dist.problems import NOISE_MODELS, PERTURBATIONS, check_model, model_params
+from sroa_dist.studies import (
+    DEFAULT_C,
     K_SECTION,
+    RUN_CRITERIA,
     SCAN_FACTOR,
     SCAN_PHASES,
-    ThresholdResult,
-    check_range,
-    max_evals,
-)
-from sroa_dist.studies.threshold import (
-    DEFAULT_C,
     SEARCH_LEGACY,
     SEARCH_REVISION,
     SMALLEST_WEIGHT,
+    ThresholdResult,
+    check_criterion_option,
+    check_range,
+    criterion_option_expected,
     find_threshold,
+    max_evals,
     search_options,
     uses_matrix_free,
 )
 
-from ..cube import THRESHOLD_VARIABLES, Variable
+from ..cube import SHARED_AXES, STEP, Dim, Variable, by_name
 from ..inner_pool import current_pool
 from ..layout import (
     WORKER_BASE_BYTES,
@@ -103,19 +97,17 @@ from ..layout import (
     layout_chunks,
     stable_hash32,
 )
-from ..spec.base import (
+from ..spec import (
     COMMON_SCHEMA,
+    SpecError,
     SweepSpec,
+    build_axes,
     check_method_options,
     check_methods,
-    replicate_advice,
-)
-from ..spec.fields import (
-    SpecError,
-    build_axes,
     check_replicates,
     check_tensor_size,
     prune_model_params,
+    replicate_advice,
     validate_table,
 )
 
@@ -126,7 +118,6 @@ __all__ = [
     "ThresholdProblem",
     "ThresholdSettings",
     "ThresholdSweepSpec",
-    "threshold_seed",
 ]
 
 #: The schema of a threshold spec: ``(vtype, default, required)`` per key (see
@@ -174,6 +165,120 @@ AXIS_KEYS: dict[str, str] = {
     "tensor.p": "p",
     "solver.method": "method",
 }
+#: Sweep dims of threshold sweeps, in cube order.
+THRESHOLD_DIMS: Mapping[str, Dim] = by_name(*(SHARED_AXES[d] for d in AXIS_KEYS.values()))
+
+_S = (STEP,)
+_EVAL = (
+    ("note", "dim 'step' counts the search's evaluations here (k = 1, 2, ... in the order made)"),
+    ("past_end", "NaN (False for trace_passed) after the search's n_evals evaluations"),
+)
+_SEARCH = (("paper", "first crossing of the criterion in epsilon = ||E||"),)
+
+#: Variables of a threshold sweep (``[threshold]`` spec): one first-crossing search per
+#: instance (``sroa_dist.find_threshold``), in documented order.
+THRESHOLD_VARIABLES: Mapping[str, Variable] = by_name(
+    Variable(
+        "eps_star",
+        (),
+        "f8",
+        "threshold: upper end of the final bracket, the first ||E|| seen to fail below which "
+        "every ||E|| evaluated passed",
+        extra=(*_SEARCH, ("note", "inf when no ||E|| in eps_range failed (reached false)")),
+    ),
+    Variable(
+        "eps_lo",
+        (),
+        "f8",
+        "lower end of the final bracket (passed); 0 when eps_range's start already failed",
+    ),
+    Variable("eps_hi", (), "f8", "upper end of the final bracket (failed); equals eps_star"),
+    Variable("n_evals", (), "f8", "number of SROA runs the search made"),
+    Variable("reached", (), "bool", "a failure was seen within eps_range"),
+    Variable(
+        "non_monotone",
+        (),
+        "bool",
+        "some ||E|| passed above one that failed (continued scan or bisection)",
+        extra=(
+            (
+                "note",
+                "since search revision 2: only passes and failures whose SROA steps were all "
+                "global (no step's global gap above its tolerance); the others count in "
+                "artefacts",
+            ),
+        ),
+    ),
+    Variable(
+        "artefacts",
+        (),
+        "f8",
+        "evaluations whose verdict came from an SROA with a non-global step (passes above a "
+        "failure, and failures)",
+        extra=(("note", "NaN in stores made before the global check (search revision 1)"),),
+    ),
+    Variable(
+        "scan_resolution",
+        (),
+        "f8",
+        "ratio between consecutive scanned ||E|| below the first failure: narrower failure "
+        "windows can be missed",
+    ),
+    Variable(
+        "certified_ends",
+        (),
+        "f8",
+        "1 where the bracket stands with certified steps at both ends, 0 where it does not",
+        extra=(("note", "NaN where certify_ends did not run or a step was not certified"),),
+    ),
+    Variable(
+        "certified_fraction",
+        (),
+        "f8",
+        "fraction of all SROA steps of the search certified globally optimal",
+    ),
+    Variable("trace_eps", _S, "f8", "||E|| of evaluation k of the search", extra=_EVAL),
+    Variable(
+        "trace_metric",
+        _S,
+        "f8",
+        "the criterion's metric at evaluation k (value: max |lam_hat - lam| / eps; recovery: "
+        "max ||v_hat - v||; theorem: largest error / its bound)",
+        extra=_EVAL,
+    ),
+    Variable("trace_passed", _S, "bool", "evaluation k met the criterion", extra=_EVAL),
+    Variable(
+        "trace_global_gap",
+        _S,
+        "f8",
+        "largest global gap of evaluation k's SROA steps: best value of the check starts "
+        "minus the step's (tensor units; NaN where no step was checked)",
+        extra=_EVAL,
+    ),
+    Variable(
+        "trace_non_global",
+        _S,
+        "bool",
+        "evaluation k's SROA kept a step whose global gap exceeds 1e-6 ||T_j||_F",
+        extra=_EVAL,
+    ),
+    Variable(
+        "trace_redone",
+        _S,
+        "f8",
+        "steps of evaluation k's SROA redone from a higher point of their global check",
+        extra=_EVAL,
+    ),
+    Variable(
+        "trace_lam_err",
+        _S,
+        "f8",
+        "max |lam_hat - lam| of evaluation k (any fixed-level criterion can judge it again)",
+        extra=_EVAL,
+    ),
+    Variable("trace_vec_err", _S, "f8", "max ||v_hat - v|| of evaluation k", extra=_EVAL),
+    Variable("solve_time", (), "f8", "wall seconds of the instance's whole search", units="s"),
+)
 
 
 @dataclass(frozen=True)
@@ -340,11 +445,6 @@ class ThresholdSettings:
     def group_key(self) -> tuple[Any, ...]:
         """Searches are not batched; instances of one point share this key all the same."""
         return (self.noise, self.n, self.p, self.method)
-
-
-def threshold_seed(master_seed: int, settings: ThresholdSettings, replicate: int):
-    """The ``rng`` of instance ``(settings, replicate)``'s search (a ``SeedSequence``)."""
-    return np.random.SeedSequence(master_seed, spawn_key=(*settings.seed_key(), int(replicate)))
 
 
 @dataclass(frozen=True)
@@ -825,6 +925,10 @@ class ThresholdKind:
     name = "threshold"
     marker = "threshold"
     all_variables: Mapping[str, Variable] = THRESHOLD_VARIABLES
+    dims: Mapping[str, Dim] = THRESHOLD_DIMS
+    #: The spec grammar and its sweepable keys (docs/reference/spec.md lists them).
+    schema: Mapping[str, Any] = THRESHOLD_SCHEMA
+    axis_keys: Mapping[str, str] = AXIS_KEYS
     #: Report and figures (:class:`sroa_dist.analysis.KindAnalysis`; a path: analysis is a
     #: layer above): the rate of ε* in n from the first-crossing brackets.
     analysis = "sroa_dist.analysis.threshold_figures:THRESHOLD_ANALYSIS"
@@ -837,10 +941,6 @@ class ThresholdKind:
     def parse(self, raw: Mapping[str, Any], source: str) -> ThresholdSweepSpec:
         """Validate a raw spec (:func:`threshold_spec_from_dict`)."""
         return threshold_spec_from_dict(raw, source)
-
-    def settings(self, spec: ThresholdSweepSpec, coords: Mapping[str, Any]) -> ThresholdSettings:
-        """The grid point's :class:`ThresholdSettings`."""
-        return spec.settings_at(coords)
 
     def mean_cost(self, spec: ThresholdSweepSpec) -> float:
         """Seconds per instance (:func:`threshold_mean_cost`)."""

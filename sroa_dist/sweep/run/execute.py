@@ -47,10 +47,8 @@ from sroa_dist.errors import InputError, InputTypeError, SroaWarning
 from ..cost import estimate_line
 from ..kinds import advice, estimate, kind_of, load_spec, make_layout, spec_from_dict
 from ..layout import BlockTask, Layout, block_task
-from ..spec.base import SweepSpec
-from ..spec.fields import SpecError
-from ..spec.load import apply_overrides
-from ..store.lease import DEFAULT_LEASE_TIMEOUT, StoreLease
+from ..spec import SpecError, SweepSpec, apply_overrides
+from ..store import DEFAULT_LEASE_TIMEOUT, StoreLease
 from .cluster import (
     DEFAULT_DASHBOARD_ADDRESS,
     GPU_RESOURCE,
@@ -177,8 +175,7 @@ def _compute_and_write(
     url: str, task: BlockTask, storage_options: Mapping[str, Any] | None
 ) -> dict:
     from ..inner_pool import inner_pool
-    from ..store.block_write import StaleLayoutError
-    from ..store.result_store import ResultStore
+    from ..store import ResultStore, StaleLayoutError
     from .cluster_pool import WorkerTaskPool
     from .worker import compute_block
 
@@ -407,14 +404,14 @@ def run_sweep(
         This run's lease was taken over while it ran (its heartbeat stalled past
         ``lease_timeout``); its remaining writes are refused by the layout token.
     """
-    from ..store.prepare import (
+    from ..store import (
         TAKEOVER_SETTLE_S,
+        check_store_target,
         clear_failed,
         mark_failed,
         prepare_store,
         read_done,
     )
-    from ..store.target import check_store_target
 
     t_start = time.perf_counter()
     _positive("workers", workers)

@@ -116,7 +116,7 @@ class WorkerSetup(WorkerPlugin):
     def setup(self, worker: Any) -> None:
         """Set up this worker's process (see the class)."""
         global _SETUP_STATE
-        from ..store import prepare as storage  # noqa: F401
+        from .. import store  # noqa: F401
         from . import worker as kernel  # noqa: F401
 
         for name in ("distributed.worker.state_machine", "distributed.worker"):

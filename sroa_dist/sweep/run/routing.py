@@ -13,11 +13,10 @@ import warnings
 from typing import Any, TextIO
 
 from sroa_dist.errors import SroaWarning
-from sroa_dist.relaxation.backend import DeviceUnavailableError, get_backend
-from sroa_dist.relaxation.drivers import relaxation_device
+from sroa_dist.relaxation import DeviceUnavailableError, get_backend, relaxation_device
 
 from ..layout import BlockTask
-from ..spec.base import SweepSpec
+from ..spec import SweepSpec
 from .cluster import GPU_RESOURCE, ClusterConnectError
 
 __all__ = ["block_resources", "check_gpu_here", "spec_needs_gpu", "warn_without_gpu_workers"]

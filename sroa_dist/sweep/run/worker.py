@@ -7,15 +7,10 @@ the spec's kind (:mod:`..kinds`) computes the block.
 
 from __future__ import annotations
 
-from ..cube import TENSOR_VARIABLES
 from ..kinds import kind_of, spec_of_task
-from ..kinds.tensor.block import DrawnGroup, draw_group
-from ..layout import BlockResult, BlockTask, allocate
+from ..layout import BlockResult, BlockTask
 
-__all__ = ["VARIABLES", "BlockResult", "DrawnGroup", "allocate", "compute_block", "draw_group"]
-
-#: The cube's variables of a tensor sweep by name (descriptions: :mod:`..cube`).
-VARIABLES = TENSOR_VARIABLES
+__all__ = ["compute_block"]
 
 
 def compute_block(task: BlockTask) -> BlockResult:

@@ -2,3 +2,48 @@
 and the ``[solver]`` / ``[output]`` sections (:mod:`.base`), and reading a TOML file with its
 ``--set`` overrides (:mod:`.load`). A kind's own grammar is in its module
 (:mod:`sroa_dist.sweep.kinds`), which chooses the kind and validates (``load_spec``)."""
+
+from .base import (
+    COMMON_SCHEMA,
+    OutputSection,
+    SweepSpec,
+    check_method_options,
+    check_methods,
+    override_for,
+    override_items,
+    replicate_advice,
+    resumable_as,
+)
+from .fields import (
+    Axis,
+    SpecError,
+    build_axes,
+    check_replicates,
+    check_tensor_size,
+    prune_model_params,
+    round_sig,
+    validate_table,
+)
+from .load import apply_overrides, read_spec_file
+
+__all__ = [
+    "Axis",
+    "COMMON_SCHEMA",
+    "SpecError",
+    "SweepSpec",
+    "apply_overrides",
+    "build_axes",
+    "check_method_options",
+    "check_methods",
+    "check_replicates",
+    "check_tensor_size",
+    "override_for",
+    "override_items",
+    "prune_model_params",
+    "read_spec_file",
+    "replicate_advice",
+    "resumable_as",
+    "round_sig",
+    "validate_table",
+    "OutputSection",
+]

@@ -18,11 +18,18 @@ from typing import Any, ClassVar
 
 from sroa_dist._registry import is_names_only
 from sroa_dist.errors import InputError, with_hint
-from sroa_dist.methods import OptionError, check_options, method_options, resolve_method
-from sroa_dist.methods.records import METHODS, current_revisions, revision_options
-from sroa_dist.problems.perturbations import is_deterministic
+from sroa_dist.methods import (
+    METHODS,
+    OptionError,
+    check_options,
+    current_revisions,
+    method_options,
+    resolve_method,
+    revision_options,
+)
+from sroa_dist.problems import is_deterministic
 
-from ..cube import AXIS_ORDER, REPLICATE
+from ..cube import REPLICATE
 from .fields import Axis, SpecError
 
 __all__ = [
@@ -156,7 +163,8 @@ class SweepSpec:
 
     #: Name of the sweep kind (:mod:`..kinds`) whose spec class this is.
     kind: ClassVar[str] = ""
-    #: Dotted spec key -> dimension name, for the keys that may be swept.
+    #: Dotted spec key -> dimension name, for the keys that may be swept, in cube order (its
+    #: kind's ``dims`` order): the swept axes of the cube come in this order.
     axis_keys: ClassVar[Mapping[str, str]] = {}
 
     def error(self, key: str, expected: str, received: Any, hint: str = "") -> SpecError:
@@ -246,7 +254,7 @@ class SweepSpec:
         return [self.axis_keys[k] for k in self._axis_keys_in_order() if self.axes[k].swept]
 
     def _axis_keys_in_order(self) -> list[str]:
-        order = {d: i for i, d in enumerate(AXIS_ORDER)}
+        order = {d: i for i, d in enumerate(self.axis_keys.values())}
         return sorted(self.axes, key=lambda k: order[self.axis_keys[k]])
 
     def instance_grid(self) -> tuple[tuple[str, ...], tuple[tuple[Any, ...], ...]]:

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from sroa_dist.errors import InputError, SroaWarning
-from sroa_dist.problems.instances import check_lambdas
+from sroa_dist.problems import check_lambdas
 
 __all__ = [
     "MAX_AXIS_LEN",

@@ -8,6 +8,47 @@ digests (:mod:`.integrity`), certificate files (:mod:`.certificate_files`), veri
 part of the package that imports zarr.
 """
 
+from .block_write import StaleLayoutError
+from .integrity import scan_store
+from .lease import DEFAULT_LEASE_TIMEOUT, LeaseLostError, StoreLease, StoreLockedError
+from .migrate import migrate_store
+from .prepare import (
+    TAKEOVER_SETTLE_S,
+    clear_failed,
+    mark_failed,
+    prepare_store,
+    read_done,
+    store_layout,
+    store_status,
+)
+from .read import open_results
+from .repair import repair_metadata
 from .result_store import ResultStore, StoredInstance, instance_of
+from .target import StoreIncompatibleError, check_store_target, require_store
+from .verify import verify_store
 
-__all__ = ["ResultStore", "StoredInstance", "instance_of"]
+__all__ = [
+    "ResultStore",
+    "StoredInstance",
+    "instance_of",
+    "DEFAULT_LEASE_TIMEOUT",
+    "LeaseLostError",
+    "StaleLayoutError",
+    "StoreIncompatibleError",
+    "StoreLease",
+    "StoreLockedError",
+    "TAKEOVER_SETTLE_S",
+    "check_store_target",
+    "clear_failed",
+    "mark_failed",
+    "migrate_store",
+    "open_results",
+    "prepare_store",
+    "read_done",
+    "repair_metadata",
+    "require_store",
+    "scan_store",
+    "store_layout",
+    "store_status",
+    "verify_store",
+]

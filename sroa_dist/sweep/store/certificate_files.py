@@ -32,7 +32,7 @@ import numpy as np
 from ..cube import store_format
 from ..kinds import spec_of_task
 from ..layout import BlockTask
-from ..spec.base import SweepSpec
+from ..spec import SweepSpec
 from .target import storage_options_for
 
 __all__ = [

@@ -59,7 +59,7 @@ from ..cube import (
 )
 from ..kinds import recorded_kind
 from ..layout import Layout
-from ..spec.base import SweepSpec, resumable_as
+from ..spec import SweepSpec, resumable_as
 from .block_write import StaleLayoutError, check_chunk_aligned, write_block
 from .certificate_files import (
     CERTIFICATE_DIGEST,

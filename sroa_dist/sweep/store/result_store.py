@@ -27,7 +27,7 @@ import xarray as xr
 
 from ..kinds import kind_of
 from ..layout import BlockResult, BlockTask, Layout
-from ..spec.base import SweepSpec
+from ..spec import SweepSpec
 from . import certificate_files, integrity
 from . import prepare as storage
 from . import read as verified_read

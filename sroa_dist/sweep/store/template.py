@@ -23,22 +23,22 @@ from ..cube import (
     BLOCK,
     BOOKKEEPING,
     COMPONENT,
-    DIMS,
     SETTING_PREFIX,
     STEP,
     STORE_FORMAT,
+    Dim,
 )
-from ..kinds import kind_of
+from ..kinds import cube_dims, kind_of
 from ..layout import Layout
-from ..spec.base import SweepSpec
+from ..spec import SweepSpec
 from .integrity import compressors, ensure_digest_array
 from .target import git_commit, now_iso, software_versions, storage_options_for
 
 __all__ = ["template", "write_template"]
 
 
-def _coord_array(dim: str, values: Sequence[Any]) -> np.ndarray:
-    dtype = DIMS[dim].dtype
+def _coord_array(dim: Dim, values: Sequence[Any]) -> np.ndarray:
+    dtype = dim.dtype
     if dtype == "str":
         return np.array(list(values), dtype=object)  # stored as zarr v3 vlen string
     return np.asarray(values, dtype=dtype)
@@ -49,8 +49,9 @@ def template(
 ) -> tuple[xr.Dataset, dict]:
     vectors = spec.output.vectors
     dims = layout.dims
+    described = cube_dims(spec)
     coords: dict[str, Any] = {
-        d: (d, _coord_array(d, c)) for d, c in zip(dims, layout.coords, strict=True)
+        d: (d, _coord_array(described[d], c)) for d, c in zip(dims, layout.coords, strict=True)
     }
     coords[STEP] = (STEP, np.arange(1, layout.n_steps + 1, dtype=np.int64))
     coords[BLOCK] = (BLOCK, np.arange(layout.n_blocks, dtype=np.int64))
@@ -80,7 +81,7 @@ def template(
         encoding[name] = {"compressors": compressors()}
     for d in ds.dims:
         if d in ds.coords:
-            ds[d].attrs.update(DIMS[d].attrs if d in DIMS else {})
+            ds[d].attrs.update(described[d].attrs if d in described else {})
     scalars = {
         f"{SETTING_PREFIX}{spec.axis_keys[k].replace('noise', 'noise_model')}": ax.scalar
         for k, ax in spec.axes.items()

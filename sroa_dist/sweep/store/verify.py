@@ -29,14 +29,13 @@ import numpy as np
 
 from sroa_dist.certificate import Certificate
 from sroa_dist.errors import InputError
-from sroa_dist.methods.builtin import GAP_TOL
-from sroa_dist.methods.finishing import certifies
+from sroa_dist.methods import GAP_TOL, certifies
 from sroa_dist.tensors import rank_one_tensor
 
 from ..cube import DAMAGED, DAMAGED_BLOCKS
 from ..kinds import kind_of
 from ..layout import BlockTask, block_task
-from ..spec.base import SweepSpec
+from ..spec import SweepSpec
 from .certificate_files import json_default, settings_hash, stored_certificates_folder
 from .prepare import read_done, store_layout
 from .read import open_results

@@ -20,15 +20,15 @@ from typing import Any
 
 import numpy as np
 
-from sroa_dist.decomposition.algorithm import sroa_batch
+from sroa_dist.decomposition import sroa_batch
 from sroa_dist.metrics import match, theorem_2_2_bounds, theorem_3_1_bounds
 from sroa_dist.norms import OperatorNormResult, operator_norm_batch, scale_factors
-from sroa_dist.problems.instances import make_instance
-from sroa_dist.problems.perturbations import DEFAULT_WEIGHT, PROVEN_NORMS, model_params
-from sroa_dist.sweep.cube import TENSOR_VARIABLES, V_HAT, Variable, eps_scaled_target
+from sroa_dist.problems import DEFAULT_WEIGHT, PROVEN_NORMS, make_instance, model_params
+from sroa_dist.sweep.cube import Variable
 from sroa_dist.sweep.layout import BlockResult, BlockTask, allocate
 
 from .spec import InstanceSettings, TensorSweepSpec, instance_seed
+from .variables import TENSOR_VARIABLES, V_HAT, eps_scaled_target
 
 __all__ = [
     "MAX_BATCH_BYTES",

@@ -15,11 +15,10 @@ from typing import Any
 import numpy as np
 
 from sroa_dist.errors import InputError
-from sroa_dist.methods import memory_estimate
-from sroa_dist.methods.cost import solve_cost
-from sroa_dist.problems.instances import Instance
+from sroa_dist.methods import memory_estimate, solve_cost
+from sroa_dist.problems import Instance
 from sroa_dist.sweep.cost import sroa_seconds
-from sroa_dist.sweep.cube import TENSOR_VARIABLES, V_HAT, Variable
+from sroa_dist.sweep.cube import Dim, Variable
 from sroa_dist.sweep.layout import (
     WORKER_BASE_BYTES,
     BlockResult,
@@ -29,8 +28,7 @@ from sroa_dist.sweep.layout import (
     default_worker_memory,
     layout_chunks,
 )
-from sroa_dist.sweep.spec.base import replicate_advice
-from sroa_dist.sweep.spec.fields import SpecError
+from sroa_dist.sweep.spec import SpecError, replicate_advice
 
 from .block import (
     batch_instances,
@@ -40,11 +38,13 @@ from .block import (
     tensor_variables,
 )
 from .spec import (
+    AXIS_KEYS,
+    TENSOR_SCHEMA,
     InstanceSettings,
     TensorSweepSpec,
-    settings_from_coords,
     tensor_spec_from_dict,
 )
+from .variables import TENSOR_DIMS, TENSOR_VARIABLES, V_HAT
 
 __all__ = [
     "TENSOR",
@@ -192,14 +192,14 @@ class TensorKind:
     name = "tensor"
     marker = None
     all_variables: Mapping[str, Variable] = {**TENSOR_VARIABLES, V_HAT.name: V_HAT}
+    dims: Mapping[str, Dim] = TENSOR_DIMS
+    #: The spec grammar and its sweepable keys (docs/reference/spec.md lists them).
+    schema: Mapping[str, Any] = TENSOR_SCHEMA
+    axis_keys: Mapping[str, str] = AXIS_KEYS
 
     def parse(self, raw: Mapping[str, Any], source: str) -> TensorSweepSpec:
         """Validate a raw spec (:func:`~.spec.tensor_spec_from_dict`)."""
         return tensor_spec_from_dict(raw, source)
-
-    def settings(self, spec: TensorSweepSpec, coords: Mapping[str, Any]) -> InstanceSettings:
-        """The grid point's :class:`~.spec.InstanceSettings`."""
-        return settings_from_coords(spec, coords)
 
     def mean_cost(self, spec: TensorSweepSpec) -> float:
         """Seconds per instance, averaged over the grid (:func:`tensor_mean_cost`)."""
@@ -262,7 +262,7 @@ class TensorKind:
                 continue
             point = {**first, **({"noise": model} if "noise" in first else {})}
             try:
-                inst = self.instance(spec, self.settings(spec, point), 0)
+                inst = self.instance(spec, spec.settings_at(point), 0)
                 if not np.all(np.isfinite(inst.T_hat)):
                     raise InputError(
                         "E has non-finite entries", "make the noise family return a finite E"

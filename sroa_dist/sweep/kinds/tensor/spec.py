@@ -34,27 +34,34 @@ from typing import Any, ClassVar
 import numpy as np
 
 from sroa_dist.errors import with_hint
-from sroa_dist.methods.cost import resolve_norm_method, solve_cost
-from sroa_dist.problems.instances import BASES, MAX_SCALE, check_lambdas, check_level
-from sroa_dist.problems.noise import NOISE_MODELS
-from sroa_dist.problems.perturbations import (
+from sroa_dist.methods import resolve_norm_method, solve_cost
+from sroa_dist.problems import (
+    BASES,
     DEFAULT_WEIGHT,
+    MAX_SCALE,
+    NOISE_MODELS,
     PERTURBATIONS,
+    check_lambdas,
+    check_level,
     check_model,
     model_params,
 )
-from sroa_dist.sweep.cube import NOISE_LEVELS
 from sroa_dist.sweep.layout import stable_hash32
-from sroa_dist.sweep.spec.base import COMMON_SCHEMA, SweepSpec, check_method_options, check_methods
-from sroa_dist.sweep.spec.fields import (
+from sroa_dist.sweep.spec import (
+    COMMON_SCHEMA,
     Axis,
     SpecError,
+    SweepSpec,
     build_axes,
+    check_method_options,
+    check_methods,
     check_replicates,
     check_tensor_size,
     prune_model_params,
     validate_table,
 )
+
+from .variables import NOISE_LEVELS
 
 __all__ = [
     "AXIS_KEYS",

@@ -23,13 +23,16 @@ from typing import Any
 
 import numpy as np
 
-from sroa_dist.methods import memory_estimate
-from sroa_dist.methods.cost import CERTIFIED_NORM_METHOD, certified_tractable, solve_cost
-from sroa_dist.problems.instances import BASES
-from sroa_dist.studies.worst_case import worst_case
-from sroa_dist.studies.worst_case_result import WorstCaseResult
+from sroa_dist.methods import (
+    CERTIFIED_NORM_METHOD,
+    certified_tractable,
+    memory_estimate,
+    solve_cost,
+)
+from sroa_dist.problems import BASES
+from sroa_dist.studies import WorstCaseResult, worst_case
 
-from ...cube import Variable
+from ...cube import SHARED_AXES, Dim, Variable, by_name
 from ...layout import (
     WORKER_BASE_BYTES,
     BlockResult,
@@ -40,6 +43,8 @@ from ...layout import (
     layout_chunks,
 )
 from .spec import (
+    AXIS_KEYS,
+    WORST_CASE_SCHEMA,
     WorstCaseSettings,
     WorstCaseSweepSpec,
     basis_seed,
@@ -307,6 +312,10 @@ class WorstCaseKind:
     """The ``worst_case`` kind (marker table ``[worst_case]``): adversarial searches."""
 
     name = "worst_case"
+    #: Its spec grammar and swept dims (in cube order; the cube's shared vocabulary).
+    schema: Mapping[str, Any] = WORST_CASE_SCHEMA
+    axis_keys: Mapping[str, str] = AXIS_KEYS
+    dims: Mapping[str, Dim] = by_name(*(SHARED_AXES[d] for d in AXIS_KEYS.values()))
     marker = "worst_case"
     all_variables: Mapping[str, Variable] = WORST_CASE_VARIABLES
     #: Report section and figure (:class:`sroa_dist.analysis.KindAnalysis`; a path: analysis

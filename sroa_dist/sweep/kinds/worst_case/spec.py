@@ -33,15 +33,17 @@ from typing import Any, ClassVar
 import numpy as np
 
 from sroa_dist.methods import resolve_method
-from sroa_dist.problems.instances import BASES
-from sroa_dist.studies.worst_case import SEARCH_METHODS
-from sroa_dist.studies.worst_case_search import METRICS, SMOOTH_METRICS
+from sroa_dist.problems import BASES
+from sroa_dist.studies import METRICS, SEARCH_METHODS, SMOOTH_METRICS
 
 from ...layout import stable_hash32
-from ...spec.base import COMMON_SCHEMA, SweepSpec, check_method_options, check_methods
-from ...spec.fields import (
+from ...spec import (
+    COMMON_SCHEMA,
     SpecError,
+    SweepSpec,
     build_axes,
+    check_method_options,
+    check_methods,
     check_replicates,
     check_tensor_size,
     validate_table,

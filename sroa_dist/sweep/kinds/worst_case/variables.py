@@ -23,7 +23,7 @@ import numpy as np
 
 from sroa_dist.errors import InputError
 from sroa_dist.monomials import multiset_index, multiset_tuples
-from sroa_dist.studies.worst_case_result import WorstCaseResult
+from sroa_dist.studies import WorstCaseResult
 
 from ...cube import COMPONENT, STEP, Variable
 
