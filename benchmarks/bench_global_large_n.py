@@ -17,7 +17,6 @@ Writes benchmarks/out/global_large_n.json.
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import time
@@ -48,7 +47,7 @@ def _sroa(p: int, n: int, engine: str = "auto"):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = _common.parser(__doc__, "global_large_n")
     ap.add_argument("--cases", nargs="+", default=["3:256", "3:512", "3:1024"])
     ap.add_argument("--old", nargs="*", type=int, default=[], help="n also run on the old engine")
     args = ap.parse_args()
@@ -87,7 +86,7 @@ def main() -> None:
             )
         print(row, flush=True)
         rows.append(row)
-    print(_common.write("global_large_n", {"rows": rows}))
+    print(_common.write(args.out, {"rows": rows}))
 
 
 if __name__ == "__main__":

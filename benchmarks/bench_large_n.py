@@ -22,7 +22,6 @@ Writes benchmarks/out/large_n.json.
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import math
@@ -162,7 +161,7 @@ def kernel_rows(repeat: int = 7) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = _common.parser(__doc__, "large_n")
     ap.add_argument("--cases", nargs="+", default=["3:256", "4:64"], help="p:n pairs")
     ap.add_argument("--instances", type=int, default=1)
     ap.add_argument("--noise", type=float, default=0.3)
@@ -191,9 +190,9 @@ def main() -> None:
                 flush=True,
             )
             payload["runs"] = runs
-            _common.write("large_n", payload)
+            _common.write(args.out, payload)
     payload["load_average_end"] = os.getloadavg()
-    print(_common.write("large_n", payload))
+    print(_common.write(args.out, payload))
     assert math.isfinite(sum(r["wall_s"] for r in runs))
 
 

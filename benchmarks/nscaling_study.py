@@ -7,7 +7,7 @@ Usage::
     python benchmarks/nscaling_study.py fit            # fits and a table, writes fits.json
                                                        # (straight-line fits over the sizes
                                                        # given, kept for the record: the
-                                                       # rate comparison is rate_tables.py's)
+                                                       # rate comparison is dev.py results')
     python benchmarks/nscaling_study.py list           # the studies and their grids
     python benchmarks/nscaling_study.py rerun          # the published studies again, with the
                                                        # global check (docs/data/nscaling-global)

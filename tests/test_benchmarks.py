@@ -10,11 +10,6 @@ import json
 from tests.support.helpers import ROOT
 
 BENCH = ROOT / "benchmarks"
-#: Scripts being reworked on another branch this session (the large-n engine benchmarks);
-#: they follow the rule once that branch lands.
-IN_FLUX = {"bench_large_n.py", "bench_global_large_n.py"}
-
-
 def _common():
     spec = importlib.util.spec_from_file_location("_bench_common", BENCH / "_common.py")
     module = importlib.util.module_from_spec(spec)
@@ -38,7 +33,7 @@ def _calls(tree: ast.AST) -> list[str]:
 
 
 def test_every_bench_script_parses_and_writes_through_the_shared_helper():
-    scripts = sorted(p for p in BENCH.glob("bench_*.py") if p.name not in IN_FLUX)
+    scripts = sorted(BENCH.glob("bench_*.py"))
     assert scripts
     wrong = []
     for path in scripts:
