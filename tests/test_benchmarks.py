@@ -10,6 +10,8 @@ import json
 from tests.support.helpers import ROOT
 
 BENCH = ROOT / "benchmarks"
+
+
 def _common():
     spec = importlib.util.spec_from_file_location("_bench_common", BENCH / "_common.py")
     module = importlib.util.module_from_spec(spec)

@@ -434,6 +434,7 @@ def test_a_stale_writer_never_writes_into_a_new_layout(tmp_path, client, monkeyp
     """Run A stops heart-beating (as if stalled); run B takes its lease over and overwrites the
     store with another spec. A's remaining tasks are refused by the layout token, A ends with
     LeaseLostError, and B's cube equals a clean run bit for bit."""
+    import sroa_dist.sweep.store as store_door
     from sroa_dist.sweep.store import lease as lease_mod
     from sroa_dist.sweep.store import prepare as storage_mod
 
@@ -449,7 +450,8 @@ def test_a_stale_writer_never_writes_into_a_new_layout(tmp_path, client, monkeyp
         settles.append(kw.get("settle"))
         return real_prepare(*args, **kw)
 
-    monkeypatch.setattr(storage_mod, "prepare_store", prepare_recording_settle)
+    # run_sweep looks prepare_store up on the store package's door when it runs.
+    monkeypatch.setattr(store_door, "prepare_store", prepare_recording_settle)
 
     def run_a():
         try:

@@ -28,6 +28,9 @@ SPECS = {
     "tensor": ROOT / "sweeps/figure2.toml",
     "threshold": ROOT / "sweeps/smoke/threshold.toml",
     "model": ROOT / "sweeps/smoke/gmm.toml",
+    "accumulation": ROOT / "sweeps/studies/smoke/accumulation.toml",
+    "escape": ROOT / "sweeps/studies/smoke/attractor-escape.toml",
+    "worst_case": ROOT / "sweeps/studies/smoke/worst-case.toml",
 }
 
 
