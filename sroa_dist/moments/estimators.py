@@ -248,6 +248,34 @@ def _check_w(W: ArrayLike, d: int) -> FloatArray:
     return W
 
 
+def _dense_points(X: ArrayLike, what: str, min_n: int) -> FloatArray:
+    """``X`` as a finite dense float ``(N, d)`` array with ``N >= min_n`` rows and ``d >= 2``;
+    the error names ``what`` the rows are (points, mixtures)."""
+    if sp.issparse(X):
+        raise InputError(
+            f"X: expected a dense (N, d) array of {what}, received a sparse matrix",
+            "densify first, e.g. X.toarray()",
+        )
+    try:
+        X = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InputError(
+            f"X: expected a numeric (N, d) array ({exc})", "pass a numeric (N, d) array"
+        ) from None
+    if X.ndim != 2 or X.shape[0] < min_n or X.shape[1] < 2:
+        sizes = "N, d >= 2" if min_n == 2 else f"N >= {min_n}, d >= 2"
+        raise InputError(
+            f"X: expected {what} of shape (N, d), {sizes}, received {X.shape}",
+            f"pass N >= {min_n} {what} of dimension d >= 2 as an (N, d) array",
+        )
+    if not np.all(np.isfinite(X)):
+        raise InputError(
+            "X: expected finite coordinates",
+            f"drop or fix the {what} with NaN or infinite coordinates",
+        )
+    return X
+
+
 # ---------------------------------------------------------------------------------------------
 # Spherical Gaussian mixture
 
@@ -306,27 +334,7 @@ class MixtureMoments:
         cls, X: ArrayLike, k: int, *, sigma2: float | str = "hsu-kakade"
     ) -> MixtureMoments:
         """Validate ``(N, d)`` points and fix σ² (a number, or an estimator's name)."""
-        if sp.issparse(X):
-            raise InputError(
-                "X: expected a dense (N, d) array of points, received a sparse matrix",
-                "densify first, e.g. X.toarray()",
-            )
-        try:
-            X = np.asarray(X, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise InputError(
-                f"X: expected a numeric (N, d) array ({exc})", "pass a numeric (N, d) array"
-            ) from None
-        if X.ndim != 2 or X.shape[0] < 2 or X.shape[1] < 2:
-            raise InputError(
-                f"X: expected points of shape (N, d), N, d >= 2, received {X.shape}",
-                "pass N >= 2 points of dimension d >= 2 as an (N, d) array",
-            )
-        if not np.all(np.isfinite(X)):
-            raise InputError(
-                "X: expected finite coordinates",
-                "drop or fix the points with NaN or infinite coordinates",
-            )
+        X = _dense_points(X, "points", 2)
         N, d = X.shape
         mean = X.mean(axis=0)
         if isinstance(sigma2, str):
@@ -342,11 +350,10 @@ class MixtureMoments:
                 raise InputError(f"k: expected 2 <= k <= d = {d}, received {k}", "give 2 <= k <= d")
 
             def cov() -> FloatArray:
-                G = _gram(X, CHUNK_SIZE) - N * np.outer(mean, mean)
-                return G / (N - 1)
+                return _covariance(X, mean)
 
             def cov_matvec(v: FloatArray) -> FloatArray:
-                return (X.T @ (X @ v) - N * mean * (mean @ v)) / (N - 1)
+                return _covariance_matvec(X, mean, v)
 
             trace = float((np.einsum("nd,nd->", X, X) - N * mean @ mean) / (N - 1))
             value = max(est(cov, cov_matvec, trace, d, k), 0.0)
@@ -409,6 +416,18 @@ class MixtureMoments:
         return M - self.sigma2 * sym_outer_identity(self.mean, np.eye(self.d))
 
 
+def _covariance(X: FloatArray, mean: FloatArray) -> FloatArray:
+    """The unbiased sample covariance of the rows of ``X`` (divided by ``N − 1``), dense."""
+    N = X.shape[0]
+    return (_gram(X, CHUNK_SIZE) - N * np.outer(mean, mean)) / (N - 1)
+
+
+def _covariance_matvec(X: FloatArray, mean: FloatArray, v: FloatArray) -> FloatArray:
+    """:func:`_covariance` times ``v`` without forming it."""
+    N = X.shape[0]
+    return (X.T @ (X @ v) - N * mean * (mean @ v)) / (N - 1)
+
+
 def _gram(X: FloatArray, chunk_size: int) -> FloatArray:
     G = np.zeros((X.shape[1], X.shape[1]))
     for a, b in _chunks(X.shape[0], chunk_size):
@@ -457,27 +476,7 @@ class IcaMoments:
     @classmethod
     def from_data(cls, X: ArrayLike, k: int) -> IcaMoments:
         """Validate ``(N, d)`` points with ``N >= 4`` (the k-statistic divides by ``N − 3``)."""
-        if sp.issparse(X):
-            raise InputError(
-                "X: expected a dense (N, d) array of mixtures, received a sparse matrix",
-                "densify first, e.g. X.toarray()",
-            )
-        try:
-            X = np.asarray(X, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise InputError(
-                f"X: expected a numeric (N, d) array ({exc})", "pass a numeric (N, d) array"
-            ) from None
-        if X.ndim != 2 or X.shape[0] < 4 or X.shape[1] < 2:
-            raise InputError(
-                f"X: expected mixtures of shape (N, d), N >= 4, d >= 2, received {X.shape}",
-                "pass N >= 4 observations of dimension d >= 2 as an (N, d) array",
-            )
-        if not np.all(np.isfinite(X)):
-            raise InputError(
-                "X: expected finite coordinates",
-                "drop or fix the observations with NaN or infinite coordinates",
-            )
+        X = _dense_points(X, "mixtures", 4)
         return cls(X, X.mean(axis=0))
 
     @property
@@ -494,12 +493,10 @@ class IcaMoments:
 
     def m2_dense(self) -> FloatArray:
         """The unbiased sample covariance (divided by ``N − 1``), dense ``(d, d)``."""
-        N = self.n_samples
-        return (_gram(self.points, CHUNK_SIZE) - N * np.outer(self.mean, self.mean)) / (N - 1)
+        return _covariance(self.points, self.mean)
 
     def _m2_matvec(self, v: FloatArray) -> FloatArray:
-        X, N = self.points, self.n_samples
-        return (X.T @ (X @ v) - N * self.mean * (self.mean @ v)) / (N - 1)
+        return _covariance_matvec(self.points, self.mean, v)
 
     def m2_top(self, k: int) -> tuple[FloatArray, FloatArray]:
         """Top ``k`` eigenpairs ``(s, U)`` of the sample covariance, descending."""
