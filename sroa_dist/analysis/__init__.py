@@ -31,6 +31,7 @@ from .aggregate import (
     success_probability,
     violation_mask,
 )
+from .asymptote import GDecay, asymptote_predictions, fit_g_decay
 from .figures import (
     FIGURES,
     build_figures,
@@ -59,6 +60,9 @@ __all__ = [
     "PredictedThreshold",
     "accumulation",
     "accumulation_curves",
+    "asymptote_predictions",
+    "fit_g_decay",
+    "GDecay",
     "accumulation_limit",
     "predict_threshold",
     "PredictionComparison",
