@@ -31,7 +31,7 @@ from .aggregate import (
     success_probability,
     violation_mask,
 )
-from .asymptote import GDecay, asymptote_predictions, fit_g_decay
+from .asymptote import GDecay, asymptote_predictions, corrected_crossing, fit_g_decay
 from .figures import (
     FIGURES,
     build_figures,
@@ -61,6 +61,7 @@ __all__ = [
     "accumulation",
     "accumulation_curves",
     "asymptote_predictions",
+    "corrected_crossing",
     "fit_g_decay",
     "GDecay",
     "accumulation_limit",
