@@ -85,7 +85,10 @@ def _check_correction(g_cube) -> list[dict[str, object]]:
                     "model": float(model),
                     "corrected": corrected,
                     "measured_over_model": centre / float(model) - 1,
-                    "measured_over_corrected": centre / corrected - 1,
+                    "measured_over_corrected": (
+                        centre / corrected - 1 if math.isfinite(corrected) else None
+                    ),
+                    "corrected_is": decay.where(corrected, int(r["n"])),
                     "source": rel,
                 }
             )

@@ -76,6 +76,8 @@ class GDecay:
         The size the decay is measured from (the model's).
     n_max : int
         The largest size measured: past it the law is an extrapolation.
+    eps_fitted : tuple of float
+        The smallest and largest ε fitted: outside them the law is an extrapolation in ε.
     points : list of dict
         Every point fitted: ``eps``, ``n``, measured and fitted ``g(n)/g(n_ref)``.
     worst_residual : float
@@ -87,12 +89,19 @@ class GDecay:
     k: float
     n_ref: int
     n_max: int
+    eps_fitted: tuple[float, float]
     points: list[dict[str, float]]
     worst_residual: float
 
     def ratio(self, eps: float, n: int) -> float:
         """``g_p(ε, n)/g_p(ε, n_ref)`` by the fitted law."""
         return math.exp(-self.a * eps**self.k * (n - self.n_ref))
+
+    def where(self, eps: float, n: int) -> str:
+        """How far the law is trusted at ``(ε, n)``: interpolated, or extrapolated in n, ε."""
+        lo, hi = self.eps_fitted
+        out = [w for w, bad in (("n", n > self.n_max), ("eps", not lo <= eps <= hi)) if bad]
+        return "interpolated" if not out else "extrapolated in " + " and ".join(out)
 
     def as_record(self) -> dict[str, object]:
         return {
@@ -102,6 +111,7 @@ class GDecay:
             "k": self.k,
             "n_ref": self.n_ref,
             "n_max_measured": self.n_max,
+            "eps_fitted": list(self.eps_fitted),
             "points": self.points,
             "worst_residual": self.worst_residual,
         }
@@ -150,7 +160,8 @@ def fit_g_decay(ds: xr.Dataset, p: int, *, n_ref: int = MODEL_N) -> GDecay:
         for e, n, r, f in zip(eps_a, n_a, ratio_a, fitted, strict=True)
     ]
     worst = float(np.max(np.abs(fitted / ratio_a - 1)))
-    return GDecay(p, a, float(k), n_ref, int(sub["n"].values.max()), points, worst)
+    span = (float(eps_a.min()), float(eps_a.max()))
+    return GDecay(p, a, float(k), n_ref, int(sub["n"].values.max()), span, points, worst)
 
 
 def corrected_crossing(pr: PredictedThreshold, decay: GDecay, n: int) -> float:
@@ -279,9 +290,7 @@ def asymptote_predictions(
                         e = corrected_crossing(pr, decay, n)
                         row["eps_star_corrected"] = e
                         row["normalised_corrected"] = e * (n - 1) ** (1 / (p - 1))
-                        row["corrected_is"] = (
-                            "interpolated" if n <= decay.n_max else "extrapolated in n"
-                        )
+                        row["corrected_is"] = decay.where(e, n)
                     _doubling_slopes(rows, "eps_star_corrected", "doubling_slope_corrected")
                     entry["corrected"] = decay.as_record()
             orders.append(entry)
