@@ -30,7 +30,7 @@ from scipy.optimize import brentq
 
 from ..errors import InputError
 from ..studies import TILTED_WEIGHT
-from .accumulation import MODEL_N, PredictedThreshold, _Curves, predict_threshold
+from .accumulation import MODEL_N, Accumulation, PredictedThreshold, _Curves, predict_threshold
 
 __all__ = [
     "ASYMPTOTE_CRITERIA",
@@ -231,7 +231,8 @@ def asymptote_predictions(
     g_cube: xr.Dataset | None,
     *,
     sizes: Mapping[int, Sequence[int]] = ASYMPTOTE_SIZES,
-    p6_sizes: Sequence[int] = P6_SIZES,
+    p6_sizes: Sequence[int] | None = P6_SIZES,
+    models: Mapping[int, Accumulation] | None = None,
 ) -> dict[str, object]:
     """Every prediction of the asymptote runs as one JSON-ready record.
 
@@ -240,11 +241,16 @@ def asymptote_predictions(
     ``(c/g_p(0))^{1/(p−1)}``, plateau and onset; for ``c = 2``, the margin of Theorem 3.1's
     vector radius at the prediction and the crossing with ``g_p``'s measured decay
     (:func:`fit_g_decay` on ``g_cube``), or why it is not corrected. For p = 6: both criteria
-    at ``p6_sizes``, with the onset.
+    at ``p6_sizes``, with the onset (None: no p = 6).
+
+    ``models``: the curves per order measured already (``predict_threshold``'s ``model=``);
+    an order not in it is measured at n = 16 here (48 global SROAs).
     """
     orders: list[dict[str, object]] = []
     plan = {int(p): tuple(int(n) for n in ns) for p, ns in sizes.items()}
-    plan[6] = tuple(int(n) for n in p6_sizes)
+    if p6_sizes is not None:
+        plan[6] = tuple(int(n) for n in p6_sizes)
+    models = dict(models or {})
     for p, ns in sorted(plan.items()):
         decay: GDecay | None = None
         why_not = None
@@ -260,7 +266,7 @@ def asymptote_predictions(
         for label, criterion, c in ASYMPTOTE_CRITERIA:
             # Theorem 3.1's radius 20ε/λ_j depends on ε: the model predicts the value part
             # and the record states the vector part's margin at the prediction.
-            pr = predict_threshold(p, list(ns), c=c, criterion="value")
+            pr = predict_threshold(p, list(ns), c=c, criterion="value", model=models.get(p))
             rows = _rows(pr)
             entry: dict[str, object] = {
                 "p": p,
