@@ -34,6 +34,21 @@ def _calls(tree: ast.AST) -> list[str]:
     return out
 
 
+def test_benchmarks_holds_timing_benchmarks_and_their_helper_only():
+    """Studies are sweep specs under sweeps/studies (issue 34), not scripts here: every file
+    of benchmarks/ is a bench_*.py timing script, the shared helper, the GPU runner or the
+    README, and no script imports another (no import cycle can form among them)."""
+    allowed = {"_common.py", "gpu_run.sh", "README.md"}
+    files = sorted(p.name for p in BENCH.iterdir() if p.is_file())
+    assert [f for f in files if f not in allowed and not f.startswith("bench_")] == []
+    scripts = {p.stem for p in BENCH.glob("*.py")}
+    for path in BENCH.glob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        names |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+        assert names & scripts <= {"_common"}, path.name
+
+
 def test_every_bench_script_parses_and_writes_through_the_shared_helper():
     scripts = sorted(BENCH.glob("bench_*.py"))
     assert scripts

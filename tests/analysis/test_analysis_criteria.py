@@ -66,6 +66,29 @@ def test_value_criterion_uses_the_eps_coordinate_when_eps_is_swept():
         success(ds.rename(eps="sigma"), "value")
 
 
+def test_recovery_on_a_derived_variable_is_the_value_criterion_on_another_norm():
+    """The value criterion against another measure of ‖E‖ (the n-scaling fit of
+    docs/explanation/perturbations.md divided by each instance's certified lower bound
+    ``eps_lower``): ``recovery`` with ``variable=`` on ``lam_err / eps_lower`` and ``radius=c``
+    decides each step as ``|λ̂ − λ| ≤ c·eps_lower``; it equals ``value`` where ``eps_lower`` is
+    the swept ε and differs where the lower bound is below it."""
+    lam_err = np.array([[[0.04], [0.06], [0.11]], [[0.095], [0.11], [0.19]]])
+    dims = ("eps", "replicate", "step")
+    ds = xr.Dataset(
+        {"lam_err": (dims, lam_err), "vec_err": (dims, lam_err)},
+        coords={"eps": [0.1, 0.2], "replicate": [0, 1, 2], "step": [1]},
+    )
+    ds["eps_lower"] = xr.DataArray([[0.1, 0.1, 0.1], [0.2, 0.2, 0.2]], dims=("eps", "replicate"))
+    derived = ds.assign(lam_err_rel=ds["lam_err"] / ds["eps_lower"])
+    got = success(derived, "recovery", variable="lam_err_rel", radius=0.5)
+    np.testing.assert_array_equal(got.values, success(ds, "value", c=0.5).values)
+    np.testing.assert_array_equal(got.values, [[1, 0, 0], [1, 0, 0]])
+    lower = ds.assign(eps_lower=ds["eps_lower"] * 0.9)  # a bound below the swept ε
+    derived = lower.assign(lam_err_rel=lower["lam_err"] / lower["eps_lower"])
+    strict = success(derived, "recovery", variable="lam_err_rel", radius=0.5)
+    np.testing.assert_array_equal(strict.values, [[1, 0, 0], [0, 0, 0]])
+
+
 def test_registry_errors_list_valid_names_and_options():
     assert tuple(CRITERIA) == ("recovery", "value", "theorem")
     with pytest.raises(

@@ -45,7 +45,12 @@ def _copy_tree(tmp_path):
     for page in published.PAGES:
         (tmp_path / page).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / page, tmp_path / page)
-    for folder in ("docs/data/rate", "docs/data/nscaling", "docs/data/studies"):
+    for folder in (
+        "docs/data/rate",
+        "docs/data/nscaling",
+        "docs/data/nscaling-global",
+        "docs/data/studies",
+    ):
         if (ROOT / folder).exists():
             shutil.copytree(ROOT / folder, tmp_path / folder)
     return tmp_path
@@ -105,6 +110,44 @@ def test_a_regression_row_says_same_bits_differs_or_not_rerun():
     moved = _compare(old, {"lo": 0.3164, "hi": 0.3208})
     assert moved[0] == "(0.3164, 0.3208]" and "differs by +1.38 % (brackets disjoint" in moved[1]
     assert "did not" in _compare(old, {"lo": 1.5, "hi": float("inf")})[1]
+
+
+def test_the_rerun_table_counts_moved_brackets_and_non_global_steps():
+    """The rerun table of thresholds.md (the published n-scaling studies against their rerun
+    with the global check): a bracket moved when disjoint or its upper end moved past rtol;
+    an evaluation counts when its step was redone or left non-global."""
+    from sroa_dist.analysis.published.rate_tables import bracket_moved, rerun_row
+
+    old = {"lo": 0.30, "hi": 0.31}
+    assert not bracket_moved(old, {"lo": 0.302, "hi": 0.305}, 0.02)  # overlapping, 1.6 %
+    assert bracket_moved(old, {"lo": 0.31, "hi": 0.32}, 0.02)  # disjoint
+    assert bracket_moved(old, {"lo": 0.2, "hi": 0.35}, 0.02)  # upper end 13 % away
+    assert bracket_moved(old, {"lo": 1.5, "hi": float("inf")}, 0.02)  # one end open
+    assert not bracket_moved({"lo": 1.5, "hi": float("inf")}, {"lo": 1.4, "hi": float("inf")}, 0)
+    fields = ["eps", "metric", "passed", "redone", "non_global"]
+    published = {
+        "results": [
+            {"n": 8, "replicate": 0, "lo": 0.30, "hi": 0.31, "non_monotone": True},
+            {"n": 8, "replicate": 1, "lo": 0.40, "hi": 0.41, "non_monotone": False},
+        ]
+    }
+    rerun = {
+        "study": {"rtol": 0.02},
+        "results": [
+            {
+                "n": 8, "replicate": 0, "lo": 0.30, "hi": 0.31, "non_monotone": True,
+                "trace_fields": fields, "evals_non_global": 1,
+                "trace": [[0.3, 0.1, 1, 2, 0], [0.31, 0.9, 0, 0, 1], [0.2, 0.1, 1, 0, 0]],
+            },
+        ],
+    }  # fmt: skip
+    row = rerun_row(published, rerun)
+    assert row == {
+        "thresholds": 1, "published": 2, "evaluations": 3, "non_global": 2,
+        "left_non_global": 1, "moved": 0, "non_monotone_old": 1, "non_monotone_new": 1,
+    }  # fmt: skip
+    rerun["results"][0].update(lo=0.35, hi=0.36)
+    assert rerun_row(published, rerun)["moved"] == 1
 
 
 STUDY = "theorem-p3-c0.5"

@@ -78,7 +78,8 @@ def test_the_kind_is_registered_and_marked_by_its_table():
         ("threshold.rtol", 0.5, "threshold.rtol"),
         ("threshold.k_section", 0, "threshold.k_section"),
         ("threshold.bogus", 1, "threshold.bogus"),
-        ("solver.options", {"n_starts": 4}, "solver.options"),
+        ("solver.options", {"bogus": 4}, "solver.options.bogus"),
+        ("solver.norm_options", {"n_starts": 4}, "solver.norm_options"),
         ("solver.steps", 2, "solver.steps"),
         ("solver.method", "nope", "solver.method"),
         ("noise.model", "nope", "noise.model"),
@@ -163,6 +164,40 @@ def test_weight_profiles_give_the_weights_of_the_lambda_min_study():
     assert c.bracket == want.bracket and c.bracket != a.bracket
     assert json.loads(THRESHOLD.provenance(linear)["setting_weights"]) == ["linear", 0.5]
     assert "setting_weights" not in THRESHOLD.provenance(plain)
+
+
+def test_solver_options_reach_the_search_and_are_an_instance_setting():
+    """``[solver.options]`` is find_threshold's ``options=`` for the method it names (the
+    attractor study's power method with the AGHKT budget): the
+    search is find_threshold's with those options bit for bit, it differs from the defaults',
+    and a store made with other options refuses to resume (options are instance settings)."""
+    aghkt = {"budget": "aghkt", "noise_level": 0.05}
+    raw = _small(**{"noise.model": "attractor", "tensor.n": [5], "solver.method": "power"})
+    raw["replicates"] = 1
+    raw["noise"] = {"model": "attractor"}
+    plain = spec_from_dict(raw)
+    tuned = spec_from_dict({**raw, "solver": {"method": "power", "options": {"power": aghkt}}})
+    assert plain.instance_settings() != tuned.instance_settings()
+    at = {"noise": "attractor", "n": 5}
+    problem = THRESHOLD.instance(tuned, tuned.settings_at(at), 0)
+    assert dict(problem.options) == aghkt
+    assert dict(THRESHOLD.instance(plain, plain.settings_at(at), 0).options) == {}
+    got = problem.run()
+    want = find_threshold(
+        5,
+        3,
+        family="attractor",
+        method="power",
+        options=aghkt,
+        c=0.5,
+        eps_range=(0.05, 1.5),
+        rtol=0.03,
+        rng=np.random.SeedSequence(problem.seed, spawn_key=problem.spawn_key),
+    )
+    assert got.bracket == want.bracket and got.n_evals == want.n_evals
+    assert [e.metric for e in got.trace] == [e.metric for e in want.trace]
+    default = THRESHOLD.instance(plain, plain.settings_at(at), 0).run()
+    assert [e.metric for e in default.trace] != [e.metric for e in got.trace]
 
 
 def test_matrix_free_is_an_instance_setting_the_search_and_the_estimates_follow():

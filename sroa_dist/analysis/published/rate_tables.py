@@ -26,11 +26,13 @@ __all__ = [
     "TABLES",
     "VALUE_STUDIES",
     "WORST_CASE_STUDIES",
+    "bracket_moved",
     "escape_series",
     "hardest_stage",
     "per_size",
     "prediction",
     "prefactor",
+    "rerun_row",
     "success_edge",
     "threshold_rows",
     "worst_case_rows",
@@ -458,6 +460,78 @@ def escape_table(data: Data) -> str:
     return _table(head, out)
 
 
+#: The published n-scaling studies rerun with the global check (docs/data/nscaling-global), in
+#: the table's order; those under docs/data/nscaling without a rerun file are listed as not rerun.
+NSCALING_GLOBAL = "docs/data/nscaling-global"
+RERUN_STUDIES = (
+    "gauss-p3", "gauss-p3-rec", "gauss-p4", "power-gauss-p3-rec", "power-tilt-p3",
+    "power-tilt-p4", "tilt-p3", "tilt-p4", "tilt-p5", "tilt-p5-big", "tiltg-p3", "tiltg-p4",
+)  # fmt: skip
+
+
+def bracket_moved(old: dict, new: dict, rtol: float) -> bool:
+    """Whether a threshold's bracket moved between two searches of one instance: disjoint
+    brackets, or upper ends more than the search's relative bracket width ``rtol`` apart (an
+    open end, ``hi = inf``, moved when only one of the two is open)."""
+    (olo, ohi), (nlo, nhi) = (old["lo"], old["hi"]), (new["lo"], new["hi"])
+    if math.isinf(ohi) or math.isinf(nhi):
+        return math.isinf(ohi) != math.isinf(nhi)
+    disjoint = nhi <= olo or ohi <= nlo
+    return disjoint or abs(nhi / ohi - 1) > rtol + 1e-12
+
+
+def rerun_row(old: dict, new: dict) -> dict[str, Any]:
+    """One study's rerun against its published file: thresholds rerun of those published, the
+    evaluations with a step the global check found non-global (redone, or left so), the
+    brackets that moved (:func:`bracket_moved` at the rerun's ``rtol``) and the non-monotone
+    flags of the rerun thresholds before and after."""
+    rtol = float(new["study"].get("rtol", 0.02))
+    old_by = {(r["n"], r["replicate"]): r for r in old.get("results", [])}
+    results = new["results"]
+    flagged = 0
+    for r in results:
+        fields = r.get("trace_fields", [])
+        redone = fields.index("redone") if "redone" in fields else None
+        left = fields.index("non_global") if "non_global" in fields else None
+        for e in r["trace"]:
+            flagged += (redone is not None and e[redone] > 0) or (
+                left is not None and bool(e[left])
+            )
+    pairs = [(old_by[k], r) for r in results if (k := (r["n"], r["replicate"])) in old_by]
+    return {
+        "thresholds": len(results),
+        "published": len(old_by),
+        "evaluations": sum(len(r["trace"]) for r in results),
+        "non_global": flagged,
+        "left_non_global": sum(int(r.get("evals_non_global", 0)) for r in results),
+        "moved": sum(bracket_moved(o, r, rtol) for o, r in pairs),
+        "non_monotone_old": sum(bool(o["non_monotone"]) for o, _ in pairs),
+        "non_monotone_new": sum(bool(r["non_monotone"]) for r in results),
+    }
+
+
+def rerun_table(data: Data) -> str:
+    """The published n-scaling studies against their rerun with the global check."""
+    out, missing = [], []
+    for name in RERUN_STUDIES:
+        rel = f"{NSCALING_GLOBAL}/{name}.json"
+        if not data.exists(rel):
+            missing.append(name)
+            continue
+        r = rerun_row(data.json(f"{NSCALING}/{name}.json"), data.json(rel))
+        out.append(
+            f"| {name} | {r['thresholds']} / {r['published']} | {r['non_global']} of "
+            f"{r['evaluations']} ({r['left_non_global']}) | {r['moved']} | "
+            f"{r['non_monotone_old']} → {r['non_monotone_new']} |"
+        )
+    head = [
+        "study", "rerun / published thresholds",
+        "evaluations with a non-global step (left after redo)", "brackets moved",
+        "non-monotone, published → rerun",
+    ]  # fmt: skip
+    return _table(head, out) + f"\nNot rerun: {', '.join(missing) or 'none'}.\n"
+
+
 #: Block name -> table, in the order of docs/results/thresholds.md.
 TABLES: dict[str, Callable[[Data], str]] = {
     "accumulation": accumulation_table,
@@ -471,4 +545,5 @@ TABLES: dict[str, Callable[[Data], str]] = {
     "escape": escape_table,
     "attractor-thresholds": power_table,
     "confirm": confirm_table,
+    "rerun": rerun_table,
 }

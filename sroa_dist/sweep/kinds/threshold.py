@@ -13,7 +13,8 @@ Grammar (marker table ``[threshold]``)::
     [tensor]    n, p, lambdas | weights, lambda_min
                                          (basis random, full rank: as find_threshold builds it)
     [noise]     model, params            (ε is searched, so no noise level)
-    [solver]    method                   (each method with its defaults)
+    [solver]    method, options          (options: find_threshold's ``options=``, plain keys for
+                                          every method, a sub-table per method)
     [threshold] criterion, c, radius, eps_range, rtol,
                 global_check, redo, scan_phases, certify_ends, k_section, matrix_free,
                 revision
@@ -466,6 +467,7 @@ class ThresholdProblem:
     revisions: Mapping[str, int] = field(default_factory=dict)
     radius: float | None = None
     search: Mapping[str, Any] = field(default_factory=dict)
+    options: Mapping[str, Any] = field(default_factory=dict)
 
     def run(self, executor: Any = None) -> ThresholdResult:
         """:func:`sroa_dist.find_threshold` on this instance; ``executor`` runs the rounds'
@@ -485,6 +487,7 @@ class ThresholdProblem:
             params=self.params,
             rng=np.random.SeedSequence(self.seed, spawn_key=self.spawn_key),
             revisions=self.revisions,
+            options=self.options,
             executor=executor,
             **self.search,
             **kwargs,
@@ -512,6 +515,7 @@ def problem_of(
         revisions=dict(spec.solver.revisions),
         radius=t.radius if t.criterion == "theorem" else None,
         search=t.search,
+        options=spec.solver.own_options(settings.method),
     )
 
 
@@ -686,15 +690,14 @@ def _check_solver(
                 solver[key],
                 "find_threshold runs full-rank SROA and bounds ||E|| with the method's default",
             )
-    for key in ("options", "norm_options"):
-        if solver[key]:
-            raise SpecError(
-                src,
-                f"solver.{key}",
-                "an empty table in a threshold sweep",
-                solver[key],
-                "find_threshold runs each method with its default options",
-            )
+    if solver["norm_options"]:
+        raise SpecError(
+            src,
+            "solver.norm_options",
+            "an empty table in a threshold sweep",
+            solver["norm_options"],
+            "find_threshold bounds ||E|| with the method's default options",
+        )
     check_methods(solver, methods, src)
     for m in methods:
         for n in ns:

@@ -127,9 +127,16 @@ class SolverSection:
         An older revision of the method (``[solver.revisions]``) adds the option values that
         reproduce it, under the spec's own.
         """
-        table = getattr(self, self.norm_table_key(method) if norm else "options")
         out = revision_options(method, self.revisions.get(method))
-        out.update({k: v for k, v in table.items() if not isinstance(v, Mapping)})
+        out.update(self.own_options(method, norm=norm))
+        return out
+
+    def own_options(self, method: str, *, norm: bool = False) -> dict[str, Any]:
+        """The options the spec itself states for ``method`` (plain keys, then its sub-table),
+        without those a pinned revision adds: what a caller that applies the revisions itself
+        (:func:`sroa_dist.find_threshold`) is handed."""
+        table = getattr(self, self.norm_table_key(method) if norm else "options")
+        out = {k: v for k, v in table.items() if not isinstance(v, Mapping)}
         out.update(table.get(method, {}) if isinstance(table.get(method), Mapping) else {})
         return out
 
