@@ -45,7 +45,8 @@ def _copy_tree(tmp_path):
     for page in published.PAGES:
         (tmp_path / page).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / page, tmp_path / page)
-    for folder in ("docs/data/rate", "docs/data/nscaling", "docs/data/studies"):
+    folders = ("docs/data/rate", "docs/data/nscaling", "docs/data/studies", "docs/data/samples")
+    for folder in folders:
         if (ROOT / folder).exists():
             shutil.copytree(ROOT / folder, tmp_path / folder)
     return tmp_path
