@@ -190,6 +190,12 @@ def noise_table(data: Data) -> str:
         f"{study['wall_seconds'] / 60:.1f} min wall, {study['cpu_seconds'] / 60:.1f} CPU-min "
         f"(load {study['load_average'][0][0]:.1f}), commit {study['git_commit'][:10]}.\n"
     )
+    for ext in study.get("extensions", []):
+        note += (
+            f"k = {ext['k']} ({', '.join(ext['models'])}; {', '.join(ext['targets'])}) added "
+            f"later: {ext['wall_seconds'] / 60:.1f} min wall, {ext['cpu_seconds'] / 60:.1f} "
+            f"CPU-min (load {ext['load_average'][0][0]:.1f}), commit {ext['git_commit'][:10]}.\n"
+        )
     return _table(head, out) + note
 
 
@@ -254,12 +260,13 @@ def figure_noise(data: Data) -> Figure:
     ax1.axhline(1.0, color="grey", ls="--", lw=1)
     ax1.text(30, 1.04, "isotropic", color="grey", fontsize=8, ha="center")
     ax1.set_xscale("log")
-    ax1.set_xticks([5, 10, 20, 50])
+    ax1.set_xticks(sorted({r["k"] for r in rows}))
     ax1.set_xlabel("k (whitened dimension)")
     ax1.set_ylabel("overlap / its value for a random direction")
     ax1.set_title("E's best rank-one direction")
-    ax1.set_ylim(0, 3.5)
-    ax1.legend(fontsize=7, ncol=3, loc="upper left")
+    top = max(r["component_overlap"] / r["component_overlap_random"] for r in rows)
+    ax1.set_ylim(0, 1.5 * top)  # the legend sits above the data
+    ax1.legend(fontsize=7, ncol=2, loc="upper left")
     ax2.set_xscale("log")
     ax2.set_xlabel("‖E‖ / (λ_min k^(−1/(p−1)))")
     ax2.set_ylabel("per-start escape probability q")
