@@ -6,8 +6,9 @@ Kakade 2013), and so is the whitened fourth cumulant of independent component an
 even-order tensor with signed weights, the sources' kurtoses); estimated from ``N`` samples each
 is nearly SOD, ``T̂ = T + E``, the setting of the paper. This subpackage provides the models
 (seeded samplers, exact population moments and cumulants), unbiased streamed estimators of
-``T̂``, the fits (:func:`fit_topics`, :func:`fit_gmm`, :func:`fit_ica`) and the ground truth of a
-Monte Carlo study (:func:`run_study`). Pure numpy/scipy, like the rest of the core.
+``T̂``, the fits (:func:`fit_topics`, :func:`fit_gmm`, :func:`fit_ica`), the ground truth of a
+Monte Carlo study (:func:`run_study`) and the structure of the sampling noise
+(:func:`noise_structure`: attractor-like or isotropic). Pure numpy/scipy, like the rest of the core.
 """
 
 from __future__ import annotations
@@ -41,6 +42,12 @@ from .models import (
     make_model,
     whitening_from_m2,
 )
+from .noise_structure import (
+    WHITENINGS,
+    NoiseStructure,
+    noise_structure,
+    perturbation_structure,
+)
 
 __all__ = [
     "DEFAULT_TOLERANCES",
@@ -53,18 +60,22 @@ __all__ = [
     "MixtureMoments",
     "MomentFit",
     "MomentStudy",
+    "NoiseStructure",
     "RecoveryErrors",
     "Sample",
     "SingleTopicModel",
     "SphericalGaussianMixture",
     "Tolerances",
     "TopicMoments",
+    "WHITENINGS",
     "WhitenedMoments",
     "fit_gmm",
     "fit_ica",
     "fit_moments",
     "fit_topics",
     "make_model",
+    "noise_structure",
+    "perturbation_structure",
     "perturbations",
     "project_simplex",
     "recover",

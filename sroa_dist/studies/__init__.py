@@ -26,7 +26,9 @@ from .first_crossing import (
 from .recheck import recheck_worst_case
 from .start_escape import (
     ESCAPE_FAMILIES,
+    EscapeResult,
     escape_probability,
+    start_escapes,
     step_success,
     whole_sroa,
     wilson_interval,
@@ -70,6 +72,7 @@ __all__ = [
     "worst_case",
     "AccumulationErrors",
     "ESCAPE_FAMILIES",
+    "EscapeResult",
     "METRICS",
     "SEARCH_METHODS",
     "SMOOTH_METRICS",
@@ -77,6 +80,7 @@ __all__ = [
     "accumulation_errors",
     "coefficients",
     "escape_probability",
+    "start_escapes",
     "step_success",
     "whole_sroa",
     "wilson_interval",

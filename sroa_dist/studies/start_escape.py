@@ -38,6 +38,7 @@ __all__ = [
     "EscapeResult",
     "SroaOutcome",
     "escape_probability",
+    "start_escapes",
     "step_success",
     "step_successes",
     "whole_sroa",
@@ -136,12 +137,7 @@ def escape_probability(
     sod = SymmetricProducts((basis[:, : int(r)],), (int(p),), np.ones(int(r)))
     E, _ = attractor_factored(n, p, basis, np.ones(n))
     T = StructuredTensor(((sod, E.scaled(float(eps))),), batched=True)
-    X = random_starts([np.random.default_rng(rng)], n_starts, n)
-    X = power_iterations(T, X, iters)[0]
-    overlap = X[:, : int(r)]
-    # odd p: the maximiser is +v_i (λ > 0); even p: ±v_i
-    best = overlap.max(axis=1) if p % 2 else np.abs(overlap).max(axis=1)
-    hits = int(np.sum(best >= 1 - radius**2 / 2))  # ‖x − v‖ ≤ radius
+    hits = start_escapes(T, basis[:, : int(r)], int(p), n_starts, iters, radius, rng)
     return EscapeResult(
         q=hits / n_starts,
         interval=wilson_interval(hits, n_starts),
@@ -153,6 +149,30 @@ def escape_probability(
         n_iter=int(iters),
         hits=hits,
     )
+
+
+def start_escapes(
+    T: Any,
+    components: np.ndarray,
+    p: int,
+    n_starts: int,
+    n_iter: int,
+    radius: float = DEFAULT_RADIUS,
+    rng: int | np.random.SeedSequence | np.random.Generator = 0,
+) -> int:
+    """How many of ``n_starts`` uniform starts end within ``radius`` of a component after
+    ``n_iter`` unshifted power iterations on ``T``: the count behind every ``q`` measured here.
+
+    ``T`` is a batch of one tensor, formed ``(1, n, …, n)`` or a batched operator;
+    ``components`` holds the components a start may reach as columns (``(n, r)``, unit norm, in
+    ``T``'s coordinates). Odd ``p``: a start must reach ``+v_i`` (the maximiser of ``T x^p``
+    for ``λ_i > 0``); even ``p``: ``±v_i``.
+    """
+    X = random_starts([np.random.default_rng(rng)], int(n_starts), components.shape[0])
+    X = power_iterations(T, X, int(n_iter))[0]
+    overlap = X @ components
+    best = overlap.max(axis=1) if p % 2 else np.abs(overlap).max(axis=1)
+    return int(np.sum(best >= 1 - radius**2 / 2))  # ‖x − v‖ ≤ radius
 
 
 def step_success(q: float | np.ndarray, starts: int) -> float | np.ndarray:

@@ -50,6 +50,7 @@ def _copy_tree(tmp_path):
         "docs/data/nscaling",
         "docs/data/nscaling-global",
         "docs/data/studies",
+        "docs/data/samples",
     ):
         if (ROOT / folder).exists():
             shutil.copytree(ROOT / folder, tmp_path / folder)

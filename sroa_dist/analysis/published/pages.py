@@ -13,9 +13,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .blocks import blocks, splice
-from .rate_figures import FIGURES, save
+from .rate_figures import FIGURES, RateFigure, save
 from .rate_tables import TABLES
 from .regression import regression_table
+from .samples import SAMPLES_BLOCKS, SAMPLES_FIGURES
 from .sources import Data
 
 __all__ = ["GENERATOR", "PAGES", "Block", "render", "stale", "write"]
@@ -28,13 +29,15 @@ FIGURE_FOLDER = "docs/figures"
 class Block:
     """One generated block: its text is ``text(data)``; a figure block also draws a PNG."""
 
-    def __init__(self, text: Callable[[Data], str], figure: str | None = None) -> None:
+    def __init__(self, text: Callable[[Data], str], figure: RateFigure | None = None) -> None:
         self.text, self.figure = text, figure
 
 
-def _figure_text(name: str) -> Callable[[Data], str]:
-    fig = FIGURES[name]
+def _figure_block(fig: RateFigure) -> Block:
+    return Block(_figure_text(fig), figure=fig)
 
+
+def _figure_text(fig: RateFigure) -> Callable[[Data], str]:
     def text(data: Data) -> str:
         fig.draw(data)  # what it reads is what the figure shows
         return f"![{fig.alt}](../figures/{fig.file})\n"
@@ -46,9 +49,13 @@ def _figure_text(name: str) -> Callable[[Data], str]:
 PAGES: dict[str, dict[str, Block]] = {
     "docs/results/thresholds.md": {
         **{name: Block(table) for name, table in TABLES.items()},
-        **{name: Block(_figure_text(name), figure=name) for name in FIGURES},
+        **{name: _figure_block(fig) for name, fig in FIGURES.items()},
     },
     "docs/results/regression.md": {"regression": Block(regression_table)},
+    "docs/results/samples.md": {
+        **{name: Block(table) for name, table in SAMPLES_BLOCKS.items()},
+        **{name: _figure_block(fig) for name, fig in SAMPLES_FIGURES.items()},
+    },
 }
 
 
@@ -101,7 +108,7 @@ def write(root: str | Path, figures: bool = False) -> list[str]:
         for name, block in PAGES[page].items():
             if block.figure is None:
                 continue
-            fig = FIGURES[block.figure]
+            fig = block.figure
             target = root / FIGURE_FOLDER / fig.file
             if figures or have.get(name) != new[name] or not target.exists():
                 target.parent.mkdir(parents=True, exist_ok=True)

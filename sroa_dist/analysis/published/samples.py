@@ -1,0 +1,288 @@
+"""The blocks of docs/results/samples.md ("Does a global step buy samples?", issue 36).
+
+- ``samples-nstar``: N*(k) per model, weights and method from the sample-complexity study's
+  stores ``docs/data/studies/samples-*.zarr`` (read through ``open_results``, every block
+  digest-checked), with the exponent of N* in k fitted by least squares on log N* over every
+  replicate and its 95 % interval; "not yet measured" while there is no such store;
+- ``samples-noise``: the structure of the sampling noise ``E = T̂ − T``
+  (:func:`sroa_dist.moments.noise_structure`) from ``docs/data/samples/noise-structure.json``;
+- ``samples-real-data``: power against global steps on shipped real datasets, from
+  ``docs/data/samples/real-data.json``;
+- ``figure-samples-noise``: the overlaps and escape probabilities against k.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from matplotlib.figure import Figure
+from scipy import stats
+
+from .rate_figures import RateFigure
+from .sources import STUDIES, Data, Source, fingerprint
+
+__all__ = [
+    "NOISE",
+    "REAL_DATA",
+    "SAMPLES_BLOCKS",
+    "SAMPLES_FIGURES",
+    "nstar_rows",
+    "nstar_table",
+    "noise_table",
+    "real_data_table",
+    "slope_interval",
+]
+
+SAMPLES = "docs/data/samples"
+NOISE = f"{SAMPLES}/noise-structure.json"
+REAL_DATA = f"{SAMPLES}/real-data.json"
+#: The sample-complexity study's stores: one per model (or per part), named samples-*.zarr.
+NSTAR_GLOB = "samples-*.zarr"
+#: The cube variable holding N* (the sample size where recovery succeeds with probability
+#: 1/2) and the dimension the exponent is fitted over.
+NSTAR_VAR, K_DIM = "n_star", "k"
+MODEL_ORDER = ("topics", "gmm", "ica")
+
+
+def _table(head: list[str], rows: list[str]) -> str:
+    return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head), *rows]) + "\n"
+
+
+def slope_interval(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
+    """Least-squares slope of ``log y`` on ``log x`` and its 95 % t interval (NaN ends with
+    fewer than three points or a single x)."""
+    lx, ly = np.log(np.asarray(x, float)), np.log(np.asarray(y, float))
+    if len(lx) < 2 or np.ptp(lx) == 0:
+        return math.nan, math.nan, math.nan
+    fit = stats.linregress(lx, ly)
+    if len(lx) < 3:
+        return float(fit.slope), math.nan, math.nan
+    half = stats.t.ppf(0.975, len(lx) - 2) * fit.stderr
+    return float(fit.slope), float(fit.slope - half), float(fit.slope + half)
+
+
+def nstar_rows(path: Path) -> list[dict[str, Any]]:
+    """One row per finished N* of a samples store: its coordinates (every dimension of
+    ``n_star``) and ``n_star``."""
+    from sroa_dist.sweep import open_results  # storage: imported only when a store exists
+
+    ds = open_results(path).compute()
+    if NSTAR_VAR not in ds:
+        return []
+    da = ds[NSTAR_VAR]
+    flat = da.stack(instance=list(da.dims)) if da.dims else da.expand_dims("instance")
+    rows = []
+    for i in range(flat.sizes["instance"]):
+        one = flat.isel(instance=i)
+        value = float(one)
+        if not math.isfinite(value):
+            continue
+        coords = {str(c): one[c].item() for c in da.dims}
+        rows.append({**coords, NSTAR_VAR: value, "store": path.name})
+    return rows
+
+
+def nstar_table(data: Data) -> str:
+    """N*(k) per (store, model, weights, method...) with the fitted exponent, or a line saying
+    that the study has not been measured yet."""
+    stores = sorted((data.root / STUDIES).glob(NSTAR_GLOB))
+    rows: list[dict[str, Any]] = []
+    for path in stores:
+        mine = nstar_rows(path)
+        data.note(Source(f"{STUDIES}/{path.name}", "store", fingerprint(mine)))
+        rows += mine
+    if not stores:  # the block still names where it looks
+        data.note(Source(f"{STUDIES}/{NSTAR_GLOB}", "store", "absent", "none yet"))
+    if not rows:
+        return (
+            f"N\\* not yet measured: no store `{STUDIES}/{NSTAR_GLOB}` holds a finished "
+            f"`{NSTAR_VAR}`.\n"
+        )
+    keys = sorted({c for r in rows for c in r} - {NSTAR_VAR, K_DIM, "replicate"})
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault(tuple(str(r.get(c, "")) for c in keys), []).append(r)
+    ks = sorted({r[K_DIM] for r in rows})
+    out = []
+    for key, grp in sorted(groups.items()):
+        cells = []
+        for k in ks:
+            vals = [r[NSTAR_VAR] for r in grp if r[K_DIM] == k]
+            cells.append(f"{math.exp(np.mean(np.log(vals))):.3g}" if vals else "—")
+        slope, lo, hi = slope_interval([r[K_DIM] for r in grp], [r[NSTAR_VAR] for r in grp])
+        fit = f"{slope:.2f} [{lo:.2f}, {hi:.2f}]" if math.isfinite(lo) else f"{slope:.2f}"
+        out.append("| " + " | ".join([*key, *cells, fit]) + " |")
+    head = [*keys, *(f"k = {k}" for k in ks), "exponent [95 %]"]
+    return _table(head, out)
+
+
+def _noise_groups(doc: dict) -> list[tuple[tuple[str, int, str], list[dict]]]:
+    groups: dict[tuple[str, int, str], list[dict]] = {}
+    for r in doc["rows"]:
+        if r["target"] == "pilot":
+            continue
+        groups.setdefault((r["kind"], r["k"], r["target"]), []).append(r)
+    order = {m: i for i, m in enumerate(MODEL_ORDER)}
+    return sorted(groups.items(), key=lambda kv: (order.get(kv[0][0], 9), kv[0][1], kv[0][2]))
+
+
+def _span(vals: list[float], fmt: str = ".2f") -> str:
+    lo, hi = min(vals), max(vals)
+    return f"{lo:{fmt}}" if f"{lo:{fmt}}" == f"{hi:{fmt}}" else f"{lo:{fmt}}–{hi:{fmt}}"
+
+
+def noise_table(data: Data) -> str:
+    """Per (model, k, calibration target): N, the norm ratios, the overlaps against their
+    isotropic values and the three escape probabilities (ranges over the replicates)."""
+    doc = data.json(NOISE)
+    out = []
+    for (kind, k, target), grp in _noise_groups(doc):
+        ns = sorted({r["n_samples"] for r in grp})
+        capped = any(r.get("capped") for r in grp)
+        cert = all(r["certified"] for r in grp)
+        n_text = ", ".join(f"{n:,}" for n in ns) + (" (capped)" if capped else "")
+
+        def q(key: str, grp: list[dict] = grp) -> str:
+            vals = [r[key]["q"] for r in grp if r[key] is not None]
+            return _span(vals) if vals else "—"
+
+        out.append(
+            "| "
+            + " | ".join(
+                [
+                    kind,
+                    str(k),
+                    target,
+                    n_text,
+                    _span([r["power_ratio"] for r in grp]) + ("" if cert else " ≥"),
+                    _span([r["global_ratio"] for r in grp]) + ("" if cert else " ≥"),
+                    f"{_span([r['component_overlap'] for r in grp])} "
+                    f"({np.mean([r['component_overlap_random'] for r in grp]):.2f})",
+                    f"{_span([r['attractor_overlap'] for r in grp])} "
+                    f"({np.mean([r['attractor_overlap_random'] for r in grp]):.2f})",
+                    q("q"),
+                    q("q_clean"),
+                    q("q_attractor"),
+                ]
+            )
+            + " |"
+        )
+    head = [
+        "model",
+        "k",
+        "N for",
+        "N",
+        "‖E‖/(λ_min/k)",
+        "‖E‖/(λ_min k^−1/(p−1))",
+        "max_i |v_i·x_E| (random)",
+        "attractor overlap (random)",
+        "q on T+E",
+        "q on T",
+        "q, attractor",
+    ]
+    study = doc["study"]
+    note = (
+        f"\n{study['replicates']} replicates per row, {study['n_starts']} starts per q; "
+        f"norms certified where k allows (a ≥ marks rows with multi-start lower bounds); "
+        f"{study['wall_seconds'] / 60:.1f} min wall, {study['cpu_seconds'] / 60:.1f} CPU-min "
+        f"(load {study['load_average'][0][0]:.1f}), commit {study['git_commit'][:10]}.\n"
+    )
+    for ext in study.get("extensions", []):
+        note += (
+            f"k = {ext['k']} ({', '.join(ext['models'])}; {', '.join(ext['targets'])}) added "
+            f"later: {ext['wall_seconds'] / 60:.1f} min wall, {ext['cpu_seconds'] / 60:.1f} "
+            f"CPU-min (load {ext['load_average'][0][0]:.1f}), commit {ext['git_commit'][:10]}.\n"
+        )
+    return _table(head, out) + note
+
+
+def real_data_table(data: Data) -> str:
+    """Per shipped dataset and method: the error against the truth, certified steps and the
+    largest angle to the certified decomposition."""
+    doc = data.json(REAL_DATA)
+    err_key = {"gmm": "mean_error", "topics": "topic_tv", "ica": "mixing_1_minus_cos"}
+    out = []
+    for ds in doc["datasets"]:
+        key = err_key[ds["model"]]
+        for label, m in ds["methods"].items():
+            errs = m[key]
+            out.append(
+                f"| {ds['dataset']} | {ds['model']} | {ds['N']:,} | {ds['k']} | {label} | "
+                f"{np.median(errs):.3g} / {max(errs):.3g} | {m['certified_steps']}/{ds['k']} | "
+                f"{m['redone_steps']} | {m['angle_to_certified_deg']:.2g}° | "
+                f"{m['seconds']:.1f} |"
+            )
+    head = [
+        "dataset",
+        "model",
+        "N",
+        "k",
+        "method",
+        "error median / max",
+        "certified steps",
+        "redone steps",
+        "largest angle to certified",
+        "s",
+    ]
+    return _table(head, out)
+
+
+def figure_noise(data: Data) -> Figure:
+    """Left: E's best direction's overlaps (largest with one component, with the attractor's
+    direction) over their isotropic values, against k. Right: q on T + E, on T and on the
+    attractor at the same norm, against ‖E‖/(λ_min k^{−1/(p−1)})."""
+    doc = data.json(NOISE)
+    fig = Figure(figsize=(11, 4.2))
+    ax1, ax2 = fig.subplots(1, 2)
+    colours = {"topics": "tab:blue", "gmm": "tab:orange", "ica": "tab:green"}
+    rows = [r for r in doc["rows"] if r["target"] != "pilot"]
+    for kind in MODEL_ORDER:
+        mine = [r for r in rows if r["kind"] == kind]
+        if not mine:
+            continue
+        c = colours[kind]
+        k = np.array([r["k"] for r in mine], float)
+        jitter = k * (1 + 0.04 * (MODEL_ORDER.index(kind) - 1))
+        comp = [r["component_overlap"] / r["component_overlap_random"] for r in mine]
+        att = [r["attractor_overlap"] / r["attractor_overlap_random"] for r in mine]
+        ax1.scatter(jitter, comp, color=c, marker="o", s=18, label=f"{kind}: one component")
+        ax1.scatter(jitter, att, color=c, marker="x", s=22, label=f"{kind}: attractor")
+        g = [r["global_ratio"] for r in mine]
+        ax2.scatter(g, [r["q"]["q"] for r in mine], color=c, marker="o", s=18, label=f"{kind}: T+E")
+        qa = [(x, r["q_attractor"]["q"]) for x, r in zip(g, mine, strict=True) if r["q_attractor"]]
+        if qa:
+            xs, ys = np.array(qa).T
+            ax2.scatter(xs, ys, color=c, marker="^", s=18, facecolors="none",
+                        label=f"{kind}: attractor, same ‖E‖")  # fmt: skip
+    ax1.axhline(1.0, color="grey", ls="--", lw=1)
+    ax1.text(30, 1.04, "isotropic", color="grey", fontsize=8, ha="center")
+    ax1.set_xscale("log")
+    ax1.set_xticks(sorted({r["k"] for r in rows}))
+    ax1.set_xlabel("k (whitened dimension)")
+    ax1.set_ylabel("overlap / its value for a random direction")
+    ax1.set_title("E's best rank-one direction")
+    top = max(r["component_overlap"] / r["component_overlap_random"] for r in rows)
+    ax1.set_ylim(0, 1.5 * top)  # the legend sits above the data
+    ax1.legend(fontsize=7, ncol=2, loc="upper left")
+    ax2.set_xscale("log")
+    ax2.set_xlabel("‖E‖ / (λ_min k^(−1/(p−1)))")
+    ax2.set_ylabel("per-start escape probability q")
+    ax2.set_ylim(0.5, 1.02)
+    ax2.set_title("random starts of the power method (AGHKT iterations)")
+    ax2.legend(fontsize=7, loc="lower left")
+    fig.tight_layout()
+    return fig
+
+
+#: Block name -> text generator, in page order (the figure is registered separately).
+SAMPLES_BLOCKS = {
+    "samples-nstar": nstar_table,
+    "samples-noise": noise_table,
+    "samples-real-data": real_data_table,
+}
+SAMPLES_FIGURES = {
+    "figure-samples-noise": RateFigure("samples_noise.png", "noise structure", 110, figure_noise)
+}
