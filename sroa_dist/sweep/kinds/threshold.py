@@ -13,7 +13,8 @@ Grammar (marker table ``[threshold]``)::
     [tensor]    n, p, lambdas | weights, lambda_min
                                          (basis random, full rank: as find_threshold builds it)
     [noise]     model, params            (ε is searched, so no noise level)
-    [solver]    method                   (each method with its defaults)
+    [solver]    method, options          (options: the method's, e.g. [solver.options.power]
+                                          budget = "aghkt"; a sub-table per method of an axis)
     [threshold] criterion, c, radius, eps_range, rtol,
                 global_check, redo, scan_phases, certify_ends, k_section, matrix_free,
                 revision
@@ -466,11 +467,16 @@ class ThresholdProblem:
     revisions: Mapping[str, int] = field(default_factory=dict)
     radius: float | None = None
     search: Mapping[str, Any] = field(default_factory=dict)
+    #: The spec's ``[solver.options]`` for this method (plain keys and its sub-table): what
+    #: find_threshold gives every step on top of the pinned revision's options.
+    options: Mapping[str, Any] = field(default_factory=dict)
 
     def run(self, executor: Any = None) -> ThresholdResult:
         """:func:`sroa_dist.find_threshold` on this instance; ``executor`` runs the rounds'
         evaluations (the same result on any)."""
-        kwargs = {} if self.c is None else {"c": self.c}
+        kwargs: dict[str, Any] = {} if self.c is None else {"c": self.c}
+        if self.options:  # absent when empty: a search without options is unchanged
+            kwargs["options"] = dict(self.options)
         if self.radius is not None and self.criterion == "theorem":
             kwargs["radius"] = self.radius
         return find_threshold(
@@ -512,7 +518,18 @@ def problem_of(
         revisions=dict(spec.solver.revisions),
         radius=t.radius if t.criterion == "theorem" else None,
         search=t.search,
+        options=_given_options(spec.solver.options, settings.method),
     )
+
+
+def _given_options(table: Mapping[str, Any], method: str) -> dict[str, Any]:
+    """The options a spec gives ``method``: ``[solver.options]``'s plain keys, then its
+    sub-table ``[solver.options.<method>]`` (find_threshold adds the pinned revision's)."""
+    out = {k: v for k, v in table.items() if not isinstance(v, Mapping)}
+    sub = table.get(method)
+    if isinstance(sub, Mapping):
+        out.update(sub)
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -686,15 +703,15 @@ def _check_solver(
                 solver[key],
                 "find_threshold runs full-rank SROA and bounds ||E|| with the method's default",
             )
-    for key in ("options", "norm_options"):
-        if solver[key]:
-            raise SpecError(
-                src,
-                f"solver.{key}",
-                "an empty table in a threshold sweep",
-                solver[key],
-                "find_threshold runs each method with its default options",
-            )
+    if solver["norm_options"]:
+        raise SpecError(
+            src,
+            "solver.norm_options",
+            "an empty table in a threshold sweep",
+            solver["norm_options"],
+            "find_threshold bounds ||E|| with the method's default; method options go in "
+            "[solver.options]",
+        )
     check_methods(solver, methods, src)
     for m in methods:
         for n in ns:
