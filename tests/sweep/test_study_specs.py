@@ -113,3 +113,25 @@ def test_a_threshold_smoke_study_runs_through_the_cli_and_checks(tmp_path):
     assert bool(ds.done.all())
     assert int(ds.n_evals.sum()) > 0 and bool((ds.eps_lo < ds.eps_hi).all())
     assert ds.attrs["setting_search"] and '"matrix_free": true' in ds.attrs["setting_search"]
+
+
+def test_the_asymptote_studies_scan_ranges_hold_the_predictions_committed_before_them():
+    """Issue 35: each asymptote spec states its own scan range (the search reads nothing
+    else), global steps, matrix-free, k_section 4; the range holds the prediction (and its
+    g_p-corrected value) at every size, starting below it so the scan reaches it from below."""
+    import json
+
+    doc = json.loads((ROOT / "docs/data/rate/asymptote-predictions.json").read_text())
+    preds = {(e["p"], e["c"]): {r["n"]: r for r in e["rows"]} for e in doc["predictions"]}
+    for p, sizes in ((3, [512, 1024, 2048]), (4, [512, 1024]), (5, [512, 1024])):
+        for tag, criterion, c in (("c0.5", "value", 0.5), ("c2", "theorem", 2.0)):
+            spec, t = _threshold(f"asymptote-p{p}-{tag}")
+            assert (t.criterion, t.c, t.radius, t.rtol) == (criterion, c, None, 0.02)
+            assert list(spec.axes["tensor.n"].values) == sizes
+            assert t.search["global_check"] and t.search["redo"]
+            assert t.matrix_free is True and t.search["k_section"] == 4
+            lo, hi = t.eps_range
+            for n in sizes:
+                row = preds[(p, c)][n]
+                for e in (row["eps_star"], row.get("eps_star_corrected", row["eps_star"])):
+                    assert 1.2 * lo < e < hi / 1.4, (p, tag, n, e, (lo, hi))

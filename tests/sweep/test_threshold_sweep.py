@@ -97,6 +97,43 @@ def test_spec_errors_name_their_key(key, value, blamed):
     assert info.value.key == blamed and "s.toml" in str(info.value)
 
 
+def test_method_options_reach_the_search_and_are_an_instance_setting():
+    """``[solver.options.power] budget = "aghkt"`` (issue 35: power with the AGHKT budget
+    against global steps): the instance's search is find_threshold(options=...)'s bit for bit,
+    another method of the axis gets none, and a store refuses a spec with other options."""
+    raw = _small(
+        **{"noise.model": "attractor", "tensor.n": [4], "solver.method": ["power", "sshopm"]}
+    )
+    raw["replicates"] = 1
+    raw["noise"].pop("params")
+    raw["threshold"].update({"global_check": False, "redo": False, "rtol": 0.1})
+    plain = spec_from_dict(raw)
+    spec = spec_from_dict(
+        {**raw, "solver": {**raw["solver"], "options": {"power": {"budget": "aghkt"}}}}
+    )
+    assert plain.instance_settings() != spec.instance_settings()
+    at = {"noise": "attractor", "n": 4}
+    power = THRESHOLD.instance(spec, spec.settings_at({**at, "method": "power"}), 0)
+    sshopm = THRESHOLD.instance(spec, spec.settings_at({**at, "method": "sshopm"}), 0)
+    assert dict(power.options) == {"budget": "aghkt"} and dict(sshopm.options) == {}
+    got = power.run()
+    want = find_threshold(
+        4,
+        3,
+        family="attractor",
+        method="power",
+        options={"budget": "aghkt"},
+        c=0.5,
+        eps_range=(0.05, 1.5),
+        rtol=0.1,
+        global_check=False,
+        redo=False,
+        rng=np.random.SeedSequence(power.seed, spawn_key=power.spawn_key),
+    )
+    assert got.bracket == want.bracket and got.n_evals == want.n_evals
+    assert [e.metric for e in got.trace] == [e.metric for e in want.trace]
+
+
 def test_theorem_takes_c_and_radius_and_recovery_takes_a_radius():
     spec = spec_from_dict(_small(**{"threshold.criterion": "theorem", "threshold.radius": 0.3}))
     assert spec.threshold.level is None

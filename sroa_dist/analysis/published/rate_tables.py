@@ -24,7 +24,9 @@ from .sources import Data
 __all__ = [
     "RATE",
     "TABLES",
+    "ASYMPTOTE_STUDIES",
     "VALUE_STUDIES",
+    "asymptote_brackets",
     "WORST_CASE_STUDIES",
     "bracket_moved",
     "escape_series",
@@ -532,6 +534,116 @@ def rerun_table(data: Data) -> str:
     return _table(head, out) + f"\nNot rerun: {', '.join(missing) or 'none'}.\n"
 
 
+#: The asymptote runs (issue 35): (p, criterion label of asymptote-predictions.json) -> the
+#: study stores under docs/data/studies that hold its first crossings (the spec's own, and the
+#: spec's check at a smaller n).
+ASYMPTOTE_STUDIES: dict[tuple[int, str], list[str]] = {
+    (3, "value c=0.5"): ["asymptote-p3-c0.5", "asymptote-p3-c0.5-n256"],
+    (3, "theorem c=2"): ["asymptote-p3-c2"],
+    (4, "value c=0.5"): ["asymptote-p4-c0.5"],
+    (4, "theorem c=2"): ["asymptote-p4-c2"],
+    (5, "value c=0.5"): ["asymptote-p5-c0.5"],
+    (5, "theorem c=2"): ["asymptote-p5-c2"],
+}
+ASYMPTOTE_PREDICTIONS = f"{RATE}/asymptote-predictions.json"
+
+
+def asymptote_brackets(data: Data, p: int, label: str) -> dict[int, tuple[float, float]]:
+    """n -> the measured bracket (median over replicates) of the asymptote study of ``(p,
+    label)``, from whichever of its stores exist (none: empty)."""
+    rows: list[dict[str, Any]] = []
+    for study in ASYMPTOTE_STUDIES.get((p, label), []):
+        cube = data.threshold_store(study)
+        if cube:
+            data.note_store(study, cube, f"n = {_sizes(r['n'] for r in cube)}")
+            rows += cube
+    return per_size(rows)
+
+
+def _doubling(brackets: dict[int, tuple[float, float]], n: int, p: int) -> str:
+    """The measured slope of log ε* against log(n − 1) over the doubling ending at ``n``: the
+    bracket centres' slope and the range the two brackets allow."""
+    half = n // 2
+    if n not in brackets or half not in brackets:
+        return "—"
+    (a_lo, a_hi), (b_lo, b_hi) = brackets[half], brackets[n]
+    run = math.log((n - 1) / (half - 1))
+    mid = math.log(math.sqrt(b_lo * b_hi) / math.sqrt(a_lo * a_hi)) / run
+    lo, hi = math.log(b_lo / a_hi) / run, math.log(b_hi / a_lo) / run
+    return f"{mid:+.3f} [{lo:+.3f}, {hi:+.3f}] (−1/(p−1) = {-1 / (p - 1):+.3f})"
+
+
+def asymptote_table(data: Data) -> str:
+    """The asymptote runs' predictions (committed before the runs) and, where a store exists,
+    the measured bracket beside them; "not yet measured" where none does."""
+    doc = data.json(ASYMPTOTE_PREDICTIONS)
+    out = []
+    for e in doc["predictions"]:
+        p, label = e["p"], e["criterion"]
+        brackets = asymptote_brackets(data, p, label)
+        for r in e["rows"]:
+            n = r["n"]
+            if p == 6 and label == "value c=0.5" and n < 2048:
+                continue  # below the onset: the plateau, measured to n = 128 (tilt-p6)
+            if p == 6 and label != "value c=0.5":
+                continue  # only the value criterion's onset is a target
+            pred = r["eps_star"]
+            corr = r.get("eps_star_corrected")
+            corr_s = f"{corr:.4f} ({r['corrected_is']})" if corr is not None else (
+                "not corrected" if label.startswith("theorem") else "—"
+            )  # fmt: skip
+            if n in brackets:
+                lo, hi = brackets[n]
+                mid = math.sqrt(lo * hi)
+                meas = f"({lo:.4f}, {hi:.4f}]"
+                cmp = f"{100 * (mid / pred - 1):+.1f} %"
+                if corr is not None:
+                    cmp += f" ({100 * (mid / corr - 1):+.1f} % corrected)"
+                norm = f"{mid * (n - 1) ** (1 / (p - 1)):.3f}"
+            else:
+                meas, cmp, norm = "not yet measured", "—", "—"
+            out.append(
+                f"| {p} | {label} | {n} | {pred:.4f} | {corr_s} | "
+                f"{r['normalised']:.3f} | {r['local_slope']:+.3f} | "
+                f"{e['asymptote_prefactor']:.3f} | {meas} | {cmp} | {norm} | "
+                f"{_doubling(brackets, n, p)} |"
+            )
+    head = [
+        "p", "criterion", "n", "predicted ε* (n = 16 model)", "corrected for g_p(n)",
+        "predicted ε*·(n−1)^{1/(p−1)}", "model local slope", "asymptote (c/g_p(0))^{1/(p−1)}",
+        "measured (lo, hi]", "measured/predicted − 1", "measured ε*·(n−1)^{1/(p−1)}",
+        "measured slope of the doubling [range]",
+    ]  # fmt: skip
+    prov = doc["provenance"]
+    onsets = ", ".join(
+        f"p = {e['p']} at n = {e['onset_n']}"
+        for e in doc["predictions"]
+        if e["criterion"] == "value c=0.5"
+    )
+    note = (
+        f"\nPredicted onsets (value c = 0.5): {onsets}; every row above lies past its onset.\n"
+        f"Predictions made {prov['date'][:16].replace('T', ' ')} UTC from model code "
+        f"{prov['model_code_commit'][:7]} (`{prov['script']}`), before any of these runs.\n"
+    )
+    checks = "".join(
+        f"- p = {c['p']}, n = {c['n']}: measured ({c['measured'][0]:.4f}, "
+        f"{c['measured'][1]:.4f}], n = 16 model {c['model']:.4f} "
+        f"({100 * c['measured_over_model']:+.1f} %), corrected "
+        + (
+            f"{c['corrected']:.4f} ({100 * c['measured_over_corrected']:+.1f} %)\n"
+            if c["measured_over_corrected"] is not None
+            else f"none ({c['corrected_is']}: the fitted decay does not hold there)\n"
+        )
+        for c in doc["correction_check"]
+    )
+    return (
+        _table(head, out)
+        + note
+        + "\nThe c = 2 correction on the c = 2 crossings published before it:\n\n"
+        + checks
+    )
+
+
 #: Block name -> table, in the order of docs/results/thresholds.md.
 TABLES: dict[str, Callable[[Data], str]] = {
     "accumulation": accumulation_table,
@@ -540,6 +652,7 @@ TABLES: dict[str, Callable[[Data], str]] = {
     "onset": onset_table,
     "p6": p6_table,
     "theorem": theorem_table,
+    "asymptote": asymptote_table,
     "lambda-min": lambda_table,
     "worst-case": worst_case_table,
     "escape": escape_table,

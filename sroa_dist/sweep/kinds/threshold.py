@@ -472,7 +472,9 @@ class ThresholdProblem:
     def run(self, executor: Any = None) -> ThresholdResult:
         """:func:`sroa_dist.find_threshold` on this instance; ``executor`` runs the rounds'
         evaluations (the same result on any)."""
-        kwargs = {} if self.c is None else {"c": self.c}
+        kwargs: dict[str, Any] = {} if self.c is None else {"c": self.c}
+        if self.options:  # absent when empty: a search without options is unchanged
+            kwargs["options"] = dict(self.options)
         if self.radius is not None and self.criterion == "theorem":
             kwargs["radius"] = self.radius
         return find_threshold(
