@@ -1,6 +1,6 @@
 """The asymptote runs' predictions (sroa_dist.analysis.asymptote): the fitted decay of g_p with
 n, the crossing it corrects, and the record, on synthetic curves whose answers are closed forms
-(the model's own curves cost 48 global SROAs per order; benchmarks/asymptote_predictions.py
+(the model's own curves cost 48 global SROAs per order; docs/data/rate/asymptote-predictions.py
 runs them)."""
 
 from __future__ import annotations

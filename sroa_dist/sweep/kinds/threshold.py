@@ -473,8 +473,6 @@ class ThresholdProblem:
         """:func:`sroa_dist.find_threshold` on this instance; ``executor`` runs the rounds'
         evaluations (the same result on any)."""
         kwargs: dict[str, Any] = {} if self.c is None else {"c": self.c}
-        if self.options:  # absent when empty: a search without options is unchanged
-            kwargs["options"] = dict(self.options)
         if self.radius is not None and self.criterion == "theorem":
             kwargs["radius"] = self.radius
         return find_threshold(
@@ -489,7 +487,7 @@ class ThresholdProblem:
             params=self.params,
             rng=np.random.SeedSequence(self.seed, spawn_key=self.spawn_key),
             revisions=self.revisions,
-            options=self.options,
+            options=dict(self.options),
             executor=executor,
             **self.search,
             **kwargs,

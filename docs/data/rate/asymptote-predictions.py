@@ -6,7 +6,7 @@ the c = 2 crossings also corrected by g_p's decay measured in
 code, whether the work tree was clean, the date, and the largest difference from the earlier
 predictions (``docs/data/rate/predictions.json``) at the sizes both hold.
 
-Usage: ``python benchmarks/asymptote_predictions.py`` (``--out`` defaults to
+Usage: ``python docs/data/rate/asymptote-predictions.py`` (it lay at ``benchmarks/asymptote_predictions.py`` when it wrote the committed file, whose provenance names that path) (``--out`` defaults to
 ``docs/data/rate/asymptote-predictions.json``)
 """
 
@@ -129,7 +129,7 @@ def main() -> None:
         "model_code_commit": _git("log", "-1", "--format=%H", "--", *MODEL_CODE),
         "model_code": list(MODEL_CODE),
         "model_code_clean": not dirty,
-        "script": "benchmarks/asymptote_predictions.py",
+        "script": "docs/data/rate/asymptote-predictions.py",
         "seconds": time.perf_counter() - t0,
         "load_average": list(os.getloadavg()),
     }
