@@ -39,7 +39,7 @@ DEFAULT_N_SPECTRAL = 4
 #: ``y ↦ T(θ, …, θ, y, ·)`` instead of a dense eigensolve, the Newton polish by MINRES on the
 #: same products instead of a dense solve, and the global check's deflation terms as matrix
 #: products: the same steps as the dense engine up to rounding (tests/core/test_large_n.py), not
-#: bit for bit. ``"auto"`` (``sshopm`` revision 5, ``power`` revision 2): the large-n engine on
+#: bit for bit. ``"auto"`` (``sshopm`` revisions 5 on, ``power`` 2 on): the large-n engine on
 #: operators of ``n >= LARGE_N``; ``"krylov"``: on every operator; ``"dense"``: never, the engine
 #: of the earlier revisions, which stores made with them keep (formed tensors always run it).
 ENGINES = ("auto", "krylov", "dense")
