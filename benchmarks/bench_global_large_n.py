@@ -11,6 +11,13 @@ comparable number, and the load average is recorded. ``--old`` also runs the den
 (``engine="dense"``) and reports the largest differences of λ̂, v̂ and the global gaps
 and whether the deflation order agrees.
 
+A case is ``p:n[:family[:method[:revision]]]``: family ``tilt`` (the case above, the default)
+or ``attractor`` (weights 1, ``eps = 0.3``, the family of benchmarks/power_vs_global.py);
+method ``sshopm`` (default) or ``power`` (with its AGHKT budget, ``budget="aghkt"``); a
+revision number runs that earlier revision of the method (its legacy options), e.g.
+``4:512:tilt:sshopm:5`` for p = 4 before the bounded lower end of revision 6. Each row is
+written as soon as it is measured, with the load average before and after it.
+
 Run:  python benchmarks/bench_global_large_n.py [--cases 3:256 3:512] [--old 256]
 Writes benchmarks/out/global_large_n.json.
 """
@@ -37,13 +44,29 @@ def _dgemm(n: int) -> float:
     return min(_cpu(lambda: A @ B)[1] for _ in range(3))
 
 
-def _sroa(p: int, n: int, engine: str = "auto"):
+def _sroa(
+    p: int,
+    n: int,
+    engine: str = "auto",
+    family: str = "tilt",
+    method: str = "sshopm",
+    revision: int | None = None,
+):
     import sroa_dist as sd
+    from sroa_dist.methods import METHODS
 
-    T = sd.structured_tensor(
-        p, (1.0,) * (n - 1) + (0.95,), family="coherent-tilt", eps=0.9 / math.sqrt(n - 1)
-    )
-    return _cpu(lambda: sd.sroa(T, method="sshopm", global_check=True, redo=True, engine=engine))
+    if family == "attractor":
+        T = sd.structured_tensor(p, np.ones(n), family="attractor", eps=0.3)
+    else:
+        T = sd.structured_tensor(
+            p, (1.0,) * (n - 1) + (0.95,), family="coherent-tilt", eps=0.9 / math.sqrt(n - 1)
+        )
+    opts = dict(METHODS[method].options_at(revision))
+    if engine != "auto":
+        opts["engine"] = engine
+    if method == "power":
+        opts["budget"] = "aghkt"
+    return _cpu(lambda: sd.sroa(T, method=method, global_check=True, redo=True, **opts))
 
 
 def main() -> None:
@@ -54,21 +77,30 @@ def main() -> None:
 
     rows = []
     for case in args.cases:
-        p, n = map(int, case.split(":"))
+        parts = case.split(":")
+        p, n = int(parts[0]), int(parts[1])
+        family = parts[2] if len(parts) > 2 else "tilt"
+        method = parts[3] if len(parts) > 3 else "sshopm"
+        revision = int(parts[4]) if len(parts) > 4 else None
+        load_before = os.getloadavg()[0]
         gemm = _dgemm(n)
-        res, cpu = _sroa(p, n)
+        res, cpu = _sroa(p, n, family=family, method=method, revision=revision)
         row = {
             "p": p,
             "n": n,
+            "family": family,
+            "method": method,
+            "revision": revision,
             "cpu_s": cpu,
             "dgemm_cpu_s": gemm,
             "over_dgemm": cpu / gemm,
+            "load_before": load_before,
             "load": os.getloadavg()[0],
             "redone": int(res.redone.sum()),
             "max_gap": float(np.nanmax(res.global_gap)),
         }
         if n in args.old:
-            old, cpu_old = _sroa(p, n, "dense")
+            old, cpu_old = _sroa(p, n, "dense", family, method, revision)
             # Vectors are columns, one per step; even p: v and −v are the same term.
             sign = 1.0 if p % 2 else np.sign(np.sum(old.vectors * res.vectors, axis=0))
             row.update(
@@ -86,7 +118,8 @@ def main() -> None:
             )
         print(row, flush=True)
         rows.append(row)
-    print(_common.write(args.out, {"rows": rows}))
+        _common.write(args.out, {"rows": rows})  # each row kept as soon as it is measured
+    print(_common.output_path(args.out))
 
 
 if __name__ == "__main__":

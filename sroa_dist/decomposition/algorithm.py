@@ -356,7 +356,9 @@ def _checked(
     B, r, p = res.lambdas.shape[0], res.rank, res.p
     # The check runs on the method's engine (its revision's); a method without that option
     # keeps the dense engine, the check's only one before the large-n engine.
-    check_engine = resolve_method(method).with_defaults(options).get("engine", "dense")
+    settings = resolve_method(method).with_defaults(options)
+    check_engine = settings.get("engine", "dense")
+    low_dim = settings.get("spectral_low_dim")
     steps = list(res.steps)
     gap = res.global_gap.copy()
     redone = res.redone.copy()
@@ -397,7 +399,14 @@ def _checked(
                 defl = Deflation(U[None], lam_n[None, :j], np.array([fro_j]))
                 own = lam_n[j] if p % 2 else abs(lam_n[j])
                 point = check_step(
-                    Tn, defl, est, check_rng, against=own, own=X[j], engine=check_engine
+                    Tn,
+                    defl,
+                    est,
+                    check_rng,
+                    against=own,
+                    own=X[j],
+                    engine=check_engine,
+                    spectral_low_dim=low_dim,
                 )
                 gap_n = point.objective - own
                 if redo and gap_n > GLOBAL_RTOL * fro_j:

@@ -142,6 +142,7 @@ def check_step(
     against: float = -np.inf,
     own: FloatArray | None = None,
     engine: str = "auto",
+    spectral_low_dim: int | None = None,
 ) -> CheckPoint:
     """The best point of a step's check starts (see the module docstring).
 
@@ -168,11 +169,14 @@ def check_step(
     engine : str
         The engine of the spectral starts and the polish on a matrix-free operator (the
         method's ``engine`` option, :data:`sroa_dist.methods.ascent.ENGINES`).
+    spectral_low_dim : int, optional
+        Where the large-n engine's Lanczos run accepts an even order's lower end (the
+        method's ``spectral_low_dim`` option, :data:`sroa_dist.methods.ascent.LOW_END_DIM`).
     """
     n, p = Tn.shape[1], Tn.ndim - 1
     defl = deflation.cold()
     parts = [estimates[:CHECK_ESTIMATES]]
-    parts.append(spectral_starts(Tn, [rng], CHECK_SPECTRAL, defl, engine)[0])
+    parts.append(spectral_starts(Tn, [rng], CHECK_SPECTRAL, defl, engine, spectral_low_dim)[0])
     parts.append(random_starts([rng], CHECK_RANDOM, n)[0])
     X0 = np.concatenate(parts)[None]
     signs = [defl] if p % 2 else [defl, defl.negated()]

@@ -39,10 +39,21 @@ DEFAULT_N_SPECTRAL = 4
 #: ``y ↦ T(θ, …, θ, y, ·)`` instead of a dense eigensolve, the Newton polish by MINRES on the
 #: same products instead of a dense solve, and the global check's deflation terms as matrix
 #: products: the same steps as the dense engine up to rounding (tests/core/test_large_n.py), not
-#: bit for bit. ``"auto"`` (``sshopm`` revision 5, ``power`` revision 2): the large-n engine on
+#: bit for bit. ``"auto"`` (``sshopm`` revisions 5 on, ``power`` 2 on): the large-n engine on
 #: operators of ``n >= LARGE_N``; ``"krylov"``: on every operator; ``"dense"``: never, the engine
 #: of the earlier revisions, which stores made with them keep (formed tensors always run it).
 ENGINES = ("auto", "krylov", "dense")
+#: ``sshopm``'s and ``power``'s default ``spectral_low_dim`` (``sshopm`` revision 6, ``power``
+#: revision 3; ``None`` before): the Krylov dimension from which the large-n engine's Lanczos
+#: run accepts the lower end of an even order's ``T(I, I, θ, …, θ)`` unconverged. With positive
+#: weights that matrix is ``Σ_i λ_i (v_i·θ)^{p-2} v_i v_iᵀ`` plus a small perturbation, so its
+#: lower end is a cluster of about n eigenvalues near 0 (the ``(v_i·θ)^{p-2}`` near 0) whose
+#: lowest eigenvector Lanczos resolves to a residual of 1e-10 only after about n products (it
+#: ran to its cap of 400 at n = 512: why p = 4 cost 4.6 times p = 3). That start serves the
+#: ``−T x^p`` ascent, for which every unit vector of the cluster's span is as good a start; an
+#: isolated lower end (a component of negative weight) converges well before this dimension,
+#: as before, and the upper end is always converged to the tolerance.
+LOW_END_DIM = 64
 #: From this dimension on ``engine="auto"`` runs the large-n engine: below it the dense
 #: eigensolves cost little, and results at small n keep the bits they had before the engine.
 LARGE_N = 128
@@ -200,18 +211,21 @@ def spectral_starts(
     n_starts: int,
     deflation: Deflation | None = None,
     engine: str = "auto",
+    low_end_dim: int | None = None,
 ) -> FloatArray:
     """Top eigenvectors (both signs of the extreme eigenvalues) of random contractions
     ``T(I, I, θ, …, θ)``: each matrix is dominated by the components ``v_i`` with large
     ``λ_i (v_i·θ)^{p-2}``, so its extreme eigenvectors start next to large components, which
     uniform starts rarely do when n is large. ``(B, n_starts, n)``. ``engine``
     (:data:`ENGINES`): by Lanczos on Hessian-vector products where :func:`large_engine`,
-    else by a dense eigensolve of each formed matrix."""
+    else by a dense eigensolve of each formed matrix. ``low_end_dim`` (large-n engine, even
+    p): the Krylov dimension from which the lower end is accepted unconverged
+    (:data:`LOW_END_DIM`; ``None``: converged like the upper end)."""
     n, p = Ts.shape[1], Ts.ndim - 1
     theta = random_starts(rngs, -(-n_starts // 2), n)
     # T(I, I, θ, ...) = Σ_i λ_i (v_i·θ)^{p-2} v_i v_iᵀ + noise: both extreme eigenvalues.
     if large_engine(Ts, engine):
-        w, ends = _extreme_pairs(Ts, theta, deflation)
+        w, ends = _extreme_pairs(Ts, theta, deflation, None if p % 2 else low_end_dim)
     else:
         w, V = np.linalg.eigh(deflated_contract(Ts, theta, p - 2, deflation))
         ends = [V[..., -1], V[..., 0]]
@@ -233,7 +247,7 @@ _LANCZOS_TOL, _LANCZOS_MAX_DIM = 1e-10, 400
 
 
 def _extreme_pairs(
-    Ts: TensorOperator, theta: FloatArray, deflation: Deflation | None
+    Ts: TensorOperator, theta: FloatArray, deflation: Deflation | None, low_end_dim: int | None
 ) -> tuple[FloatArray, list[FloatArray]]:
     """Both extreme eigenpairs of each ``T(I, I, θ, …)`` (implicitly deflated) by Lanczos on
     the products ``y ↦ T(θ, …, θ, y, ·)`` (:func:`_lanczos_extremes`, started from ``θ``
@@ -247,17 +261,20 @@ def _extreme_pairs(
     for b in range(B):
         db = None if deflation is None else deflation.take([b])
         H = _hessian_at(Ts.take([b]), theta[b : b + 1], db)
-        w[b], lo[b], hi[b] = _lanczos_extremes(lambda Y, H=H: H(Y[None])[0], theta[b])
+        w[b], lo[b], hi[b] = _lanczos_extremes(lambda Y, H=H: H(Y[None])[0], theta[b], low_end_dim)
     return w, [hi, lo]
 
 
-def _lanczos_extremes(apply: Any, V0: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+def _lanczos_extremes(
+    apply: Any, V0: FloatArray, low_end_dim: int | None = None
+) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Extreme eigenpairs of ``S`` symmetric matrices ``M_s`` known by ``apply(Y) = (M_s y_s)_s``
     (``Y (S, n)``), by Lanczos with full reorthogonalisation (twice, so the basis stays
     orthonormal to rounding) from the rows of ``V0``, run in lockstep until every matrix's
     lowest and highest Ritz pairs have residual ``<= _LANCZOS_TOL · max |Ritz value|`` (or the
-    space is invariant, or ``_LANCZOS_MAX_DIM``). Returns eigenvalues ``(S, 2)`` (lowest,
-    highest) and the two eigenvectors ``(S, n)`` each."""
+    space is invariant, or ``_LANCZOS_MAX_DIM``); from dimension ``low_end_dim`` on only the
+    highest pair has to meet that test (:data:`LOW_END_DIM`). Returns eigenvalues ``(S, 2)``
+    (lowest, highest) and the two eigenvectors ``(S, n)`` each."""
     S, n = V0.shape
     m_max = min(n, _LANCZOS_MAX_DIM)
     Q = np.zeros((S, m_max + 1, n))
@@ -279,7 +296,8 @@ def _lanczos_extremes(apply: Any, V0: FloatArray) -> tuple[FloatArray, FloatArra
         beta[:, m - 1] = np.where(live, b, 0.0)
         Q[:, m] = np.where(live[:, None], W / np.where(live, b, 1.0)[:, None], 0.0)
         if m == m_max or not live.any() or (m >= 16 and m % 8 == 0):
-            done |= ~live | _ritz_converged(alpha[:, :m], beta[:, :m])
+            high_only = low_end_dim is not None and m >= low_end_dim
+            done |= ~live | _ritz_converged(alpha[:, :m], beta[:, :m], high_only)
             if done.all():
                 break
     w = np.empty((S, 2))
@@ -299,16 +317,19 @@ def _lanczos_extremes(apply: Any, V0: FloatArray) -> tuple[FloatArray, FloatArra
 _RITZ_DENSE_MAX = 48
 
 
-def _ritz_converged(alpha: FloatArray, beta: FloatArray) -> NDArray[np.bool_]:
-    """Whether both extreme Ritz pairs of each Lanczos tridiagonal (``alpha (S, m)``, ``beta
-    (S, m)``, the last entry the residual norm) have residual ``<= _LANCZOS_TOL · max |Ritz
-    value|``: ``(S,)``."""
+def _ritz_converged(
+    alpha: FloatArray, beta: FloatArray, high_only: bool = False
+) -> NDArray[np.bool_]:
+    """Whether both extreme Ritz pairs (``high_only``: the highest) of each Lanczos tridiagonal
+    (``alpha (S, m)``, ``beta (S, m)``, the last entry the residual norm) have residual
+    ``<= _LANCZOS_TOL · max |Ritz value|``: ``(S,)``."""
     S, m = alpha.shape
     if m <= _RITZ_DENSE_MAX:
         vals, Y = np.linalg.eigh(_tridiagonal(alpha, beta[:, :-1]))
         res = np.abs(beta[:, -1, None] * Y[:, -1, [0, -1]])
         scale = np.abs(vals).max(axis=1, keepdims=True) + 1e-300
-        return np.all(res <= _LANCZOS_TOL * scale, axis=1)
+        ok = res <= _LANCZOS_TOL * scale
+        return ok[:, 1] if high_only else np.all(ok, axis=1)
     from scipy.linalg import eigh_tridiagonal
 
     out = np.empty(S, dtype=bool)
@@ -319,7 +340,8 @@ def _ritz_converged(alpha: FloatArray, beta: FloatArray) -> NDArray[np.bool_]:
         ]
         vals = np.array([e[0][0] for e in ends])
         res = np.abs(beta[s, -1] * np.array([e[1][-1, 0] for e in ends]))
-        out[s] = bool(np.all(res <= _LANCZOS_TOL * (np.abs(vals).max() + 1e-300)))
+        ok = res <= _LANCZOS_TOL * (np.abs(vals).max() + 1e-300)
+        out[s] = bool(ok[1] if high_only else ok.all())
     return out
 
 

@@ -20,6 +20,7 @@ from .ascent import (
     DEFAULT_MAX_STARTS,
     DEFAULT_N_SPECTRAL,
     DEFAULT_N_STARTS,
+    LOW_END_DIM,
     Deflation,
     _signed_problems,
     ascent_deflated,
@@ -191,6 +192,7 @@ def _method_power(
     budget: str = "fixed",
     noise_level: float | None = None,
     engine: str = "auto",
+    spectral_low_dim: int | None = LOW_END_DIM,
 ) -> MethodOutput:
     """Randomized robust tensor power method (Anandkumar et al., JMLR 2014, Algorithm 1).
 
@@ -202,7 +204,9 @@ def _method_power(
     ``engine`` (:data:`~sroa_dist.methods.ascent.ENGINES`): the engine of the global check of
     its SROA steps on matrix-free operators (``sroa(global_check=True)``); the iterations
     themselves are the same on every engine. Revision 1, which stores made with it keep, is
-    ``engine="dense"``.
+    ``engine="dense"``; ``spectral_low_dim`` (:data:`~sroa_dist.methods.ascent.LOW_END_DIM`):
+    where that check's Lanczos run accepts an even order's clustered lower end (revision 3;
+    ``None``, converged, in revision 2).
     """
     B, n = Ts.shape[0], Ts.shape[1]
     p = Ts.ndim - 1
@@ -266,6 +270,7 @@ def _method_sshopm(
     abandon_margin: float = ABANDON_MARGIN,
     kernel: str = "packed",
     engine: str = "auto",
+    spectral_low_dim: int | None = LOW_END_DIM,
 ) -> MethodOutput:
     """Multi-start shifted symmetric higher-order power method with adaptive shift.
 
@@ -311,7 +316,11 @@ def _method_sshopm(
     (matrix-free operators, :data:`~sroa_dist.methods.ascent.ENGINES`): ``"auto"`` runs the
     spectral starts by Lanczos and the Newton polish by MINRES on Hessian-vector products from
     ``n >= LARGE_N`` on (revision 5), ``"dense"`` by dense eigensolves at every n (revisions
-    1–4); the same steps up to rounding, in the steps and in their global check. Revisions 1 to
+    1–4); the same steps up to rounding, in the steps and in their global check.
+    ``spectral_low_dim``: the Krylov dimension from which the large-n engine's Lanczos run
+    accepts the lower end of an even order's ``T(I, I, θ, …, θ)`` unconverged (revision 6,
+    :data:`~sroa_dist.methods.ascent.LOW_END_DIM`: that end is a cluster at 0 on tensors of
+    positive weights; ``None``, revision 5: converged to the tolerance). Revisions 1 to
     4 of this method, which stores made with them keep using, are reproduced by the option values
     in its record's ``legacy`` table. Converges to local maxima: fast, with no bound of its
     own (a step is certified only where its value meets the unfolding bound that
@@ -339,7 +348,10 @@ def _method_sshopm(
         kw.update(abandon_margin=abandon_margin, kernel=kernel)
     X0 = random_starts(rngs, n_starts, n)
     if n_spectral:
-        X0 = np.concatenate([X0, spectral_starts(Ts, rngs, n_spectral, deflation, engine)], axis=1)
+        X0 = np.concatenate(
+            [X0, spectral_starts(Ts, rngs, n_spectral, deflation, engine, spectral_low_dim)],
+            axis=1,
+        )
     if warm and deflation is not None and deflation.warm is not None:
         X0 = np.concatenate([X0, deflation.warm], axis=1)
     elif deflation is not None:

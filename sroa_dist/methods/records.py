@@ -148,6 +148,10 @@ OPTION_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     ),
     "kernel": (lambda v: v in KERNELS, f"one of {list(KERNELS)}"),
     "engine": (lambda v: v in ENGINES, f"one of {list(ENGINES)}"),
+    "spectral_low_dim": (
+        lambda v: v is None or (_is_int(v) and v >= 1),
+        "an integer >= 1, or none (the lower end converged)",
+    ),
     "warm": (lambda v: isinstance(v, (bool, np.bool_)), "true or false"),
     "lazy": (lambda v: isinstance(v, (bool, np.bool_)), "true or false"),
     "order": (lambda v: v is None or (_is_int(v) and v >= 1), "an integer relaxation order"),
@@ -359,9 +363,12 @@ def _check_sos_indexable(name: str, n: int, p: int, options: Mapping[str, Any]) 
         )
 
 
+#: What revision 5 of ``sshopm`` (and revision 2 of ``power``) share with the earlier ones and
+#: revision 6 (3) changed: Lanczos converges both ends of an even order's contraction.
+_BEFORE_6: dict[str, Any] = {"spectral_low_dim": None}
 #: What revisions 1-4 of ``sshopm`` (and revision 1 of ``power``) share and the large-n engine
 #: changed: dense eigensolves for spectral starts, Newton polish and the global check at every n.
-_BEFORE_5: dict[str, Any] = {"engine": "dense"}
+_BEFORE_5: dict[str, Any] = {"engine": "dense", **_BEFORE_6}
 #: What revisions 1-3 of ``sshopm`` share and revision 4 changed: the confirmation rule and
 #: spectral starts on matrix-free operators only.
 _BEFORE_4: dict[str, Any] = {"confirm": "settle", "n_spectral": "operators", **_BEFORE_5}
@@ -400,15 +407,20 @@ def _builtin_records() -> list[Method]:
             # 5: on matrix-free operators of n >= LARGE_N, the large-n engine (engine="auto":
             # Lanczos spectral starts, MINRES polish, in the steps and their global check):
             # the same steps up to rounding, not bit for bit.
+            # 6: the large-n engine's Lanczos run accepts an even order's clustered lower end
+            # at Krylov dimension LOW_END_DIM (spectral_low_dim; it ran to 400 at n = 512):
+            # the same steps as revision 5 at odd p, at even p the same values and components
+            # (tests/core/test_large_n.py).
             # Each revision's throughput and misses: docs/results/benchmarks.md, Figure-2
             # throughput, False confirmations and Global SROA at large n (bench_sroa_local.py,
             # bench_miss_rate.py, bench_global_large_n.py).
-            revision=5,
+            revision=6,
             legacy={
                 1: {**_BEFORE_4, "abandon_margin": math.inf, "kernel": "dense"},
                 2: {**_BEFORE_4, "kernel": "symmetric"},
                 3: dict(_BEFORE_4),
                 4: dict(_BEFORE_5),
+                5: dict(_BEFORE_6),
             },
         ),
         make_method(
@@ -417,8 +429,9 @@ def _builtin_records() -> list[Method]:
             cost=_local_cost(1e-7),
             # 2: the global check of its steps on operators of n >= LARGE_N runs the large-n
             # engine (its own iterations are unchanged).
-            revision=2,
-            legacy={1: dict(_BEFORE_5)},
+            # 3: that check's Lanczos runs accept an even order's lower end at LOW_END_DIM.
+            revision=3,
+            legacy={1: dict(_BEFORE_5), 2: dict(_BEFORE_6)},
         ),
     ]
 

@@ -345,13 +345,127 @@ def test_large_n_engine_takes_the_same_steps_on_the_tilt(n):
 
 def test_the_engine_is_a_method_revision():
     """sshopm revision 5 and power revision 2 run the large-n engine from LARGE_N on; their
-    earlier revisions are the dense engine, which stores made with them keep."""
-    assert METHODS["sshopm"].revision == 5 and METHODS["power"].revision == 2
-    for method, old in (("sshopm", (1, 2, 3, 4)), ("power", (1,))):
+    earlier revisions are the dense engine, which stores made with them keep. sshopm revision
+    6 and power revision 3 bound the Krylov dimension of an even order's lower end
+    (``spectral_low_dim``); revisions 5 and 2 converge it."""
+    assert METHODS["sshopm"].revision == 6 and METHODS["power"].revision == 3
+    for method, old, before_bound in (("sshopm", (1, 2, 3, 4), 5), ("power", (1,), 2)):
         assert METHODS[method].options_at(None) == {}  # direct calls: engine="auto"
         assert all(METHODS[method].options_at(r)["engine"] == "dense" for r in old)
+        assert METHODS[method].options_at(before_bound) == {"spectral_low_dim": None}
+        assert all(METHODS[method].options_at(r)["spectral_low_dim"] is None for r in old)
     with pytest.raises(OptionError, match="engine"):
         check_options("sshopm", {"engine": "lanczos"})
+    with pytest.raises(OptionError, match="spectral_low_dim"):
+        check_options("sshopm", {"spectral_low_dim": 0})
+
+
+#: The runs of DENSE_GOLDEN, and ``sroa(method="sshopm", rank=3, rng=0, global_check=True,
+#: redo=True)`` of the p = 4 tilt at n = 128 (``p4_*``), by the code of sshopm revision 5 and
+#: power revision 2 (engine at 984290b, 2026-11-28): the Lanczos engine's bits before the
+#: bounded lower end.
+KRYLOV_GOLDEN = DATA / "krylov_engine_n128.npz"
+
+
+def _golden_runs(rev_sshopm, rev_power):
+    """The runs of KRYLOV_GOLDEN by the given revisions (``None``: the current ones)."""
+    s_opts = METHODS["sshopm"].options_at(rev_sshopm)
+    w_opts = METHODS["power"].options_at(rev_power)
+    op = _tilt(128)
+    s = sroa(op, 5, "sshopm", rng=0, global_check=True, redo=True, **s_opts)
+    w = sroa(op, 3, "power", rng=1, global_check=True, redo=True, n_starts=2, n_iter=3,
+             **w_opts)  # fmt: skip
+    o = rank_one(op, "sshopm", rng=2, **s_opts)
+    s4 = sroa(_tilt(128, 4), 3, "sshopm", rng=0, global_check=True, redo=True, **s_opts)
+    return {
+        "sshopm_lambdas": s.lambdas,
+        "sshopm_vectors": s.vectors,
+        "sshopm_gap": s.global_gap,
+        "power_lambdas": w.lambdas,
+        "power_vectors": w.vectors,
+        "power_gap": w.global_gap,
+        "power_redone": w.redone,
+        "rank_one_x": o.x,
+        "p4_lambdas": s4.lambdas,
+        "p4_vectors": s4.vectors,
+        "p4_gap": s4.global_gap,
+    }
+
+
+@pytest.mark.slow
+def test_revision_5_keeps_the_lanczos_engines_bits():
+    """sshopm revision 5 and power revision 2, pinned, reproduce the old code's bits at
+    n = 128, p = 3 and p = 4. The current revisions take the same p = 3 steps bit for bit (the
+    bounded lower end is an even order's only) and the same p = 4 values, gaps and global
+    steps; among the p = 4 tilt's n − 1 exactly tied unit weights a step may take another
+    component (a start differs inside the cluster), so there each step is checked to be a
+    distinct unit component (the same steps in the same order where weights are distinct:
+    the next test)."""
+    g = np.load(KRYLOV_GOLDEN)
+    old, new = _golden_runs(5, 2), _golden_runs(None, None)
+    for key, want in old.items():
+        assert np.array_equal(_bits(want), _bits(g[key])), key
+    for key in [k for k in new if not k.startswith("p4_")]:
+        assert np.array_equal(_bits(new[key]), _bits(g[key])), key
+    np.testing.assert_allclose(new["p4_lambdas"], g["p4_lambdas"], rtol=0, atol=ENGINE_ATOL)
+    np.testing.assert_allclose(new["p4_gap"], g["p4_gap"], rtol=0, atol=1e-9)
+    # Which of the tied unit components a step takes is the starts' choice: here each step is
+    # a distinct unit component, as in the old code, but not necessarily the same one.
+    comps = np.argmax(np.abs(new["p4_vectors"]), axis=0)
+    assert np.unique(comps).size == comps.size and (comps != 127).all()
+    assert np.abs(new["p4_vectors"]).max(axis=0).min() > 0.99
+
+
+def test_lanczos_accepts_a_clustered_lower_end_at_the_bound():
+    """An even order's T(I, I, θ, θ) with positive weights: its lower end is a cluster at 0.
+    With ``low_end_dim`` the run stops near that dimension, far below n products, and its upper
+    pair is still the exact top eigenpair; without it the run resolves the cluster."""
+    from sroa_dist.methods.ascent import _lanczos_extremes
+
+    n = 300
+    rng = np.random.default_rng(3)
+    Q = np.linalg.qr(rng.standard_normal((n, n)))[0]
+    d = np.sort(rng.standard_normal(n) ** 2 / n)  # (v_i·θ)² for a random θ: dense near 0
+    d[-1] += 0.05  # an isolated top, as a large component gives
+    M = (Q * d) @ Q.T
+    products = []
+
+    def apply(Y):
+        products.append(len(Y))
+        return Y @ M
+
+    v0 = rng.standard_normal((1, n))
+    w, lo, hi = _lanczos_extremes(apply, v0, low_end_dim=64)
+    bounded = len(products)
+    assert bounded <= 72  # the first test at or past 64
+    np.testing.assert_allclose(w[0, 1], d[-1], rtol=1e-10)
+    assert abs(abs(hi[0] @ Q[:, -1]) - 1) < 1e-8
+    assert lo[0] @ M @ lo[0] < 0.05 * d[-1]  # a vector of the cluster
+    products.clear()
+    w_full, _, _ = _lanczos_extremes(apply, v0)
+    assert len(products) > 2 * bounded  # the converged lower end costs far more
+    np.testing.assert_allclose(w_full[0, 0], d[0], atol=1e-10 * d[-1])
+
+
+def test_the_bounded_lower_end_takes_the_same_steps_at_even_order():
+    """p = 4 with distinct weights at n = 96 (past the bound): the current revision (bounded
+    lower end), revision 5 and the dense engine take the same steps, in the same order, and
+    find planted components (the tilt reorders close weights, so not necessarily the top r)."""
+    n = 96
+    lam = np.linspace(1.0, 0.5, n)
+    op = structured_tensor(4, lam, family="coherent-tilt", eps=0.05)
+    r = 12
+    krylov = {"engine": "krylov"}
+    runs = [
+        sroa(op, r, "sshopm", rng=0, global_check=True, redo=True, **opts)
+        for opts in (krylov, {**krylov, **METHODS["sshopm"].options_at(5)}, {"engine": "dense"})
+    ]
+    for other in runs[1:]:
+        _assert_same_steps(runs[0], other)
+    assert not np.array_equal(runs[0].vectors, runs[1].vectors)  # the bound was reached
+    comps = np.argmax(np.abs(runs[0].vectors), axis=0)  # planted components, near the top
+    assert np.unique(comps).size == r and comps.max() < 2 * r
+    assert np.abs(runs[0].vectors).max(axis=0).min() > 0.99
 
 
 def test_a_pinned_old_revision_keeps_the_dense_engines_bits_at_large_n():

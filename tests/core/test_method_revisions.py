@@ -159,10 +159,12 @@ def test_abandon_margin_is_checked():
 
 
 def test_only_known_revisions_run():
-    before_5 = {"engine": "dense"}  # the large-n engine (tests/core/test_large_n.py)
+    before_6 = {"spectral_low_dim": None}  # the bounded lower end (tests/core/test_large_n.py)
+    before_5 = {"engine": "dense", **before_6}  # the large-n engine (same file)
     before_4 = {"confirm": "settle", "n_spectral": "operators", **before_5}
-    assert METHODS["sshopm"].revision == 5
-    assert METHODS["sshopm"].options_at(5) == {} == METHODS["sshopm"].options_at(None)
+    assert METHODS["sshopm"].revision == 6
+    assert METHODS["sshopm"].options_at(6) == {} == METHODS["sshopm"].options_at(None)
+    assert METHODS["sshopm"].options_at(5) == before_6
     assert METHODS["sshopm"].options_at(4) == before_5
     assert METHODS["sshopm"].options_at(3) == before_4
     assert METHODS["sshopm"].options_at(2) == {**before_4, "kernel": "symmetric"}
@@ -249,6 +251,7 @@ def test_a_spec_names_only_known_revisions():
         "confirm": "settle",
         "n_spectral": "operators",
         "engine": "dense",
+        "spectral_low_dim": None,
     }
     assert _spec(revisions={"sshopm": 1}).options_for("sshopm") == legacy
     assert _spec().options_for("sshopm") == {}
