@@ -6,8 +6,9 @@ the c = 2 crossings also corrected by g_p's decay measured in
 code, whether the work tree was clean, the date, and the largest difference from the earlier
 predictions (``docs/data/rate/predictions.json``) at the sizes both hold.
 
-Usage: ``python docs/data/rate/asymptote-predictions.py`` (it lay at ``benchmarks/asymptote_predictions.py`` when it wrote the committed file, whose provenance names that path) (``--out`` defaults to
-``docs/data/rate/asymptote-predictions.json``)
+Usage: ``python docs/data/rate/asymptote-predictions.py`` (``--out`` defaults to
+``docs/data/rate/asymptote-predictions.json``). The committed file was written while this
+script lay at ``benchmarks/asymptote_predictions.py``; its provenance names that path.
 """
 
 from __future__ import annotations
