@@ -74,6 +74,7 @@ from ..spec import (
     check_method_options,
     check_methods,
     check_replicates,
+    key_meanings,
     prune_model_params,
     validate_table,
 )
@@ -529,6 +530,27 @@ def compute_accumulation_block(task: BlockTask, spec: AccumulationSweepSpec) -> 
     )
 
 
+#: What each key of a accumulation spec means (docs/reference/spec.md): the keys this kind reads
+#: its own way; the common and shared keys' meanings come from :mod:`..spec.meanings`.
+ACCUMULATION_KEY_MEANINGS: Mapping[str, str] = key_meanings(
+    ACCUMULATION_SCHEMA,
+    {
+        "tensor.weight": "the target component's weight (the others 1), deflated last",
+        "noise.model": "structured perturbation family (a factored form: `coherent-tilt`, "
+        "`attractor`)",
+        "noise.eps": "operator norm ‖E‖ = eps; also `{start, stop, points}`: `numpy.geomspace`, "
+        "unrounded",
+        "solver.method": "local rank-one method of every step (`sshopm`, `power`): the tensor is "
+        "matrix-free",
+        "solver.steps": "refused: every run is full-rank SROA (n steps)",
+        "solver.norm_method": "refused: eps is the exact norm of the structured E",
+        "solver.norm_options": "refused: no norm is solved",
+        "accumulation.global_check": "check every SROA step against the global branch",
+        "accumulation.redo": "redo a non-global step from its check's point",
+    },
+)
+
+
 class AccumulationKind:
     """The ``accumulation`` kind (marker table ``[accumulation]``): error curves over ε."""
 
@@ -536,6 +558,7 @@ class AccumulationKind:
     #: Its spec grammar and swept dims (in cube order; the cube's shared vocabulary).
     schema: Mapping[str, Any] = ACCUMULATION_SCHEMA
     axis_keys: Mapping[str, str] = AXIS_KEYS
+    key_meanings: Mapping[str, str] = ACCUMULATION_KEY_MEANINGS
     dims: Mapping[str, Dim] = by_name(*(SHARED_AXES[d] for d in AXIS_KEYS.values()))
     marker = "accumulation"
     all_variables: Mapping[str, Variable] = ACCUMULATION_VARIABLES

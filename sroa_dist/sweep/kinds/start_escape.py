@@ -81,6 +81,7 @@ from ..spec import (
     build_axes,
     check_methods,
     check_replicates,
+    key_meanings,
     validate_table,
 )
 
@@ -580,6 +581,25 @@ def escape_instance(
     )
 
 
+#: What each key of a escape spec means (docs/reference/spec.md): the keys this kind reads
+#: its own way; the common and shared keys' meanings come from :mod:`..spec.meanings`.
+ESCAPE_KEY_MEANINGS: Mapping[str, str] = key_meanings(
+    ESCAPE_SCHEMA,
+    {
+        "solver.method": "solver label of the whole SROA: `power@L`, `power@aghkt`, "
+        "`power@aghkt*f`, `sshopm` or `sshopm@global`",
+        "noise.model": "family whose start escape is measured (`attractor`)",
+        "noise.eps": "operator norm ‖E‖ of the perturbation",
+        "escape.starts": "single starts per stage per instance (0: whole SROAs only)",
+        "escape.stages": "stages r (components still to be found): integers, `n` or `n/k`, "
+        "comma-separated",
+        "escape.n_iter": "power iterations N per start of `power@L` (AGHKT labels take its N)",
+        "escape.radius": "a start or step succeeds within this distance of a component",
+        "escape.sroa": "run one whole SROA per instance",
+    },
+)
+
+
 class EscapeKind:
     """The ``escape`` kind (marker table ``[escape]``): start escape and whole-SROA capture."""
 
@@ -587,6 +607,7 @@ class EscapeKind:
     #: Its spec grammar and swept dims (in cube order; the cube's shared vocabulary).
     schema: Mapping[str, Any] = ESCAPE_SCHEMA
     axis_keys: Mapping[str, str] = AXIS_KEYS
+    key_meanings: Mapping[str, str] = ESCAPE_KEY_MEANINGS
     dims: Mapping[str, Dim] = by_name(*(SHARED_AXES[d] for d in AXIS_KEYS.values()))
     marker = "escape"
     all_variables: Mapping[str, Variable] = ESCAPE_VARIABLES

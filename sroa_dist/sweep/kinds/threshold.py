@@ -106,6 +106,7 @@ from ..spec import (
     check_methods,
     check_replicates,
     check_tensor_size,
+    key_meanings,
     prune_model_params,
     replicate_advice,
     validate_table,
@@ -919,6 +920,40 @@ def compute_threshold_block(task: BlockTask, spec: ThresholdSweepSpec) -> BlockR
     )
 
 
+#: What each key of a threshold spec means (docs/reference/spec.md): the keys this kind reads
+#: its own way; the common and shared keys' meanings come from :mod:`..spec.meanings`.
+THRESHOLD_KEY_MEANINGS: Mapping[str, str] = key_meanings(
+    THRESHOLD_SCHEMA,
+    {
+        "tensor.lambdas": "the planted weights; default: `find_threshold`'s (one distinct "
+        "smallest weight)",
+        "tensor.weights": "a weight profile over n instead of lambdas: `last` (every weight 1 but "
+        "the last, lambda_min) or `linear` (evenly from 1 down to lambda_min)",
+        "tensor.lambda_min": "the profile's smallest weight, in (0, 1]; default 0.95",
+        "noise.model": "perturbation family or model whose threshold is searched (as "
+        "`noise.model` of a tensor sweep)",
+        "threshold.criterion": "success criterion: `value`, `recovery` or `theorem`",
+        "threshold.c": "the value criterion's level: max |λ̂ − λ| <= c·ε (theorem: its value "
+        "bound, default 2)",
+        "threshold.radius": "the recovery criterion's level: max ‖v̂ − v‖ <= radius (theorem: its "
+        "vector bound, default 20ε/λ_j)",
+        "threshold.eps_range": "[start, stop] of the ‖E‖ searched",
+        "threshold.rtol": "relative width at which the bisection stops",
+        "threshold.global_check": "check every local SROA step against check starts; default: the "
+        "search revision's",
+        "threshold.redo": "redo a non-global step from its check's point; default: the search "
+        "revision's",
+        "threshold.scan_phases": "phases of the upward scan; default: the search revision's",
+        "threshold.k_section": "points evaluated per search round (scan and refinement), run at "
+        "once on free workers; default 1 (sequential)",
+        "threshold.certify_ends": "rerun the SROA at both bracket ends with certified steps",
+        "threshold.matrix_free": "build the instance as a structured operator: true (the tilt "
+        "only), false, or unset (find_threshold's rule: above its dense-size cap)",
+        "threshold.revision": "search revision; pinned by the store, not written in a spec",
+    },
+)
+
+
 class ThresholdKind:
     """The ``threshold`` kind (marker table ``[threshold]``): first-crossing searches."""
 
@@ -929,6 +964,7 @@ class ThresholdKind:
     #: The spec grammar and its sweepable keys (docs/reference/spec.md lists them).
     schema: Mapping[str, Any] = THRESHOLD_SCHEMA
     axis_keys: Mapping[str, str] = AXIS_KEYS
+    key_meanings: Mapping[str, str] = THRESHOLD_KEY_MEANINGS
     #: Report and figures (:class:`sroa_dist.analysis.KindAnalysis`; a path: analysis is a
     #: layer above): the rate of ε* in n from the first-crossing brackets.
     analysis = "sroa_dist.analysis.threshold_figures:THRESHOLD_ANALYSIS"

@@ -42,6 +42,7 @@ from ...layout import (
     default_worker_memory,
     layout_chunks,
 )
+from ...spec import key_meanings
 from .spec import (
     AXIS_KEYS,
     WORST_CASE_SCHEMA,
@@ -308,6 +309,35 @@ def compute_block(task: BlockTask, spec: WorstCaseSweepSpec) -> BlockResult:
     )
 
 
+#: What each key of a worst_case spec means (docs/reference/spec.md): the keys this kind reads
+#: its own way; the common and shared keys' meanings come from :mod:`..spec.meanings`.
+WORST_CASE_KEY_MEANINGS: Mapping[str, str] = key_meanings(
+    WORST_CASE_SCHEMA,
+    {
+        "solver.method": "rank-one method of SROA's steps inside the search: `certified` (global) "
+        "or a local one (`sshopm`, ...)",
+        "solver.steps": "refused: the search runs full-rank SROA",
+        "solver.norm_method": "the norm the search rescales its candidates by; default: "
+        "`certified` where the relaxation is tractable, else `sshopm` with fresh starts at "
+        "every evaluation",
+        "solver.norm_options": "refused: the search's norm takes its method's defaults (a seed "
+        "here would be a fixed-seed norm)",
+        "tensor.lambda_min": "the last weight; the others are 1 (`worst_case`'s default: 0.95)",
+        "worst_case.eps": "the operator norm ‖E‖ = eps the adversary searches at",
+        "worst_case.search": "`gradient` (Riemannian ascent through SROA's adjoint) or `es`",
+        "worst_case.metric": "the error maximised: `lam` (max |λ̂ − λ| / eps), `vec`, or "
+        "`first_failure` (es only)",
+        "worst_case.budget": "SROA evaluations per search",
+        "worst_case.n_random_starts": "Gaussian starts beside the coherent tilt and the shrink",
+        "worst_case.step": "the search's first step, relative to ‖E‖_F",
+        "worst_case.radius": "recovery radius of the `first_failure` metric",
+        "worst_case.c": "the claim's constant: a violation is error > c · upper(‖E‖)",
+        "worst_case.norm_seeds": "`fresh` only: a fixed-seed norm estimate is refused (the search "
+        "learns to hide E's maximum from it)",
+    },
+)
+
+
 class WorstCaseKind:
     """The ``worst_case`` kind (marker table ``[worst_case]``): adversarial searches."""
 
@@ -315,6 +345,7 @@ class WorstCaseKind:
     #: Its spec grammar and swept dims (in cube order; the cube's shared vocabulary).
     schema: Mapping[str, Any] = WORST_CASE_SCHEMA
     axis_keys: Mapping[str, str] = AXIS_KEYS
+    key_meanings: Mapping[str, str] = WORST_CASE_KEY_MEANINGS
     dims: Mapping[str, Dim] = by_name(*(SHARED_AXES[d] for d in AXIS_KEYS.values()))
     marker = "worst_case"
     all_variables: Mapping[str, Variable] = WORST_CASE_VARIABLES
