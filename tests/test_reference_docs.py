@@ -11,7 +11,7 @@ import pytest
 from sroa_dist.cli import build_parser
 from sroa_dist.cli import reference as ref
 from sroa_dist.sweep.cube import BOOKKEEPING, DIMS
-from sroa_dist.sweep.kinds import KINDS
+from sroa_dist.sweep.kinds import BUILTIN, KINDS
 from sroa_dist.sweep.spec import key_meanings, schema_keys
 from tests.support.helpers import ROOT
 
@@ -61,7 +61,7 @@ def test_every_subcommand_and_option_is_in_the_cli_page():
 
 def test_every_cube_variable_and_dim_is_in_the_cube_page():
     page = PAGES["cube.md"]
-    names = {v for kind in KINDS.values() for v in (*kind.all_variables, *kind.dims)}
+    names = {v for kind in BUILTIN.values() for v in (*kind.all_variables, *kind.dims)}
     for name in sorted(names | set(BOOKKEEPING) | set(DIMS)):
         assert f"| `{name}` |" in page, name
 
@@ -70,11 +70,11 @@ def test_every_spec_key_has_a_meaning_declared_by_its_kind():
     """Each kind declares its keys' meanings (``key_meanings``, built on the shared ones of
     :mod:`sroa_dist.sweep.spec.meanings`); the spec page reads them from the kind."""
     tables = ref._kind_tables()
-    assert set(tables) == set(KINDS), "a sweep kind's schema is not known to the spec page"
+    assert set(tables) == set(BUILTIN), "a built-in kind's schema is not known to the spec page"
     keys = {(kind, key) for kind, (schema, _) in tables.items() for key, _ in schema_keys(schema)}
     missing = sorted(f"{kind}:{key}" for kind, key in keys if not ref.meaning(kind, key))
     assert not missing, f"spec keys without a meaning in their kind's key_meanings: {missing}"
-    for name, kind in KINDS.items():  # in schema order, and only the schema's keys
+    for name, kind in BUILTIN.items():  # in schema order, and only the schema's keys
         assert list(kind.key_meanings) == [k for k, _ in schema_keys(kind.schema)], name
     vtypes = {entry[0] for schema, _ in tables.values() for _, entry in schema_keys(schema)}
     assert vtypes <= set(ref.VALUE_TYPES), vtypes - set(ref.VALUE_TYPES)

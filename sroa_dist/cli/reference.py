@@ -157,15 +157,18 @@ VALUE_TYPES: Mapping[str, str] = {
 }
 
 
-def _kind_tables() -> dict[str, tuple[Mapping[str, Any], Mapping[str, str]]]:
-    """Kind name -> (its spec schema, its axis keys), for every registered kind."""
-    from ..sweep.kinds import KINDS
-
-    # A kind without a spec grammar of its own (a test's toy kind) has no section. Every
-    # registered kind: the built-ins, and any a spec has imported by path in this process.
+def _kind_tables(
+    kinds: Mapping[str, Any] | None = None,
+) -> dict[str, tuple[Mapping[str, Any], Mapping[str, str]]]:
+    """Kind name -> (its spec schema, its axis keys), for ``kinds`` (default: the built-in
+    ones, :data:`~sroa_dist.sweep.kinds.BUILTIN`: the pages document the package, whatever
+    kinds this process has imported by path)."""
+    if kinds is None:
+        from ..sweep.kinds import BUILTIN as kinds
+    # A kind without a spec grammar of its own (a test's toy kind) has no section.
     return {
         name: (kind.schema, kind.axis_keys)
-        for name, kind in KINDS.items()
+        for name, kind in kinds.items()
         if hasattr(kind, "schema") and hasattr(kind, "axis_keys")
     }
 
@@ -178,24 +181,45 @@ def _toml(value: Any) -> str:
     return f"`{json.dumps(value, ensure_ascii=False)}`"
 
 
-def meaning(kind: str, key: str) -> str:
-    """The meaning of ``key`` in specs of ``kind``, as the kind declares it (its
-    ``key_meanings``); empty when it declares none."""
-    from ..sweep.kinds import KINDS
+def meaning(kind: Any, key: str) -> str:
+    """The meaning of ``key`` in specs of ``kind`` (a kind, or a registered kind's name), as
+    the kind declares it (its ``key_meanings``); empty when it declares none."""
+    if isinstance(kind, str):
+        from ..sweep.kinds import KINDS
 
-    return getattr(KINDS[kind], "key_meanings", {}).get(key) or ""
+        kind = KINDS[kind]
+    return getattr(kind, "key_meanings", {}).get(key) or ""
+
+
+def spec_section(kind: Any) -> str:
+    """The section of the spec page for one kind: every key of its schema, its type, default,
+    axis and meaning, all read from the kind (a kind outside the package documents itself
+    the same way)."""
+    from ..sweep.spec import schema_keys
+
+    marker = kind.marker
+    where = f"marker table `[{marker}]`" if marker else "the default: no marker table"
+    rows = []
+    for key, (vtype, default, required) in schema_keys(kind.schema):
+        dim = f"`{kind.axis_keys[key]}`" if key in kind.axis_keys else ""
+        shown = "required" if required else _toml(default)
+        rows.append((f"`{key}`", f"`{vtype}`", shown, dim, meaning(kind, key)))
+    head = f"\n## `{kind.name}` sweeps ({where})\n\n"
+    return head + _table(["key", "type", "default", "axis", "meaning"], rows)
 
 
 def spec_page() -> str:
-    """``spec.md``: every key of every kind of sweep spec, its type, default and meaning."""
-    from ..sweep.kinds import KINDS
-    from ..sweep.spec import schema_keys
+    """``spec.md``: every key of every built-in kind of sweep spec, its type, default and
+    meaning."""
+    from ..sweep.kinds import BUILTIN, KIND_KEY
 
     out = [
         _header("the spec schemas of the sweep kinds (`sroa_dist/sweep/`)"),
         "# Spec keys\n\n",
-        "A sweep spec is a TOML file. Its kind is the one whose marker table it has; a spec "
-        "without one is a tensor sweep. A key with an *axis* may be given as a list or a "
+        f"A sweep spec is a TOML file. Its kind is the one its top-level `{KIND_KEY}` key names "
+        "(a kind's name, or the import path `package.module:NAME` of a kind defined outside "
+        "the package), else the one whose marker table it has; a spec with neither is a "
+        "tensor sweep. A key with an *axis* may be given as a list or a "
         "range table (`{start, stop, step}` or `{start, stop, factor}`) and then becomes that "
         "dimension of the cube; a single value is recorded in the cube's attrs as "
         "`setting_*`. Guide, examples and the rules between keys: "
@@ -203,16 +227,7 @@ def spec_page() -> str:
         "## Value types\n\n",
         _table(["type", "takes"], ((f"`{t}`", w) for t, w in VALUE_TYPES.items())),
     ]
-    for name, (schema, axes) in _kind_tables().items():
-        marker = KINDS[name].marker
-        where = f"marker table `[{marker}]`" if marker else "the default: no marker table"
-        out.append(f"\n## `{name}` sweeps ({where})\n\n")
-        rows = []
-        for key, (vtype, default, required) in schema_keys(schema):
-            dim = f"`{axes[key]}`" if key in axes else ""
-            shown = "required" if required else _toml(default)
-            rows.append((f"`{key}`", f"`{vtype}`", shown, dim, meaning(name, key)))
-        out.append(_table(["key", "type", "default", "axis", "meaning"], rows))
+    out += [spec_section(BUILTIN[name]) for name in _kind_tables()]
     return "".join(out)
 
 
@@ -246,7 +261,7 @@ def cube_page() -> str:
         SETTING_PREFIX,
         STORE_FORMAT,
     )
-    from ..sweep.kinds import KINDS
+    from ..sweep.kinds import BUILTIN
 
     dim_head = ["dim", "coordinate dtype", "units", "meaning"]
 
@@ -271,7 +286,7 @@ def cube_page() -> str:
         _table(dim_head, dim_rows(DIMS)),
     ]
     head = ["variable", "dims", "dtype", "units", "meaning", "notes"]
-    for name, kind in KINDS.items():
+    for name, kind in BUILTIN.items():
         out.append(f"\n## Sweep dims of `{name}` sweeps, in cube order\n\n")
         out.append(_table(dim_head, dim_rows(kind.dims)))
         out.append(f"\n## Variables of `{name}` sweeps\n\n")

@@ -3,6 +3,7 @@
 by a spec's ``kind = "package.module:NAME"``."""
 
 from .registry import (
+    BUILTIN,
     KIND_KEY,
     KINDS,
     SweepKind,
@@ -25,6 +26,7 @@ from .registry import (
 )
 
 __all__ = [
+    "BUILTIN",
     "KIND_KEY",
     "KINDS",
     "SweepKind",

@@ -61,6 +61,7 @@ from .threshold import THRESHOLD
 from .worst_case import WORST_CASE
 
 __all__ = [
+    "BUILTIN",
     "KINDS",
     "KIND_KEY",
     "SweepKind",
@@ -247,35 +248,43 @@ def resolve_kind(ref: Any, source: str = "<dict>") -> SweepKind:
             "kind = 'mystudies.kinds:MY_KIND'",
         )
     module_name, _, attr = ref.partition(":")
+    importable = "an importable sweep kind 'package.module:NAME'"
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise SpecError(
             source,
             KIND_KEY,
-            expected,
-            ref,
-            f"cannot import module {module_name!r} ({exc}); it must be importable on every "
-            "worker (install it or add its directory to PYTHONPATH)",
+            importable,
+            f"<{ref!r}: cannot import module {module_name!r} ({exc})>",
+            "the module must be importable where the spec is read and on every worker "
+            "(install it or add its directory to PYTHONPATH)",
         ) from None
     kind = getattr(module, attr, None)
     if kind is None:
         raise SpecError(
             source,
             KIND_KEY,
-            expected,
-            ref,
-            f"module {module_name!r} has no attribute {attr!r}; check the name after the colon",
+            importable,
+            f"<{ref!r}: module {module_name!r} has no attribute {attr!r}>",
+            "check the name after the colon",
         )
     missing = [m for m in _MEMBERS if not hasattr(kind, m)]
+    if isinstance(kind, type) and not missing:  # the class has every member but is no kind
+        raise SpecError(
+            source,
+            KIND_KEY,
+            "an object implementing SweepKind (sroa_dist.sweep.kinds.SweepKind)",
+            f"<{ref!r}: a class, not its kind object>",
+            "name the kind object (an instance of the class), not its class",
+        )
     if missing or not isinstance(kind, SweepKind):
         raise SpecError(
             source,
             KIND_KEY,
             "an object implementing SweepKind (sroa_dist.sweep.kinds.SweepKind)",
             f"<{type(kind).__name__} {ref!r}, which lacks {missing}>",
-            "name the kind object (an instance), not its class or module; it needs every "
-            "member of the protocol",
+            "name the kind object; it needs every member of the protocol",
         )
     name = getattr(kind, "name", None)
     if _KINDS.get(name) is kind:  # imported before in this process
@@ -522,7 +531,8 @@ def variable_order() -> list[str]:
     return list(dict.fromkeys(name for k in _KINDS.values() for name in k.all_variables))
 
 
-#: The kinds that ship with the package (adding one: its module, then one entry here).
+#: The kinds that ship with the package. A kind outside it needs no entry: its specs name it
+#: by import path (:data:`KIND_KEY`).
 _BUILTIN: tuple[SweepKind, ...] = (
     TENSOR,
     MODEL,
@@ -533,3 +543,6 @@ _BUILTIN: tuple[SweepKind, ...] = (
 )
 for _kind in _BUILTIN:
     register_kind(_kind)
+#: The kinds that ship with the package, by name (read-only): what the reference pages
+#: document, whatever other kinds this process has imported or registered.
+BUILTIN: Mapping[str, SweepKind] = MappingProxyType({k.name: k for k in _BUILTIN})
