@@ -13,7 +13,7 @@ Grammar (marker table ``[threshold]``)::
     [tensor]    n, p, lambdas | weights, lambda_min
                                          (basis random, full rank: as find_threshold builds it)
     [noise]     model, params            (ε is searched, so no noise level)
-    [solver]    method                   (each method with its defaults)
+    [solver]    method, options          (options: the rank-one method's, as any sweep's)
     [threshold] criterion, c, radius, eps_range, rtol,
                 global_check, redo, scan_phases, certify_ends, k_section, matrix_free,
                 revision
@@ -36,6 +36,14 @@ same draws (basis, direction, starts).
 ``matrix_free`` (default None: find_threshold's rule, matrix-free once one dense tensor would
 exceed its cap) forces the structured build on (``true``: only families with a factored form,
 the coherent tilt) or off; it changes the bits of a search, so it is an instance setting.
+
+``[solver.options]`` (plain keys for every method, a sub-table per method) reach the rank-one
+method of every SROA step of the search, checked as any sweep checks them and naming the key
+that gave a bad one; an option an older method revision fixes (a pinned ``[solver.revisions]``)
+is refused. They change the bits of a search, so they are part of the spec's instance settings
+(a store refuses to resume with other options) and are recorded in ``setting_solver_options``
+where the spec gives any; they are not in the seed (the same draws and starts, as for the
+method axis). The norm of ``E`` takes its method's defaults.
 
 ``k_section`` (default 1, the sequential search) is how many ε a search evaluates per round:
 on a Dask cluster the block hands each round's points to free workers as tasks
@@ -64,7 +72,12 @@ from typing import Any, ClassVar
 import numpy as np
 
 from sroa_dist.errors import InputError, with_hint
-from sroa_dist.methods import memory_estimate, resolve_norm_method, solve_cost
+from sroa_dist.methods import (
+    memory_estimate,
+    resolve_norm_method,
+    revision_options,
+    solve_cost,
+)
 from sroa_dist.problems import NOISE_MODELS, PERTURBATIONS, check_model, model_params
 from sroa_dist.studies import (
     DEFAULT_C,
@@ -376,6 +389,12 @@ class ThresholdSweepSpec(SweepSpec):
         """``[noise.params]`` (sub-tables per model)."""
         return self.data["noise"]["params"]
 
+    def own_options(self, method: str) -> dict[str, Any]:
+        """``[solver.options]`` for ``method`` as the spec gives them (plain keys, then the
+        method's sub-table), without the option values of a pinned revision:
+        :func:`sroa_dist.find_threshold` adds those itself from ``revisions``."""
+        return _own_options(self.solver.options, method)
+
     @property
     def ranks(self) -> tuple[int, ...]:
         """Every search runs full-rank SROA: the n values."""
@@ -414,6 +433,7 @@ class ThresholdSweepSpec(SweepSpec):
                 )
         data = self.to_dict()
         data["threshold"]["revision"] = base if own is None else own
+        _check_option_revisions(data, self.axes["solver.method"].values, self.source)
         return replace(self, data=data)
 
     def settings_at(self, coords: Mapping[str, Any]) -> ThresholdSettings:
@@ -467,11 +487,16 @@ class ThresholdProblem:
     revisions: Mapping[str, int] = field(default_factory=dict)
     radius: float | None = None
     search: Mapping[str, Any] = field(default_factory=dict)
+    #: The rank-one method's options from ``[solver.options]`` (the spec's own, not those of
+    #: a pinned revision, which ``revisions`` brings).
+    options: Mapping[str, Any] = field(default_factory=dict)
 
     def run(self, executor: Any = None) -> ThresholdResult:
         """:func:`sroa_dist.find_threshold` on this instance; ``executor`` runs the rounds'
         evaluations (the same result on any)."""
-        kwargs = {} if self.c is None else {"c": self.c}
+        kwargs: dict[str, Any] = {} if self.c is None else {"c": self.c}
+        if self.options:  # only when given: a search without options calls as before
+            kwargs["options"] = dict(self.options)
         if self.radius is not None and self.criterion == "theorem":
             kwargs["radius"] = self.radius
         return find_threshold(
@@ -513,6 +538,7 @@ def problem_of(
         revisions=dict(spec.solver.revisions),
         radius=t.radius if t.criterion == "theorem" else None,
         search=t.search,
+        options=spec.own_options(settings.method),
     )
 
 
@@ -687,20 +713,50 @@ def _check_solver(
                 solver[key],
                 "find_threshold runs full-rank SROA and bounds ||E|| with the method's default",
             )
-    for key in ("options", "norm_options"):
-        if solver[key]:
-            raise SpecError(
-                src,
-                f"solver.{key}",
-                "an empty table in a threshold sweep",
-                solver[key],
-                "find_threshold runs each method with its default options",
-            )
-    check_methods(solver, methods, src)
+    if solver["norm_options"]:
+        raise SpecError(
+            src,
+            "solver.norm_options",
+            "an empty table in a threshold sweep",
+            solver["norm_options"],
+            "find_threshold bounds ||E|| with its method's default options",
+        )
+    check_methods(solver, methods, src, table_keys=("options",))
     for m in methods:
         for n in ns:
             for p in ps:
                 check_method_options(data, m, n, p, False, src)
+    _check_option_revisions(data, methods, src)
+
+
+def _own_options(table: Mapping[str, Any], method: str) -> dict[str, Any]:
+    """The options ``table`` (``[solver.options]``) gives ``method``: its plain keys, then the
+    method's sub-table (:meth:`~..spec.base.SolverSection.options_for` without revisions)."""
+    out = {k: v for k, v in table.items() if not isinstance(v, Mapping)}
+    sub = table.get(method)
+    out.update(sub if isinstance(sub, Mapping) else {})
+    return out
+
+
+def _check_option_revisions(data: dict[str, Any], methods: Sequence[str], src: str) -> None:
+    """An option of ``[solver.options]`` that a stated method revision fixes is refused, naming
+    its key (:func:`sroa_dist.find_threshold` would refuse it in the block)."""
+    solver = data["solver"]
+    for m in methods:
+        given = _own_options(solver["options"], m)
+        fixed = revision_options(m, solver["revisions"].get(m))
+        clash = sorted(set(given) & set(fixed))
+        if clash:
+            sub = solver["options"].get(m)
+            in_sub = isinstance(sub, Mapping) and clash[0] in sub
+            raise SpecError(
+                src,
+                "solver.options." + (f"{m}." if in_sub else "") + clash[0],
+                f"an option that {m!r} revision {solver['revisions'][m]} does not fix "
+                f"(it fixes {sorted(fixed)})",
+                given[clash[0]],
+                "drop the option, or compute with the method's current revision (a new store)",
+            )
 
 
 # --------------------------------------------------------------------------------------------
@@ -783,14 +839,21 @@ def _has_iid_part(model: str) -> bool:
     return model in NOISE_MODELS or "+" in model
 
 
-def search_memory(method: str, n: int, p: int, n_evals: int, iid: bool = True) -> float:
+def search_memory(
+    method: str,
+    n: int,
+    p: int,
+    n_evals: int,
+    iid: bool = True,
+    options: Mapping[str, Any] | None = None,
+) -> float:
     """Estimated peak bytes of one search: the worker process, the instance (``T``, ``E``,
     the rescaled ``E`` and ``T̂``), the SROA call (:func:`sroa_dist.methods.memory_estimate`)
     or, for a model with an i.i.d. part (``iid``), drawing ``E`` (which sorts index arrays of
     ``p`` times the tensor's size), whichever is larger, and the trace. Structured families
     (the coherent tilt) are built from the basis and need no sort."""
     tensor = 8.0 * float(n) ** p
-    solve = float(memory_estimate(method, n, p, 1, {}))
+    solve = float(memory_estimate(method, n, p, 1, dict(options or {})))
     draw = (2 * p + 2) * tensor if iid else 0.0
     return WORKER_BASE_BYTES + 4 * tensor + max(solve, draw) + 24.0 * n_evals
 
@@ -807,7 +870,9 @@ def _worst_memory(spec: ThresholdSweepSpec) -> tuple[float, tuple[str, int, int]
             if uses_matrix_free(n, p, str(model), None, spec.matrix_free):
                 need = WORKER_BASE_BYTES + MATRIX_FREE_BYTES_PER_N2 * n * n
             else:
-                need = search_memory(m, n, p, spec.n_steps, _has_iid_part(str(model)))
+                need = search_memory(
+                    m, n, p, spec.n_steps, _has_iid_part(str(model)), spec.own_options(m)
+                )
             worst = max(worst, (need, (m, n, p)))
     return worst
 
@@ -932,6 +997,9 @@ THRESHOLD_KEY_MEANINGS: Mapping[str, str] = key_meanings(
         "tensor.lambda_min": "the profile's smallest weight, in (0, 1]; default 0.95",
         "noise.model": "perturbation family or model whose threshold is searched (as "
         "`noise.model` of a tensor sweep)",
+        "solver.options": "keyword options of the rank-one method of every SROA step of the "
+        "search; a sub-table per method applies to that method only (the norm of E takes its "
+        "method's defaults)",
         "threshold.criterion": "success criterion: `value`, `recovery` or `theorem`",
         "threshold.c": "the value criterion's level: max |λ̂ − λ| <= c·ε (theorem: its value "
         "bound, default 2)",
@@ -1019,6 +1087,12 @@ class ThresholdKind:
                 else {"setting_weights": json.dumps(list(spec.weight_profile))}
             ),
             "setting_search": json.dumps(search, sort_keys=True),
+            # Only where the spec gives options: older stores' attrs stay as they were.
+            **(
+                {}
+                if not spec.solver.options
+                else {"setting_solver_options": json.dumps(spec.solver.options, sort_keys=True)}
+            ),
         }
 
     def instance(
