@@ -32,7 +32,7 @@ from sroa_dist.sweep.layout import (
     Layout,
     allocate,
     default_block_size,
-    layout_chunks,
+    grid_layout,
     stable_hash32,
 )
 from sroa_dist.sweep.spec import (
@@ -207,12 +207,8 @@ class ToySpikeKind:
         *,
         memory_limit: int | None = None,
     ) -> Layout:
-        dims, coords = spec.instance_grid()
-        shape = [len(c) for c in coords]
-        chunks = layout_chunks(
-            dims, shape, block_size, chunks, lambda: default_block_size(spec, self.mean_cost(spec))
-        )
-        return Layout(tuple(dims), tuple(coords), chunks, 1, 1)
+        cost = self.mean_cost(spec)
+        return grid_layout(spec, block_size, chunks, lambda: default_block_size(spec, cost), 1, 1)
 
     def compute_block(self, task: BlockTask, spec: SpikeSpec) -> BlockResult:
         out = allocate(task, VARIABLES)

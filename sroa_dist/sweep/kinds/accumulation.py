@@ -61,7 +61,7 @@ from ..layout import (
     Layout,
     allocate,
     default_block_size,
-    layout_chunks,
+    grid_layout,
     stable_hash32,
 )
 from ..spec import (
@@ -480,12 +480,14 @@ def accumulation_layout(
 ) -> Layout:
     """The layout: blocks of about the runner's target task time (the cost model), ``step``
     as long as the largest n."""
-    dims, coords = spec.instance_grid()
-    shape = [len(c) for c in coords]
-    chunks = layout_chunks(
-        dims, shape, block_size, chunks, lambda: default_block_size(spec, _mean_cost(spec))
+    return grid_layout(
+        spec,
+        block_size,
+        chunks,
+        lambda: default_block_size(spec, _mean_cost(spec)),
+        spec.n_steps,
+        max(spec.ranks),
     )
-    return Layout(tuple(dims), tuple(coords), chunks, spec.n_steps, max(spec.ranks))
 
 
 def worker_memory(spec: AccumulationSweepSpec, layout: Layout) -> float:

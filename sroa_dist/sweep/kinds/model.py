@@ -60,7 +60,7 @@ from ..layout import (
     Layout,
     allocate,
     default_block_size,
-    layout_chunks,
+    grid_layout,
     stable_hash32,
 )
 from ..spec import (
@@ -596,13 +596,15 @@ def model_layout(
 
     ``step`` has length max k (SROA runs k steps); there is no ``component`` dim.
     """
-    dims, coords = spec.instance_grid()
-    shape = [len(c) for c in coords]
-    n_steps = spec.n_steps
-    chunks = layout_chunks(
-        dims, shape, block_size, chunks, lambda: default_block_size(spec, model_mean_cost(spec))
+    n_steps = int(spec.n_steps)
+    return grid_layout(
+        spec,
+        block_size,
+        chunks,
+        lambda: default_block_size(spec, model_mean_cost(spec)),
+        n_steps,
+        n_steps,
     )
-    return Layout(tuple(dims), tuple(coords), chunks, int(n_steps), int(n_steps))
 
 
 # --------------------------------------------------------------------------------------------

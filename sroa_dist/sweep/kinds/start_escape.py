@@ -71,7 +71,7 @@ from ..layout import (
     Layout,
     allocate,
     default_block_size,
-    layout_chunks,
+    grid_layout,
     stable_hash32,
 )
 from ..spec import (
@@ -526,12 +526,16 @@ def escape_layout(
     memory_limit: int | None = None,
 ) -> Layout:
     """The layout: blocks sized by the cost model (:func:`~..layout.default_block_size`)."""
-    dims, coords = spec.instance_grid()
-    shape = [len(c) for c in coords]
     costs = _costs(spec)
     mean = sum(costs) / len(costs)
-    chunks = layout_chunks(dims, shape, block_size, chunks, lambda: default_block_size(spec, mean))
-    return Layout(tuple(dims), tuple(coords), chunks, spec.n_steps, max(spec.ranks))
+    return grid_layout(
+        spec,
+        block_size,
+        chunks,
+        lambda: default_block_size(spec, mean),
+        spec.n_steps,
+        max(spec.ranks),
+    )
 
 
 # --------------------------------------------------------------------------------------------

@@ -107,7 +107,7 @@ from ..layout import (
     Layout,
     allocate,
     default_worker_memory,
-    layout_chunks,
+    grid_layout,
     stable_hash32,
 )
 from ..spec import (
@@ -892,14 +892,12 @@ def threshold_layout(
     (a search is seconds to minutes, far above the per-task overhead, and small blocks keep
     every worker busy). ``SpecError`` naming ``tensor.n`` if a search would not fit in a
     worker's ``memory_limit``."""
-    dims, coords = spec.instance_grid()
-    shape = [len(c) for c in coords]
-    chunks = layout_chunks(dims, shape, block_size, chunks, lambda: 1)
+    layout = grid_layout(spec, block_size, chunks, lambda: 1, spec.n_steps, max(spec.ranks))
     if memory_limit is None:
         limit, origin = default_worker_memory()
     else:
         limit, origin = memory_limit, "given limit"
-    block = math.prod(chunks)
+    block = math.prod(layout.chunks)
     need, (m, n, p) = _worst_memory(spec)
     need += block * 24.0 * spec.n_steps
     if need > limit:
@@ -910,7 +908,7 @@ def threshold_layout(
             f"entries is {_gib(8.0 * float(n) ** p)}>",
             "use a smaller n or p, or workers with more memory",
         )
-    return Layout(tuple(dims), tuple(coords), chunks, spec.n_steps, max(spec.ranks))
+    return layout
 
 
 def search_seconds(spec: ThresholdSweepSpec, settings: ThresholdSettings) -> float:

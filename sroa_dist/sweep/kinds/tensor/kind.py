@@ -26,7 +26,7 @@ from sroa_dist.sweep.layout import (
     Layout,
     default_block_size,
     default_worker_memory,
-    layout_chunks,
+    grid_layout,
 )
 from sroa_dist.sweep.spec import SpecError, key_meanings, replicate_advice
 
@@ -175,13 +175,15 @@ def tensor_layout(
     :func:`~sroa_dist.sweep.layout.default_worker_memory`; ``math.inf`` skips the check), see
     :func:`check_memory`.
     """
-    dims, coords = spec.instance_grid()
-    shape = [len(c) for c in coords]
-    chunks = layout_chunks(
-        dims, shape, block_size, chunks, lambda: default_block_size(spec, tensor_mean_cost(spec))
+    n_component = int(max(spec.axes["tensor.n"].values))
+    layout = grid_layout(
+        spec,
+        block_size,
+        chunks,
+        lambda: default_block_size(spec, tensor_mean_cost(spec)),
+        spec.n_steps,
+        n_component,
     )
-    n_component = max(spec.axes["tensor.n"].values)
-    layout = Layout(tuple(dims), tuple(coords), chunks, spec.n_steps, int(n_component))
     check_memory(spec, layout, memory_limit)
     return layout
 

@@ -40,7 +40,7 @@ from ...layout import (
     Layout,
     allocate,
     default_worker_memory,
-    layout_chunks,
+    grid_layout,
 )
 from ...spec import key_meanings
 from .spec import (
@@ -236,14 +236,15 @@ def layout(
 ) -> Layout:
     """One instance per block unless ``block_size`` or ``chunks`` say otherwise; ``SpecError``
     naming ``tensor.n`` if a search would not fit a worker's ``memory_limit``."""
-    dims, coords = spec.instance_grid()
-    chunks = layout_chunks(dims, [len(c) for c in coords], block_size, chunks, lambda: 1)
+    layout = grid_layout(spec, block_size, chunks, lambda: 1, *_extents(spec))
     limit, origin = (
         default_worker_memory() if memory_limit is None else (memory_limit, "given limit")
     )
     need, s = _worst_memory(spec)
-    n_steps, n_component = _extents(spec)
-    need += math.prod(chunks) * 8.0 * (len(WORST_CASE_VARIABLES) + 3 * n_steps + 2 * n_component)
+    n_steps, n_component = layout.n_steps, layout.n_component
+    need += (
+        math.prod(layout.chunks) * 8.0 * (len(WORST_CASE_VARIABLES) + 3 * n_steps + 2 * n_component)
+    )
     if need > limit:
         raise spec.error(
             "tensor.n",
@@ -251,7 +252,7 @@ def layout(
             f"<n = {s.n}, p = {s.p}, method {s.method!r}: about {need / 2**30:,.2f} GiB>",
             "use a smaller n or p, or workers with more memory",
         )
-    return Layout(tuple(dims), tuple(coords), chunks, n_steps, n_component)
+    return layout
 
 
 def worker_memory(spec: WorstCaseSweepSpec, layout: Layout) -> float:
