@@ -11,8 +11,6 @@ not implement the protocol is refused naming the key and the reason.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -27,7 +25,7 @@ from sroa_dist.sweep.run.worker import compute_block
 from sroa_dist.sweep.spec.fields import SpecError
 from sroa_dist.sweep.store.block_write import write_block
 from sroa_dist.sweep.store.prepare import prepare_store, read_done
-from tests.support.helpers import ROOT, assert_same_bits, cli_env, cube_values, run_cli
+from tests.support.helpers import ROOT, assert_same_bits, cube_values, run_cli
 from tests.sweep import toy_study_kind as toy
 
 SPEC = ROOT / "tests" / "sweep" / "toy_spike.toml"
@@ -105,30 +103,18 @@ def test_the_toy_study_runs_on_workers_reports_and_resumes_bit_for_bit(tmp_path,
     assert [p.name for p in drawn] == ["spike_overlap.png"] and drawn[0].stat().st_size > 0
 
 
+@pytest.mark.slow  # two CLI subprocesses (about 15 s each on a loaded 2-core machine)
 def test_a_fresh_process_finds_the_kind_from_the_store(tmp_path):
-    """A process that never imported the toy opens, reports and validates through the CLI:
-    the store's spec names the kind's path, and the kind is imported from it."""
+    """Processes that never imported the toy report the store and validate the spec through
+    the CLI: the store's spec names the kind's path, and the kind is imported from it."""
     store = tmp_path / "toy.zarr"
     spec = load_spec(SPEC, ["toy_spike.n=[4]", "replicates=1"])
     layout = make_layout(spec, block_size=4)
     prepare_store(str(store), spec, layout)
     for b in range(layout.n_blocks):
         write_block(str(store), b, compute_block(block_task(spec, layout, b)))
-    code = (
-        "import sys; from sroa_dist.sweep import open_results; "
-        "assert 'tests.sweep.toy_study_kind' not in sys.modules; "
-        f"ds = open_results({str(store)!r}); print(ds.attrs['sroa_kind'], float(ds.overlap.sum()))"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=tmp_path,
-        env=cli_env(),
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    want = float(open_results(store)["overlap"].sum())
-    assert out.stdout.split() == ["toy_spike", repr(want)]
+    # `report` runs in a process that never imported the toy: it opens the store, whose spec
+    # names the kind's path, and reaches the toy's report section.
     run_cli("report", str(store), "--out", str(tmp_path / "rep"), "--format", "md", cwd=tmp_path)
     assert "## Spike overlap" in (tmp_path / "rep.md").read_text()
     validate = run_cli("validate", str(SPEC), cwd=tmp_path)
