@@ -147,3 +147,19 @@ def test_a_kind_path_with_another_kinds_tables_is_refused():
         spec_from_dict(raw)
     assert info.value.key == "threshold" and "'toy_spike'" in str(info.value)
     assert KINDS["threshold"].name == "threshold"
+
+
+def test_a_kind_figure_named_like_a_shared_one_is_refused(monkeypatch):
+    """A kind's own figures (``KindAnalysis.drawings``) may not shadow a name of FIGURES:
+    ``plot`` would not know which one to draw."""
+    import xarray as xr
+
+    from sroa_dist.analysis import KindAnalysis
+
+    load_spec(SPEC)  # the toy kind, imported by its path and registered in this process
+    cube = xr.Dataset(attrs={"sroa_kind": "toy_spike"})
+    assert supported_figures(cube) == ["spike_overlap"]
+    clash = KindAnalysis(instances=False, figures=lambda ds: [], drawings={"figure1": print})
+    monkeypatch.setattr(toy.TOY_SPIKE, "analysis", clash)
+    with pytest.raises(ValueError, match=r"drawings: .*\['figure1'\], which are names of FIGURES"):
+        supported_figures(cube)
