@@ -11,7 +11,8 @@ import pytest
 from sroa_dist.cli import build_parser
 from sroa_dist.cli import reference as ref
 from sroa_dist.sweep.cube import BOOKKEEPING, DIMS
-from sroa_dist.sweep.kinds import KINDS
+from sroa_dist.sweep.kinds import BUILTIN, KINDS
+from sroa_dist.sweep.spec import key_meanings, schema_keys
 from tests.support.helpers import ROOT
 
 FOLDER = ROOT / "docs" / "reference"
@@ -60,30 +61,31 @@ def test_every_subcommand_and_option_is_in_the_cli_page():
 
 def test_every_cube_variable_and_dim_is_in_the_cube_page():
     page = PAGES["cube.md"]
-    names = {v for kind in KINDS.values() for v in (*kind.all_variables, *kind.dims)}
+    names = {v for kind in BUILTIN.values() for v in (*kind.all_variables, *kind.dims)}
     for name in sorted(names | set(BOOKKEEPING) | set(DIMS)):
         assert f"| `{name}` |" in page, name
 
 
-def test_every_spec_key_has_a_meaning_and_every_meaning_a_key():
+def test_every_spec_key_has_a_meaning_declared_by_its_kind():
+    """Each kind declares its keys' meanings (``key_meanings``, built on the shared ones of
+    :mod:`sroa_dist.sweep.spec.meanings`); the spec page reads them from the kind."""
     tables = ref._kind_tables()
-    assert set(tables) == set(KINDS), "a sweep kind's schema is not known to the spec page"
-    keys = {
-        (kind, key) for kind, (schema, _) in tables.items() for key, _ in ref.schema_keys(schema)
-    }
+    assert set(tables) == set(BUILTIN), "a built-in kind's schema is not known to the spec page"
+    keys = {(kind, key) for kind, (schema, _) in tables.items() for key, _ in schema_keys(schema)}
     missing = sorted(f"{kind}:{key}" for kind, key in keys if not ref.meaning(kind, key))
-    assert not missing, f"spec keys without a meaning in KEY_MEANINGS: {missing}"
-    plain = {key for _, key in keys}
-    unknown = [
-        m
-        for m in ref.KEY_MEANINGS
-        if (tuple(m.split(":", 1)) not in keys if ":" in m else m not in plain)
-    ]
-    assert not unknown, f"KEY_MEANINGS describes keys no schema has: {unknown}"
-    vtypes = {entry[0] for schema, _ in tables.values() for _, entry in ref.schema_keys(schema)}
+    assert not missing, f"spec keys without a meaning in their kind's key_meanings: {missing}"
+    for name, kind in BUILTIN.items():  # in schema order, and only the schema's keys
+        assert list(kind.key_meanings) == [k for k, _ in schema_keys(kind.schema)], name
+    vtypes = {entry[0] for schema, _ in tables.values() for _, entry in schema_keys(schema)}
     assert vtypes <= set(ref.VALUE_TYPES), vtypes - set(ref.VALUE_TYPES)
     for kind, key in keys:
         assert f"| `{key}` |" in PAGES["spec.md"], (kind, key)
+    assert "(theorem: its value bound, default 2)" in PAGES["spec.md"]  # a kind's own text
+
+
+def test_a_meaning_of_a_key_the_schema_lacks_is_refused():
+    with pytest.raises(ValueError, match=r"key meanings: expected keys .*\['tensor.nope'\]"):
+        key_meanings(KINDS["threshold"].schema, {"tensor.nope": "stale"})
 
 
 def test_every_public_name_is_in_the_api_page():

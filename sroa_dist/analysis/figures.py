@@ -6,7 +6,7 @@ rendering on save), so they can be inspected in tests and saved from any thread.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -70,9 +70,28 @@ _VIOLATION = {"marker": "x", "color": "black", "s": 40, "linewidths": 1.5, "zord
 
 def supported_figures(ds: xr.Dataset) -> list[str]:
     """Names (from :data:`FIGURES`) of the figures this cube has the data for."""
-    hook = analysis_of(ds).figures  # the kind's own figures, if it names them
-    if hook is not None:
-        return list(hook(ds))
+    hooks = analysis_of(ds)
+    own = _own_drawings(hooks.drawings)  # figures the kind draws itself
+    if hooks.figures is not None:  # the kind chooses among FIGURES
+        return [*hooks.figures(ds), *own]
+    return [*_per_step_figures(ds), *own]
+
+
+def _own_drawings(drawings: Mapping[str, Any]) -> list[str]:
+    """The names of a kind's own figures; one that shadows a name of :data:`FIGURES` is an
+    error in the kind, said as such."""
+    clash = sorted(set(drawings) & set(FIGURES))
+    if clash:
+        raise InputError(
+            f"sweep kind analysis: drawings: expected names of the kind's own figures; received "
+            f"{clash}, which are names of FIGURES",
+            "give the kind's figures names of their own",
+        )
+    return list(drawings)
+
+
+def _per_step_figures(ds: xr.Dataset) -> list[str]:
+    """The figures of SROA's per-step results that the cube has the variables for."""
     names: list[str] = []
     errs = {"lam_err", "vec_err"} <= set(ds.data_vars)
     has_step = STEP in ds.dims
@@ -520,10 +539,11 @@ def build_figures(
 ) -> dict[str, Figure]:
     """Build the named figures (default: all supported) as Figure objects, sharing one fit."""
     names = supported_figures(ds) if names is None else list(names)
-    unknown = [n for n in names if n not in FIGURES]
+    own = analysis_of(ds).drawings
+    unknown = [n for n in names if n not in FIGURES and n not in own]
     if unknown:
         raise InputError(
-            f"unknown figure(s) {unknown}: expected some of {FIGURES}",
+            f"unknown figure(s) {unknown}: expected some of {[*FIGURES, *own]}",
             "use some of the listed figures (figures_for(ds) lists the ones a cube supports)",
         )
     status = completeness(ds) if status is None else status
@@ -532,7 +552,9 @@ def build_figures(
         thresholds = estimate_thresholds(ds, criterion, n_boot=n_boot, rng=rng, **options)
     out: dict[str, Figure] = {}
     for name in names:
-        if name == "figure1":
+        if name in own:
+            out[name] = own[name](ds, status=status)
+        elif name == "figure1":
             out[name] = figure1(ds, status=status)
         elif name == "figure2":
             out[name] = figure2(ds, status=status)

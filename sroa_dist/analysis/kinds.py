@@ -10,8 +10,8 @@ names no kind, are analysed as SROA's per-step results (:data:`DEFAULT`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,11 +43,17 @@ class KindAnalysis:
         ``figures(ds) -> list[str]``: the names (from :data:`~sroa_dist.analysis.FIGURES`) of
         the figures the kind's cube has the data for; ``None``: those of SROA's per-step
         results that the cube has the variables for.
+    drawings
+        The kind's own figures, name -> ``draw(ds, *, status) -> matplotlib Figure``: drawn by
+        :func:`~sroa_dist.analysis.plot_cube` (``sroa-dist plot``) after those of ``figures``,
+        so a kind brings a figure of its own without a name in
+        :data:`~sroa_dist.analysis.FIGURES` (a name there is refused: it would be ambiguous).
     """
 
     instances: bool = True
     report_section: Callable[..., list[Path]] | None = None
     figures: Callable[[Any], Sequence[str]] | None = None
+    drawings: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
 
 
 #: The analysis of a kind that names no hooks: SROA's per-step results.

@@ -1,11 +1,12 @@
 """The reference pages of ``docs/reference/``, generated from the code that they describe.
 
 Each page is a pure function of the package: ``cli.md`` walks the ``sroa-dist`` argument parser,
-``spec.md`` the schemas that validate sweep specs (one per sweep kind), ``cube.md`` the cube's
-vocabulary (:mod:`sroa_dist.sweep.cube`) and each registered kind's variables, ``api.md`` the
-public names of the package and its sweep, analysis and relaxation front doors. The text holds
-no dates, memory addresses or paths of this machine, so the same tree gives the same bytes;
-``tests/test_reference_docs.py`` fails when the checked-in pages differ.
+``spec.md`` the schemas that validate sweep specs and the meanings of their keys (each sweep
+kind declares both), ``cube.md`` the cube's vocabulary (:mod:`sroa_dist.sweep.cube`) and each
+registered kind's dims and variables, ``api.md`` the public names of the package and its sweep,
+analysis and relaxation front doors. The text holds no dates, memory addresses or paths of this
+machine, so the same tree gives the same bytes; ``tests/test_reference_docs.py`` fails when the
+checked-in pages differ.
 
 ``python3 dev.py docs`` writes the pages, ``python3 dev.py docs --check`` names the stale ones.
 """
@@ -21,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["GENERATOR", "KEY_MEANINGS", "PAGES", "VALUE_TYPES", "pages", "stale", "write"]
+__all__ = ["GENERATOR", "PAGES", "VALUE_TYPES", "pages", "stale", "write"]
 
 #: The command that regenerates the pages (named in every page and in the staleness test).
 GENERATOR = "python3 dev.py docs"
@@ -155,143 +156,21 @@ VALUE_TYPES: Mapping[str, str] = {
     "str_axis": "a string; a list makes it an axis",
 }
 
-#: What each spec key means, by dotted key; ``"kind:key"`` where a kind reads it differently.
-#: The key set is the schemas' (a test fails when a schema key has no meaning here, or a
-#: meaning names a key no schema has); types, defaults and axes come from the schemas.
-KEY_MEANINGS: Mapping[str, str] = {
-    "name": "the sweep's name; the default store is `results/<name>.zarr`",
-    "description": "free text, copied to the cube's attrs",
-    "seed": "master seed of every instance's random streams",
-    "replicates": "instances per grid point",
-    "solver.method": "rank-one method of every SROA step (`sroa_dist.METHODS`)",
-    "solver.steps": "SROA iterations; default: the rank",
-    "solver.options": "keyword options for every method; a sub-table per method applies to "
-    "that method only (`[solver.options.certified]`, its `relaxation` table included)",
-    "solver.norm_method": "method bounding ‖E‖; default: the solver's own if certified or sos, "
-    "else `certified` where the relaxation is tractable and `sshopm` beyond",
-    "solver.norm_options": "options of the ‖E‖ computation; default: `solver.options` when the "
-    "norm method is one of the solver's",
-    "solver.revisions": "method -> algorithm revision to compute with; a store keeps the "
-    "revisions it was made with",
-    "output.vectors": "store the estimated vectors `v_hat`",
-    "output.certificates": "store each step's SOS certificate (checked by `sroa-dist verify`)",
-    "tensor.n": "tensor dimension n",
-    "tensor.p": "tensor order p (>= 3)",
-    "tensor.rank": "number of planted components r (<= n); default: n",
-    "tensor.basis": "`identity` or `random` (Haar orthonormal, drawn per instance)",
-    "tensor.lambdas": "the planted weights",
-    "threshold:tensor.lambdas": "the planted weights; default: `find_threshold`'s (one "
-    "distinct smallest weight)",
-    "tensor.weights": "a weight profile over n instead of lambdas: `last` (every weight 1 but "
-    "the last, lambda_min) or `linear` (evenly from 1 down to lambda_min)",
-    "tensor.lambda_min": "the profile's smallest weight, in (0, 1]; default 0.95",
-    "noise.model": "i.i.d. noise model (`NOISE_MODELS`), perturbation family (`PERTURBATIONS`), "
-    "mixture `family+model`, or import path `pkg.mod:fn`",
-    "threshold:noise.model": "perturbation family or model whose threshold is searched (as "
-    "`noise.model` of a tensor sweep)",
-    "noise.sigma": "entry scale σ of the noise (the paper's level)",
-    "noise.eps": "instead of sigma: E rescaled to operator norm ‖E‖ = eps",
-    "noise.eps_scaled": "instead of sigma: ‖E‖ = eps_scaled · λ_min · n^(-1/(p-1)) "
-    "(Theorem 3.1's scale)",
-    "noise.scale": "`sigma` with noise.sigma, `opnorm` with eps / eps_scaled (inferred)",
-    "noise.params": "family parameters: a sub-table per model on the noise axis",
-    "noise.weight": "background weight w of a mixture: (1-w) F/‖F‖ + w B/‖B‖",
-    "threshold.criterion": "success criterion: `value`, `recovery` or `theorem`",
-    "threshold.c": "the value criterion's level: max |λ̂ − λ| <= c·ε (theorem: its value "
-    "bound, default 2)",
-    "threshold.radius": "the recovery criterion's level: max ‖v̂ − v‖ <= radius (theorem: its "
-    "vector bound, default 20ε/λ_j)",
-    "threshold.eps_range": "[start, stop] of the ‖E‖ searched",
-    "threshold.rtol": "relative width at which the bisection stops",
-    "threshold.global_check": "check every local SROA step against check starts; default: the "
-    "search revision's",
-    "threshold.redo": "redo a non-global step from its check's point; default: the search "
-    "revision's",
-    "threshold.scan_phases": "phases of the upward scan; default: the search revision's",
-    "threshold.k_section": "points evaluated per search round (scan and refinement), run at "
-    "once on free workers; default 1 (sequential)",
-    "threshold.certify_ends": "rerun the SROA at both bracket ends with certified steps",
-    "threshold.matrix_free": "build the instance as a structured operator: true (the tilt "
-    "only), false, or unset (find_threshold's rule: above its dense-size cap)",
-    "threshold.revision": "search revision; pinned by the store, not written in a spec",
-    "worst_case:solver.method": "rank-one method of SROA's steps inside the search: "
-    "`certified` (global) or a local one (`sshopm`, ...)",
-    "worst_case:solver.norm_method": "the norm the search rescales its candidates by; default: "
-    "`certified` where the relaxation is tractable, else `sshopm` with fresh starts at every "
-    "evaluation",
-    "worst_case:solver.norm_options": "refused: the search's norm takes its method's defaults "
-    "(a seed here would be a fixed-seed norm)",
-    "worst_case:solver.steps": "refused: the search runs full-rank SROA",
-    "worst_case:tensor.lambda_min": "the last weight; the others are 1 "
-    "(`worst_case`'s default: 0.95)",
-    "worst_case.eps": "the operator norm ‖E‖ = eps the adversary searches at",
-    "worst_case.search": "`gradient` (Riemannian ascent through SROA's adjoint) or `es`",
-    "worst_case.metric": "the error maximised: `lam` (max |λ̂ − λ| / eps), `vec`, or "
-    "`first_failure` (es only)",
-    "worst_case.budget": "SROA evaluations per search",
-    "worst_case.n_random_starts": "Gaussian starts beside the coherent tilt and the shrink",
-    "worst_case.step": "the search's first step, relative to ‖E‖_F",
-    "worst_case.radius": "recovery radius of the `first_failure` metric",
-    "worst_case.c": "the claim's constant: a violation is error > c · upper(‖E‖)",
-    "worst_case.norm_seeds": "`fresh` only: a fixed-seed norm estimate is refused (the search "
-    "learns to hide E's maximum from it)",
-    "model.name": "latent variable model: `topics`, `gmm` or `ica`",
-    "accumulation:tensor.weight": "the target component's weight (the others 1), deflated last",
-    "accumulation:noise.model": "structured perturbation family (a factored form: "
-    "`coherent-tilt`, `attractor`)",
-    "accumulation:noise.eps": "operator norm ‖E‖ = eps; also `{start, stop, points}`: "
-    "`numpy.geomspace`, unrounded",
-    "accumulation:solver.method": "local rank-one method of every step (`sshopm`, `power`): the "
-    "tensor is matrix-free",
-    "accumulation:solver.steps": "refused: every run is full-rank SROA (n steps)",
-    "accumulation:solver.norm_method": "refused: eps is the exact norm of the structured E",
-    "accumulation:solver.norm_options": "refused: no norm is solved",
-    "accumulation.global_check": "check every SROA step against the global branch",
-    "accumulation.redo": "redo a non-global step from its check's point",
-    "model.N": "sample size N (documents or points) per instance",
-    "model.k": "number of latent classes k",
-    "model.d": "observation dimension d",
-    "model.L": "words per document (topics)",
-    "model.sigma2": "noise variance of the mixture (gmm)",
-    "model.weights": "mixing-weight imbalance max(w)/min(w); 1 = uniform",
-    "model.norms": "compute ‖E‖ and its bracket for every instance",
-    "model.prior": "prior of the model's parameters: `concentration` (topics), `mean_scale` "
-    "(gmm), `sources` and `mixing_scale` (ica)",
-    "model.tolerances": "success tolerances: `component`, `weight`",
-    "escape:solver.method": "solver label of the whole SROA: `power@L`, `power@aghkt`, "
-    "`power@aghkt*f`, `sshopm` or `sshopm@global`",
-    "escape:noise.model": "family whose start escape is measured (`attractor`)",
-    "escape:noise.eps": "operator norm ‖E‖ of the perturbation",
-    "escape.starts": "single starts per stage per instance (0: whole SROAs only)",
-    "escape.stages": "stages r (components still to be found): integers, `n` or `n/k`, "
-    "comma-separated",
-    "escape.n_iter": "power iterations N per start of `power@L` (AGHKT labels take its N)",
-    "escape.radius": "a start or step succeeds within this distance of a component",
-    "escape.sroa": "run one whole SROA per instance",
-}
 
-
-def _kind_tables() -> dict[str, tuple[Mapping[str, Any], Mapping[str, str]]]:
-    """Kind name -> (its spec schema, its axis keys), for every registered kind."""
-    from ..sweep.kinds import KINDS
-
+def _kind_tables(
+    kinds: Mapping[str, Any] | None = None,
+) -> dict[str, tuple[Mapping[str, Any], Mapping[str, str]]]:
+    """Kind name -> (its spec schema, its axis keys), for ``kinds`` (default: the built-in
+    ones, :data:`~sroa_dist.sweep.kinds.BUILTIN`: the pages document the package, whatever
+    kinds this process has imported by path)."""
+    if kinds is None:
+        from ..sweep.kinds import BUILTIN as kinds
     # A kind without a spec grammar of its own (a test's toy kind) has no section.
     return {
         name: (kind.schema, kind.axis_keys)
-        for name, kind in KINDS.items()
+        for name, kind in kinds.items()
         if hasattr(kind, "schema") and hasattr(kind, "axis_keys")
     }
-
-
-def schema_keys(schema: Mapping[str, Any], prefix: str = "") -> list[tuple[str, tuple]]:
-    """``(dotted key, (vtype, default, required))`` of every key of a schema, in its order."""
-    out = []
-    for key, entry in schema.items():
-        if isinstance(entry, Mapping):
-            out += schema_keys(entry, f"{prefix}{key}.")
-        else:
-            out.append((f"{prefix}{key}", entry))
-    return out
 
 
 def _toml(value: Any) -> str:
@@ -302,20 +181,45 @@ def _toml(value: Any) -> str:
     return f"`{json.dumps(value, ensure_ascii=False)}`"
 
 
-def meaning(kind: str, key: str) -> str:
-    """The meaning of ``key`` in specs of ``kind`` (empty when none is written)."""
-    return KEY_MEANINGS.get(f"{kind}:{key}", KEY_MEANINGS.get(key, ""))
+def meaning(kind: Any, key: str) -> str:
+    """The meaning of ``key`` in specs of ``kind`` (a kind, or a registered kind's name), as
+    the kind declares it (its ``key_meanings``); empty when it declares none."""
+    if isinstance(kind, str):
+        from ..sweep.kinds import KINDS
+
+        kind = KINDS[kind]
+    return getattr(kind, "key_meanings", {}).get(key) or ""
+
+
+def spec_section(kind: Any) -> str:
+    """The section of the spec page for one kind: every key of its schema, its type, default,
+    axis and meaning, all read from the kind (a kind outside the package documents itself
+    the same way)."""
+    from ..sweep.spec import schema_keys
+
+    marker = kind.marker
+    where = f"marker table `[{marker}]`" if marker else "the default: no marker table"
+    rows = []
+    for key, (vtype, default, required) in schema_keys(kind.schema):
+        dim = f"`{kind.axis_keys[key]}`" if key in kind.axis_keys else ""
+        shown = "required" if required else _toml(default)
+        rows.append((f"`{key}`", f"`{vtype}`", shown, dim, meaning(kind, key)))
+    head = f"\n## `{kind.name}` sweeps ({where})\n\n"
+    return head + _table(["key", "type", "default", "axis", "meaning"], rows)
 
 
 def spec_page() -> str:
-    """``spec.md``: every key of every kind of sweep spec, its type, default and meaning."""
-    from ..sweep.kinds import KINDS
+    """``spec.md``: every key of every built-in kind of sweep spec, its type, default and
+    meaning."""
+    from ..sweep.kinds import BUILTIN, KIND_KEY
 
     out = [
         _header("the spec schemas of the sweep kinds (`sroa_dist/sweep/`)"),
         "# Spec keys\n\n",
-        "A sweep spec is a TOML file. Its kind is the one whose marker table it has; a spec "
-        "without one is a tensor sweep. A key with an *axis* may be given as a list or a "
+        f"A sweep spec is a TOML file. Its kind is the one its top-level `{KIND_KEY}` key names "
+        "(a kind's name, or the import path `package.module:NAME` of a kind defined outside "
+        "the package), else the one whose marker table it has; a spec with neither is a "
+        "tensor sweep. A key with an *axis* may be given as a list or a "
         "range table (`{start, stop, step}` or `{start, stop, factor}`) and then becomes that "
         "dimension of the cube; a single value is recorded in the cube's attrs as "
         "`setting_*`. Guide, examples and the rules between keys: "
@@ -323,16 +227,7 @@ def spec_page() -> str:
         "## Value types\n\n",
         _table(["type", "takes"], ((f"`{t}`", w) for t, w in VALUE_TYPES.items())),
     ]
-    for name, (schema, axes) in _kind_tables().items():
-        marker = KINDS[name].marker
-        where = f"marker table `[{marker}]`" if marker else "the default: no marker table"
-        out.append(f"\n## `{name}` sweeps ({where})\n\n")
-        rows = []
-        for key, (vtype, default, required) in schema_keys(schema):
-            dim = f"`{axes[key]}`" if key in axes else ""
-            shown = "required" if required else _toml(default)
-            rows.append((f"`{key}`", f"`{vtype}`", shown, dim, meaning(name, key)))
-        out.append(_table(["key", "type", "default", "axis", "meaning"], rows))
+    out += [spec_section(BUILTIN[name]) for name in _kind_tables()]
     return "".join(out)
 
 
@@ -366,7 +261,7 @@ def cube_page() -> str:
         SETTING_PREFIX,
         STORE_FORMAT,
     )
-    from ..sweep.kinds import KINDS
+    from ..sweep.kinds import BUILTIN
 
     dim_head = ["dim", "coordinate dtype", "units", "meaning"]
 
@@ -391,7 +286,7 @@ def cube_page() -> str:
         _table(dim_head, dim_rows(DIMS)),
     ]
     head = ["variable", "dims", "dtype", "units", "meaning", "notes"]
-    for name, kind in KINDS.items():
+    for name, kind in BUILTIN.items():
         out.append(f"\n## Sweep dims of `{name}` sweeps, in cube order\n\n")
         out.append(_table(dim_head, dim_rows(kind.dims)))
         out.append(f"\n## Variables of `{name}` sweeps\n\n")

@@ -40,6 +40,7 @@ __all__ = [
     "chunks_for_block_size",
     "default_block_size",
     "default_worker_memory",
+    "grid_layout",
     "layout_chunks",
     "parse_bytes",
     "stable_hash32",
@@ -283,6 +284,23 @@ def layout_chunks(
             "give one positive chunk size per dim",
         )
     return chunks
+
+
+def grid_layout(
+    spec: Any,
+    block_size: int | None,
+    chunks: Sequence[int] | None,
+    default: Callable[[], int],
+    n_steps: int,
+    n_component: int,
+) -> Layout:
+    """The :class:`Layout` of a spec's whole instance grid: its swept dims in cube order, then
+    ``replicate`` (``spec.instance_grid()``), blocks from explicit ``chunks``, a ``block_size``
+    or ``default()`` (:func:`layout_chunks`), and the extents of ``step`` and ``component``.
+    What every kind's ``layout`` builds before its own checks (memory, ...)."""
+    dims, coords = spec.instance_grid()
+    chunks = layout_chunks(dims, [len(c) for c in coords], block_size, chunks, default)
+    return Layout(tuple(dims), tuple(coords), chunks, n_steps, n_component)
 
 
 @dataclass(frozen=True)

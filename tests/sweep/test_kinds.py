@@ -34,7 +34,7 @@ from sroa_dist.sweep.layout import (
     allocate,
     block_task,
     default_block_size,
-    layout_chunks,
+    grid_layout,
     stable_hash32,
 )
 from sroa_dist.sweep.run.worker import compute_block
@@ -159,12 +159,7 @@ class EchoKind:
         *,
         memory_limit: int | None = None,
     ) -> Layout:
-        dims, coords = spec.instance_grid()
-        shape = [len(c) for c in coords]
-        chunks = layout_chunks(
-            dims, shape, block_size, chunks, lambda: default_block_size(spec, 1e-3)
-        )
-        return Layout(tuple(dims), tuple(coords), chunks, 1, 1)
+        return grid_layout(spec, block_size, chunks, lambda: default_block_size(spec, 1e-3), 1, 1)
 
     def compute_block(self, task: BlockTask, spec: EchoSpec) -> BlockResult:
         out = allocate(task, self.variables(spec))

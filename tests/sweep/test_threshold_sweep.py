@@ -78,7 +78,8 @@ def test_the_kind_is_registered_and_marked_by_its_table():
         ("threshold.rtol", 0.5, "threshold.rtol"),
         ("threshold.k_section", 0, "threshold.k_section"),
         ("threshold.bogus", 1, "threshold.bogus"),
-        ("solver.options", {"bogus": 4}, "solver.options.bogus"),
+        ("solver.options", {"nope": 4}, "solver.options.nope"),
+        ("solver.options", {"sshopm": {"n_starts": 0}}, "solver.options.sshopm.n_starts"),
         ("solver.norm_options", {"n_starts": 4}, "solver.norm_options"),
         ("solver.steps", 2, "solver.steps"),
         ("solver.method", "nope", "solver.method"),
@@ -132,6 +133,63 @@ def test_method_options_reach_the_search_and_are_an_instance_setting():
     )
     assert got.bracket == want.bracket and got.n_evals == want.n_evals
     assert [e.metric for e in got.trace] == [e.metric for e in want.trace]
+
+
+def test_solver_options_reach_every_search_step_and_are_part_of_the_instance(tmp_path, client):
+    """``[solver.options]`` pass through to the rank-one method of the search (a sweep on
+    workers equals find_threshold called with them), are recorded in the store's attrs, and a
+    store refuses to resume with other options; an option a stated older revision fixes is
+    refused naming its key."""
+    raw = _small(
+        **{
+            "tensor.n": 4,
+            "noise.model": "coherent-tilt",
+            "replicates": 1,
+            "solver.options": {"sshopm": {"n_starts": 3, "max_iter": 200}},
+        }
+    )
+    spec = spec_from_dict(raw)
+    assert spec.own_options("sshopm") == {"n_starts": 3, "max_iter": 200}
+    res = run_sweep(raw, tmp_path / "o.zarr", client=client)
+    assert res.complete
+    ds = open_results(tmp_path / "o.zarr").load()
+    assert json.loads(ds.attrs["setting_solver_options"]) == {
+        "sshopm": {"max_iter": 200, "n_starts": 3}
+    }
+    key = (stable_hash32("noise", "coherent-tilt"), stable_hash32("n", 4), stable_hash32("p", 3), 0)
+    want = find_threshold(
+        4,
+        3,
+        family="coherent-tilt",
+        criterion="value",
+        c=0.5,
+        method="sshopm",
+        options={"n_starts": 3, "max_iter": 200},
+        eps_range=(0.05, 1.5),
+        rtol=0.03,
+        params={"component": "smallest"},
+        rng=np.random.SeedSequence(5, spawn_key=key),
+    )
+    got = ds.sel(replicate=0)  # one search: no swept axis
+    assert np.float64(got["eps_star"]).tobytes() == np.float64(want.eps_star).tobytes()
+    k = want.n_evals
+    metric = np.array([e.metric for e in want.trace], dtype=float)
+    assert got["trace_metric"].values[:k].tobytes() == metric.tobytes()
+    # Another option value is another instance: resuming the store with it is refused.
+    other = json.loads(json.dumps(raw))
+    other["solver"]["options"]["sshopm"]["n_starts"] = 4
+    with pytest.raises(ValueError, match=r"solver\.options"):
+        run_sweep(other, tmp_path / "o.zarr", client=client)
+    # Without options the attrs have no such key (stores made before stay as they were).
+    plain = KINDS["threshold"].provenance(spec_from_dict(_small()))
+    assert "setting_solver_options" not in plain
+
+
+def test_an_option_a_stated_revision_fixes_is_refused_naming_its_key():
+    raw = _small(**{"solver.revisions": {"sshopm": 4}, "solver.options": {"engine": "dense"}})
+    with pytest.raises(SpecError, match="revision 4") as info:
+        spec_from_dict(raw, source="s.toml")
+    assert info.value.key == "solver.options.engine"
 
 
 def test_theorem_takes_c_and_radius_and_recovery_takes_a_radius():

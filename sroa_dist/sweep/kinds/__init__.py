@@ -1,7 +1,10 @@
 """Sweep kinds: the registry (:mod:`.registry`) and one module or package per kind
-(:mod:`.tensor`, :mod:`.model`, :mod:`.threshold`)."""
+(:mod:`.tensor`, :mod:`.model`, :mod:`.threshold`, ...); a kind outside the package is named
+by a spec's ``kind = "package.module:NAME"``."""
 
 from .registry import (
+    BUILTIN,
+    KIND_KEY,
     KINDS,
     SweepKind,
     advice,
@@ -12,15 +15,19 @@ from .registry import (
     kind_of,
     load_spec,
     make_layout,
+    parse_as,
     parse_spec,
     recorded_kind,
     register_kind,
+    resolve_kind,
     spec_from_dict,
     spec_of_task,
     variable_order,
 )
 
 __all__ = [
+    "BUILTIN",
+    "KIND_KEY",
     "KINDS",
     "SweepKind",
     "advice",
@@ -31,9 +38,11 @@ __all__ = [
     "kind_of",
     "load_spec",
     "make_layout",
+    "parse_as",
     "parse_spec",
     "recorded_kind",
     "register_kind",
+    "resolve_kind",
     "spec_from_dict",
     "spec_of_task",
     "variable_order",

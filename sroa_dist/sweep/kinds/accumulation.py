@@ -61,7 +61,7 @@ from ..layout import (
     Layout,
     allocate,
     default_block_size,
-    layout_chunks,
+    grid_layout,
     stable_hash32,
 )
 from ..spec import (
@@ -74,6 +74,7 @@ from ..spec import (
     check_method_options,
     check_methods,
     check_replicates,
+    key_meanings,
     prune_model_params,
     validate_table,
 )
@@ -479,12 +480,14 @@ def accumulation_layout(
 ) -> Layout:
     """The layout: blocks of about the runner's target task time (the cost model), ``step``
     as long as the largest n."""
-    dims, coords = spec.instance_grid()
-    shape = [len(c) for c in coords]
-    chunks = layout_chunks(
-        dims, shape, block_size, chunks, lambda: default_block_size(spec, _mean_cost(spec))
+    return grid_layout(
+        spec,
+        block_size,
+        chunks,
+        lambda: default_block_size(spec, _mean_cost(spec)),
+        spec.n_steps,
+        max(spec.ranks),
     )
-    return Layout(tuple(dims), tuple(coords), chunks, spec.n_steps, max(spec.ranks))
 
 
 def worker_memory(spec: AccumulationSweepSpec, layout: Layout) -> float:
@@ -529,6 +532,27 @@ def compute_accumulation_block(task: BlockTask, spec: AccumulationSweepSpec) -> 
     )
 
 
+#: What each key of a accumulation spec means (docs/reference/spec.md): the keys this kind reads
+#: its own way; the common and shared keys' meanings come from :mod:`..spec.meanings`.
+ACCUMULATION_KEY_MEANINGS: Mapping[str, str] = key_meanings(
+    ACCUMULATION_SCHEMA,
+    {
+        "tensor.weight": "the target component's weight (the others 1), deflated last",
+        "noise.model": "structured perturbation family (a factored form: `coherent-tilt`, "
+        "`attractor`)",
+        "noise.eps": "operator norm ‖E‖ = eps; also `{start, stop, points}`: `numpy.geomspace`, "
+        "unrounded",
+        "solver.method": "local rank-one method of every step (`sshopm`, `power`): the tensor is "
+        "matrix-free",
+        "solver.steps": "refused: every run is full-rank SROA (n steps)",
+        "solver.norm_method": "refused: eps is the exact norm of the structured E",
+        "solver.norm_options": "refused: no norm is solved",
+        "accumulation.global_check": "check every SROA step against the global branch",
+        "accumulation.redo": "redo a non-global step from its check's point",
+    },
+)
+
+
 class AccumulationKind:
     """The ``accumulation`` kind (marker table ``[accumulation]``): error curves over ε."""
 
@@ -536,6 +560,7 @@ class AccumulationKind:
     #: Its spec grammar and swept dims (in cube order; the cube's shared vocabulary).
     schema: Mapping[str, Any] = ACCUMULATION_SCHEMA
     axis_keys: Mapping[str, str] = AXIS_KEYS
+    key_meanings: Mapping[str, str] = ACCUMULATION_KEY_MEANINGS
     dims: Mapping[str, Dim] = by_name(*(SHARED_AXES[d] for d in AXIS_KEYS.values()))
     marker = "accumulation"
     all_variables: Mapping[str, Variable] = ACCUMULATION_VARIABLES

@@ -60,7 +60,7 @@ from ..layout import (
     Layout,
     allocate,
     default_block_size,
-    layout_chunks,
+    grid_layout,
     stable_hash32,
 )
 from ..spec import (
@@ -72,6 +72,7 @@ from ..spec import (
     check_method_options,
     check_methods,
     check_replicates,
+    key_meanings,
     validate_table,
 )
 
@@ -595,13 +596,15 @@ def model_layout(
 
     ``step`` has length max k (SROA runs k steps); there is no ``component`` dim.
     """
-    dims, coords = spec.instance_grid()
-    shape = [len(c) for c in coords]
-    n_steps = spec.n_steps
-    chunks = layout_chunks(
-        dims, shape, block_size, chunks, lambda: default_block_size(spec, model_mean_cost(spec))
+    n_steps = int(spec.n_steps)
+    return grid_layout(
+        spec,
+        block_size,
+        chunks,
+        lambda: default_block_size(spec, model_mean_cost(spec)),
+        n_steps,
+        n_steps,
     )
-    return Layout(tuple(dims), tuple(coords), chunks, int(n_steps), int(n_steps))
 
 
 # --------------------------------------------------------------------------------------------
@@ -657,6 +660,26 @@ def write_study(
     out["solve_time"][idx] = seconds
 
 
+#: What each key of a model spec means (docs/reference/spec.md): the keys this kind reads
+#: its own way; the common and shared keys' meanings come from :mod:`..spec.meanings`.
+MODEL_KEY_MEANINGS: Mapping[str, str] = key_meanings(
+    _SCHEMA,
+    {
+        "model.name": "latent variable model: `topics`, `gmm` or `ica`",
+        "model.N": "sample size N (documents or points) per instance",
+        "model.k": "number of latent classes k",
+        "model.d": "observation dimension d",
+        "model.L": "words per document (topics)",
+        "model.sigma2": "noise variance of the mixture (gmm)",
+        "model.weights": "mixing-weight imbalance max(w)/min(w); 1 = uniform",
+        "model.norms": "compute ‖E‖ and its bracket for every instance",
+        "model.prior": "prior of the model's parameters: `concentration` (topics), `mean_scale` "
+        "(gmm), `sources` and `mixing_scale` (ica)",
+        "model.tolerances": "success tolerances: `component`, `weight`",
+    },
+)
+
+
 class ModelKind:
     """The ``model`` kind (marker table ``[model]``): method-of-moments studies."""
 
@@ -667,6 +690,7 @@ class ModelKind:
     #: The spec grammar and its sweepable keys (docs/reference/spec.md lists them).
     schema: Mapping[str, Any] = _SCHEMA
     axis_keys: Mapping[str, str] = MODEL_AXIS_KEYS
+    key_meanings: Mapping[str, str] = MODEL_KEY_MEANINGS
     #: Report and figures (:class:`sroa_dist.analysis.KindAnalysis`; a path: analysis is a
     #: layer above): SROA's per-step results, then error vs N and the N needed for success.
     analysis = "sroa_dist.analysis.moments:MODEL_ANALYSIS"

@@ -7,20 +7,28 @@ block kernel, cube variables, provenance) and imports only the shared modules (:
 :mod:`..spec.base`, :mod:`..layout`, :mod:`..cube`) and the numerical core -- never another
 kind, and never this registry. Spec loading, the grid, the worker and storage ask
 :func:`kind_of` / :func:`kind_for_raw` and call the kind, so none of them branches on a
-kind's name. Adding a kind is one new module and one line in :data:`_BUILTIN` (or a call to
-:func:`register_kind` for a kind defined outside the package); see docs/architecture.md.
+kind's name. A kind describes itself (its keys' meanings, dims, variables, cost model, report
+and figures), so the reference pages and the CLI read it from the kind.
 
-A raw spec is of the kind whose :attr:`SweepKind.marker` table it has (``[model]``); a spec
-with no marker table is of the default kind (marker ``None``: ``tensor``). A store records its
-kind's name in the root attr ``sroa_kind`` (:data:`~..cube.ATTR_KIND`) and a read sets it on the
-cube, so a cube's kind is :func:`kind_of` the cube: analysis and ``verify`` ask the kind (its
-``analysis`` and ``certificate_tensors`` hooks), never the cube's variables.
+A new kind is one module: a spec names it by import path, ``kind = "package.module:NAME"``
+(:data:`KIND_KEY`), and needs no edit here or anywhere else in the package; the path is kept in
+the resolved spec, so the store's copy of the spec finds the kind again (on the workers, and
+when the store is opened, reported or resumed). The kinds that ship with the package are the
+entries of :data:`_BUILTIN`; :func:`register_kind` registers one by hand.
+
+A raw spec is of the kind its ``kind`` key names, else of the kind whose
+:attr:`SweepKind.marker` table it has (``[model]``); a spec with neither is of the default kind
+(marker ``None``: ``tensor``). A store records its kind's name in the root attr ``sroa_kind``
+(:data:`~..cube.ATTR_KIND`) and a read sets it on the cube, so a cube's kind is :func:`kind_of`
+the cube: analysis and ``verify`` ask the kind (its ``analysis`` and ``certificate_tensors``
+hooks), never the cube's variables.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib
 import itertools
 import json
 from collections.abc import Mapping, Sequence
@@ -53,7 +61,9 @@ from .threshold import THRESHOLD
 from .worst_case import WORST_CASE
 
 __all__ = [
+    "BUILTIN",
     "KINDS",
+    "KIND_KEY",
     "SweepKind",
     "advice",
     "cube_dims",
@@ -63,8 +73,10 @@ __all__ = [
     "kind_of",
     "load_spec",
     "make_layout",
+    "parse_as",
     "parse_spec",
     "recorded_kind",
+    "resolve_kind",
     "spec_from_dict",
     "spec_of_task",
     "register_kind",
@@ -96,9 +108,11 @@ class SweepKind(Protocol):
       sums. Default: the settings' own ``cost()``, else :meth:`mean_cost`.
     - ``worker_memory(spec, layout)``: peak bytes of a worker at the sweep's largest task
       (:func:`estimate`). Default: the bare worker process.
-    - ``schema`` and ``axis_keys``: the kind's spec grammar (``(vtype, default, required)``
-      per key, :mod:`..spec.fields`) and its sweepable keys (dotted key -> dim), which the spec
-      reference page (docs/reference/spec.md) lists. Default: the page has no section for it.
+    - ``schema``, ``axis_keys`` and ``key_meanings``: the kind's spec grammar (``(vtype,
+      default, required)`` per key, :mod:`..spec.fields`), its sweepable keys (dotted key ->
+      dim) and what each key means (dotted key -> one line; :data:`~..spec.COMMON_MEANINGS`
+      holds the common keys'), which the spec reference page (docs/reference/spec.md) lists.
+      Default: the page has no section for it.
     - ``advice``, ``trial_draws``, ``step_meaning``: ``sroa-dist validate``.
     """
 
@@ -202,11 +216,96 @@ _MEMBERS = (
 )
 
 
+#: The top-level spec key that names a spec's kind: a registered kind's name, or the import
+#: path ``"package.module:NAME"`` of a kind object (one that no registry lists).
+KIND_KEY = "kind"
+
+
+def _is_path(ref: Any) -> bool:
+    return isinstance(ref, str) and ":" in ref
+
+
+def resolve_kind(ref: Any, source: str = "<dict>") -> SweepKind:
+    """The kind a spec's ``kind`` key names: a registered kind's name, or the import path
+    ``"package.module:NAME"`` of an object implementing :class:`SweepKind`, imported here (on a
+    worker too: where the block runs) and registered under its own name for this process.
+
+    Raises ``SpecError`` naming the ``kind`` key and the reason: not a name or a path, a module
+    that cannot be imported, a missing attribute, an object without the protocol's members, or
+    a name another kind already has. A kind is imported even when a stored spec is read by
+    names only (:func:`sroa_dist._registry.names_only`): its spec cannot be read without it.
+    """
+    if isinstance(ref, str) and ref in _KINDS:
+        return _KINDS[ref]
+    expected = f"a sweep kind: one of {sorted(_KINDS)} or an import path 'package.module:NAME'"
+    if not _is_path(ref):
+        raise SpecError(
+            source,
+            KIND_KEY,
+            expected,
+            ref,
+            "name a kind defined outside the package by its module and object, e.g. "
+            "kind = 'mystudies.kinds:MY_KIND'",
+        )
+    module_name, _, attr = ref.partition(":")
+    importable = "an importable sweep kind 'package.module:NAME'"
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise SpecError(
+            source,
+            KIND_KEY,
+            importable,
+            f"<{ref!r}: cannot import module {module_name!r} ({exc})>",
+            "the module must be importable where the spec is read and on every worker "
+            "(install it or add its directory to PYTHONPATH)",
+        ) from None
+    kind = getattr(module, attr, None)
+    if kind is None:
+        raise SpecError(
+            source,
+            KIND_KEY,
+            importable,
+            f"<{ref!r}: module {module_name!r} has no attribute {attr!r}>",
+            "check the name after the colon",
+        )
+    missing = [m for m in _MEMBERS if not hasattr(kind, m)]
+    if isinstance(kind, type) and not missing:  # the class has every member but is no kind
+        raise SpecError(
+            source,
+            KIND_KEY,
+            "an object implementing SweepKind (sroa_dist.sweep.kinds.SweepKind)",
+            f"<{ref!r}: a class, not its kind object>",
+            "name the kind object (an instance of the class), not its class",
+        )
+    if missing or not isinstance(kind, SweepKind):
+        raise SpecError(
+            source,
+            KIND_KEY,
+            "an object implementing SweepKind (sroa_dist.sweep.kinds.SweepKind)",
+            f"<{type(kind).__name__} {ref!r}, which lacks {missing}>",
+            "name the kind object; it needs every member of the protocol",
+        )
+    name = getattr(kind, "name", None)
+    if _KINDS.get(name) is kind:  # imported before in this process
+        return kind
+    try:
+        register_kind(kind)
+    except InputError as exc:
+        raise SpecError(
+            source, KIND_KEY, "a kind with a name and marker of its own", ref, str(exc)
+        ) from None
+    return kind
+
+
 def kind_for_raw(raw: Any, source: str = "<dict>") -> SweepKind:
-    """The kind a raw spec describes: the one whose marker table it has, else the default.
+    """The kind a raw spec describes: the one its ``kind`` key names (:func:`resolve_kind`),
+    else the one whose marker table it has, else the default.
 
     A spec with the marker tables of two kinds is a ``SpecError`` (it must be split).
     """
+    if isinstance(raw, Mapping) and KIND_KEY in raw:
+        return resolve_kind(raw[KIND_KEY], source)
     marked = [
         k for k in _KINDS.values() if k.marker and isinstance(raw, Mapping) and k.marker in raw
     ]
@@ -253,7 +352,20 @@ def recorded_kind(attrs: Mapping[str, Any], raw_spec: Any, source: str) -> Sweep
 
     The kind ``sroa_kind`` names; a store written before the attr existed is of its stored
     spec's kind (:func:`kind_for_raw`), derived here once, on read, from the spec alone.
+    A kind named by import path in the stored spec (its ``kind`` key) is imported
+    (:func:`resolve_kind`) before the name is looked up.
     """
+    if isinstance(raw_spec, Mapping) and _is_path(raw_spec.get(KIND_KEY)):
+        kind = resolve_kind(raw_spec[KIND_KEY], source)
+        if ATTR_KIND in attrs and attrs[ATTR_KIND] != kind.name:
+            raise SpecError(
+                source,
+                KIND_KEY,
+                f"the kind the store records ({ATTR_KIND} = {attrs[ATTR_KIND]!r})",
+                f"<{raw_spec[KIND_KEY]!r}, whose name is {kind.name!r}>",
+                "the module now names another kind: restore the one the store was made with",
+            )
+        return kind
     if ATTR_KIND in attrs:
         return _named(attrs[ATTR_KIND], f"{source}: {ATTR_KIND}")
     return kind_for_raw(raw_spec, source)
@@ -269,9 +381,34 @@ def _named(name: Any, what: str) -> SweepKind:
         ) from None
 
 
+def parse_as(kind: SweepKind, raw: Mapping[str, Any], source: str = "<dict>") -> SweepSpec:
+    """Validate a raw spec with ``kind``'s rules (a store's spec with the kind it records).
+
+    The ``kind`` key is the registry's, not the kind's grammar's: it is taken out before
+    ``kind.parse`` and kept in the resolved spec where it is an import path, so the spec's JSON
+    (a block task's, the store's copy) names the kind again. A registered name adds nothing
+    (the marker table says as much), so built-in specs resolve as they always did.
+    """
+    if not isinstance(raw, Mapping) or KIND_KEY not in raw:
+        return kind.parse(raw, source)
+    ref = raw[KIND_KEY]
+    if resolve_kind(ref, source) is not kind:
+        raise SpecError(
+            source,
+            KIND_KEY,
+            f"the kind {kind.name!r} (its tables' kind)",
+            ref,
+            "drop the kind key, or give the tables of the kind it names",
+        )
+    spec = kind.parse({k: v for k, v in raw.items() if k != KIND_KEY}, source)
+    if not _is_path(ref):
+        return spec
+    return dataclasses.replace(spec, data={**spec.data, KIND_KEY: ref})
+
+
 def parse_spec(raw: Mapping[str, Any], source: str = "<dict>") -> SweepSpec:
-    """Validate a raw spec with its kind's rules (:func:`kind_for_raw`)."""
-    return kind_for_raw(raw, source).parse(raw, source)
+    """Validate a raw spec with its kind's rules (:func:`kind_for_raw`, :func:`parse_as`)."""
+    return parse_as(kind_for_raw(raw, source), raw, source)
 
 
 def spec_of_task(spec_json: str) -> SweepSpec:
@@ -394,7 +531,8 @@ def variable_order() -> list[str]:
     return list(dict.fromkeys(name for k in _KINDS.values() for name in k.all_variables))
 
 
-#: The kinds that ship with the package (adding one: its module, then one entry here).
+#: The kinds that ship with the package. A kind outside it needs no entry: its specs name it
+#: by import path (:data:`KIND_KEY`).
 _BUILTIN: tuple[SweepKind, ...] = (
     TENSOR,
     MODEL,
@@ -405,3 +543,6 @@ _BUILTIN: tuple[SweepKind, ...] = (
 )
 for _kind in _BUILTIN:
     register_kind(_kind)
+#: The kinds that ship with the package, by name (read-only): what the reference pages
+#: document, whatever other kinds this process has imported or registered.
+BUILTIN: Mapping[str, SweepKind] = MappingProxyType({k.name: k for k in _BUILTIN})

@@ -71,7 +71,7 @@ from ..layout import (
     Layout,
     allocate,
     default_block_size,
-    layout_chunks,
+    grid_layout,
     stable_hash32,
 )
 from ..spec import (
@@ -81,6 +81,7 @@ from ..spec import (
     build_axes,
     check_methods,
     check_replicates,
+    key_meanings,
     validate_table,
 )
 
@@ -525,12 +526,16 @@ def escape_layout(
     memory_limit: int | None = None,
 ) -> Layout:
     """The layout: blocks sized by the cost model (:func:`~..layout.default_block_size`)."""
-    dims, coords = spec.instance_grid()
-    shape = [len(c) for c in coords]
     costs = _costs(spec)
     mean = sum(costs) / len(costs)
-    chunks = layout_chunks(dims, shape, block_size, chunks, lambda: default_block_size(spec, mean))
-    return Layout(tuple(dims), tuple(coords), chunks, spec.n_steps, max(spec.ranks))
+    return grid_layout(
+        spec,
+        block_size,
+        chunks,
+        lambda: default_block_size(spec, mean),
+        spec.n_steps,
+        max(spec.ranks),
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -580,6 +585,25 @@ def escape_instance(
     )
 
 
+#: What each key of a escape spec means (docs/reference/spec.md): the keys this kind reads
+#: its own way; the common and shared keys' meanings come from :mod:`..spec.meanings`.
+ESCAPE_KEY_MEANINGS: Mapping[str, str] = key_meanings(
+    ESCAPE_SCHEMA,
+    {
+        "solver.method": "solver label of the whole SROA: `power@L`, `power@aghkt`, "
+        "`power@aghkt*f`, `sshopm` or `sshopm@global`",
+        "noise.model": "family whose start escape is measured (`attractor`)",
+        "noise.eps": "operator norm ‖E‖ of the perturbation",
+        "escape.starts": "single starts per stage per instance (0: whole SROAs only)",
+        "escape.stages": "stages r (components still to be found): integers, `n` or `n/k`, "
+        "comma-separated",
+        "escape.n_iter": "power iterations N per start of `power@L` (AGHKT labels take its N)",
+        "escape.radius": "a start or step succeeds within this distance of a component",
+        "escape.sroa": "run one whole SROA per instance",
+    },
+)
+
+
 class EscapeKind:
     """The ``escape`` kind (marker table ``[escape]``): start escape and whole-SROA capture."""
 
@@ -587,6 +611,7 @@ class EscapeKind:
     #: Its spec grammar and swept dims (in cube order; the cube's shared vocabulary).
     schema: Mapping[str, Any] = ESCAPE_SCHEMA
     axis_keys: Mapping[str, str] = AXIS_KEYS
+    key_meanings: Mapping[str, str] = ESCAPE_KEY_MEANINGS
     dims: Mapping[str, Dim] = by_name(*(SHARED_AXES[d] for d in AXIS_KEYS.values()))
     marker = "escape"
     all_variables: Mapping[str, Variable] = ESCAPE_VARIABLES

@@ -13,8 +13,7 @@ Grammar (marker table ``[threshold]``)::
     [tensor]    n, p, lambdas | weights, lambda_min
                                          (basis random, full rank: as find_threshold builds it)
     [noise]     model, params            (ε is searched, so no noise level)
-    [solver]    method, options          (options: find_threshold's ``options=``, plain keys for
-                                          every method, a sub-table per method)
+    [solver]    method, options          (options: the rank-one method's, as any sweep's)
     [threshold] criterion, c, radius, eps_range, rtol,
                 global_check, redo, scan_phases, certify_ends, k_section, matrix_free,
                 revision
@@ -37,6 +36,14 @@ same draws (basis, direction, starts).
 ``matrix_free`` (default None: find_threshold's rule, matrix-free once one dense tensor would
 exceed its cap) forces the structured build on (``true``: only families with a factored form,
 the coherent tilt) or off; it changes the bits of a search, so it is an instance setting.
+
+``[solver.options]`` (plain keys for every method, a sub-table per method) reach the rank-one
+method of every SROA step of the search, checked as any sweep checks them and naming the key
+that gave a bad one; an option an older method revision fixes (a pinned ``[solver.revisions]``)
+is refused. They change the bits of a search, so they are part of the spec's instance settings
+(a store refuses to resume with other options) and are recorded in ``setting_solver_options``
+where the spec gives any; they are not in the seed (the same draws and starts, as for the
+method axis). The norm of ``E`` takes its method's defaults.
 
 ``k_section`` (default 1, the sequential search) is how many ε a search evaluates per round:
 on a Dask cluster the block hands each round's points to free workers as tasks
@@ -65,7 +72,12 @@ from typing import Any, ClassVar
 import numpy as np
 
 from sroa_dist.errors import InputError, with_hint
-from sroa_dist.methods import memory_estimate, resolve_norm_method, solve_cost
+from sroa_dist.methods import (
+    memory_estimate,
+    resolve_norm_method,
+    revision_options,
+    solve_cost,
+)
 from sroa_dist.problems import NOISE_MODELS, PERTURBATIONS, check_model, model_params
 from sroa_dist.studies import (
     DEFAULT_C,
@@ -95,7 +107,7 @@ from ..layout import (
     Layout,
     allocate,
     default_worker_memory,
-    layout_chunks,
+    grid_layout,
     stable_hash32,
 )
 from ..spec import (
@@ -107,6 +119,8 @@ from ..spec import (
     check_methods,
     check_replicates,
     check_tensor_size,
+    key_meanings,
+    options_given,
     prune_model_params,
     replicate_advice,
     validate_table,
@@ -376,6 +390,12 @@ class ThresholdSweepSpec(SweepSpec):
         """``[noise.params]`` (sub-tables per model)."""
         return self.data["noise"]["params"]
 
+    def own_options(self, method: str) -> dict[str, Any]:
+        """``[solver.options]`` for ``method`` as the spec gives them (plain keys, then the
+        method's sub-table), without the option values of a pinned revision:
+        :func:`sroa_dist.find_threshold` adds those itself from ``revisions``."""
+        return self.solver.own_options(method)
+
     @property
     def ranks(self) -> tuple[int, ...]:
         """Every search runs full-rank SROA: the n values."""
@@ -414,6 +434,7 @@ class ThresholdSweepSpec(SweepSpec):
                 )
         data = self.to_dict()
         data["threshold"]["revision"] = base if own is None else own
+        _check_option_revisions(data, self.axes["solver.method"].values, self.source)
         return replace(self, data=data)
 
     def settings_at(self, coords: Mapping[str, Any]) -> ThresholdSettings:
@@ -467,12 +488,16 @@ class ThresholdProblem:
     revisions: Mapping[str, int] = field(default_factory=dict)
     radius: float | None = None
     search: Mapping[str, Any] = field(default_factory=dict)
+    #: The rank-one method's options from ``[solver.options]`` (the spec's own, not those of
+    #: a pinned revision, which ``revisions`` brings).
     options: Mapping[str, Any] = field(default_factory=dict)
 
     def run(self, executor: Any = None) -> ThresholdResult:
         """:func:`sroa_dist.find_threshold` on this instance; ``executor`` runs the rounds'
         evaluations (the same result on any)."""
         kwargs: dict[str, Any] = {} if self.c is None else {"c": self.c}
+        if self.options:  # only when given: a search without options calls as before
+            kwargs["options"] = dict(self.options)
         if self.radius is not None and self.criterion == "theorem":
             kwargs["radius"] = self.radius
         return find_threshold(
@@ -487,7 +512,6 @@ class ThresholdProblem:
             params=self.params,
             rng=np.random.SeedSequence(self.seed, spawn_key=self.spawn_key),
             revisions=self.revisions,
-            options=dict(self.options),
             executor=executor,
             **self.search,
             **kwargs,
@@ -515,7 +539,7 @@ def problem_of(
         revisions=dict(spec.solver.revisions),
         radius=t.radius if t.criterion == "theorem" else None,
         search=t.search,
-        options=spec.solver.own_options(settings.method),
+        options=spec.own_options(settings.method),
     )
 
 
@@ -696,13 +720,35 @@ def _check_solver(
             "solver.norm_options",
             "an empty table in a threshold sweep",
             solver["norm_options"],
-            "find_threshold bounds ||E|| with the method's default options",
+            "find_threshold bounds ||E|| with its method's default options",
         )
-    check_methods(solver, methods, src)
+    check_methods(solver, methods, src, table_keys=("options",))
     for m in methods:
         for n in ns:
             for p in ps:
                 check_method_options(data, m, n, p, False, src)
+    _check_option_revisions(data, methods, src)
+
+
+def _check_option_revisions(data: dict[str, Any], methods: Sequence[str], src: str) -> None:
+    """An option of ``[solver.options]`` that a stated method revision fixes is refused, naming
+    its key (:func:`sroa_dist.find_threshold` would refuse it in the block)."""
+    solver = data["solver"]
+    for m in methods:
+        given = options_given(solver["options"], m)
+        fixed = revision_options(m, solver["revisions"].get(m))
+        clash = sorted(set(given) & set(fixed))
+        if clash:
+            sub = solver["options"].get(m)
+            in_sub = isinstance(sub, Mapping) and clash[0] in sub
+            raise SpecError(
+                src,
+                "solver.options." + (f"{m}." if in_sub else "") + clash[0],
+                f"an option that {m!r} revision {solver['revisions'][m]} does not fix "
+                f"(it fixes {sorted(fixed)})",
+                given[clash[0]],
+                "drop the option, or compute with the method's current revision (a new store)",
+            )
 
 
 # --------------------------------------------------------------------------------------------
@@ -785,14 +831,21 @@ def _has_iid_part(model: str) -> bool:
     return model in NOISE_MODELS or "+" in model
 
 
-def search_memory(method: str, n: int, p: int, n_evals: int, iid: bool = True) -> float:
+def search_memory(
+    method: str,
+    n: int,
+    p: int,
+    n_evals: int,
+    iid: bool = True,
+    options: Mapping[str, Any] | None = None,
+) -> float:
     """Estimated peak bytes of one search: the worker process, the instance (``T``, ``E``,
     the rescaled ``E`` and ``T̂``), the SROA call (:func:`sroa_dist.methods.memory_estimate`)
     or, for a model with an i.i.d. part (``iid``), drawing ``E`` (which sorts index arrays of
     ``p`` times the tensor's size), whichever is larger, and the trace. Structured families
     (the coherent tilt) are built from the basis and need no sort."""
     tensor = 8.0 * float(n) ** p
-    solve = float(memory_estimate(method, n, p, 1, {}))
+    solve = float(memory_estimate(method, n, p, 1, dict(options or {})))
     draw = (2 * p + 2) * tensor if iid else 0.0
     return WORKER_BASE_BYTES + 4 * tensor + max(solve, draw) + 24.0 * n_evals
 
@@ -809,7 +862,9 @@ def _worst_memory(spec: ThresholdSweepSpec) -> tuple[float, tuple[str, int, int]
             if uses_matrix_free(n, p, str(model), None, spec.matrix_free):
                 need = WORKER_BASE_BYTES + MATRIX_FREE_BYTES_PER_N2 * n * n
             else:
-                need = search_memory(m, n, p, spec.n_steps, _has_iid_part(str(model)))
+                need = search_memory(
+                    m, n, p, spec.n_steps, _has_iid_part(str(model)), spec.own_options(m)
+                )
             worst = max(worst, (need, (m, n, p)))
     return worst
 
@@ -829,14 +884,12 @@ def threshold_layout(
     (a search is seconds to minutes, far above the per-task overhead, and small blocks keep
     every worker busy). ``SpecError`` naming ``tensor.n`` if a search would not fit in a
     worker's ``memory_limit``."""
-    dims, coords = spec.instance_grid()
-    shape = [len(c) for c in coords]
-    chunks = layout_chunks(dims, shape, block_size, chunks, lambda: 1)
+    layout = grid_layout(spec, block_size, chunks, lambda: 1, spec.n_steps, max(spec.ranks))
     if memory_limit is None:
         limit, origin = default_worker_memory()
     else:
         limit, origin = memory_limit, "given limit"
-    block = math.prod(chunks)
+    block = math.prod(layout.chunks)
     need, (m, n, p) = _worst_memory(spec)
     need += block * 24.0 * spec.n_steps
     if need > limit:
@@ -847,7 +900,7 @@ def threshold_layout(
             f"entries is {_gib(8.0 * float(n) ** p)}>",
             "use a smaller n or p, or workers with more memory",
         )
-    return Layout(tuple(dims), tuple(coords), chunks, spec.n_steps, max(spec.ranks))
+    return layout
 
 
 def search_seconds(spec: ThresholdSweepSpec, settings: ThresholdSettings) -> float:
@@ -922,6 +975,43 @@ def compute_threshold_block(task: BlockTask, spec: ThresholdSweepSpec) -> BlockR
     )
 
 
+#: What each key of a threshold spec means (docs/reference/spec.md): the keys this kind reads
+#: its own way; the common and shared keys' meanings come from :mod:`..spec.meanings`.
+THRESHOLD_KEY_MEANINGS: Mapping[str, str] = key_meanings(
+    THRESHOLD_SCHEMA,
+    {
+        "tensor.lambdas": "the planted weights; default: `find_threshold`'s (one distinct "
+        "smallest weight)",
+        "tensor.weights": "a weight profile over n instead of lambdas: `last` (every weight 1 but "
+        "the last, lambda_min) or `linear` (evenly from 1 down to lambda_min)",
+        "tensor.lambda_min": "the profile's smallest weight, in (0, 1]; default 0.95",
+        "noise.model": "perturbation family or model whose threshold is searched (as "
+        "`noise.model` of a tensor sweep)",
+        "solver.options": "keyword options of the rank-one method of every SROA step of the "
+        "search; a sub-table per method applies to that method only (the norm of E takes its "
+        "method's defaults)",
+        "threshold.criterion": "success criterion: `value`, `recovery` or `theorem`",
+        "threshold.c": "the value criterion's level: max |λ̂ − λ| <= c·ε (theorem: its value "
+        "bound, default 2)",
+        "threshold.radius": "the recovery criterion's level: max ‖v̂ − v‖ <= radius (theorem: its "
+        "vector bound, default 20ε/λ_j)",
+        "threshold.eps_range": "[start, stop] of the ‖E‖ searched",
+        "threshold.rtol": "relative width at which the bisection stops",
+        "threshold.global_check": "check every local SROA step against check starts; default: the "
+        "search revision's",
+        "threshold.redo": "redo a non-global step from its check's point; default: the search "
+        "revision's",
+        "threshold.scan_phases": "phases of the upward scan; default: the search revision's",
+        "threshold.k_section": "points evaluated per search round (scan and refinement), run at "
+        "once on free workers; default 1 (sequential)",
+        "threshold.certify_ends": "rerun the SROA at both bracket ends with certified steps",
+        "threshold.matrix_free": "build the instance as a structured operator: true (the tilt "
+        "only), false, or unset (find_threshold's rule: above its dense-size cap)",
+        "threshold.revision": "search revision; pinned by the store, not written in a spec",
+    },
+)
+
+
 class ThresholdKind:
     """The ``threshold`` kind (marker table ``[threshold]``): first-crossing searches."""
 
@@ -932,6 +1022,7 @@ class ThresholdKind:
     #: The spec grammar and its sweepable keys (docs/reference/spec.md lists them).
     schema: Mapping[str, Any] = THRESHOLD_SCHEMA
     axis_keys: Mapping[str, str] = AXIS_KEYS
+    key_meanings: Mapping[str, str] = THRESHOLD_KEY_MEANINGS
     #: Report and figures (:class:`sroa_dist.analysis.KindAnalysis`; a path: analysis is a
     #: layer above): the rate of ε* in n from the first-crossing brackets.
     analysis = "sroa_dist.analysis.threshold_figures:THRESHOLD_ANALYSIS"
@@ -986,6 +1077,12 @@ class ThresholdKind:
                 else {"setting_weights": json.dumps(list(spec.weight_profile))}
             ),
             "setting_search": json.dumps(search, sort_keys=True),
+            # Only where the spec gives options: older stores' attrs stay as they were.
+            **(
+                {}
+                if not spec.solver.options
+                else {"setting_solver_options": json.dumps(spec.solver.options, sort_keys=True)}
+            ),
         }
 
     def instance(

@@ -1,7 +1,8 @@
 """What every sweep spec shares: typed fields and axes (:mod:`.fields`), the spec base class
-and the ``[solver]`` / ``[output]`` sections (:mod:`.base`), and reading a TOML file with its
-``--set`` overrides (:mod:`.load`). A kind's own grammar is in its module
-(:mod:`sroa_dist.sweep.kinds`), which chooses the kind and validates (``load_spec``)."""
+and the ``[solver]`` / ``[output]`` sections (:mod:`.base`), reading a TOML file with its
+``--set`` overrides (:mod:`.load`), and what the shared keys mean (:mod:`.meanings`). A kind's
+own grammar and key meanings are in its module (:mod:`sroa_dist.sweep.kinds`), which chooses
+the kind and validates (``load_spec``)."""
 
 from .base import (
     COMMON_SCHEMA,
@@ -9,6 +10,7 @@ from .base import (
     SweepSpec,
     check_method_options,
     check_methods,
+    options_given,
     override_for,
     override_items,
     replicate_advice,
@@ -25,10 +27,13 @@ from .fields import (
     validate_table,
 )
 from .load import apply_overrides, read_spec_file
+from .meanings import COMMON_MEANINGS, SHARED_MEANINGS, key_meanings, schema_keys
 
 __all__ = [
     "Axis",
+    "COMMON_MEANINGS",
     "COMMON_SCHEMA",
+    "SHARED_MEANINGS",
     "SpecError",
     "SweepSpec",
     "apply_overrides",
@@ -37,6 +42,8 @@ __all__ = [
     "check_methods",
     "check_replicates",
     "check_tensor_size",
+    "key_meanings",
+    "options_given",
     "override_for",
     "override_items",
     "prune_model_params",
@@ -44,6 +51,7 @@ __all__ = [
     "replicate_advice",
     "resumable_as",
     "round_sig",
+    "schema_keys",
     "validate_table",
     "OutputSection",
 ]

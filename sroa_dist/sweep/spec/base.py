@@ -135,10 +135,18 @@ class SolverSection:
         """The options the spec itself states for ``method`` (plain keys, then its sub-table),
         without those a pinned revision adds: what a caller that applies the revisions itself
         (:func:`sroa_dist.find_threshold`) is handed."""
-        table = getattr(self, self.norm_table_key(method) if norm else "options")
-        out = {k: v for k, v in table.items() if not isinstance(v, Mapping)}
-        out.update(table.get(method, {}) if isinstance(table.get(method), Mapping) else {})
-        return out
+        return options_given(
+            getattr(self, self.norm_table_key(method) if norm else "options"), method
+        )
+
+
+def options_given(table: Mapping[str, Any], method: str) -> dict[str, Any]:
+    """The options an ``[solver.options]``-shaped ``table`` gives ``method``: its plain keys,
+    then the method's sub-table (no revision's options)."""
+    out = {k: v for k, v in table.items() if not isinstance(v, Mapping)}
+    sub = table.get(method)
+    out.update(sub if isinstance(sub, Mapping) else {})
+    return out
 
 
 @dataclass(frozen=True)

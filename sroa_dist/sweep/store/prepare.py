@@ -57,7 +57,7 @@ from ..cube import (
     FAILED_MESSAGES,
     STEP,
 )
-from ..kinds import recorded_kind
+from ..kinds import parse_as, recorded_kind
 from ..layout import Layout
 from ..spec import SweepSpec, resumable_as
 from .block_write import StaleLayoutError, check_chunk_aligned, write_block
@@ -208,7 +208,7 @@ def spec_and_layout(ds: xr.Dataset, url: str) -> tuple[SweepSpec, Layout]:
     # SweepSpec.pinned reads each missing method as revision 1.
     raw, source = json.loads(ds.attrs[ATTR_SPEC]), f"{url} (stored spec)"
     kind = recorded_kind(ds.attrs, raw, source)
-    spec = kind.parse(raw, source)
+    spec = parse_as(kind, raw, source)
     dims = spec.instance_grid()[0]  # the kind's dims; coordinates and blocks are the store's
     ref = next(
         (

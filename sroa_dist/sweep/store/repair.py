@@ -32,7 +32,7 @@ import zarr
 from sroa_dist._registry import names_only
 
 from ..cube import ATTR_LAYOUT_TOKEN, ATTR_SPEC, BLOCK, COMPONENT, STEP
-from ..kinds import recorded_kind
+from ..kinds import parse_as, recorded_kind
 from .integrity import DIGEST, DIGEST_VARIABLES, STORE_ATTRS
 from .lease import LEASE_GROUP, StoreLease
 from .target import (
@@ -128,7 +128,7 @@ def _repair(url: str, so: Mapping[str, Any] | None, history: str) -> MetadataRep
     with names_only():  # rebuilding needs none of the spec's user code
         raw, source = json.loads(attrs[ATTR_SPEC]), f"{url} (copy of its spec)"
         kind = recorded_kind(attrs, raw, source)
-        spec = kind.parse(raw, source)
+        spec = parse_as(kind, raw, source)
         dims = spec.instance_grid()[0]
         chunks = _block_shape(fs, path, kind.variables(spec), dims, attrs)
         layout = kind.layout(spec, chunks=chunks, memory_limit=math.inf)

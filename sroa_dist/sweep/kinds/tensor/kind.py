@@ -26,9 +26,9 @@ from sroa_dist.sweep.layout import (
     Layout,
     default_block_size,
     default_worker_memory,
-    layout_chunks,
+    grid_layout,
 )
-from sroa_dist.sweep.spec import SpecError, replicate_advice
+from sroa_dist.sweep.spec import SpecError, key_meanings, replicate_advice
 
 from .block import (
     batch_instances,
@@ -175,15 +175,35 @@ def tensor_layout(
     :func:`~sroa_dist.sweep.layout.default_worker_memory`; ``math.inf`` skips the check), see
     :func:`check_memory`.
     """
-    dims, coords = spec.instance_grid()
-    shape = [len(c) for c in coords]
-    chunks = layout_chunks(
-        dims, shape, block_size, chunks, lambda: default_block_size(spec, tensor_mean_cost(spec))
+    n_component = int(max(spec.axes["tensor.n"].values))
+    layout = grid_layout(
+        spec,
+        block_size,
+        chunks,
+        lambda: default_block_size(spec, tensor_mean_cost(spec)),
+        spec.n_steps,
+        n_component,
     )
-    n_component = max(spec.axes["tensor.n"].values)
-    layout = Layout(tuple(dims), tuple(coords), chunks, spec.n_steps, int(n_component))
     check_memory(spec, layout, memory_limit)
     return layout
+
+
+#: What each key of a tensor spec means (docs/reference/spec.md): the keys this kind reads
+#: its own way; the common and shared keys' meanings come from :mod:`..spec.meanings`.
+TENSOR_KEY_MEANINGS: Mapping[str, str] = key_meanings(
+    TENSOR_SCHEMA,
+    {
+        "tensor.rank": "number of planted components r (<= n); default: n",
+        "noise.model": "i.i.d. noise model (`NOISE_MODELS`), perturbation family "
+        "(`PERTURBATIONS`), mixture `family+model`, or import path `pkg.mod:fn`",
+        "noise.sigma": "entry scale σ of the noise (the paper's level)",
+        "noise.eps": "instead of sigma: E rescaled to operator norm ‖E‖ = eps",
+        "noise.eps_scaled": "instead of sigma: ‖E‖ = eps_scaled · λ_min · n^(-1/(p-1)) (Theorem "
+        "3.1's scale)",
+        "noise.scale": "`sigma` with noise.sigma, `opnorm` with eps / eps_scaled (inferred)",
+        "noise.weight": "background weight w of a mixture: (1-w) F/‖F‖ + w B/‖B‖",
+    },
+)
 
 
 class TensorKind:
@@ -196,6 +216,7 @@ class TensorKind:
     #: The spec grammar and its sweepable keys (docs/reference/spec.md lists them).
     schema: Mapping[str, Any] = TENSOR_SCHEMA
     axis_keys: Mapping[str, str] = AXIS_KEYS
+    key_meanings: Mapping[str, str] = TENSOR_KEY_MEANINGS
 
     def parse(self, raw: Mapping[str, Any], source: str) -> TensorSweepSpec:
         """Validate a raw spec (:func:`~.spec.tensor_spec_from_dict`)."""

@@ -40,8 +40,9 @@ from ...layout import (
     Layout,
     allocate,
     default_worker_memory,
-    layout_chunks,
+    grid_layout,
 )
+from ...spec import key_meanings
 from .spec import (
     AXIS_KEYS,
     WORST_CASE_SCHEMA,
@@ -235,14 +236,15 @@ def layout(
 ) -> Layout:
     """One instance per block unless ``block_size`` or ``chunks`` say otherwise; ``SpecError``
     naming ``tensor.n`` if a search would not fit a worker's ``memory_limit``."""
-    dims, coords = spec.instance_grid()
-    chunks = layout_chunks(dims, [len(c) for c in coords], block_size, chunks, lambda: 1)
+    layout = grid_layout(spec, block_size, chunks, lambda: 1, *_extents(spec))
     limit, origin = (
         default_worker_memory() if memory_limit is None else (memory_limit, "given limit")
     )
     need, s = _worst_memory(spec)
-    n_steps, n_component = _extents(spec)
-    need += math.prod(chunks) * 8.0 * (len(WORST_CASE_VARIABLES) + 3 * n_steps + 2 * n_component)
+    n_steps, n_component = layout.n_steps, layout.n_component
+    need += (
+        math.prod(layout.chunks) * 8.0 * (len(WORST_CASE_VARIABLES) + 3 * n_steps + 2 * n_component)
+    )
     if need > limit:
         raise spec.error(
             "tensor.n",
@@ -250,7 +252,7 @@ def layout(
             f"<n = {s.n}, p = {s.p}, method {s.method!r}: about {need / 2**30:,.2f} GiB>",
             "use a smaller n or p, or workers with more memory",
         )
-    return Layout(tuple(dims), tuple(coords), chunks, n_steps, n_component)
+    return layout
 
 
 def worker_memory(spec: WorstCaseSweepSpec, layout: Layout) -> float:
@@ -308,6 +310,35 @@ def compute_block(task: BlockTask, spec: WorstCaseSweepSpec) -> BlockResult:
     )
 
 
+#: What each key of a worst_case spec means (docs/reference/spec.md): the keys this kind reads
+#: its own way; the common and shared keys' meanings come from :mod:`..spec.meanings`.
+WORST_CASE_KEY_MEANINGS: Mapping[str, str] = key_meanings(
+    WORST_CASE_SCHEMA,
+    {
+        "solver.method": "rank-one method of SROA's steps inside the search: `certified` (global) "
+        "or a local one (`sshopm`, ...)",
+        "solver.steps": "refused: the search runs full-rank SROA",
+        "solver.norm_method": "the norm the search rescales its candidates by; default: "
+        "`certified` where the relaxation is tractable, else `sshopm` with fresh starts at "
+        "every evaluation",
+        "solver.norm_options": "refused: the search's norm takes its method's defaults (a seed "
+        "here would be a fixed-seed norm)",
+        "tensor.lambda_min": "the last weight; the others are 1 (`worst_case`'s default: 0.95)",
+        "worst_case.eps": "the operator norm ‖E‖ = eps the adversary searches at",
+        "worst_case.search": "`gradient` (Riemannian ascent through SROA's adjoint) or `es`",
+        "worst_case.metric": "the error maximised: `lam` (max |λ̂ − λ| / eps), `vec`, or "
+        "`first_failure` (es only)",
+        "worst_case.budget": "SROA evaluations per search",
+        "worst_case.n_random_starts": "Gaussian starts beside the coherent tilt and the shrink",
+        "worst_case.step": "the search's first step, relative to ‖E‖_F",
+        "worst_case.radius": "recovery radius of the `first_failure` metric",
+        "worst_case.c": "the claim's constant: a violation is error > c · upper(‖E‖)",
+        "worst_case.norm_seeds": "`fresh` only: a fixed-seed norm estimate is refused (the search "
+        "learns to hide E's maximum from it)",
+    },
+)
+
+
 class WorstCaseKind:
     """The ``worst_case`` kind (marker table ``[worst_case]``): adversarial searches."""
 
@@ -315,6 +346,7 @@ class WorstCaseKind:
     #: Its spec grammar and swept dims (in cube order; the cube's shared vocabulary).
     schema: Mapping[str, Any] = WORST_CASE_SCHEMA
     axis_keys: Mapping[str, str] = AXIS_KEYS
+    key_meanings: Mapping[str, str] = WORST_CASE_KEY_MEANINGS
     dims: Mapping[str, Dim] = by_name(*(SHARED_AXES[d] for d in AXIS_KEYS.values()))
     marker = "worst_case"
     all_variables: Mapping[str, Variable] = WORST_CASE_VARIABLES
