@@ -242,12 +242,13 @@ def report_section(
                 for f in fits
             ],
         )
-    if rows:
-        fig_dir.mkdir(parents=True, exist_ok=True)
-        path = fig_dir / f"{_FIGURE}.png"
-        figure_samples(rows).savefig(path, dpi=110)
-        doc.image(path, f"{fig_dir.name}/{path.name}", _CAPTION)
-    return []
+    if not rows:
+        return []
+    fig_dir.mkdir(parents=True, exist_ok=True)
+    path = fig_dir / f"{_FIGURE}.png"
+    figure_samples(rows).savefig(path, dpi=110)
+    doc.image(path, f"{fig_dir.name}/{path.name}", _CAPTION)
+    return [path]
 
 
 def _figures(ds: xr.Dataset) -> list[str]:

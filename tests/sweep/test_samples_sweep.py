@@ -169,11 +169,33 @@ def test_a_sweep_on_workers_equals_its_searches_one_worker_and_a_resume(tmp_path
     again = run_sweep(raw, part, client=client)
     assert again.complete and again.blocks_done_before == 1
     assert_same_bits(cube_values(part), cube_values(full))
-    # The report: the N* table and the figure.
-    paths = write_report(open_results(full), tmp_path / "r.md", formats=("md",), n_boot=0)
+
+
+def test_the_report_tabulates_n_star_fits_the_exponent_and_draws_the_figure(tmp_path):
+    """A store written block by block (no cluster): two k, one search each, two draws a size."""
+    raw = _small(
+        **{
+            "samples.k": [2, 3],
+            "samples.weights": "zipf",
+            "samples.draws": 2,
+            "samples.N_range": [50, 1600],
+            "samples.rtol": 0.5,
+            "samples.k_section": 1,
+        }
+    )
+    spec = spec_from_dict(raw)
+    layout = make_layout(spec)
+    url = str(tmp_path / "r.zarr")
+    prepare_store(url, spec, layout)
+    for b in range(layout.n_blocks):
+        write_block(url, b, compute_block(block_task(spec, layout, b)))
+    ds = open_results(url)
+    paths = write_report(ds, tmp_path / "r.md", formats=("md",), n_boot=0)
     md = paths[0].read_text()
-    assert "## Sample complexity: N* per method" in md and "| 2 | zipf | power@aghkt |" in md
+    assert "## Sample complexity: N* per method" in md and "| 3 | zipf | power@aghkt |" in md
     assert "## Instances" not in md
+    if bool(ds["reached"].all()):
+        assert "Fitted exponents b of N* ∝ k^b" in md
     png = next(p for p in paths if p.suffix == ".png")
     assert png.name == "samples_n_star.png" and png.stat().st_size > 10_000
 
