@@ -122,6 +122,23 @@ def test_certified_is_skipped_beyond_its_tractable_k():
     assert not s.runs(24) and KIND.instance_cost(spec, s) == 0.0
 
 
+def test_a_blocks_deadline_follows_its_own_search_cost():
+    """The runner's deadline is 20x the block's own estimate (settings.cost), not the grid's
+    mean: a slow point is not killed for the mean's sake."""
+    from sroa_dist.sweep.run.execute import TASK_DEADLINE_FACTOR, block_deadline
+
+    raw = _small(**{"samples.k": [2, 40], "samples.d": 80, "samples.N_range": [50, 10**6]})
+    spec = spec_from_dict(raw)
+    layout = make_layout(spec)
+    for b in range(layout.n_blocks):
+        task = block_task(spec, layout, b)
+        ((_, s, _),) = task.instances(spec)
+        assert s.cost() == KIND.instance_cost(spec, s) > 0
+        assert block_deadline(spec, task) >= TASK_DEADLINE_FACTOR * s.cost()
+    big = spec.settings_at({"k": 40, "weights": "uniform"})
+    assert big.cost() > spec.settings_at({"k": 2, "weights": "uniform"}).cost()
+
+
 @pytest.mark.slow
 def test_a_sweep_on_workers_equals_its_searches_one_worker_and_a_resume(tmp_path, client):
     """run_sweep into a real zarr store on two worker processes (the refinement rounds' draws

@@ -364,6 +364,10 @@ class SamplesSweepSpec(SweepSpec):
             zipf_exponent=float(self.samples["zipf_exponent"]),
             method=str(self.setting("solver.method", coords)),
             prior=tuple(sorted(m["prior"].items())),
+            draws=int(m["draws"]),
+            n_range=(int(m["N_range"][0]), int(m["N_range"][1])),
+            norm_draws=int(m["norm_draws"]),
+            certified_max_k=int(m["certified_max_k"]),
         )
 
 
@@ -380,6 +384,16 @@ class SamplesSettings:
     zipf_exponent: float
     method: str
     prior: tuple[tuple[str, Any], ...] = ()
+    #: The search's size (not in any seed): what :meth:`cost` prices.
+    draws: int = 1
+    n_range: tuple[int, int] = (100, 1_000_000)
+    norm_draws: int = 0
+    certified_max_k: int = CERTIFIED_MAX_K
+
+    def cost(self) -> float:
+        """Rough seconds of this point's search on one idle core (:func:`search_seconds`):
+        what sizes a block's deadline, so it must not come out low."""
+        return search_seconds(self)
 
     @property
     def order(self) -> int:
@@ -731,10 +745,12 @@ def _check_prior(name: str, prior: Mapping[str, Any], source: str) -> None:
 # Cost, memory, layout
 
 
-#: Measured seconds of one draw's fixed part (model, whitening, matching) and of the sample
-#: part per sample and per (k + L) entry; calibrated by
-#: docs/data/studies/samples-cost.json (see :func:`draw_seconds`).
-DRAW_FIXED_SECONDS = 0.05
+#: Seconds of one draw's fixed part (model, whitening, matching) and of the sample part per
+#: sample and per (k + L) entry; of the order of docs/data/studies/samples-cost.json's draws
+#: (0.02-0.3 s of CPU at k = 5-20 on a loaded machine; see :func:`draw_seconds`).
+DRAW_FIXED_SECONDS = 0.1
+#: A norm draw costs a draw and two ‖E‖ solves (population and estimated whitening).
+NORM_DRAW_FACTOR = 3
 DRAW_SECONDS_PER_SAMPLE_ENTRY = 3e-8
 #: The sizes a search evaluates, summed, in units of its N*: the scan below it (a geometric
 #: series, factor 2: 2 N*), the continued point (2 N*) and the refinement (about 3 N*).
@@ -759,19 +775,18 @@ def draw_seconds(settings: SamplesSettings, n: float) -> float:
     return DRAW_FIXED_SECONDS + sample + factor * k * step
 
 
-def search_seconds(spec: SamplesSweepSpec, settings: SamplesSettings) -> float:
+def search_seconds(settings: SamplesSettings) -> float:
     """Rough seconds of one search: its draws at :data:`SEARCH_EVALS` sizes, their samples
     summing to :data:`SEARCH_SIZE_MULTIPLE` times an assumed N* (``N_GUESS·k²`` clipped to
-    N_range), plus the norm draws."""
-    if not settings.runs(int(spec.samples["certified_max_k"])):
+    N_range), plus the norm draws (:data:`NORM_DRAW_FACTOR` draws each)."""
+    if not settings.runs(settings.certified_max_k):
         return 0.0
-    lo, hi = spec.samples["N_range"]
+    lo, hi = settings.n_range
     n_star = min(max(N_GUESS * settings.k**2, lo), hi)
-    draws = int(spec.samples["draws"])
     per_size = draw_seconds(settings, 0.0)
     sample_part = draw_seconds(settings, n_star) - per_size
-    total = draws * (SEARCH_EVALS * per_size + SEARCH_SIZE_MULTIPLE * sample_part)
-    return total + 3 * int(spec.samples["norm_draws"]) * draw_seconds(settings, n_star)
+    total = settings.draws * (SEARCH_EVALS * per_size + SEARCH_SIZE_MULTIPLE * sample_part)
+    return total + NORM_DRAW_FACTOR * settings.norm_draws * draw_seconds(settings, n_star)
 
 
 def _points(spec: SamplesSweepSpec):
@@ -782,7 +797,7 @@ def _points(spec: SamplesSweepSpec):
 
 def samples_mean_cost(spec: SamplesSweepSpec) -> float:
     """Estimated seconds per instance, averaged over the grid."""
-    costs = [search_seconds(spec, s) for s in _points(spec)]
+    costs = [search_seconds(s) for s in _points(spec)]
     return sum(costs) / len(costs)
 
 
@@ -908,7 +923,7 @@ class SamplesKind:
 
     def instance_cost(self, spec: SamplesSweepSpec, settings: SamplesSettings) -> float:
         """CPU seconds of one search on one idle core (:func:`search_seconds`)."""
-        return search_seconds(spec, settings)
+        return search_seconds(settings)
 
     def worker_memory(self, spec: SamplesSweepSpec, layout: Layout) -> float:
         """See :func:`worker_memory`."""
