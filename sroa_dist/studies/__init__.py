@@ -24,6 +24,12 @@ from .first_crossing import (
     max_evals,
 )
 from .recheck import recheck_worst_case
+from .sample_complexity import (
+    SampleSizeResult,
+    SizeEvaluation,
+    max_size_evals,
+    sample_size_search,
+)
 from .start_escape import (
     ESCAPE_FAMILIES,
     EscapeResult,
@@ -58,6 +64,8 @@ __all__ = [
     "SCAN_PHASES",
     "SEARCH_LEGACY",
     "SEARCH_REVISION",
+    "SampleSizeResult",
+    "SizeEvaluation",
     "ThresholdResult",
     "WorstCaseResult",
     "check_criterion_option",
@@ -66,6 +74,8 @@ __all__ = [
     "find_threshold",
     "load_worst_case",
     "max_evals",
+    "max_size_evals",
+    "sample_size_search",
     "recheck_worst_case",
     "search_options",
     "uses_matrix_free",

@@ -164,9 +164,11 @@ class ThresholdResult:
         return out
 
 
-def check_range(eps_range: Any, rtol: Any) -> tuple[float, float, float]:
+def check_range(
+    eps_range: Any, rtol: Any, scan_factor: float = SCAN_FACTOR
+) -> tuple[float, float, float]:
     """``(start, stop, rtol)`` of a search, checked: ``0 < start < stop`` finite and
-    ``0 < rtol < SCAN_FACTOR − 1``; a ``ValueError`` naming the argument otherwise."""
+    ``0 < rtol < scan_factor − 1``; a ``ValueError`` naming the argument otherwise."""
     try:
         lo, hi = (float(x) for x in eps_range)
     except (TypeError, ValueError):
@@ -183,12 +185,12 @@ def check_range(eps_range: Any, rtol: Any) -> tuple[float, float, float]:
         raise InputError(
             f"eps_range: expected stop / start within the float range, received {eps_range!r}",
             "e.g. eps_range=(0.02, 1.5); a search scans the range in steps of a factor "
-            f"{SCAN_FACTOR}",
+            f"{scan_factor}",
         )
-    if not (isinstance(rtol, (int, float)) and 0 < rtol < SCAN_FACTOR - 1):
+    if not (isinstance(rtol, (int, float)) and 0 < rtol < scan_factor - 1):
         raise InputError(
-            f"rtol: expected a relative bracket width in (0, {SCAN_FACTOR - 1:g}) (below the "
-            f"scan factor {SCAN_FACTOR}), received {rtol!r}",
+            f"rtol: expected a relative bracket width in (0, {scan_factor - 1:g}) (below the "
+            f"scan factor {scan_factor}), received {rtol!r}",
             "e.g. rtol=0.02",
         )
     return lo, hi, float(rtol)
@@ -203,41 +205,71 @@ def _check_phases(scan_phases: Any) -> int:
     return int(scan_phases)
 
 
-def _scan_grid(start: float, stop: float) -> list[float]:
-    """``start · SCAN_FACTOR^k`` up to ``stop``, and ``stop`` itself so the range is covered."""
-    k_max = math.floor(math.log(stop / start) / math.log(SCAN_FACTOR) + 1e-12)
-    grid = [start * SCAN_FACTOR**k for k in range(k_max + 1)]
+def _scan_grid(start: float, stop: float, factor: float = SCAN_FACTOR) -> list[float]:
+    """``start · factor^k`` up to ``stop``, and ``stop`` itself so the range is covered."""
+    k_max = math.floor(math.log(stop / start) / math.log(factor) + 1e-12)
+    grid = [start * factor**k for k in range(k_max + 1)]
     if grid[-1] < stop * (1 - 1e-12):
         grid.append(stop)
     return grid
 
 
-def _offset_grid(start: float, below: float) -> list[float]:
-    """The second phase: ``start · SCAN_FACTOR^(k + 1/2)`` below ``below``."""
-    half = math.sqrt(SCAN_FACTOR)
+def _offset_grid(start: float, below: float, factor: float = SCAN_FACTOR) -> list[float]:
+    """The second phase: ``start · factor^(k + 1/2)`` below ``below``."""
+    half = math.sqrt(factor)
     out, eps = [], start * half
     while eps < below * (1 - 1e-12):
         out.append(eps)
-        eps *= SCAN_FACTOR
+        eps *= factor
     return out
 
 
 def max_evals(
-    eps_range: Any, rtol: float, scan_phases: int = SCAN_PHASES, k_section: int = K_SECTION
+    eps_range: Any,
+    rtol: float,
+    scan_phases: int = SCAN_PHASES,
+    k_section: int = K_SECTION,
+    *,
+    scan_factor: float = SCAN_FACTOR,
+    continue_points: int = CONTINUE_POINTS,
 ) -> int:
     """Most evaluations one search can make: every scan point of both phases, the continued
     scan, and the refinement of a bracket no wider than the scan factor down to ``rtol`` in
     rounds of ``k_section`` points (each round divides its width in log ε by ``k_section + 1``;
-    one round of slack)."""
-    start, stop, rtol = check_range(eps_range, rtol)
+    one round of slack). ``scan_factor`` and ``continue_points``: as :func:`first_crossing`."""
+    start, stop, rtol = check_range(eps_range, rtol, _check_factor(scan_factor))
     k = check_k_section(k_section)
-    scan = len(_scan_grid(start, stop))
+    scan = len(_scan_grid(start, stop, scan_factor))
     if _check_phases(scan_phases) == 2:
-        scan += len(_offset_grid(start, stop))
-    widths = math.log(SCAN_FACTOR) / math.log1p(rtol)  # how much the log-width must shrink
+        scan += len(_offset_grid(start, stop, scan_factor))
+    widths = math.log(scan_factor) / math.log1p(rtol)  # how much the log-width must shrink
     # k = 1: log2 exactly, as the sequential search has always bounded it (the cube's step dim).
     rounds = math.ceil(math.log2(widths) if k == 1 else math.log(widths) / math.log(k + 1))
-    return scan + CONTINUE_POINTS + k * (rounds + 1)
+    return scan + _check_continue(continue_points) + k * (rounds + 1)
+
+
+def _check_factor(scan_factor: Any) -> float:
+    """``scan_factor`` checked: a finite number > 1 (the ratio of consecutive scan points)."""
+    ok = isinstance(scan_factor, (int, float)) and not isinstance(scan_factor, bool)
+    if not (ok and math.isfinite(scan_factor) and scan_factor > 1):
+        raise InputError(
+            f"scan_factor: expected a finite ratio > 1 between scan points, received "
+            f"{scan_factor!r}",
+            f"e.g. scan_factor={SCAN_FACTOR} (the threshold search's) or 2",
+        )
+    return float(scan_factor)
+
+
+def _check_continue(continue_points: Any) -> int:
+    """``continue_points`` checked: an integer >= 0."""
+    ok = isinstance(continue_points, int) and not isinstance(continue_points, bool)
+    if not (ok and continue_points >= 0):
+        raise InputError(
+            f"continue_points: expected an integer >= 0, received {continue_points!r}",
+            f"e.g. continue_points={CONTINUE_POINTS} (the threshold search's); 0 skips the "
+            "continued scan",
+        )
+    return int(continue_points)
 
 
 #: ``evaluate(eps) -> (metric, passed)`` or ``(metric, passed, extras)``, ``extras`` a mapping
@@ -291,6 +323,8 @@ def first_crossing(
     scan_phases: int = SCAN_PHASES,
     k_section: int = K_SECTION,
     evaluate_many: EvaluateMany | None = None,
+    scan_factor: float = SCAN_FACTOR,
+    continue_points: int = CONTINUE_POINTS,
 ) -> ThresholdResult:
     """Bracket the first ε at which ``evaluate`` fails, scanning upward then refining.
 
@@ -336,14 +370,22 @@ def first_crossing(
         recorded in the result.
     evaluate_many : callable, optional
         :data:`EvaluateMany`: a round's points at once (instead of ``evaluate``).
+    scan_factor : float
+        Ratio between consecutive points of one scan phase (:data:`SCAN_FACTOR`; ``rtol`` must
+        lie below ``scan_factor − 1``). A search in another variable than ε (the sample size
+        of :mod:`.sample_complexity`) scans coarser.
+    continue_points : int
+        Points of the continued scan (:data:`CONTINUE_POINTS`; 0 skips it).
 
     Returns
     -------
     ThresholdResult
     """
-    start, stop, rtol = check_range(eps_range, rtol)
+    factor = _check_factor(scan_factor)
+    start, stop, rtol = check_range(eps_range, rtol, factor)
     phases = _check_phases(scan_phases)
     k = check_k_section(k_section)
+    n_continue = _check_continue(continue_points)
     if (evaluate is None) == (evaluate_many is None):
         raise InputError(
             "evaluate: expected exactly one of evaluate and evaluate_many",
@@ -375,20 +417,20 @@ def first_crossing(
                 return r + verdicts.index(False)
         return None
 
-    grid = _scan_grid(start, stop)
+    grid = _scan_grid(start, stop, factor)
     first_fail = scan(grid)
     # Phase-one points evaluated past its first failure (the rest of its last round).
     scanned = len(grid) if first_fail is None else min(len(grid), (first_fail // k + 1) * k)
     if phases == 2:
         below = grid[first_fail] if first_fail is not None else stop
-        scan(_offset_grid(start, below))
+        scan(_offset_grid(start, below, factor))
     fails = [e.eps for e in trace if not e.passed]
-    resolution = SCAN_FACTOR ** (1.0 / phases)
+    resolution = factor ** (1.0 / phases)
     done = dict(criterion=criterion, c=c, radius=radius, scan_resolution=resolution, k_section=k)
     if not fails:
         return _result(trace, math.inf, (stop, math.inf), False, certified_fraction, **done)
     if first_fail is not None:
-        cont = grid[scanned : first_fail + 1 + CONTINUE_POINTS]
+        cont = grid[scanned : first_fail + 1 + n_continue]
         if cont:
             run_round(cont)
     hi = min(fails)

@@ -251,3 +251,35 @@ def test_fractional_weight_ratios_are_stored_and_resumed(tmp_path):
     assert prepare_store(url, spec, layout).action == "created"
     assert open_results(url)["weight_ratio"].values.tolist() == [1.0, 2.5]
     assert prepare_store(url, spec, layout).action == "resumed"
+
+
+def test_global_check_names_methods_of_the_sweep_and_checks_only_their_steps():
+    """model.global_check = ["sshopm"]: sshopm's instances are run_study with
+    global_check=True, redo=True (bit for bit), power's are unchecked, the store's attrs say so;
+    a method outside solver.method is refused naming the key."""
+    _bad({"model.global_check": ["sshopm"]}, "model.global_check", "gmm.toml")
+    raw = _raw("gmm.toml")
+    raw["model"].update({"N": 500, "global_check": ["sshopm"]})
+    raw["replicates"] = 1
+    raw["solver"]["method"] = ["sshopm", "power"]
+    spec = spec_from_dict(raw)
+    assert spec.model.checked_methods == ("sshopm",)
+    layout = make_layout(spec, block_size=1)
+    from sroa_dist.sweep.kinds import kind_of
+
+    assert json.loads(kind_of(spec).provenance(spec)["setting_model_global_check"]) == ["sshopm"]
+    tol = Tolerances(**spec.model.tolerances)
+    for b, (method, checked) in enumerate((("sshopm", True), ("power", False))):
+        got = compute_block(block_task(spec, layout, b)).data
+        s = spec.settings_at({"method": method})
+        st = run_study(
+            s.build_model(spec.seed, 0),
+            s.N,
+            method,
+            rng=s.study_seed(spec.seed, 0),
+            tolerances=tol,
+            **({"global_check": True, "redo": True} if checked else {}),
+        )
+        assert got["lam_hat"].ravel()[:3].tobytes() == st.fit.lambdas.tobytes()
+        checked_gaps = np.isfinite(np.asarray(st.fit.sroa.global_gap, dtype=float))
+        assert checked_gaps.any() == checked

@@ -55,6 +55,7 @@ from ..spec import (
 )
 from .accumulation import ACCUMULATION
 from .model import MODEL
+from .samples import SAMPLES
 from .start_escape import ESCAPE
 from .tensor import TENSOR
 from .threshold import THRESHOLD
@@ -540,6 +541,7 @@ _BUILTIN: tuple[SweepKind, ...] = (
     WORST_CASE,
     ESCAPE,
     ACCUMULATION,
+    SAMPLES,
 )
 for _kind in _BUILTIN:
     register_kind(_kind)
