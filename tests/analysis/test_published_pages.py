@@ -45,7 +45,12 @@ def _copy_tree(tmp_path):
     for page in published.PAGES:
         (tmp_path / page).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / page, tmp_path / page)
-    for folder in ("docs/data/rate", "docs/data/nscaling", "docs/data/studies"):
+    for folder in (
+        "docs/data/rate",
+        "docs/data/nscaling",
+        "docs/data/nscaling-global",
+        "docs/data/studies",
+    ):
         if (ROOT / folder).exists():
             shutil.copytree(ROOT / folder, tmp_path / folder)
     return tmp_path
@@ -76,7 +81,7 @@ def test_check_names_the_drifted_page_and_write_fixes_it(tmp_path, capsys):
 def test_the_check_runs_as_a_module_and_exits_1_on_drift(tmp_path):
     root = _copy_tree(tmp_path)
     page = root / "docs/results/regression.md"
-    page.write_text(page.read_text().replace("| not rerun yet |", "| rerun |", 1))
+    page.write_text(page.read_text().replace("| not rerun yet (", "| rerun (", 1))
     proc = subprocess.run(
         [sys.executable, "-m", "sroa_dist.analysis.published", str(root), "--check"],
         env=cli_env(),
