@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from sroa_dist.analysis import published
@@ -110,6 +111,9 @@ def test_a_regression_row_says_same_bits_differs_or_not_rerun():
     moved = _compare(old, {"lo": 0.3164, "hi": 0.3208})
     assert moved[0] == "(0.3164, 0.3208]" and "differs by +1.38 % (brackets disjoint" in moved[1]
     assert "did not" in _compare(old, {"lo": 1.5, "hi": float("inf")})[1]
+    ulp = {"lo": 0.3121, "hi": float(np.nextafter(0.3164, 1))}
+    assert _compare(old, ulp)[1] == "differs in the last bits only (other seeds)"
+    assert "search revision's" in _compare(old, ulp, "coherent-tilt")[1]
 
 
 STUDY = "theorem-p3-c0.5"
