@@ -125,9 +125,15 @@ def _same_search(data: Data, rel: str, old: dict[str, Any], new: dict[str, Any])
                 found = "the published bracket bit for bit"
             elif check["same_bits_as_script_current_search"]:
                 found = (
-                    "the bits of the script's rerun with the current search "
-                    f"(`{NSCALING_GLOBAL}/{name}`)"
+                    "the published bracket up to its last bits, which are the search "
+                    "revision's: the script's own rerun with the current search "
+                    f"(`{NSCALING_GLOBAL}/{name}`) has the same bits"
                 )
+                if abs(check["rel_diff_published"]) >= 1e-12:
+                    found = (
+                        "the bits of the script's rerun with the current search "
+                        f"(`{NSCALING_GLOBAL}/{name}`)"
+                    )
             else:
                 found = f"a bracket {100 * check['rel_diff_published']:+.2f} % from the published"
             return f"other seeds: the kind at the script's seed gives {found} (`{THRESHOLD_CHECK}`)"
