@@ -323,9 +323,9 @@ def confirm_rows(data: Data) -> list[list[str]]:
             at = grid.get(round(row["eps"], 9))
             ds = None if at is None else ds.sel({"eps": at})
         if ds is not None:
-            budget = {
-                int(ds.sel({"method": m})["budget_starts"].values[0]): m
-                for m in ds["method"].values
+            starts = {m: ds.sel({"method": m})["budget_starts"].values for m in ds["method"].values}
+            budget = {  # L of each method (NaN at instances not yet run)
+                int(np.nanmax(v)): m for m, v in starts.items() if np.isfinite(v).any()
             }
             sel = ds.sel({"method": budget[row["L"]]}) if row["L"] in budget else None
         for st in row["stages"]:
@@ -360,6 +360,8 @@ def confirm_rows(data: Data) -> list[list[str]]:
             )
             if (k, m) == (st["passed"], st["reached"]) and abs(q - st["q"]) < 5e-4:
                 status = "same counts (other seeds)"
+            if m < row["runs"]:  # an interrupted run: the same command resumes it
+                status = f"{NOT_RERUN}: the store holds {m} of the {row['runs']} runs"
             out.append(["attractor-confirm", where, what, shown, status])
     return out
 
