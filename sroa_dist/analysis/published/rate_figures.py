@@ -130,7 +130,7 @@ def figure_value(data: Data) -> Figure:
         if p in VALUE_STUDIES:
             ns, _, lo, hi = _centres(value_rows(data, p))
         else:
-            rows = [r for r in data.json(f"{RATE}/tilt-p6.json")["rows"] if r["lo"] > 0]
+            rows = [r for r in threshold_rows(data, f"{RATE}/tilt-p6.json") if r["lo"] > 0]
             ns = np.array([r["n"] for r in rows])
             lo, hi = np.array([r["lo"] for r in rows]), np.array([r["hi"] for r in rows])
         pr = PredictedThreshold.from_record(prediction(data, p, "value c=0.5"))

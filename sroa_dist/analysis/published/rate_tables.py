@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,6 +18,7 @@ from scipy.stats import binomtest
 
 from sroa_dist.methods import aghkt_budget
 
+from .reruns import Rerun, rerun_of
 from .sources import Data
 
 __all__ = [
@@ -57,19 +57,28 @@ def _sizes(ns) -> str:
     return ", ".join(str(n) for n in sorted(set(ns)))
 
 
+def _part(rerun: Rerun, ns) -> str:
+    """Which part of a store a block read: the rerun's coordinates, then the sizes."""
+    where = ", ".join(f"{k} = {v}" for k, v in rerun.where.items())
+    return f"{where}, n = {_sizes(ns)}" if where else f"n = {_sizes(ns)}"
+
+
 def threshold_rows(data: Data, rel: str) -> list[dict[str, Any]]:
-    """The first crossings of the threshold study whose JSON is ``rel`` (its study is the file's
-    stem): from the study's store for every size it holds, from the JSON for the others. Each
-    row has ``n``, ``replicate``, ``lo``, ``hi``, ``eps_star``, ``evals`` and ``redone`` (the
-    evaluations with a redone step; ``None`` where the JSON's trace does not record it)."""
-    study = Path(rel).stem
+    """The first crossings of the threshold study whose JSON is ``rel``: from the store of the
+    study that reruns it (:mod:`.reruns`) for every size the store holds, from the JSON for the
+    others. Each row has ``n``, ``replicate``, ``lo``, ``hi``, ``eps_star``, ``evals`` and
+    ``redone`` (the evaluations with a redone step; ``None`` where the JSON's trace does not
+    record it)."""
     doc = data.json(rel, note=False)
     old = doc.get("results", doc.get("rows", []))
-    cube = data.threshold_store(study) or []
+    rerun = rerun_of(rel)
+    cube = []
+    if rerun is not None and rerun.study:
+        cube = [r for r in data.threshold_store(rerun.study) or [] if rerun.selects(r)]
     have = {r["n"] for r in cube}
     rest = [r for r in old if r["n"] not in have]
     if cube:
-        data.note_store(study, cube, f"n = {_sizes(have)}")
+        data.note_store(rerun.study, cube, _part(rerun, have))
     if rest or not cube:
         data.json(rel, f"n = {_sizes(r['n'] for r in rest)}" if cube else "")
     rows = [{**r, "evals": r["n_evals"]} for r in cube]
@@ -227,7 +236,7 @@ def onset_table(data: Data) -> str:
 def p6_table(data: Data) -> str:
     pr = prediction(data, 6, "value c=0.5")
     out = []
-    for r in sorted(data.json(f"{RATE}/tilt-p6.json")["rows"], key=lambda r: r["n"]):
+    for r in threshold_rows(data, f"{RATE}/tilt-p6.json"):
         mid, pred = math.sqrt(r["lo"] * r["hi"]), predicted_at(pr, r["n"])
         out.append(
             f"| {r['n']} | ({r['lo']:.4f}, {r['hi']:.4f}] | {pred:.4f} | "

@@ -97,26 +97,48 @@ class Data:
 
     def threshold_store(self, study: str) -> list[dict[str, Any]] | None:
         """The finished first crossings of threshold study ``study``'s store as rows (``n``,
-        ``replicate``, ``lo``, ``hi``, ``eps_star``, ``n_evals``, ``redone``: evaluations with a
-        redone step, ``seed``: the spec's master seed), or None when it has no store. Not
-        recorded as a source: :meth:`note_store` records the part a block used."""
+        ``replicate``, ``noise``, ``method``, ``p``: the instance's coordinates, the spec's
+        value where it sweeps none; ``lo``, ``hi``, ``eps_star``, ``n_evals``, ``redone``:
+        evaluations with a redone step, ``seed``: the spec's master seed), or None when it has
+        no store. Not recorded as a source: :meth:`note_store` records the part a block
+        used."""
         key = f"store:{study}"
         if key not in self._cache:
             rel = self.store_path(study)
             self._cache[key] = _threshold_rows(self.root / rel) if self.exists(rel) else None
         return self._cache[key]
 
-    def note_store(self, study: str, rows: list[dict[str, Any]], part: str = "") -> None:
+    def store(self, study: str) -> Any:
+        """Study ``study``'s whole store as a loaded ``xarray.Dataset`` (every block checked
+        against its digest by ``open_results``), or None when it has none. Not recorded as a
+        source: :meth:`note_store` records what a block used."""
+        key = f"dataset:{study}"
+        if key not in self._cache:
+            rel = self.store_path(study)
+            self._cache[key] = _open(self.root / rel) if self.exists(rel) else None
+        return self._cache[key]
+
+    def note_store(self, study: str, rows: Any, part: str = "") -> None:
         self.note(Source(self.store_path(study), "store", fingerprint(rows), part))
+
+
+def _open(path: Path) -> Any:
+    from sroa_dist.sweep import open_results  # storage: imported only when a store exists
+
+    return open_results(path).compute()
 
 
 def _threshold_rows(path: Path) -> list[dict[str, Any]]:
     """Rows of a threshold cube: one per finished instance (every block digest-checked by
     ``open_results``)."""
-    from sroa_dist.sweep import open_results  # storage: imported only when a store exists
-
-    ds = open_results(path).compute()
+    ds = _open(path)
     spec = json.loads(ds.attrs["spec"])
+    fixed = {
+        "noise": spec["noise"]["model"],
+        "method": spec["solver"]["method"],
+        "p": spec["tensor"]["p"],
+        "n": spec["tensor"]["n"],
+    }
     flat = ds.stack(instance=list(ds["eps_star"].dims))
     rows = []
     for i in range(flat.sizes["instance"]):
@@ -126,9 +148,11 @@ def _threshold_rows(path: Path) -> list[dict[str, Any]]:
             continue
         n_evals = int(one["n_evals"])
         redone = np.asarray(one["trace_redone"], dtype=float)[:n_evals]
+        coords = {k: one[k].item() if k in one.coords else v for k, v in fixed.items()}
         rows.append(
             {
-                "n": int(one["n"]) if "n" in one.coords else int(spec["tensor"]["n"]),
+                **coords,
+                "n": int(coords["n"]),
                 "replicate": int(one["replicate"]),
                 "lo": float(one["eps_lo"]),
                 "hi": hi,

@@ -1,0 +1,121 @@
+"""Where each published first-crossing study comes back as a sweep: the study spec under
+``sweeps/studies`` whose store (``docs/data/studies/<study>.zarr``) reproduces a JSON file of
+``docs/data/nscaling`` or ``docs/data/rate``, and which of the store's instances are the
+published rows.
+
+One spec may hold several published files (``nscaling-value-p3`` sweeps three families and two
+methods: four files), and one file may come back from several specs (``lambda-min.json``'s
+three weight profiles are three specs). A published row the sweep service cannot express says
+why instead of naming a store.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+__all__ = ["LABEL_KEYS", "RERUNS", "Rerun", "rerun_of"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Rerun:
+    """The instances of study ``study``'s store that rerun published rows: those whose sweep
+    coordinates (``noise``, ``method``, ``p``: the spec's value where the spec does not sweep
+    it) equal ``where``. ``study`` is empty for rows no spec reruns, and ``why`` says why."""
+
+    study: str
+    where: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    why: str = ""
+
+    def selects(self, row: Mapping[str, Any]) -> bool:
+        return all(row.get(k) == v for k, v in self.where.items())
+
+
+def _sweep(study: str, **where: Any) -> Rerun:
+    return Rerun(study, MappingProxyType(where))
+
+
+#: The threshold kind runs a method with its default options only (no per-method ``options``
+#: table in a threshold spec), and has no certified-step solver for a whole search.
+_NO_OPTIONS = (
+    "no spec: the threshold kind runs each method with its default options (this row's "
+    "{}; see sweeps/studies/attractor-thresholds.toml)"
+)
+
+#: Published JSON (relative to the repository root) -> its rerun: one :class:`Rerun` for every
+#: row, or a mapping from a row's label (the file's label key, below) to its rerun.
+RERUNS: Mapping[str, Rerun | Mapping[str, Rerun]] = MappingProxyType(
+    {
+        "docs/data/nscaling/tilt-p3.json": _sweep(
+            "nscaling-value-p3", noise="coherent-tilt", method="sshopm"
+        ),
+        "docs/data/nscaling/power-tilt-p3.json": _sweep(
+            "nscaling-value-p3", noise="coherent-tilt", method="power"
+        ),
+        "docs/data/nscaling/tiltg-p3.json": _sweep(
+            "nscaling-value-p3", noise="coherent-tilt+gaussian", method="sshopm"
+        ),
+        "docs/data/nscaling/gauss-p3.json": _sweep(
+            "nscaling-value-p3", noise="gaussian", method="sshopm"
+        ),
+        "docs/data/nscaling/tilt-p4.json": _sweep("nscaling-tilt-p4", method="sshopm"),
+        "docs/data/nscaling/power-tilt-p4.json": _sweep("nscaling-tilt-p4", method="power"),
+        "docs/data/nscaling/tilt-p5.json": _sweep("nscaling-tilt-p5"),
+        "docs/data/nscaling/tilt-p5-big.json": _sweep("nscaling-tilt-p5"),
+        "docs/data/nscaling/tiltg-p4.json": _sweep(
+            "nscaling-dense-p4", noise="coherent-tilt+gaussian"
+        ),
+        "docs/data/nscaling/gauss-p4.json": _sweep("nscaling-dense-p4", noise="gaussian"),
+        "docs/data/nscaling/gauss-p3-rec.json": _sweep("nscaling-recovery-p3", method="sshopm"),
+        "docs/data/nscaling/power-gauss-p3-rec.json": _sweep(
+            "nscaling-recovery-p3", method="power"
+        ),
+        **{
+            f"docs/data/rate/theorem/theorem-p{p}-c{c}.json": _sweep(f"theorem-p{p}-c{c}")
+            for p in (3, 4)
+            for c in ("0.5", "2")
+        },
+        "docs/data/rate/tilt-p6.json": _sweep("tilt-p6"),
+        # The weights are not in a sweep's seed: the three profiles search the same draws, and
+        # the default profile's rows (n <= 64) are theorem-p3-c0.5's (same seed and settings).
+        "docs/data/rate/lambda-min.json": MappingProxyType(
+            {
+                "default (target 0.95)": _sweep("theorem-p3-c0.5"),
+                "linear [0.5, 1]": _sweep("lambda-min-linear"),
+                "target 0.5": _sweep("lambda-min-target"),
+            }
+        ),
+        "docs/data/rate/attractor-thresholds.json": MappingProxyType(
+            {
+                "power L=20": _sweep("attractor-thresholds", method="power"),
+                "sshopm spectral starts": _sweep("attractor-thresholds", method="sshopm"),
+                "global (sshopm checked)": _sweep("attractor-thresholds-global"),
+                "power AGHKT": Rerun("", why=_NO_OPTIONS.format("budget = 'aghkt'")),
+                "sshopm random starts": Rerun("", why=_NO_OPTIONS.format("n_spectral = 0")),
+                "global (certified)": Rerun(
+                    "",
+                    why="no spec: a whole first-crossing search with certified steps is "
+                    "no threshold-kind method (352 s at n = 16 in the script)",
+                ),
+            }
+        ),
+    }
+)
+#: The key of a row's label in a file whose rows come back from several reruns.
+LABEL_KEYS: Mapping[str, str] = MappingProxyType(
+    {
+        "docs/data/rate/lambda-min.json": "weights",
+        "docs/data/rate/attractor-thresholds.json": "solver",
+    }
+)
+
+
+def rerun_of(rel: str, row: Mapping[str, Any] | None = None) -> Rerun | None:
+    """The rerun of published file ``rel`` (of its row ``row`` where the file's rows come back
+    from several; None without ``row`` there), or None when no spec reruns it."""
+    found = RERUNS.get(rel)
+    if found is None or isinstance(found, Rerun):
+        return found
+    return None if row is None else found.get(str(row[LABEL_KEYS[rel]]))
