@@ -104,7 +104,7 @@ def nstar_table(data: Data) -> str:
     keys = sorted({c for r in rows for c in r} - {NSTAR_VAR, K_DIM, "replicate"})
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
-        groups.setdefault(tuple(str(r.get(c, "")) for c in keys), []).append(r)
+        groups.setdefault(tuple(str(r.get(c, "—")) for c in keys), []).append(r)
     ks = sorted({r[K_DIM] for r in rows})
     out = []
     for key, grp in sorted(groups.items()):
@@ -113,7 +113,11 @@ def nstar_table(data: Data) -> str:
             vals = [r[NSTAR_VAR] for r in grp if r[K_DIM] == k]
             cells.append(f"{math.exp(np.mean(np.log(vals))):.3g}" if vals else "—")
         slope, lo, hi = slope_interval([r[K_DIM] for r in grp], [r[NSTAR_VAR] for r in grp])
-        fit = f"{slope:.2f} [{lo:.2f}, {hi:.2f}]" if math.isfinite(lo) else f"{slope:.2f}"
+        fit = (
+            f"{slope:.2f} [{lo:.2f}, {hi:.2f}]"
+            if math.isfinite(lo)
+            else f"{slope:.2f} (no interval: {len({r[K_DIM] for r in grp})} sizes)"
+        )
         out.append("| " + " | ".join([*key, *cells, fit]) + " |")
     head = [*keys, *(f"k = {k}" for k in ks), "exponent [95 %]"]
     return _table(head, out)
