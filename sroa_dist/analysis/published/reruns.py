@@ -37,13 +37,6 @@ def _sweep(study: str, **where: Any) -> Rerun:
     return Rerun(study, MappingProxyType(where))
 
 
-#: The threshold kind runs a method with its default options only (no per-method ``options``
-#: table in a threshold spec), and has no certified-step solver for a whole search.
-_NO_OPTIONS = (
-    "no spec: the threshold kind runs each method with its default options (this row's "
-    "{}; see sweeps/studies/attractor-thresholds.toml)"
-)
-
 #: Published JSON (relative to the repository root) -> its rerun: one :class:`Rerun` for every
 #: row, or a mapping from a row's label (the file's label key, below) to its rerun.
 RERUNS: Mapping[str, Rerun | Mapping[str, Rerun]] = MappingProxyType(
@@ -92,13 +85,9 @@ RERUNS: Mapping[str, Rerun | Mapping[str, Rerun]] = MappingProxyType(
                 "power L=20": _sweep("attractor-thresholds", method="power"),
                 "sshopm spectral starts": _sweep("attractor-thresholds", method="sshopm"),
                 "global (sshopm checked)": _sweep("attractor-thresholds-global"),
-                "power AGHKT": Rerun("", why=_NO_OPTIONS.format("budget = 'aghkt'")),
-                "sshopm random starts": Rerun("", why=_NO_OPTIONS.format("n_spectral = 0")),
-                "global (certified)": Rerun(
-                    "",
-                    why="no spec: a whole first-crossing search with certified steps is "
-                    "no threshold-kind method (352 s at n = 16 in the script)",
-                ),
+                "power AGHKT": _sweep("attractor-thresholds-aghkt"),
+                "sshopm random starts": _sweep("attractor-thresholds-random-starts"),
+                "global (certified)": _sweep("attractor-thresholds-certified"),
             }
         ),
     }
