@@ -218,6 +218,23 @@ ANALYSIS = {
     "predict_threshold": lambda: analysis.predict_threshold(3, [16], c=-1.0),
     "compare_prediction": lambda: analysis.compare_prediction([32], [0.3], [float("inf")], p=3),
     "figure_prediction": lambda: analysis.figure_prediction([]),
+    "fit_g_decay": lambda: analysis.fit_g_decay(xr.Dataset(), 3),
+    "corrected_crossing": lambda: analysis.corrected_crossing(
+        analysis.PredictedThreshold.from_record(
+            {
+                "p": 3,
+                "criterion": "value",
+                "c": 0.5,
+                "n": [16],
+                "eps_star": [0.2],
+                "asymptote": [0.2],
+                "plateau": 0.4,
+                "onset_n": 14,
+            }
+        ),
+        None,
+        512,
+    ),
     "check_report_formats": lambda: analysis.check_report_formats(["md", "docx"]),
 }
 #: The ones among them that write files (their bad call gets a folder to leave untouched).

@@ -117,6 +117,17 @@ class GDecay:
         }
 
 
+def _check_g_cube(ds: xr.Dataset) -> None:
+    """An accumulation cube: ``g_p`` and ``last`` over ``n``, ``p`` and ``eps``."""
+    missing = [v for v in ("g_p", "last") if v not in ds.data_vars]
+    missing += [d for d in ("n", "p", "eps") if d not in ds.dims]
+    if missing:
+        raise InputError(
+            f"g cube: an accumulation cube over n, p and eps needs {missing}",
+            "pass the accumulation-large-n store (docs/data/studies/accumulation-large-n.zarr)",
+        )
+
+
 def fit_g_decay(ds: xr.Dataset, p: int, *, n_ref: int = MODEL_N) -> GDecay:
     """Fit :class:`GDecay` to an accumulation cube's ``g_p`` at order ``p``.
 
@@ -125,7 +136,8 @@ def fit_g_decay(ds: xr.Dataset, p: int, *, n_ref: int = MODEL_N) -> GDecay:
     between 1e-3 (resolved) and 0.75 (before it saturates). Least squares in
     ``ln(−ln ratio) = ln A + k·ln ε + ln(n − n_ref)``.
     """
-    if "p" not in ds.dims or p not in ds["p"].values or n_ref not in ds["n"].values:
+    _check_g_cube(ds)
+    if p not in ds["p"].values or n_ref not in ds["n"].values:
         raise InputError(
             f"g cube: no g_p measured at p = {p} and n = {n_ref}",
             "pass the accumulation-large-n store (p = 3, 4 from n = 16)",
@@ -246,6 +258,8 @@ def asymptote_predictions(
     ``models``: the curves per order measured already (``predict_threshold``'s ``model=``);
     an order not in it is measured at n = 16 here (48 global SROAs).
     """
+    if g_cube is not None:
+        _check_g_cube(g_cube)
     orders: list[dict[str, object]] = []
     plan = {int(p): tuple(int(n) for n in ns) for p, ns in sizes.items()}
     if p6_sizes is not None:
@@ -256,7 +270,7 @@ def asymptote_predictions(
         why_not = None
         if g_cube is None:
             why_not = "no cube of g_p at large n was given"
-        elif "p" not in g_cube.dims or p not in g_cube["p"].values:
+        elif p not in g_cube["p"].values:
             why_not = (
                 f"g_p's n-dependence is not measured at p = {p} (the accumulation-large-n "
                 f"store holds p = {[int(x) for x in g_cube['p'].values]})"
