@@ -461,6 +461,17 @@ def _import_family(path: str) -> Family:
     )
     if isinstance(obj, Family):
         return dataclasses.replace(obj, name=path)
+    try:
+        inspect.signature(obj).bind(*(None,) * 5)
+    except TypeError as exc:  # e.g. 'math:sqrt': importable and callable, but no draw function
+        raise InputError(
+            f"noise.model: expected a family function (n, p, V, lambdas, rng, **params) -> "
+            f"(E, norm) at {path!r}; received a callable that cannot take those five "
+            f"arguments ({exc})",
+            "point noise.model at a Family or a draw function with that signature",
+        ) from None
+    except ValueError:  # no signature to read (some builtins): checked when it draws
+        pass
     return Family(path, obj, _signature_params(obj), getattr(obj, "__doc__", "") or "")
 
 
