@@ -31,6 +31,7 @@ SPECS = {
     "accumulation": ROOT / "sweeps/studies/smoke/accumulation.toml",
     "escape": ROOT / "sweeps/studies/smoke/attractor-escape.toml",
     "worst_case": ROOT / "sweeps/studies/smoke/worst-case.toml",
+    "samples": ROOT / "sweeps/studies/smoke/samples-topics.toml",
 }
 
 
