@@ -84,7 +84,7 @@ from ..layout import (
     BlockTask,
     Layout,
     allocate,
-    layout_chunks,
+    grid_layout,
     stable_hash32,
 )
 from ..spec import (
@@ -817,10 +817,7 @@ def samples_layout(
     spec: SamplesSweepSpec, block_size: int | None = None, chunks: Sequence[int] | None = None
 ) -> Layout:
     """One search per block unless told otherwise (a search is many draws)."""
-    dims, coords = spec.instance_grid()
-    shape = [len(c) for c in coords]
-    chunks = layout_chunks(dims, shape, block_size, chunks, lambda: 1)
-    return Layout(tuple(dims), tuple(coords), chunks, spec.n_steps, 1)
+    return grid_layout(spec, block_size, chunks, lambda: 1, spec.n_steps, 1)
 
 
 # --------------------------------------------------------------------------------------------
