@@ -112,12 +112,12 @@ def nstar_table(data: Data) -> str:
         for k in ks:
             vals = [r[NSTAR_VAR] for r in grp if r[K_DIM] == k]
             cells.append(f"{math.exp(np.mean(np.log(vals))):.3g}" if vals else "—")
-        slope, lo, hi = slope_interval([r[K_DIM] for r in grp], [r[NSTAR_VAR] for r in grp])
-        fit = (
-            f"{slope:.2f} [{lo:.2f}, {hi:.2f}]"
-            if math.isfinite(lo)
-            else f"{slope:.2f} (no interval: {len({r[K_DIM] for r in grp})} sizes)"
-        )
+        sizes = len({r[K_DIM] for r in grp})
+        if sizes < 3:  # two brackets 25 % wide say nothing about an exponent
+            fit = f"— ({sizes} sizes: not fitted)"
+        else:
+            slope, lo, hi = slope_interval([r[K_DIM] for r in grp], [r[NSTAR_VAR] for r in grp])
+            fit = f"{slope:.2f} [{lo:.2f}, {hi:.2f}]" if math.isfinite(lo) else f"{slope:.2f}"
         out.append("| " + " | ".join([*key, *cells, fit]) + " |")
     head = [*keys, *(f"k = {k}" for k in ks), "exponent [95 %]"]
     return _table(head, out)
