@@ -61,10 +61,10 @@ def _copy_tree(tmp_path):
 def test_check_names_the_drifted_page_and_write_fixes_it(tmp_path, capsys):
     root = _copy_tree(tmp_path)
     assert published.main([str(root), "--check"]) == 0
-    # Without its store, the p = 6 study is read from its JSON (pages regenerated to match).
+    # Without its store, the p = 6 study is read from its JSON (pages regenerated to match;
+    # that a write leaves nothing stale is asserted once, after the second write below).
     shutil.rmtree(root / "docs/data/studies/tilt-p6.zarr", ignore_errors=True)
     published.main([str(root)])
-    assert published.main([str(root), "--check"]) == 0
     # Change one published bracket: the p = 6 table and the value figure read it.
     path = root / "docs/data/rate/tilt-p6.json"
     path.write_text(path.read_text().replace("0.5406", "0.5306", 1))

@@ -106,7 +106,10 @@ def imports_of(path: str, text: str, modules: Iterable[str]) -> list[Import]:
                 else:
                     found.append(Import(name, node.lineno, in_function, a.name))
         for child in ast.iter_child_nodes(node):
-            visit(child, in_function)
+            # An import is a statement: no expression (a lambda's body included) holds one, and
+            # expressions are most of a module's nodes (the walk took seconds at collection).
+            if not isinstance(child, ast.expr):
+                visit(child, in_function)
 
     visit(ast.parse(text), False)
     return [i for i in found if i.module in known and i.module != me]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import signal
 import threading
 import time
@@ -459,7 +460,7 @@ def test_a_store_made_before_search_revisions_resumes_with_revision_1(tmp_path, 
     ref = tmp_path / "ref.zarr"
     run_sweep(rev1, ref, client=client)
     legacy = tmp_path / "legacy.zarr"
-    run_sweep(rev1, legacy, client=client)
+    shutil.copytree(ref, legacy)  # a copy of a store is the store (one sweep fewer to run)
     _as_made_before_search_revisions(legacy)
     n_blocks = len(read_done(str(legacy)))
     forget_blocks(str(legacy), list(range(n_blocks)))  # every block is computed again
