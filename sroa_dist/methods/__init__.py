@@ -23,6 +23,7 @@ from .ascent import (
     DEFAULT_N_STARTS,
     Deflation,  # noqa: F401  (the type of a local method's deflation argument)
     ascent_deflated,
+    contraction_starts,
     deflated_contract,
     deflated_values,
     large_engine,
@@ -99,6 +100,7 @@ __all__ = [
     "revision_options",
     "solve_cost",
     "spectral_starts",
+    "contraction_starts",
 ]
 
 RngLike = np.random.Generator | int | np.random.SeedSequence | None
