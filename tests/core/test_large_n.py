@@ -512,6 +512,19 @@ def test_a_redone_branch_shares_the_eigensolves_of_the_steps_computed_again(monk
     np.testing.assert_allclose(new.lambdas, lam, atol=1e-10)
 
 
+def test_a_batch_of_operators_shares_each_instances_check_as_alone():
+    """sroa_batch of two operators with the shared check gives each instance the bits it
+    gets alone: its own check stream, its own rows of the steps' eigensolves."""
+    ops = [_tilt(16), _known_answer(3, 16, seed=4)[1]]
+    stack = type(ops[0]).stack(ops)
+    opts = {"global_check": True, "redo": True, "engine": "krylov"}
+    both = sroa_batch(stack, 4, "sshopm", rng=[1, 2], **opts)
+    for b, op in enumerate(ops):
+        alone = sroa(op, 4, "sshopm", rng=[1, 2][b], **opts)
+        for key in ("lambdas", "vectors", "global_gap"):
+            assert np.array_equal(_bits(getattr(both, key)[b]), _bits(getattr(alone, key))), key
+
+
 def test_lanczos_accepts_a_clustered_lower_end_at_the_bound():
     """An even order's T(I, I, θ, θ) with positive weights: its lower end is a cluster at 0.
     With ``low_end_dim`` the run stops near that dimension, far below n products, and its upper
