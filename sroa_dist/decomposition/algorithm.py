@@ -381,6 +381,7 @@ def _checked(
     settings = resolve_method(method).with_defaults(options)
     check_engine = settings.get("engine", "dense")
     low_dim = settings.get("spectral_low_dim")
+    polish_rtol = settings.get("polish_rtol", 1e-14)  # power's check: exact solves
     steps = list(res.steps)
     gap = res.global_gap.copy()
     redone = res.redone.copy()
@@ -436,6 +437,7 @@ def _checked(
                     spectral_low_dim=low_dim,
                     drawn=None if draws is None else draws.at(j),
                     spectral=None if source is None else _row_of(source, j, row),
+                    polish_rtol=polish_rtol,
                 )
                 gap_n = point.objective - own
                 if redo and gap_n > GLOBAL_RTOL * fro_j:

@@ -173,6 +173,7 @@ def check_step(
     spectral_low_dim: int | None = None,
     drawn: tuple[FloatArray, FloatArray] | None = None,
     spectral: FloatArray | None = None,
+    polish_rtol: float = 1e-14,
 ) -> CheckPoint:
     """The best point of a step's check starts (see the module docstring).
 
@@ -207,6 +208,8 @@ def check_step(
     spectral : (2C, n) ndarray, optional
         With ``drawn``: the spectral starts of its contractions, as the step's own run
         computed them (``shared_check``); ``None``: computed here.
+    polish_rtol : float
+        The polish's MINRES tolerance on the large-n engine (the method's ``polish_rtol``).
     """
     n, p = Tn.shape[1], Tn.ndim - 1
     defl = deflation.cold()
@@ -238,7 +241,7 @@ def check_step(
     if own is not None and abs(float(x @ own)) >= _SAME_POINT_COS:
         return CheckPoint(float(against), float("nan"), np.asarray(own, dtype=float), n_starts)
     if best_f >= against - _POLISH_WITHIN * (1.0 + abs(against)):
-        x = newton_polish(Tn, best_x[None], deflation=defl, engine=engine)[0]
+        x = newton_polish(Tn, best_x[None], deflation=defl, engine=engine, rtol=polish_rtol)[0]
     x = x / np.linalg.norm(x)
     value = float(deflated_values(Tn, x[None, None], defl)[1][0, 0])
     objective = value if p % 2 else abs(value)

@@ -54,6 +54,15 @@ ENGINES = ("auto", "krylov", "dense")
 #: isolated lower end (a component of negative weight) converges well before this dimension,
 #: as before, and the upper end is always converged to the tolerance.
 LOW_END_DIM = 64
+#: ``sshopm``'s default ``polish_rtol`` (revision 7 on; ``1e-14`` before, :data:`EXACT_SOLVE`):
+#: the relative residual to which the large-n engine's MINRES solves each Newton system of the
+#: polish. An inexact Newton step with relative error η leaves an error ``η·e + C·e²`` from
+#: ``e``: from an ascent point (``e`` about 1e-5) two steps at η = 1e-6 reach rounding, as two
+#: at 1e-14 did, with about half the Hessian products (each two passes over the n × k
+#: deflation terms, a third of a large-n step's products).
+POLISH_RTOL = 1e-6
+#: The polish's MINRES tolerance before ``sshopm`` revision 7, and ``power``'s check's.
+EXACT_SOLVE = 1e-14
 #: From this dimension on ``engine="auto"`` runs the large-n engine: below it the dense
 #: eigensolves cost little, and results at small n keep the bits they had before the engine.
 LARGE_N = 128
@@ -683,6 +692,7 @@ def newton_polish(
     steps: int = 4,
     deflation: Deflation | None = None,
     engine: str = "auto",
+    rtol: float = EXACT_SOLVE,
 ) -> FloatArray:
     """Refine one candidate per instance to a Z-eigenvector by Newton steps on the sphere.
 
@@ -690,10 +700,11 @@ def newton_polish(
     does not move ``|T x^p|`` downhill (so a maximiser stays a maximiser). Shape ``(B, n)``.
     With a :class:`Deflation` (large n) each step costs one contraction ``T x^{p-2}`` instead
     of three, and a step below ``1e-8`` (already in the quadratic regime) ends the polish;
-    where :func:`large_engine` (``engine``) its system is solved by MINRES on products.
+    where :func:`large_engine` (``engine``) its system is solved by MINRES on products, to the
+    relative residual ``rtol`` (:data:`POLISH_RTOL`; the dense solves are exact).
     """
     if deflation is not None and large_engine(Ts, engine):
-        return _polish_krylov(Ts, x, steps, deflation)
+        return _polish_krylov(Ts, x, steps, deflation, rtol)
     if deflation is not None:
         return _polish_deflated(Ts, x, steps, deflation)
     B, n = x.shape
@@ -740,7 +751,9 @@ def _polish_deflated(Ts: FloatArray, x: FloatArray, steps: int, deflation: Defla
     return x
 
 
-def _polish_krylov(Ts: TensorOperator, x: FloatArray, steps: int, deflation: Deflation) -> Any:
+def _polish_krylov(
+    Ts: TensorOperator, x: FloatArray, steps: int, deflation: Deflation, rtol: float = EXACT_SOLVE
+) -> Any:
     """:func:`_polish_deflated` on a large operator: the same Newton steps on the sphere, with
     the same acceptance rule, the bordered system solved by MINRES on the tangent space
     (``P((p-1)H − λI)P dx = −(g − λx)``, ``P = I − xxᵀ``) from products ``H y``, never forming
@@ -768,7 +781,7 @@ def _polish_krylov(Ts: TensorOperator, x: FloatArray, steps: int, deflation: Def
                 return y - xb * (xb @ y)
 
             op = LinearOperator((n, n), matvec=matvec, dtype=float)
-            d, _ = minres(op, -r, rtol=1e-14, maxiter=10 * n)
+            d, _ = minres(op, -r, rtol=rtol, maxiter=10 * n)
             d = d - xb * (xb @ d)
             size = float(np.linalg.norm(d))
             y = xb + d

@@ -21,6 +21,7 @@ from .ascent import (
     DEFAULT_N_SPECTRAL,
     DEFAULT_N_STARTS,
     LOW_END_DIM,
+    POLISH_RTOL,
     Deflation,
     _signed_problems,
     ascent_deflated,
@@ -277,6 +278,7 @@ def _method_sshopm(
     engine: str = "auto",
     spectral_low_dim: int | None = LOW_END_DIM,
     shared_check: bool = True,
+    polish_rtol: float = POLISH_RTOL,
 ) -> MethodOutput:
     """Multi-start shifted symmetric higher-order power method with adaptive shift.
 
@@ -331,10 +333,12 @@ def _method_sshopm(
     step's global check gets its spectral starts from the step's own eigensolve (the check's
     contractions, :attr:`~sroa_dist.methods.ascent.Deflation.check_theta`, eigensolved in the
     same Lanczos run as the step's: one run per step instead of two); ``False``: the check
-    runs its own. Revisions 1 to 6 of this method, which stores made with them keep using,
-    are reproduced by the option values in its record's ``legacy`` table. Converges to
-    local maxima: fast, with no bound of its own (a step is certified only where its value
-    meets the unfolding bound that
+    runs its own. ``polish_rtol`` (revision 7; 1e-14 before): the relative residual of the
+    large-n engine's MINRES solves in the Newton polish, of the steps and of their global
+    check (:data:`~sroa_dist.methods.ascent.POLISH_RTOL`). Revisions 1 to 6 of this method,
+    which stores made with them keep using, are reproduced by the option values in its
+    record's ``legacy`` table. Converges to local maxima: fast, with no bound of its own (a
+    step is certified only where its value meets the unfolding bound that
     :func:`~sroa_dist.methods.finishing.finish_step` checks every step against). Besides
     ``x`` it reports how many starts reached the best value (``n_best``) and whether the
     confirmation upheld it (``confirmed``; always false where ``max_starts`` leaves no room for it).
@@ -419,7 +423,7 @@ def _method_sshopm(
     top = Fs[rows_b, best]
     n_best = np.sum(Fs >= (top - BEST_RTOL * np.abs(top))[:, None], axis=1)
     if polish:
-        x = newton_polish(Ts, x, deflation=deflation, engine=engine)
+        x = newton_polish(Ts, x, deflation=deflation, engine=engine, rtol=polish_rtol)
     return MethodOutput(
         x=x,
         n_starts=used,

@@ -358,6 +358,7 @@ def test_the_engine_is_a_method_revision():
     check's eigensolve with the step's (``shared_check``); every earlier one does not."""
     assert METHODS["sshopm"].revision == 7 and METHODS["power"].revision == 3
     assert all(METHODS["sshopm"].options_at(r)["shared_check"] is False for r in range(1, 7))
+    assert all(METHODS["sshopm"].options_at(r)["polish_rtol"] == 1e-14 for r in range(1, 7))
     for method, old, before_bound in (("sshopm", (1, 2, 3, 4), 5), ("power", (1,), 2)):
         assert METHODS[method].options_at(None) == {}  # direct calls: engine="auto"
         assert all(METHODS[method].options_at(r)["engine"] == "dense" for r in old)
@@ -437,15 +438,17 @@ def test_revision_6_keeps_its_bits_and_revision_7_its_steps():
     """sshopm revision 6, pinned, reproduces its code's bits at n = 128 (p = 3 and p = 4,
     with power's check and a rank-one solve). Revision 7, whose global check takes its
     spectral starts from the step's own Lanczos run (the same contractions, drawn from the
-    same stream, eigensolved in lockstep with the step's), takes the same steps, in the same
-    order, with the same global gaps; power (revision 3) is unchanged."""
+    same stream, eigensolved in lockstep with the step's) and whose polish solves its Newton
+    systems to 1e-6 (``polish_rtol``), takes the same steps, in the same order, with the same
+    global gaps (a rank-one solve: the same maximiser to rounding); power (revision 3) is
+    unchanged."""
     g = np.load(REVISION_6_GOLDEN)
     old, new = _golden_runs(6, None), _golden_runs(None, None)
     for key, want in old.items():
         assert np.array_equal(_bits(want), _bits(g[key])), key
-    for key in [k for k in new if k.startswith("power_")] + ["rank_one_x"]:
-        assert np.array_equal(_bits(new[key]), _bits(g[key])), key  # no check shared there
-    for key in ("sshopm_lambdas", "sshopm_vectors", "p4_lambdas"):
+    for key in [k for k in new if k.startswith("power_")]:
+        assert np.array_equal(_bits(new[key]), _bits(g[key])), key  # power: revision 3
+    for key in ("sshopm_lambdas", "sshopm_vectors", "p4_lambdas", "rank_one_x"):
         np.testing.assert_allclose(new[key], g[key], rtol=0, atol=ENGINE_ATOL, err_msg=key)
     sign = np.sign(np.sum(new["p4_vectors"] * g["p4_vectors"], axis=0))
     np.testing.assert_allclose(new["p4_vectors"], g["p4_vectors"] * sign, rtol=0, atol=1e-10)

@@ -159,7 +159,7 @@ def test_abandon_margin_is_checked():
 
 
 def test_only_known_revisions_run():
-    before_7 = {"shared_check": False}  # the check's shared eigensolve (test_large_n.py)
+    before_7 = {"shared_check": False, "polish_rtol": 1e-14}  # test_large_n.py
     before_6 = {"spectral_low_dim": None, **before_7}  # the bounded lower end (same file)
     before_5 = {"engine": "dense", **before_6}  # the large-n engine (same file)
     before_4 = {"confirm": "settle", "n_spectral": "operators", **before_5}
@@ -255,6 +255,7 @@ def test_a_spec_names_only_known_revisions():
         "engine": "dense",
         "spectral_low_dim": None,
         "shared_check": False,
+        "polish_rtol": 1e-14,
     }
     assert _spec(revisions={"sshopm": 1}).options_for("sshopm") == legacy
     assert _spec().options_for("sshopm") == {}
