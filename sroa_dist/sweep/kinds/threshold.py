@@ -778,7 +778,8 @@ MATRIX_FREE_REFERENCE_N = 200
 
 #: CPU seconds of one global-checked matrix-free SROA (rank n, check and redo) of the p = 3
 #: coherent tilt at n = 512 on the large-n engine that a method with spectral starts runs from
-#: ``LARGE_N`` on (``sshopm`` revision 7), one BLAS thread, on the shared 2-core machine:
+#: ``LARGE_N`` on, one BLAS thread, on the shared 2-core machine: ``sshopm`` revision 6's
+#: 28.8 s (revision 7 measured 23-25 s under load 13-21; the model keeps the dearer figure):
 #: benchmarks/bench_global_large_n.py, docs/results/benchmarks.md (Global SROA at large n).
 #: The model above (n^4, dense eigensolves) priced the p = 3 asymptote spec at 791 h.
 LARGE_N_CHECKED_SECONDS = 28.8
