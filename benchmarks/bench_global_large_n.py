@@ -15,7 +15,9 @@ A case is ``p:n[:family[:method[:revision]]]``: family ``tilt`` (the case above,
 or ``attractor`` (weights 1, ``eps = 0.3``, the family of benchmarks/power_vs_global.py);
 method ``sshopm`` (default) or ``power`` (with its AGHKT budget, ``budget="aghkt"``); a
 revision number runs that earlier revision of the method (its legacy options), e.g.
-``4:512:tilt:sshopm:5`` for p = 4 before the bounded lower end of revision 6. Each row is
+``4:512:tilt:sshopm:5`` for p = 4 before the bounded lower end of revision 6, or
+``3:512:tilt:sshopm:6`` for the check's own eigensolve before revision 7 (the row records the
+revision it ran, the current one where none is given). Each row is
 written as soon as it is measured, with the load average before and after it.
 
 Run:  python benchmarks/bench_global_large_n.py [--cases 3:256 3:512] [--old 256]
@@ -69,6 +71,12 @@ def _sroa(
     return _cpu(lambda: sd.sroa(T, method=method, global_check=True, redo=True, **opts))
 
 
+def _current(method: str) -> int:
+    from sroa_dist.methods import METHODS
+
+    return int(METHODS[method].revision)
+
+
 def main() -> None:
     ap = _common.parser(__doc__, "global_large_n")
     ap.add_argument("--cases", nargs="+", default=["3:256", "3:512", "3:1024"])
@@ -90,7 +98,7 @@ def main() -> None:
             "n": n,
             "family": family,
             "method": method,
-            "revision": revision,
+            "revision": revision if revision is not None else _current(method),
             "cpu_s": cpu,
             "dgemm_cpu_s": gemm,
             "over_dgemm": cpu / gemm,

@@ -80,6 +80,14 @@ class SymmetricProducts:
         # are applied by indexing, O(S·R) instead of an O(S·n·R) product: the same numbers
         # bit for bit (a product with 0/1 entries adds only exact zeros).
         object.__setattr__(self, "_cols", tuple(_coordinate_columns(A) for A in self.factors))
+        # The identity itself (coordinate i in column i): its gather and scatter are copies,
+        # skipped (the same numbers; a Krylov product of the tilt spent a third of its time
+        # there at n = 512).
+        object.__setattr__(
+            self,
+            "_ident",
+            tuple(c is not None and np.array_equal(c, np.arange(n)) for c in self._cols),
+        )
 
     @property
     def p(self) -> int:
@@ -98,8 +106,8 @@ class SymmetricProducts:
     def _dots(self, X: FloatArray) -> list[FloatArray]:
         # (S, R_m) each
         return [
-            X @ A if c is None else np.ascontiguousarray(X[:, c])
-            for A, c in zip(self.factors, self._cols, strict=True)
+            X @ A if c is None else np.ascontiguousarray(X if i else X[:, c])
+            for A, c, i in zip(self.factors, self._cols, self._ident, strict=True)
         ]
 
     def values(self, X: FloatArray) -> FloatArray:
@@ -124,7 +132,9 @@ class SymmetricProducts:
                     coef = coef * Pj
             if A.shape[1] == 1:
                 coef = coef.sum(axis=-1, keepdims=True)
-            if self._cols[m] is not None:
+            if self._ident[m]:
+                out += coef
+            elif self._cols[m] is not None:
                 out[:, self._cols[m]] += coef
             else:
                 out += coef @ A.T
@@ -188,7 +198,10 @@ class SymmetricProducts:
             out = np.zeros(Y.shape)
             for m, A in enumerate(self.factors):
                 if acc[m] is not None:
-                    out += _combine(acc[m], A, self._cols[m])  # broadcasts over starts
+                    if self._ident[m]:
+                        out += acc[m]
+                    else:
+                        out += _combine(acc[m], A, self._cols[m])  # broadcasts over starts
             return out
 
         return apply

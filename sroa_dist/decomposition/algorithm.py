@@ -27,7 +27,13 @@ from ..operators import TensorOperator
 from ..tensors import as_rng_list, check_symmetric_tensor
 from ..threads import single_blas
 from .engines import make_engine
-from .global_check import GLOBAL_RTOL, check_step, estimate_values, remaining_estimates
+from .global_check import (
+    GLOBAL_RTOL,
+    CheckDraws,
+    check_step,
+    estimate_values,
+    remaining_estimates,
+)
 
 __all__ = ["SROAResult", "sroa", "sroa_batch", "DEFLATION_MODES"]
 
@@ -174,15 +180,28 @@ def sroa_batch(
     r = int(r)
     rngs = as_rng_list(rng, B)
     mode = _deflation_mode(deflation, method, Ts)
-    engine = make_engine(mode, Ts, method, rngs, gap_tol, options)
+    draws = None
+    if global_check and mode == "implicit" and _shared_check(method, options):
+        # The check's stream, spawned before the steps (revisions <= 6 spawned it after
+        # them: the same stream wherever the steps spawn none, as under implicit deflation
+        # by default), so each step can eigensolve its check's contractions with its own.
+        draws = [CheckDraws(g.spawn(1)[0], n) for g in rngs]
+    engine = make_engine(mode, Ts, method, rngs, gap_tol, options, draws)
     steps = []
     for _ in range(r):
         steps.append(engine.propose())
         engine.commit()
     res = _assemble(steps, p, method)
     if global_check:
-        res = _checked(res, Ts, mode, method, rngs, gap_tol, options, redo)
+        shared = None if draws is None else (draws, engine.check_starts)
+        res = _checked(res, Ts, mode, method, rngs, gap_tol, options, redo, shared)
     return res
+
+
+def _shared_check(method: str, options: dict[str, Any]) -> bool:
+    """Whether ``method``'s steps eigensolve their global check's contractions with their own
+    (its ``shared_check`` option, ``sshopm`` revision 7 on; methods without it never do)."""
+    return bool(resolve_method(method).with_defaults(options).get("shared_check", False))
 
 
 def sroa(
@@ -350,15 +369,19 @@ def _checked(
     gap_tol: float,
     options: dict[str, Any],
     redo: bool,
+    shared: tuple[list[CheckDraws], dict[int, np.ndarray]] | None = None,
 ) -> SROAResult:
     """``res`` with every uncertified step checked (``global_gap``) and, with ``redo``, the
-    non-global ones redone from the check's point, the later steps computed again."""
+    non-global ones redone from the check's point, the later steps computed again.
+    ``shared``: each instance's check draws and the check spectral starts the steps computed
+    (``shared_check``); ``None``: each check draws and eigensolves its own."""
     B, r, p = res.lambdas.shape[0], res.rank, res.p
     # The check runs on the method's engine (its revision's); a method without that option
     # keeps the dense engine, the check's only one before the large-n engine.
     settings = resolve_method(method).with_defaults(options)
     check_engine = settings.get("engine", "dense")
     low_dim = settings.get("spectral_low_dim")
+    polish_rtol = settings.get("polish_rtol", 1e-14)  # power's check: exact solves
     steps = list(res.steps)
     gap = res.global_gap.copy()
     redone = res.redone.copy()
@@ -371,18 +394,23 @@ def _checked(
         # The remaining component estimates: the components this SROA found.
         E = res.vectors[b].T.copy()
         base = estimate_values(Tn, E)
-        check_rng = rngs[b].spawn(1)[0]
+        draws = None if shared is None else shared[0][b]
+        check_rng = rngs[b].spawn(1)[0] if draws is None else None
         lam_n = np.ldexp(res.lambdas[b], -k)
         X = res.vectors[b].T.copy()  # (r, n): the steps' vectors as they stand
         # The large-n engine keeps E·Xᵀ, a column per changed step, instead of E·U per step.
         EX = E @ X.T if large_engine(Tn, check_engine) else None
         EXp = None if EX is None else EX**p
         engine = None  # a one-instance engine from the first redo on
+        # The check spectral starts the steps computed (step -> (B, 2C, n)) and this
+        # instance's row there: the first SROA's, from a redo on the one-instance engine's.
+        source, row = (None, b) if shared is None else (shared[1], b)
         j = 0
         while j < r:
             t0 = time.perf_counter()
             if engine is not None:  # after a redo: the later steps are computed again
                 new = engine.propose()
+                source, row = (None, 0) if draws is None else (engine.check_starts, 0)
                 steps[j] = _set_row(steps[j], b, new)
                 lam_n[j], X[j] = np.ldexp(new.lam[0], -k), new.x[0]
                 if EX is not None:
@@ -407,11 +435,17 @@ def _checked(
                     own=X[j],
                     engine=check_engine,
                     spectral_low_dim=low_dim,
+                    drawn=None if draws is None else draws.at(j),
+                    spectral=None if source is None else _row_of(source, j, row),
+                    polish_rtol=polish_rtol,
                 )
                 gap_n = point.objective - own
                 if redo and gap_n > GLOBAL_RTOL * fro_j:
                     if engine is None:
-                        engine = make_engine(mode, T1, method, [rngs[b]], gap_tol, options)
+                        engine = make_engine(
+                            mode, T1, method, [rngs[b]], gap_tol, options,
+                            None if draws is None else [draws],
+                        )  # fmt: skip
                         for i in range(j):
                             engine.replay(np.ldexp(lam_n[i : i + 1], k), X[i : i + 1])
                     new = engine.propose(forced=point.x[None])
@@ -430,6 +464,12 @@ def _checked(
             j += 1
     out = _assemble(steps, p, method)
     return dataclasses.replace(out, global_gap=gap, redone=redone, step_norms=norms)
+
+
+def _row_of(starts: dict[int, np.ndarray], j: int, b: int) -> np.ndarray | None:
+    """Instance ``b``'s check spectral starts of step ``j``, where the step computed them."""
+    out = starts.get(j)
+    return None if out is None else out[b]
 
 
 def _add_at(times: np.ndarray, b: int, dt: float) -> np.ndarray:

@@ -39,10 +39,13 @@ def make_engine(
     rngs: list[np.random.Generator],
     gap_tol: float,
     options: dict[str, Any],
+    check_draws: list[Any] | None = None,
 ) -> ExplicitSteps | ImplicitSteps:
-    """The engine of a deflation mode (``"explicit"`` or ``"implicit"``)."""
+    """The engine of a deflation mode (``"explicit"`` or ``"implicit"``); ``check_draws``
+    (implicit only): each instance's :class:`~sroa_dist.decomposition.global_check.CheckDraws`,
+    whose contractions the steps eigensolve with their own (``shared_check``)."""
     if mode == "implicit":
-        return ImplicitSteps(Ts, method, rngs, gap_tol, options)
+        return ImplicitSteps(Ts, method, rngs, gap_tol, options, check_draws)
     return ExplicitSteps(Ts, method, rngs, gap_tol, options)
 
 
@@ -104,7 +107,9 @@ def _forced_output(x: np.ndarray) -> MethodOutput:
 
 class ImplicitSteps:
     """Algorithm 1 step by step with implicit deflation (see :func:`sroa`,
-    ``deflation="implicit"``): the deflated tensors are represented by their terms."""
+    ``deflation="implicit"``): the deflated tensors are represented by their terms. With
+    ``check_draws`` each step also eigensolves its global check's contractions, kept in
+    :attr:`check_starts` (step index -> ``(B, 2C, n)``) for the check."""
 
     def __init__(
         self,
@@ -113,6 +118,7 @@ class ImplicitSteps:
         rngs: list[np.random.Generator],
         gap_tol: float,
         options: dict[str, Any],
+        check_draws: list[Any] | None = None,
     ) -> None:
         self.fn = resolve_method(method)
         B, n, p = Ts.shape[0], Ts.shape[1], Ts.ndim - 1
@@ -141,6 +147,8 @@ class ImplicitSteps:
         self.keep = int(options.get("n_starts", DEFAULT_N_STARTS))
         self.warm: tuple[np.ndarray, np.ndarray] | None = None
         self.pending: tuple[Any, ...] | None = None
+        self.check_draws = check_draws
+        self.check_starts: dict[int, np.ndarray] = {}
 
     def propose(self, forced: np.ndarray | None = None) -> RankOneResult:
         """The next step: the method's, or (``forced (B, n)``) the one at that point."""
@@ -148,7 +156,11 @@ class ImplicitSteps:
         B, p, fro2 = self.B, self.p, self.fro2
         fro = np.sqrt(np.maximum(fro2, 0.0))
         warm = None if forced is not None else self.warm
-        defl = Deflation(self.U, self.lams, fro, 1.0, *(warm or (None, None)))
+        theta = None
+        if self.check_draws is not None and forced is None:
+            j = self.U.shape[2]  # this step's index
+            theta = np.stack([d.at(j)[0] for d in self.check_draws])
+        defl = Deflation(self.U, self.lams, fro, 1.0, *(warm or (None, None)), theta)
         abs_sum = self.abs_sum
         slack = self.gamma * (fro2 + 2 * abs_sum * np.sqrt(np.maximum(fro2, 0)) + abs_sum**2)
         bound = (
@@ -160,6 +172,8 @@ class ImplicitSteps:
             out = MethodOutput.coerce(
                 self.fn(self.norm.T, self.rngs, defl, **self.options), self.method
             )
+            if theta is not None and out.check_starts is not None:
+                self.check_starts[self.U.shape[2]] = out.check_starts
         else:
             out = _forced_output(forced)
         done = finish_step(

@@ -22,6 +22,11 @@ Check starts of step j (each ascended with the monotone-shift SS-HOPM on the def
 
 the last two drawn from a stream spawned off the instance's own: 8 starts per step.
 
+Under ``sshopm``'s ``shared_check`` (revision 7, implicit deflation) the same draws are made
+per step in the same order (:class:`CheckDraws`), and each step's own Lanczos run eigensolves
+its check's contraction with the step's two (the method returns the check's spectral starts):
+the same kinds of starts from the same stream, one eigensolve per step instead of two.
+
 Certified steps are not checked: their certificate bounds the same gap by proof.
 """
 
@@ -34,6 +39,7 @@ import numpy as np
 from ..methods import (
     Deflation,
     ascent_deflated,
+    contraction_starts,
     deflated_values,
     newton_polish,
     random_starts,
@@ -46,6 +52,7 @@ __all__ = [
     "CHECK_RANDOM",
     "CHECK_SPECTRAL",
     "GLOBAL_RTOL",
+    "CheckDraws",
     "CheckPoint",
     "check_step",
     "estimate_values",
@@ -99,6 +106,27 @@ class CheckPoint:
     n_starts: int
 
 
+class CheckDraws:
+    """The random part of the check starts of every step of one instance, drawn from the
+    check's stream in step order as :func:`check_step` draws them (for step ``j``: the
+    ``CHECK_SPECTRAL / 2`` contraction vectors of its spectral starts, then its
+    ``CHECK_RANDOM`` uniform starts), but on demand by step, so the step itself can eigensolve
+    its check's contractions before the check runs (``shared_check``), and a step computed
+    again after a redo gets the same draws."""
+
+    def __init__(self, rng: np.random.Generator, n: int) -> None:
+        self.rng, self.n = rng, n
+        self.theta: list[FloatArray] = []
+        self.uniform: list[FloatArray] = []
+
+    def at(self, j: int) -> tuple[FloatArray, FloatArray]:
+        """Step ``j``'s contraction vectors ``(C, n)`` and uniform starts ``(CHECK_RANDOM, n)``."""
+        while len(self.theta) <= j:
+            self.theta.append(random_starts([self.rng], -(-CHECK_SPECTRAL // 2), self.n)[0])
+            self.uniform.append(random_starts([self.rng], CHECK_RANDOM, self.n)[0])
+        return self.theta[j], self.uniform[j]
+
+
 def estimate_values(Tn: FloatArray, E: FloatArray) -> FloatArray:
     """``T̂ e_k^p`` of the undeflated tensor ``Tn (1, n, …, n)`` (array or operator) at the
     estimates ``E (m, n)``: ``(m,)``, one contraction for every step of an SROA."""
@@ -143,6 +171,9 @@ def check_step(
     own: FloatArray | None = None,
     engine: str = "auto",
     spectral_low_dim: int | None = None,
+    drawn: tuple[FloatArray, FloatArray] | None = None,
+    spectral: FloatArray | None = None,
+    polish_rtol: float = 1e-14,
 ) -> CheckPoint:
     """The best point of a step's check starts (see the module docstring).
 
@@ -172,12 +203,25 @@ def check_step(
     spectral_low_dim : int, optional
         Where the large-n engine's Lanczos run accepts an even order's lower end (the
         method's ``spectral_low_dim`` option, :data:`sroa_dist.methods.ascent.LOW_END_DIM`).
+    drawn : ((C, n), (CHECK_RANDOM, n)) ndarrays, optional
+        This step's draws (:meth:`CheckDraws.at`) instead of drawing from ``rng``.
+    spectral : (2C, n) ndarray, optional
+        With ``drawn``: the spectral starts of its contractions, as the step's own run
+        computed them (``shared_check``); ``None``: computed here.
+    polish_rtol : float
+        The polish's MINRES tolerance on the large-n engine (the method's ``polish_rtol``).
     """
     n, p = Tn.shape[1], Tn.ndim - 1
     defl = deflation.cold()
     parts = [estimates[:CHECK_ESTIMATES]]
-    parts.append(spectral_starts(Tn, [rng], CHECK_SPECTRAL, defl, engine, spectral_low_dim)[0])
-    parts.append(random_starts([rng], CHECK_RANDOM, n)[0])
+    if drawn is None:
+        parts.append(spectral_starts(Tn, [rng], CHECK_SPECTRAL, defl, engine, spectral_low_dim)[0])
+        parts.append(random_starts([rng], CHECK_RANDOM, n)[0])
+    else:
+        theta, uniform = drawn
+        if spectral is None:
+            spectral = contraction_starts(Tn, theta[None], defl, engine, spectral_low_dim)[0]
+        parts += [spectral[:CHECK_SPECTRAL], uniform]
     X0 = np.concatenate(parts)[None]
     signs = [defl] if p % 2 else [defl, defl.negated()]
     n_starts = int(X0.shape[1]) * len(signs)
@@ -197,7 +241,7 @@ def check_step(
     if own is not None and abs(float(x @ own)) >= _SAME_POINT_COS:
         return CheckPoint(float(against), float("nan"), np.asarray(own, dtype=float), n_starts)
     if best_f >= against - _POLISH_WITHIN * (1.0 + abs(against)):
-        x = newton_polish(Tn, best_x[None], deflation=defl, engine=engine)[0]
+        x = newton_polish(Tn, best_x[None], deflation=defl, engine=engine, rtol=polish_rtol)[0]
     x = x / np.linalg.norm(x)
     value = float(deflated_values(Tn, x[None, None], defl)[1][0, 0])
     objective = value if p % 2 else abs(value)

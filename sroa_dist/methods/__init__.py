@@ -21,8 +21,10 @@ from ..tensors import FloatArray, as_rng_list, check_symmetric_tensor
 from ..threads import single_blas
 from .ascent import (
     DEFAULT_N_STARTS,
+    LARGE_N,
     Deflation,  # noqa: F401  (the type of a local method's deflation argument)
     ascent_deflated,
+    contraction_starts,
     deflated_contract,
     deflated_values,
     large_engine,
@@ -78,6 +80,7 @@ __all__ = [
     "relaxation_tractable",
     "CERTIFIED_NORM_METHOD",
     "DEFAULT_N_STARTS",
+    "LARGE_N",
     "Deflation",
     "GAP_TOL",
     "IMPLICIT_BYTES",
@@ -99,6 +102,7 @@ __all__ = [
     "revision_options",
     "solve_cost",
     "spectral_starts",
+    "contraction_starts",
 ]
 
 RngLike = np.random.Generator | int | np.random.SeedSequence | None

@@ -54,6 +54,15 @@ ENGINES = ("auto", "krylov", "dense")
 #: isolated lower end (a component of negative weight) converges well before this dimension,
 #: as before, and the upper end is always converged to the tolerance.
 LOW_END_DIM = 64
+#: ``sshopm``'s default ``polish_rtol`` (revision 7 on; ``1e-14`` before, :data:`EXACT_SOLVE`):
+#: the relative residual to which the large-n engine's MINRES solves each Newton system of the
+#: polish. An inexact Newton step with relative error η leaves an error ``η·e + C·e²`` from
+#: ``e``: from an ascent point (``e`` about 1e-5) two steps at η = 1e-6 reach rounding, as two
+#: at 1e-14 did, with about half the Hessian products (each two passes over the n × k
+#: deflation terms, a third of a large-n step's products).
+POLISH_RTOL = 1e-6
+#: The polish's MINRES tolerance before ``sshopm`` revision 7, and ``power``'s check's.
+EXACT_SOLVE = 1e-14
 #: From this dimension on ``engine="auto"`` runs the large-n engine: below it the dense
 #: eigensolves cost little, and results at small n keep the bits they had before the engine.
 LARGE_N = 128
@@ -84,6 +93,11 @@ class Deflation:
     warm_grad : (B, W, n) ndarray, optional
         ``(T̂ − Σ_j λ̂_j v̂_j^{⊗p}) w^{p-1}`` at the warm starts (sign not applied), carried over
         from the previous step, which saves the first pass over the tensor.
+    check_theta : (B, C, n) ndarray, optional
+        The contraction vectors of this step's global check's spectral starts (SROA's
+        ``global_check`` under ``sshopm``'s ``shared_check``): a method with spectral starts
+        computes theirs in the same run as its own (:func:`shared_spectral_starts`, one
+        Lanczos run per step instead of two) and returns them as ``check_starts``.
     """
 
     U: FloatArray
@@ -92,6 +106,7 @@ class Deflation:
     sign: float = 1.0
     warm: FloatArray | None = None
     warm_grad: FloatArray | None = None
+    check_theta: FloatArray | None = None
 
     def take(self, rows: Any) -> Deflation:
         """The same deflation for the instances ``rows`` only (one instance: views, no copy of
@@ -101,15 +116,16 @@ class Deflation:
             rows = slice(int(idx[0]), int(idx[0]) + 1) if idx[0] >= 0 else rows
         warm = None if self.warm is None else self.warm[rows]
         grad = None if self.warm_grad is None else self.warm_grad[rows]
-        return Deflation(self.U[rows], self.lam[rows], self.fro[rows], self.sign, warm, grad)
+        theta = None if self.check_theta is None else self.check_theta[rows]
+        return Deflation(self.U[rows], self.lam[rows], self.fro[rows], self.sign, warm, grad, theta)
 
     def negated(self) -> Deflation:
         """``−(T̂ − Σ λ̂_j v̂_j^{⊗p})``."""
         return dataclasses.replace(self, lam=-self.lam, sign=-self.sign)
 
     def cold(self) -> Deflation:
-        """The same tensors without warm starts."""
-        return dataclasses.replace(self, warm=None, warm_grad=None)
+        """The same tensors without warm starts (and without the check's contractions)."""
+        return dataclasses.replace(self, warm=None, warm_grad=None, check_theta=None)
 
 
 def large_engine(Ts: Any, engine: str = "auto") -> bool:
@@ -221,8 +237,60 @@ def spectral_starts(
     else by a dense eigensolve of each formed matrix. ``low_end_dim`` (large-n engine, even
     p): the Krylov dimension from which the lower end is accepted unconverged
     (:data:`LOW_END_DIM`; ``None``: converged like the upper end)."""
-    n, p = Ts.shape[1], Ts.ndim - 1
-    theta = random_starts(rngs, -(-n_starts // 2), n)
+    theta = random_starts(rngs, -(-n_starts // 2), Ts.shape[1])
+    return contraction_starts(Ts, theta, deflation, engine, low_end_dim)[:, :n_starts]
+
+
+def contraction_starts(
+    Ts: FloatArray,
+    theta: FloatArray,
+    deflation: Deflation | None = None,
+    engine: str = "auto",
+    low_end_dim: int | None = None,
+) -> FloatArray:
+    """The spectral starts of the given contraction vectors ``theta (B, S, n)`` (see
+    :func:`spectral_starts`): the eigenvectors of the highest eigenvalue of each
+    ``T(I, I, θ, …)``, then those of the lowest, ``(B, 2S, n)``, unit norm."""
+    hi, lo = _spectral_ends(Ts, theta, deflation, engine, low_end_dim)
+    X = np.concatenate([hi, lo], axis=1)
+    return X / np.linalg.norm(X, axis=-1, keepdims=True)
+
+
+def shared_spectral_starts(
+    Ts: FloatArray,
+    rngs: Sequence[np.random.Generator],
+    n_starts: int,
+    check_theta: FloatArray,
+    deflation: Deflation | None = None,
+    engine: str = "auto",
+    low_end_dim: int | None = None,
+) -> tuple[FloatArray, FloatArray]:
+    """:func:`spectral_starts` (the same draws from ``rngs``) and, from the same run, the
+    spectral starts of the contractions ``check_theta (B, C, n)`` (the step's global check's,
+    :attr:`Deflation.check_theta`): ``(B, n_starts, n)`` and ``(B, 2C, n)`` (the highest
+    ends, then the lowest). The step's and its check's matrices are eigensolved together: one
+    Lanczos run in lockstep (each product one pass over the deflation terms for all of them)
+    instead of two runs per step. The run continues until every matrix's ends have converged,
+    so the step's own starts differ from :func:`spectral_starts`' by rounding, not in what
+    they are (``sshopm`` revision 7)."""
+    S = -(-n_starts // 2)
+    theta = np.concatenate([random_starts(rngs, S, Ts.shape[1]), check_theta], axis=1)
+    A = contraction_starts(Ts, theta, deflation, engine, low_end_dim)
+    hi, lo = A[:, : theta.shape[1]], A[:, theta.shape[1] :]
+    X = np.concatenate([hi[:, :S], lo[:, :S]], axis=1)[:, :n_starts]
+    return X, np.concatenate([hi[:, S:], lo[:, S:]], axis=1)
+
+
+def _spectral_ends(
+    Ts: FloatArray,
+    theta: FloatArray,
+    deflation: Deflation | None,
+    engine: str,
+    low_end_dim: int | None,
+) -> tuple[FloatArray, FloatArray]:
+    """The eigenvectors of the highest and of the lowest eigenvalue of each ``T(I, I, θ, …)``
+    (``theta (B, S, n)``): ``(B, S, n)`` each (see :func:`spectral_starts`)."""
+    p = Ts.ndim - 1
     # T(I, I, θ, ...) = Σ_i λ_i (v_i·θ)^{p-2} v_i v_iᵀ + noise: both extreme eigenvalues.
     if large_engine(Ts, engine):
         w, ends = _extreme_pairs(Ts, theta, deflation, None if p % 2 else low_end_dim)
@@ -236,8 +304,7 @@ def spectral_starts(
         null = np.abs(w[..., col]) <= 1e-12 * scale
         if np.any(null):
             ends[k] = np.where(null[..., None], theta, ends[k])
-    X = np.concatenate(ends, axis=1)[:, :n_starts]
-    return X / np.linalg.norm(X, axis=-1, keepdims=True)
+    return ends[0], ends[1]
 
 
 #: Lanczos settings of the large-n spectral starts: a start only has to lie in the right basin
@@ -625,6 +692,7 @@ def newton_polish(
     steps: int = 4,
     deflation: Deflation | None = None,
     engine: str = "auto",
+    rtol: float = EXACT_SOLVE,
 ) -> FloatArray:
     """Refine one candidate per instance to a Z-eigenvector by Newton steps on the sphere.
 
@@ -632,10 +700,11 @@ def newton_polish(
     does not move ``|T x^p|`` downhill (so a maximiser stays a maximiser). Shape ``(B, n)``.
     With a :class:`Deflation` (large n) each step costs one contraction ``T x^{p-2}`` instead
     of three, and a step below ``1e-8`` (already in the quadratic regime) ends the polish;
-    where :func:`large_engine` (``engine``) its system is solved by MINRES on products.
+    where :func:`large_engine` (``engine``) its system is solved by MINRES on products, to the
+    relative residual ``rtol`` (:data:`POLISH_RTOL`; the dense solves are exact).
     """
     if deflation is not None and large_engine(Ts, engine):
-        return _polish_krylov(Ts, x, steps, deflation)
+        return _polish_krylov(Ts, x, steps, deflation, rtol)
     if deflation is not None:
         return _polish_deflated(Ts, x, steps, deflation)
     B, n = x.shape
@@ -682,7 +751,9 @@ def _polish_deflated(Ts: FloatArray, x: FloatArray, steps: int, deflation: Defla
     return x
 
 
-def _polish_krylov(Ts: TensorOperator, x: FloatArray, steps: int, deflation: Deflation) -> Any:
+def _polish_krylov(
+    Ts: TensorOperator, x: FloatArray, steps: int, deflation: Deflation, rtol: float = EXACT_SOLVE
+) -> Any:
     """:func:`_polish_deflated` on a large operator: the same Newton steps on the sphere, with
     the same acceptance rule, the bordered system solved by MINRES on the tangent space
     (``P((p-1)H − λI)P dx = −(g − λx)``, ``P = I − xxᵀ``) from products ``H y``, never forming
@@ -710,7 +781,7 @@ def _polish_krylov(Ts: TensorOperator, x: FloatArray, steps: int, deflation: Def
                 return y - xb * (xb @ y)
 
             op = LinearOperator((n, n), matvec=matvec, dtype=float)
-            d, _ = minres(op, -r, rtol=1e-14, maxiter=10 * n)
+            d, _ = minres(op, -r, rtol=rtol, maxiter=10 * n)
             d = d - xb * (xb @ d)
             size = float(np.linalg.norm(d))
             y = xb + d

@@ -21,6 +21,7 @@ from .ascent import (
     DEFAULT_N_SPECTRAL,
     DEFAULT_N_STARTS,
     LOW_END_DIM,
+    POLISH_RTOL,
     Deflation,
     _signed_problems,
     ascent_deflated,
@@ -28,6 +29,7 @@ from .ascent import (
     newton_polish,
     power_iterations,
     random_starts,
+    shared_spectral_starts,
     shifted_ascent,
     spectral_starts,
 )
@@ -119,6 +121,9 @@ class MethodOutput:
     relaxation : str, optional
         Which SDP driver and device bounded the step, e.g. ``"scs/cpu"`` or ``"admm/cuda"``
         (``None``: no relaxation ran).
+    check_starts : (B, 2C, n) ndarray, optional
+        The spectral starts of the step's global check, computed in the same run as the
+        method's own from the deflation's ``check_theta`` (``sshopm``'s ``shared_check``).
     """
 
     x: FloatArray
@@ -134,6 +139,7 @@ class MethodOutput:
     final_values: Any = None
     final_grads: Any = None
     relaxation: str | None = None
+    check_starts: Any = None
 
     @classmethod
     def coerce(cls, out: Any, method: str) -> MethodOutput:
@@ -271,6 +277,8 @@ def _method_sshopm(
     kernel: str = "packed",
     engine: str = "auto",
     spectral_low_dim: int | None = LOW_END_DIM,
+    shared_check: bool = True,
+    polish_rtol: float = POLISH_RTOL,
 ) -> MethodOutput:
     """Multi-start shifted symmetric higher-order power method with adaptive shift.
 
@@ -320,10 +328,17 @@ def _method_sshopm(
     ``spectral_low_dim``: the Krylov dimension from which the large-n engine's Lanczos run
     accepts the lower end of an even order's ``T(I, I, θ, …, θ)`` unconverged (revision 6,
     :data:`~sroa_dist.methods.ascent.LOW_END_DIM`: that end is a cluster at 0 on tensors of
-    positive weights; ``None``, revision 5: converged to the tolerance). Revisions 1 to
-    4 of this method, which stores made with them keep using, are reproduced by the option values
-    in its record's ``legacy`` table. Converges to local maxima: fast, with no bound of its
-    own (a step is certified only where its value meets the unfolding bound that
+    positive weights; ``None``, revision 5: converged to the tolerance). ``shared_check``
+    (revision 7; ``False`` before): in an implicitly deflated SROA with ``global_check``, each
+    step's global check gets its spectral starts from the step's own eigensolve (the check's
+    contractions, :attr:`~sroa_dist.methods.ascent.Deflation.check_theta`, eigensolved in the
+    same Lanczos run as the step's: one run per step instead of two); ``False``: the check
+    runs its own. ``polish_rtol`` (revision 7; 1e-14 before): the relative residual of the
+    large-n engine's MINRES solves in the Newton polish, of the steps and of their global
+    check (:data:`~sroa_dist.methods.ascent.POLISH_RTOL`). Revisions 1 to 6 of this method,
+    which stores made with them keep using, are reproduced by the option values in its
+    record's ``legacy`` table. Converges to local maxima: fast, with no bound of its own (a
+    step is certified only where its value meets the unfolding bound that
     :func:`~sroa_dist.methods.finishing.finish_step` checks every step against). Besides
     ``x`` it reports how many starts reached the best value (``n_best``) and whether the
     confirmation upheld it (``confirmed``; always false where ``max_starts`` leaves no room for it).
@@ -347,7 +362,14 @@ def _method_sshopm(
     else:
         kw.update(abandon_margin=abandon_margin, kernel=kernel)
     X0 = random_starts(rngs, n_starts, n)
-    if n_spectral:
+    check_starts = None
+    shared = shared_check and deflation is not None and deflation.check_theta is not None
+    if n_spectral and shared:
+        Xs0, check_starts = shared_spectral_starts(
+            Ts, rngs, n_spectral, deflation.check_theta, deflation, engine, spectral_low_dim
+        )
+        X0 = np.concatenate([X0, Xs0], axis=1)
+    elif n_spectral:
         X0 = np.concatenate(
             [X0, spectral_starts(Ts, rngs, n_spectral, deflation, engine, spectral_low_dim)],
             axis=1,
@@ -401,7 +423,7 @@ def _method_sshopm(
     top = Fs[rows_b, best]
     n_best = np.sum(Fs >= (top - BEST_RTOL * np.abs(top))[:, None], axis=1)
     if polish:
-        x = newton_polish(Ts, x, deflation=deflation, engine=engine)
+        x = newton_polish(Ts, x, deflation=deflation, engine=engine, rtol=polish_rtol)
     return MethodOutput(
         x=x,
         n_starts=used,
@@ -411,6 +433,7 @@ def _method_sshopm(
         final_starts=_by_instance(X, B),
         final_values=_by_instance(F, B),
         final_grads=None if grads is None else _by_instance(grads, B),
+        check_starts=check_starts,
     )
 
 

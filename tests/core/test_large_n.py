@@ -269,6 +269,10 @@ def _tilt(n, p=3):
     )
 
 
+#: ``sshopm`` revision 6 (the check's own eigensolve), pinned: today's engine before revision 7.
+REVISION_6 = METHODS["sshopm"].options_at(6)
+
+
 def _global_sroa(op, engine, **options):
     """Global-checked SROA of ``op`` by ``sshopm`` on ``engine``."""
     return sroa(op, method="sshopm", rng=0, global_check=True, redo=True, engine=engine, **options)
@@ -323,6 +327,8 @@ def test_large_n_engine_takes_the_same_steps_on_known_answers(p, n, seed):
     inst, op = _known_answer(p, n, seed)
     new, old = _global_sroa(op, "krylov"), _global_sroa(op, "dense")
     _assert_same_steps(new, old)
+    # Revision 7 (the check's spectral starts from the step's run) against revision 6's engine.
+    _assert_same_steps(new, _global_sroa(op, "krylov", **REVISION_6))
     assert not new.non_global.any()
     assert np.max(match(new, inst.lambdas, inst.V).vec_err) < 0.1  # the planted components
     if n > 12:
@@ -340,6 +346,7 @@ def test_large_n_engine_takes_the_same_steps_on_the_tilt(n):
     op = _tilt(n)
     new, old = _global_sroa(op, "krylov"), _global_sroa(op, "dense")
     _assert_same_steps(new, old)
+    _assert_same_steps(new, _global_sroa(op, "krylov", **REVISION_6))
     assert np.argmax(np.abs(new.vectors[:, -1])) == n - 1
 
 
@@ -347,17 +354,22 @@ def test_the_engine_is_a_method_revision():
     """sshopm revision 5 and power revision 2 run the large-n engine from LARGE_N on; their
     earlier revisions are the dense engine, which stores made with them keep. sshopm revision
     6 and power revision 3 bound the Krylov dimension of an even order's lower end
-    (``spectral_low_dim``); revisions 5 and 2 converge it."""
-    assert METHODS["sshopm"].revision == 6 and METHODS["power"].revision == 3
+    (``spectral_low_dim``); revisions 5 and 2 converge it. sshopm revision 7 shares the
+    check's eigensolve with the step's (``shared_check``); every earlier one does not."""
+    assert METHODS["sshopm"].revision == 7 and METHODS["power"].revision == 3
+    assert all(METHODS["sshopm"].options_at(r)["shared_check"] is False for r in range(1, 7))
+    assert all(METHODS["sshopm"].options_at(r)["polish_rtol"] == 1e-14 for r in range(1, 7))
     for method, old, before_bound in (("sshopm", (1, 2, 3, 4), 5), ("power", (1,), 2)):
         assert METHODS[method].options_at(None) == {}  # direct calls: engine="auto"
         assert all(METHODS[method].options_at(r)["engine"] == "dense" for r in old)
-        assert METHODS[method].options_at(before_bound) == {"spectral_low_dim": None}
+        assert METHODS[method].options_at(before_bound)["spectral_low_dim"] is None
         assert all(METHODS[method].options_at(r)["spectral_low_dim"] is None for r in old)
     with pytest.raises(OptionError, match="engine"):
         check_options("sshopm", {"engine": "lanczos"})
     with pytest.raises(OptionError, match="spectral_low_dim"):
         check_options("sshopm", {"spectral_low_dim": 0})
+    with pytest.raises(OptionError, match="shared_check"):
+        check_options("sshopm", {"shared_check": "yes"})
 
 
 #: The runs of DENSE_GOLDEN, and ``sroa(method="sshopm", rank=3, rng=0, global_check=True,
@@ -395,14 +407,14 @@ def _golden_runs(rev_sshopm, rev_power):
 @pytest.mark.slow
 def test_revision_5_keeps_the_lanczos_engines_bits():
     """sshopm revision 5 and power revision 2, pinned, reproduce the old code's bits at
-    n = 128, p = 3 and p = 4. The current revisions take the same p = 3 steps bit for bit (the
+    n = 128, p = 3 and p = 4. Revision 6 takes the same p = 3 steps bit for bit (the
     bounded lower end is an even order's only) and the same p = 4 values, gaps and global
     steps; among the p = 4 tilt's n − 1 exactly tied unit weights a step may take another
     component (a start differs inside the cluster), so there each step is checked to be a
     distinct unit component (the same steps in the same order where weights are distinct:
     the next test)."""
     g = np.load(KRYLOV_GOLDEN)
-    old, new = _golden_runs(5, 2), _golden_runs(None, None)
+    old, new = _golden_runs(5, 2), _golden_runs(6, None)
     for key, want in old.items():
         assert np.array_equal(_bits(want), _bits(g[key])), key
     for key in [k for k in new if not k.startswith("p4_")]:
@@ -414,6 +426,106 @@ def test_revision_5_keeps_the_lanczos_engines_bits():
     comps = np.argmax(np.abs(new["p4_vectors"]), axis=0)
     assert np.unique(comps).size == comps.size and (comps != 127).all()
     assert np.abs(new["p4_vectors"]).max(axis=0).min() > 0.99
+
+
+#: :func:`_golden_runs` by the code of sshopm revision 6 / power revision 3 (this branch at
+#: 81f7db8, 2026-11-28): the bits revision 6 keeps now that revision 7 is the current one.
+REVISION_6_GOLDEN = DATA / "krylov_engine_rev6_n128.npz"
+
+
+@pytest.mark.slow
+def test_revision_6_keeps_its_bits_and_revision_7_its_steps():
+    """sshopm revision 6, pinned, reproduces its code's bits at n = 128 (p = 3 and p = 4,
+    with power's check and a rank-one solve). Revision 7, whose global check takes its
+    spectral starts from the step's own Lanczos run (the same contractions, drawn from the
+    same stream, eigensolved in lockstep with the step's) and whose polish solves its Newton
+    systems to 1e-6 (``polish_rtol``), takes the same steps, in the same order, with the same
+    global gaps (a rank-one solve: the same maximiser to rounding); power (revision 3) is
+    unchanged."""
+    g = np.load(REVISION_6_GOLDEN)
+    old, new = _golden_runs(6, None), _golden_runs(None, None)
+    for key, want in old.items():
+        assert np.array_equal(_bits(want), _bits(g[key])), key
+    for key in [k for k in new if k.startswith("power_")]:
+        assert np.array_equal(_bits(new[key]), _bits(g[key])), key  # power: revision 3
+    for key in ("sshopm_lambdas", "sshopm_vectors", "p4_lambdas", "rank_one_x"):
+        np.testing.assert_allclose(new[key], g[key], rtol=0, atol=ENGINE_ATOL, err_msg=key)
+    sign = np.sign(np.sum(new["p4_vectors"] * g["p4_vectors"], axis=0))
+    np.testing.assert_allclose(new["p4_vectors"], g["p4_vectors"] * sign, rtol=0, atol=1e-10)
+    for key in ("sshopm_gap", "p4_gap"):
+        np.testing.assert_allclose(new[key], g[key], rtol=0, atol=1e-9, err_msg=key)
+
+
+def test_the_check_shares_the_steps_eigensolve(monkeypatch):
+    """Revision 7: one Lanczos run per step, the check's contraction among the step's; revision
+    6: two (the step's, then the check's own). The check draws the same numbers either way
+    (CheckDraws draws in check_step's order), and its spectral starts are the same vectors up
+    to rounding; so are the steps and the gaps."""
+    import sroa_dist.methods.ascent as asc
+    from sroa_dist.decomposition.global_check import CheckDraws
+
+    runs = []
+    real = asc._extreme_pairs
+
+    def counted(Ts, theta, *args):
+        runs.append(theta.shape[1])
+        return real(Ts, theta, *args)
+
+    monkeypatch.setattr(asc, "_extreme_pairs", counted)
+    op, r = _tilt(16), 6
+    new = sroa(op, r, "sshopm", rng=3, global_check=True, redo=True, engine="krylov")
+    assert runs == [3] * r  # the step's two contractions and the check's one, together
+    runs.clear()
+    old = sroa(op, r, "sshopm", rng=3, global_check=True, redo=True, engine="krylov", **REVISION_6)
+    assert runs == [2] * r + [1] * r  # the steps, then the checks
+    _assert_same_steps(new, old)
+    # The draws: contraction vectors, then uniform starts, step after step, as check_step's.
+    a, b = np.random.default_rng(5), np.random.default_rng(5)
+    draws = CheckDraws(a, 16)
+    for j in range(3):
+        theta, uniform = draws.at(j)
+        np.testing.assert_array_equal(theta, asc.random_starts([b], 1, 16)[0])
+        np.testing.assert_array_equal(uniform, asc.random_starts([b], 2, 16)[0])
+    assert draws.at(1)[0] is draws.theta[1]  # a step computed again gets the same draws
+
+
+def test_a_redone_branch_shares_the_eigensolves_of_the_steps_computed_again(monkeypatch):
+    """A planted operator whose local steps the check redoes (one uniform start, one spectral
+    contraction): after a redo the steps computed again eigensolve the later checks'
+    contractions too, so no check runs its own eigensolve, and revision 7 redoes the same steps
+    as revision 6 and recovers every component."""
+    import sroa_dist.methods.ascent as asc
+
+    lam = np.array([1.0, 0.6, 0.5, 0.3, 0.2])
+    op = structured_tensor(3, lam, V=identity_basis(5), family="coherent-tilt", eps=0.0)
+    opts = {"n_starts": 1, "max_starts": 0, "n_spectral": 2, "engine": "krylov"}
+    runs = []
+    real = asc._extreme_pairs
+
+    def counted(Ts, theta, *args):
+        runs.append(theta.shape[1])
+        return real(Ts, theta, *args)
+
+    monkeypatch.setattr(asc, "_extreme_pairs", counted)
+    new = sroa(op, method="sshopm", rng=0, global_check=True, redo=True, **opts)
+    assert new.redone.sum() >= 2 and not new.non_global.any()
+    assert runs and set(runs) == {2}  # the step's contraction and its check's, every run
+    old = sroa(op, method="sshopm", rng=0, global_check=True, redo=True, **opts, **REVISION_6)
+    _assert_same_steps(new, old)
+    np.testing.assert_allclose(new.lambdas, lam, atol=1e-10)
+
+
+def test_a_batch_of_operators_shares_each_instances_check_as_alone():
+    """sroa_batch of two operators with the shared check gives each instance the bits it
+    gets alone: its own check stream, its own rows of the steps' eigensolves."""
+    ops = [_tilt(16), _known_answer(3, 16, seed=4)[1]]
+    stack = type(ops[0]).stack(ops)
+    opts = {"global_check": True, "redo": True, "engine": "krylov"}
+    both = sroa_batch(stack, 4, "sshopm", rng=[1, 2], **opts)
+    for b, op in enumerate(ops):
+        alone = sroa(op, 4, "sshopm", rng=[1, 2][b], **opts)
+        for key in ("lambdas", "vectors", "global_gap"):
+            assert np.array_equal(_bits(getattr(both, key)[b]), _bits(getattr(alone, key))), key
 
 
 def test_lanczos_accepts_a_clustered_lower_end_at_the_bound():

@@ -159,19 +159,21 @@ def test_abandon_margin_is_checked():
 
 
 def test_only_known_revisions_run():
-    before_6 = {"spectral_low_dim": None}  # the bounded lower end (tests/core/test_large_n.py)
+    before_7 = {"shared_check": False, "polish_rtol": 1e-14}  # test_large_n.py
+    before_6 = {"spectral_low_dim": None, **before_7}  # the bounded lower end (same file)
     before_5 = {"engine": "dense", **before_6}  # the large-n engine (same file)
     before_4 = {"confirm": "settle", "n_spectral": "operators", **before_5}
-    assert METHODS["sshopm"].revision == 6
-    assert METHODS["sshopm"].options_at(6) == {} == METHODS["sshopm"].options_at(None)
+    assert METHODS["sshopm"].revision == 7
+    assert METHODS["sshopm"].options_at(7) == {} == METHODS["sshopm"].options_at(None)
+    assert METHODS["sshopm"].options_at(6) == before_7
     assert METHODS["sshopm"].options_at(5) == before_6
     assert METHODS["sshopm"].options_at(4) == before_5
     assert METHODS["sshopm"].options_at(3) == before_4
     assert METHODS["sshopm"].options_at(2) == {**before_4, "kernel": "symmetric"}
-    with pytest.raises(ValueError, match="revision 7 cannot be reproduced"):
-        METHODS["sshopm"].options_at(7)
-    with pytest.raises(ValueError, match="revision 7"):
-        sd.find_threshold(6, 3, rng=0, revisions={"sshopm": 7})
+    with pytest.raises(ValueError, match="revision 8 cannot be reproduced"):
+        METHODS["sshopm"].options_at(8)
+    with pytest.raises(ValueError, match="revision 8"):
+        sd.find_threshold(6, 3, rng=0, revisions={"sshopm": 8})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -252,6 +254,8 @@ def test_a_spec_names_only_known_revisions():
         "n_spectral": "operators",
         "engine": "dense",
         "spectral_low_dim": None,
+        "shared_check": False,
+        "polish_rtol": 1e-14,
     }
     assert _spec(revisions={"sshopm": 1}).options_for("sshopm") == legacy
     assert _spec().options_for("sshopm") == {}

@@ -73,7 +73,9 @@ import numpy as np
 
 from sroa_dist.errors import InputError, with_hint
 from sroa_dist.methods import (
+    LARGE_N,
     memory_estimate,
+    resolve_method,
     resolve_norm_method,
     revision_options,
     solve_cost,
@@ -774,6 +776,24 @@ STEP_FLOOR = 0.015
 MATRIX_FREE_SROA_SECONDS = 8.3
 MATRIX_FREE_REFERENCE_N = 200
 
+#: CPU seconds of one global-checked matrix-free SROA (rank n, check and redo) of the p = 3
+#: coherent tilt at n = 512 on the large-n engine that a method with spectral starts runs from
+#: ``LARGE_N`` on, one BLAS thread, on the shared 2-core machine: ``sshopm`` revision 6's
+#: 28.8 s (revision 7 measured 23-25 s under load 13-21; the model keeps the dearer figure):
+#: benchmarks/bench_global_large_n.py, docs/results/benchmarks.md (Global SROA at large n).
+#: The model above (n^4, dense eigensolves) priced the p = 3 asymptote spec at 791 h.
+LARGE_N_CHECKED_SECONDS = 28.8
+LARGE_N_REFERENCE_N = 512
+#: The growth priced: n^3 (×8 per doubling: n steps, each against up to n deflation terms of
+#: n entries); measured ×5.5 from n = 256 to 512 and from 512 to 1024, so it errs high.
+LARGE_N_EXPONENT = 3
+#: Per order above 3: p = 4 measured 1.29× p = 3 at n = 512 (p >= 5 not measured: the same
+#: factor per order).
+LARGE_N_ORDER_FACTOR = 1.3
+#: The steps' share of a checked SROA (the check and redo the rest): 0.76 in the n = 512
+#: profile of ``sshopm`` revision 7.
+LARGE_N_UNCHECKED_SHARE = 0.8
+
 
 #: Measured CPU seconds of searches over :func:`search_cost` at their most evaluations
 #: (:func:`max_evals`): a search stops its scan at the first crossing and bisects less than its
@@ -799,14 +819,36 @@ def search_cost(
 ) -> float:
     """Seconds of a search of ``evals`` SROA runs (n steps each) at ``(method, n, p)`` of
     ``model``, plus one norm bound (families without a closed form): the core's cost model, or
-    the measured matrix-free cost where the search builds the tensor matrix-free; ``checked``:
-    every step globally checked (:data:`CHECK_COST_FACTOR`); ``matrix_free`` as the spec's."""
+    the measured matrix-free cost where the search builds the tensor matrix-free (from
+    ``LARGE_N`` on, the large-n engine's measured cost, :func:`large_n_sroa_seconds`);
+    ``checked``: every step globally checked (:data:`CHECK_COST_FACTOR`, measured into the
+    large-n engine's cost); ``matrix_free`` as the spec's."""
     factor = CHECK_COST_FACTOR if checked else 1.0
+    if uses_matrix_free(n, p, model, None, matrix_free) and _large_engine_steps(method, n):
+        sroa = large_n_sroa_seconds(n, p, checked)
+        return evals * max(sroa, n * STEP_FLOOR)
     if uses_matrix_free(n, p, model, None, matrix_free):
         sroa = MATRIX_FREE_SROA_SECONDS * (n / MATRIX_FREE_REFERENCE_N) ** 4
         return factor * evals * max(sroa, n * STEP_FLOOR)
     norm = solve_cost(resolve_norm_method(method, n, p, None), n, p)
     return factor * evals * n * max(solve_cost(method, n, p), STEP_FLOOR) + norm
+
+
+def large_n_sroa_seconds(n: int, p: int, checked: bool) -> float:
+    """CPU seconds of one matrix-free SROA (rank n) on the large-n engine (n >= ``LARGE_N``),
+    globally checked or not: :data:`LARGE_N_CHECKED_SECONDS` grown as n^:data:`LARGE_N_EXPONENT`,
+    :data:`LARGE_N_ORDER_FACTOR` per order above 3."""
+    seconds = LARGE_N_CHECKED_SECONDS * (n / LARGE_N_REFERENCE_N) ** LARGE_N_EXPONENT
+    seconds *= LARGE_N_ORDER_FACTOR ** max(p - 3, 0)
+    return seconds if checked else LARGE_N_UNCHECKED_SHARE * seconds
+
+
+def _large_engine_steps(method: str, n: int) -> bool:
+    """Whether ``method``'s own steps run the large-n engine at ``n`` on an operator (spectral
+    starts by Lanczos: a method with the ``engine`` and ``n_spectral`` options, from
+    ``LARGE_N`` on); ``power``'s run only its check there, its iterations priced as before."""
+    opts = resolve_method(method).with_defaults({})
+    return n >= LARGE_N and "n_spectral" in opts and opts.get("engine") in ("auto", "krylov")
 
 
 def _all_costs(spec: ThresholdSweepSpec) -> list[float]:
