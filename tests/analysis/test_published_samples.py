@@ -33,6 +33,7 @@ def test_nstar_block_fits_the_exponent_per_method(tmp_path, monkeypatch):
     (tmp_path / "docs/data/studies/samples-topics.zarr").mkdir(parents=True)
     rows = [
         {"model": "topics", "method": m, "k": k, "replicate": r, "n_star": c * k**e * f}
+        | {"n_lo": 0.8 * c * k**e * f}
         for m, c, e in (("power", 40.0, 3.0), ("certified", 40.0, 2.0))
         for k in (5, 10, 20)
         for r, f in enumerate((0.9, 1.1))
@@ -40,10 +41,52 @@ def test_nstar_block_fits_the_exponent_per_method(tmp_path, monkeypatch):
     monkeypatch.setattr(samples, "nstar_rows", lambda path: rows)
     text = samples.nstar_table(Data(tmp_path))
     lines = text.splitlines()
-    assert lines[0] == "| method | model | k = 5 | k = 10 | k = 20 | exponent [95 %] |"
-    power = next(line for line in lines if line.startswith("| power |"))
+    assert lines[0] == "| model | method | k = 5 | k = 10 | k = 20 | exponent [95 %] |"
+    power = next(line for line in lines if line.startswith("| topics | power |"))
     assert "| 3.00 [" in power  # exact power law up to a per-replicate factor
     assert f"| {40 * 5**3 * math.sqrt(0.99):.3g} |" in power  # geometric mean at k = 5
+    assert "differ at 6 of the 6" in text  # every k, both replicates
+    assert "- topics, —, k = 20: certified (11,520, 14,400], power (2" in text
+
+
+def test_a_models_sizes_join_across_stores(tmp_path, monkeypatch):
+    """Two stores of one model (k = 5, 10 and k = 20) give one row with three sizes and a
+    fitted exponent; methods that share every bracket are said to coincide."""
+    studies = tmp_path / "docs/data/studies"
+    for name in ("samples-gmm-k5-10.zarr", "samples-gmm-k20.zarr", "samples-ica-k20.zarr"):
+        (studies / name).mkdir(parents=True)
+    ks = {"samples-gmm-k5-10.zarr": (5, 10), "samples-gmm-k20.zarr": (20,)}
+
+    def rows(path):
+        model = path.name.split("-")[1]
+        return [
+            {"model": model, "weights": "uniform", "method": m, "k": k, "replicate": 0}
+            | {"n_star": 30.0 * k**2, "n_lo": 24.0 * k**2}
+            for k in ks.get(path.name, (20,))
+            for m in ("power@aghkt", "sshopm@global")
+        ]
+
+    monkeypatch.setattr(samples, "nstar_rows", rows)
+    data = Data(tmp_path)
+    text = samples.nstar_table(data)
+    lines = text.splitlines()
+    assert lines[0].startswith("| model | weights | method | k = 5 | k = 10 | k = 20 |")
+    gmm = [line for line in lines if line.startswith("| gmm |")]
+    assert len(gmm) == 2 and all("| 2.00 [" in line for line in gmm)
+    ica = next(line for line in lines if line.startswith("| ica |"))
+    assert "| — | — | 1.2e+04 | — (1 sizes: not fitted) |" in ica
+    assert lines.index(gmm[0]) < lines.index(ica)  # topics, gmm, ica order
+    assert "coincide at every one of the 4" in text and "k = 5, 10, 20" in text
+    assert len(data.used) == 3  # every store named in the sources line
+
+
+def test_nstar_rows_reads_a_real_store_with_its_model(tmp_path):
+    """The committed k = 5, 10 ICA store: its model from the store, every N* inside its
+    bracket."""
+    rows = samples.nstar_rows(ROOT / "docs/data/studies/samples-ica-k5-10.zarr")
+    assert rows and {r["model"] for r in rows} == {"ica"}
+    assert {r["k"] for r in rows} == {5, 10}
+    assert all(0 < r["n_lo"] < r["n_star"] for r in rows)
 
 
 def test_noise_and_real_data_tables_cover_every_model():

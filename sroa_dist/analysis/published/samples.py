@@ -2,8 +2,10 @@
 
 - ``samples-nstar``: N*(k) per model, weights and method from the sample-complexity study's
   stores ``docs/data/studies/samples-*.zarr`` (read through ``open_results``, every block
-  digest-checked), with the exponent of N* in k fitted by least squares on log N* over every
-  replicate and its 95 % interval; "not yet measured" while there is no such store;
+  digest-checked; a model's sizes may lie in several stores, e.g. ``samples-topics-k5-10`` and
+  ``samples-topics-k20``, and are joined by the store's model), with the exponent of N* in k
+  fitted by least squares on log N* over every replicate and its 95 % interval, and where
+  the methods' brackets differ; "not yet measured" while there is no such store;
 - ``samples-noise``: the structure of the sampling noise ``E = T̂ − T``
   (:func:`sroa_dist.moments.noise_structure`) from ``docs/data/samples/noise-structure.json``;
 - ``samples-real-data``: power against global steps on shipped real datasets, from
@@ -29,6 +31,7 @@ __all__ = [
     "REAL_DATA",
     "SAMPLES_BLOCKS",
     "SAMPLES_FIGURES",
+    "method_differences",
     "nstar_rows",
     "nstar_table",
     "noise_table",
@@ -44,6 +47,8 @@ NSTAR_GLOB = "samples-*.zarr"
 #: The cube variable holding N* (the sample size where recovery succeeds with probability
 #: 1/2) and the dimension the exponent is fitted over.
 NSTAR_VAR, K_DIM = "n_star", "k"
+#: The bracket's lower end: N* lies in (n_lo, n_star].
+LO_VAR = "n_lo"
 MODEL_ORDER = ("topics", "gmm", "ica")
 
 
@@ -66,28 +71,45 @@ def slope_interval(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
 
 def nstar_rows(path: Path) -> list[dict[str, Any]]:
     """One row per finished N* of a samples store: its coordinates (every dimension of
-    ``n_star``) and ``n_star``."""
+    ``n_star``), the store's model (its ``setting_model``), ``n_star`` and the bracket's lower
+    end ``n_lo``."""
     from sroa_dist.sweep import open_results  # storage: imported only when a store exists
 
     ds = open_results(path).compute()
     if NSTAR_VAR not in ds:
         return []
+    model = str(ds.attrs.get("setting_model", path.stem))
     da = ds[NSTAR_VAR]
-    flat = da.stack(instance=list(da.dims)) if da.dims else da.expand_dims("instance")
+    sub = ds[[NSTAR_VAR, LO_VAR]]
+    flat = sub.stack(instance=list(da.dims)) if da.dims else sub.expand_dims("instance")
     rows = []
     for i in range(flat.sizes["instance"]):
         one = flat.isel(instance=i)
-        value = float(one)
+        value = float(one[NSTAR_VAR])
         if not math.isfinite(value):
             continue
         coords = {str(c): one[c].item() for c in da.dims}
-        rows.append({**coords, NSTAR_VAR: value, "store": path.name})
+        rows.append({"model": model, **coords, NSTAR_VAR: value, LO_VAR: float(one[LO_VAR])})
     return rows
 
 
+def _group_keys(rows: list[dict[str, Any]]) -> list[str]:
+    """The columns a row of the N* table is keyed by: model, weights, method, then any other
+    coordinate (never k, the replicate or the measured values)."""
+    rest = {c for r in rows for c in r} - {NSTAR_VAR, LO_VAR, K_DIM, "replicate"}
+    first = [c for c in ("model", "weights", "method") if c in rest]
+    return first + sorted(rest - set(first))
+
+
+def _model_first(key: tuple[str, ...]) -> tuple:
+    order = {m: i for i, m in enumerate(MODEL_ORDER)}
+    return (order.get(key[0], len(order)), key)
+
+
 def nstar_table(data: Data) -> str:
-    """N*(k) per (store, model, weights, method...) with the fitted exponent, or a line saying
-    that the study has not been measured yet."""
+    """N*(k) per (model, weights, method) over every samples store, with the fitted exponent
+    (three or more sizes), or a line saying that the study has not been measured yet; then
+    where the methods' brackets differ (:func:`method_differences`)."""
     stores = sorted((data.root / STUDIES).glob(NSTAR_GLOB))
     rows: list[dict[str, Any]] = []
     for path in stores:
@@ -101,13 +123,13 @@ def nstar_table(data: Data) -> str:
             f"N\\* not yet measured: no store `{STUDIES}/{NSTAR_GLOB}` holds a finished "
             f"`{NSTAR_VAR}`.\n"
         )
-    keys = sorted({c for r in rows for c in r} - {NSTAR_VAR, K_DIM, "replicate"})
+    keys = _group_keys(rows)
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         groups.setdefault(tuple(str(r.get(c, "—")) for c in keys), []).append(r)
     ks = sorted({r[K_DIM] for r in rows})
     out = []
-    for key, grp in sorted(groups.items()):
+    for key, grp in sorted(groups.items(), key=lambda kv: _model_first(kv[0])):
         cells = []
         for k in ks:
             vals = [r[NSTAR_VAR] for r in grp if r[K_DIM] == k]
@@ -120,7 +142,41 @@ def nstar_table(data: Data) -> str:
             fit = f"{slope:.2f} [{lo:.2f}, {hi:.2f}]" if math.isfinite(lo) else f"{slope:.2f}"
         out.append("| " + " | ".join([*key, *cells, fit]) + " |")
     head = [*keys, *(f"k = {k}" for k in ks), "exponent [95 %]"]
-    return _table(head, out)
+    return _table(head, out) + "\n" + method_differences(rows) + "\n"
+
+
+def method_differences(rows: list[dict[str, Any]]) -> str:
+    """One line: at how many (model, weights, k, replicate) points two or more methods were
+    searched, and at which of them their brackets ``(n_lo, n_star]`` differ (each method's
+    bracket listed), or that they coincide at every one."""
+    points: dict[tuple, dict[str, tuple[float, float]]] = {}
+    for r in rows:
+        where = (r.get("model", "—"), r.get("weights", "—"), r[K_DIM], r.get("replicate", 0))
+        points.setdefault(where, {})[str(r.get("method", "—"))] = (r[LO_VAR], r[NSTAR_VAR])
+    shared = {w: m for w, m in points.items() if len(m) > 1}
+    if not shared:
+        return "No point has two methods searched: nothing to compare.\n"
+    differ = {w: m for w, m in shared.items() if len(set(m.values())) > 1}
+    ks = sorted({w[2] for w in shared})
+    if not differ:
+        return (
+            f"**The methods' brackets coincide at every one of the {len(shared)} (model, "
+            f"weights, k) points searched by two or more methods (k = "
+            f"{', '.join(map(str, ks))}).**\n"
+        )
+    lines = [
+        f"**The methods' brackets differ at {len(differ)} of the {len(shared)} (model, weights, "
+        f"k) points searched by two or more methods:**\n"
+    ]
+
+    def where(kv: tuple) -> tuple:
+        model, weights, k, replicate = kv[0]
+        return (_model_first((model,)), str(weights), k, replicate)
+
+    for (model, weights, k, _), methods in sorted(differ.items(), key=where):
+        spans = ", ".join(f"{m} ({lo:,.0f}, {hi:,.0f}]" for m, (lo, hi) in sorted(methods.items()))
+        lines.append(f"- {model}, {weights}, k = {k}: {spans}")
+    return "\n".join(lines) + "\n"
 
 
 def _noise_groups(doc: dict) -> list[tuple[tuple[str, int, str], list[dict]]]:
