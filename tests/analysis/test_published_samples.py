@@ -4,6 +4,7 @@ their published JSON."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -96,3 +97,43 @@ def test_noise_and_real_data_tables_cover_every_model():
     for kind in ("topics", "gmm", "ica"):
         assert f"| {kind} |" in noise and f"| {kind} |" in real
     assert {s.path for s in data.used} == {samples.NOISE, samples.REAL_DATA}
+
+
+def test_search_sizes_follow_the_kinds_scan():
+    assert samples.search_sizes(300.0) == [100, 200, 400, 800, 300.0, 300.0]
+    assert samples.search_sizes(100.0, refine=0) == [100, 200]
+
+
+def test_cost_block_extrapolates_a_search_to_k_200(tmp_path, monkeypatch):
+    """Three sizes with N* = 10 k^2, a per-draw cost k^2 from k = 20 to 50: N*(200) =
+    400,000, 100 CPU-s a draw at k = 200, and the draws at N >= 16000 priced at that."""
+    studies = tmp_path / "docs/data/studies"
+    (studies / "samples-gmm-k5-20.zarr").mkdir(parents=True)
+    rows = [
+        {"model": "gmm", "weights": "uniform", "method": "power@aghkt", "k": k, "replicate": 0}
+        | {"n_star": 10.0 * k**2, "n_lo": 8.0 * k**2, "n_evals": 9, "draws": 10}
+        | {"store": "samples-gmm-k5-20.zarr"}
+        for k in (5, 10, 20)
+    ]
+    monkeypatch.setattr(samples, "nstar_rows", lambda path: rows)
+    cost = {
+        "rows": [
+            {"model": "gmm", "k": k, "method": "power@aghkt", "N": 16000, "cpu_s": k**2 / 400}
+            for k in (20, 50)
+        ],
+        "searches": [
+            {"store": "samples-gmm-k5-20.zarr", "wall_s": 100.0, "cpu_s": 54.0}
+            | {"load": [2.0, 3.0], "estimate_cpu_s": 270.0}
+        ],
+    }
+    (studies / "samples-cost.json").write_text(json.dumps(cost))
+    text = samples.cost_table(Data(tmp_path))
+    assert "| samples-gmm-k5-20.zarr | gmm | 5, 10, 20 | power@aghkt | 270 | 100 | 54 | 0.20 |" in (
+        text
+    )
+    line = next(x for x in text.splitlines() if x.startswith("| gmm | power@aghkt | 2.00 |"))
+    # 25600 ... 409600, the continued 819200, two refinements: 8 sizes, 80 draws
+    big = len([n for n in samples.search_sizes(4e5) if n >= 16000])
+    assert big == 8
+    assert "| 4e+05 |" in line and "k^2.0 | 100 | 80 |" in line
+    assert line.endswith(f"≥ {80 * 100 / 3600:.3g} |")

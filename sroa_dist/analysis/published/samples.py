@@ -31,6 +31,7 @@ __all__ = [
     "REAL_DATA",
     "SAMPLES_BLOCKS",
     "SAMPLES_FIGURES",
+    "cost_table",
     "method_differences",
     "nstar_rows",
     "nstar_table",
@@ -42,6 +43,8 @@ __all__ = [
 SAMPLES = "docs/data/samples"
 NOISE = f"{SAMPLES}/noise-structure.json"
 REAL_DATA = f"{SAMPLES}/real-data.json"
+#: Measured costs: per-draw rows (``rows``) and the study stores' runs (``searches``).
+COST = f"{STUDIES}/samples-cost.json"
 #: The sample-complexity study's stores: one per model (or per part), named samples-*.zarr.
 NSTAR_GLOB = "samples-*.zarr"
 #: The cube variable holding N* (the sample size where recovery succeeds with probability
@@ -49,6 +52,8 @@ NSTAR_GLOB = "samples-*.zarr"
 NSTAR_VAR, K_DIM = "n_star", "k"
 #: The bracket's lower end: N* lies in (n_lo, n_star].
 LO_VAR = "n_lo"
+#: A search's evaluated sizes and its draws per size (their product: the search's draws).
+COUNT_VARS = ("n_evals", "draws")
 MODEL_ORDER = ("topics", "gmm", "ica")
 
 
@@ -80,7 +85,7 @@ def nstar_rows(path: Path) -> list[dict[str, Any]]:
         return []
     model = str(ds.attrs.get("setting_model", path.stem))
     da = ds[NSTAR_VAR]
-    sub = ds[[NSTAR_VAR, LO_VAR]]
+    sub = ds[[NSTAR_VAR, LO_VAR, *COUNT_VARS]]
     flat = sub.stack(instance=list(da.dims)) if da.dims else sub.expand_dims("instance")
     rows = []
     for i in range(flat.sizes["instance"]):
@@ -89,14 +94,17 @@ def nstar_rows(path: Path) -> list[dict[str, Any]]:
         if not math.isfinite(value):
             continue
         coords = {str(c): one[c].item() for c in da.dims}
+        counts = {v: int(one[v]) for v in COUNT_VARS}
         rows.append({"model": model, **coords, NSTAR_VAR: value, LO_VAR: float(one[LO_VAR])})
+        rows[-1].update(counts, store=path.name)
     return rows
 
 
 def _group_keys(rows: list[dict[str, Any]]) -> list[str]:
     """The columns a row of the N* table is keyed by: model, weights, method, then any other
     coordinate (never k, the replicate or the measured values)."""
-    rest = {c for r in rows for c in r} - {NSTAR_VAR, LO_VAR, K_DIM, "replicate"}
+    measured = {NSTAR_VAR, LO_VAR, *COUNT_VARS, "store"}
+    rest = {c for r in rows for c in r} - measured - {K_DIM, "replicate"}
     first = [c for c in ("model", "weights", "method") if c in rest]
     return first + sorted(rest - set(first))
 
@@ -106,10 +114,8 @@ def _model_first(key: tuple[str, ...]) -> tuple:
     return (order.get(key[0], len(order)), key)
 
 
-def nstar_table(data: Data) -> str:
-    """N*(k) per (model, weights, method) over every samples store, with the fitted exponent
-    (three or more sizes), or a line saying that the study has not been measured yet; then
-    where the methods' brackets differ (:func:`method_differences`)."""
+def _all_nstar_rows(data: Data) -> list[dict[str, Any]]:
+    """Every samples store's rows (:func:`nstar_rows`), each store recorded as a source."""
     stores = sorted((data.root / STUDIES).glob(NSTAR_GLOB))
     rows: list[dict[str, Any]] = []
     for path in stores:
@@ -118,6 +124,14 @@ def nstar_table(data: Data) -> str:
         rows += mine
     if not stores:  # the block still names where it looks
         data.note(Source(f"{STUDIES}/{NSTAR_GLOB}", "store", "absent", "none yet"))
+    return rows
+
+
+def nstar_table(data: Data) -> str:
+    """N*(k) per (model, weights, method) over every samples store, with the fitted exponent
+    (three or more sizes), or a line saying that the study has not been measured yet; then
+    where the methods' brackets differ (:func:`method_differences`)."""
+    rows = _all_nstar_rows(data)
     if not rows:
         return (
             f"N\\* not yet measured: no store `{STUDIES}/{NSTAR_GLOB}` holds a finished "
@@ -177,6 +191,92 @@ def method_differences(rows: list[dict[str, Any]]) -> str:
         spans = ", ".join(f"{m} ({lo:,.0f}, {hi:,.0f}]" for m, (lo, hi) in sorted(methods.items()))
         lines.append(f"- {model}, {weights}, k = {k}: {spans}")
     return "\n".join(lines) + "\n"
+
+
+def search_sizes(n_star: float, lo: float = 100.0, factor: float = 2.0, refine: int = 2) -> list:
+    """The sizes a search with N* = ``n_star`` evaluates, as the samples kind's defaults make
+    them: ``lo·factor^j`` up to the first at or above ``n_star``, one continued size past it,
+    and ``refine`` refinement sizes inside the last bracket (two narrow a factor 2 to 25 %)."""
+    sizes = [lo]
+    while sizes[-1] < n_star:
+        sizes.append(sizes[-1] * factor)
+    sizes.append(sizes[-1] * factor)  # the continued point
+    return sizes + [n_star] * refine
+
+
+def draw_cost_exponent(rows: list[dict], model: str, method: str, n: int) -> tuple | None:
+    """``(k0, c0, k1, c1, a)``: the per-draw CPU seconds at sample size ``n`` measured at the
+    smallest and largest k for (model, method), and the exponent ``a`` of c ∝ k^a between
+    them; None unless two k are measured."""
+    at = {
+        r["k"]: r["cpu_s"] for r in rows if (r["model"], r["method"], r["N"]) == (model, method, n)
+    }
+    if len(at) < 2:
+        return None
+    k0, k1 = min(at), max(at)
+    return k0, at[k0], k1, at[k1], math.log(at[k1] / at[k0]) / math.log(k1 / k0)
+
+
+#: Where the cost is extrapolated to, the issue's largest k.
+K_TARGET = 200
+#: The sample size of samples-cost.json's per-draw rows measured at every k.
+COST_N = 16000
+
+
+def cost_table(data: Data) -> str:
+    """Two tables. The measured runs of the samples stores (samples-cost.json's ``searches``:
+    wall and CPU seconds, load, the estimate ``sroa-dist validate`` gave). Then, per model and
+    method, a lower bound on one N* search at k = 200: N*(200) from the exponent fitted to the
+    uniform-weight stores, the per-draw CPU seconds at N = 16000 extrapolated from k = 20 and
+    50 as a power of k, times the draws a search makes at sizes of 16000 or more (each such
+    draw costs at least that: the sample and moment cost grows with N)."""
+    doc = data.json(COST)
+    rows = _all_nstar_rows(data)
+    runs = []
+    for r in doc.get("searches", []):
+        mine = [x for x in rows if x["store"] == r["store"]]
+        draws = sum(x["n_evals"] * x["draws"] for x in mine)
+        methods = sorted({str(x.get("method", "—")) for x in mine})
+        runs.append(
+            f"| {r['store']} | {mine[0]['model'] if mine else '—'} | "
+            f"{', '.join(str(k) for k in sorted({x[K_DIM] for x in mine}))} | "
+            f"{', '.join(methods)} | "
+            f"{draws:,} | {r['wall_s']:.0f} | {r['cpu_s']:.0f} | "
+            f"{r['cpu_s'] / max(draws, 1):.2f} | "
+            f"{r['load'][0]:.1f}–{r['load'][1]:.1f} | {r['estimate_cpu_s']:.0f} |"
+        )
+    head = ["store", "model", "k", "methods", "draws", "wall s", "CPU s", "CPU s / draw",
+            "load", "validate's estimate, CPU s"]  # fmt: skip
+    text = _table(head, runs) if runs else "No measured run of a samples store yet.\n"
+    out = []
+    for model in MODEL_ORDER:
+        for method in ("power@aghkt", "sshopm@global"):
+            grp = [r for r in rows if (r["model"], r.get("weights", "uniform"), r.get("method"))
+                   == (model, "uniform", method)]  # fmt: skip
+            measured = draw_cost_exponent(doc["rows"], model, method, COST_N)
+            if len({r[K_DIM] for r in grp}) < 3 or measured is None:
+                continue
+            slope, lo, hi = slope_interval([r[K_DIM] for r in grp], [r[NSTAR_VAR] for r in grp])
+            k_max = max(r[K_DIM] for r in grp)
+            n_max = math.exp(np.mean([math.log(r[NSTAR_VAR]) for r in grp if r[K_DIM] == k_max]))
+            n_200 = n_max * (K_TARGET / k_max) ** slope
+            k0, c0, k1, c1, a = measured
+            c_200 = c1 * (K_TARGET / k1) ** a
+            draws = int(np.median([r["draws"] for r in grp]))
+            big = sum(1 for n in search_sizes(n_200) if n >= COST_N) * draws
+            out.append(
+                f"| {model} | {method} | {slope:.2f} | {n_200:.2g} | {c0:.2f} (k = {k0}) → "
+                f"{c1:.2f} (k = {k1}): k^{a:.1f} | {c_200:.3g} | {big} | "
+                f"≥ {big * c_200 / 3600:.3g} |"
+            )
+    head = ["model", "method", "N* exponent", "N*(200), extrapolated",
+            f"CPU s a draw at N = {COST_N}", "at k = 200", "draws at N ≥ 16000",
+            "CPU-h a search, k = 200"]  # fmt: skip
+    if out:
+        text += "\n" + _table(head, out)
+    else:
+        text += "\nNo model has three sizes and two measured per-draw costs: no extrapolation.\n"
+    return text
 
 
 def _noise_groups(doc: dict) -> list[tuple[tuple[str, int, str], list[dict]]]:
@@ -342,6 +442,7 @@ SAMPLES_BLOCKS = {
     "samples-nstar": nstar_table,
     "samples-noise": noise_table,
     "samples-real-data": real_data_table,
+    "samples-cost": cost_table,
 }
 SAMPLES_FIGURES = {
     "figure-samples-noise": RateFigure("samples_noise.png", "noise structure", 110, figure_noise)
