@@ -34,7 +34,7 @@ def test_nstar_block_fits_the_exponent_per_method(tmp_path, monkeypatch):
     (tmp_path / "docs/data/studies/samples-topics.zarr").mkdir(parents=True)
     rows = [
         {"model": "topics", "method": m, "k": k, "replicate": r, "n_star": c * k**e * f}
-        | {"n_lo": 0.8 * c * k**e * f}
+        | {"n_lo": 0.8 * c * k**e * f, "n_star_low": 0.5 * c * k**e, "n_star_high": 2 * c * k**e}
         for m, c, e in (("power", 40.0, 3.0), ("certified", 40.0, 2.0))
         for k in (5, 10, 20)
         for r, f in enumerate((0.9, 1.1))
@@ -42,10 +42,15 @@ def test_nstar_block_fits_the_exponent_per_method(tmp_path, monkeypatch):
     monkeypatch.setattr(samples, "nstar_rows", lambda path: rows)
     text = samples.nstar_table(Data(tmp_path))
     lines = text.splitlines()
-    assert lines[0] == "| model | method | k = 5 | k = 10 | k = 20 | exponent [95 %] |"
+    assert lines[0] == (
+        "| model | method | k = 5: N* [interval] | k = 10: N* [interval] | k = 20: N* [interval] "
+        "| exponent [95 % t] | exponent over the N* intervals |"
+    )
     power = next(line for line in lines if line.startswith("| topics | power |"))
     assert "| 3.00 [" in power  # exact power law up to a per-replicate factor
-    assert f"| {40 * 5**3 * math.sqrt(0.99):.3g} |" in power  # geometric mean at k = 5
+    assert f"| {40 * 5**3 * math.sqrt(0.99):.3g} [2.5e+03, 1e+04] |" in power  # k = 5
+    # each N* anywhere in [N/2, 2N]: the slope moves by 2 log 2 / log 4 = 1 either way
+    assert power.endswith("| 2.00 to 4.00 |")
     assert "differ at 6 of the 6" in text  # every k, both replicates
     assert "- topics, —, k = 20: certified (11,520, 14,400], power (2" in text
 
@@ -63,6 +68,7 @@ def test_a_models_sizes_join_across_stores(tmp_path, monkeypatch):
         return [
             {"model": model, "weights": "uniform", "method": m, "k": k, "replicate": 0}
             | {"n_star": 30.0 * k**2, "n_lo": 24.0 * k**2}
+            | {"n_star_low": 24.0 * k**2, "n_star_high": math.inf}
             for k in ks.get(path.name, (20,))
             for m in ("power@aghkt", "sshopm@global")
         ]
@@ -71,11 +77,12 @@ def test_a_models_sizes_join_across_stores(tmp_path, monkeypatch):
     data = Data(tmp_path)
     text = samples.nstar_table(data)
     lines = text.splitlines()
-    assert lines[0].startswith("| model | weights | method | k = 5 | k = 10 | k = 20 |")
+    assert lines[0].startswith("| model | weights | method | k = 5: N* [interval] | k = 10")
     gmm = [line for line in lines if line.startswith("| gmm |")]
     assert len(gmm) == 2 and all("| 2.00 [" in line for line in gmm)
+    assert all(line.endswith("| open (an N* unresolved) |") for line in gmm)
     ica = next(line for line in lines if line.startswith("| ica |"))
-    assert "| — | — | 1.2e+04 | — (1 sizes: not fitted) |" in ica
+    assert "| — | — | 1.2e+04 [9.6e+03, inf] | — (1 sizes: not fitted) | — |" in ica
     assert lines.index(gmm[0]) < lines.index(ica)  # topics, gmm, ica order
     assert "coincide at every one of the 4" in text and "k = 5, 10, 20" in text
     assert len(data.used) == 3  # every store named in the sources line
@@ -99,6 +106,17 @@ def test_noise_and_real_data_tables_cover_every_model():
     assert {s.path for s in data.used} == {samples.NOISE, samples.REAL_DATA}
 
 
+def test_slope_range_spans_every_choice_inside_the_intervals():
+    k = np.array([5.0, 10.0, 20.0])
+    lo, hi = samples.slope_range(k, 10 * k**1.5 / 1.25, 10 * k**1.5 * 1.25)
+    assert lo < 1.5 < hi and hi - 1.5 == pytest.approx(2 * math.log(1.25) / math.log(4))
+    rng = np.random.default_rng(0)
+    for _ in range(20):  # any choice inside stays inside the range
+        y = 10 * k**1.5 * 1.25 ** rng.uniform(-1, 1, 3)
+        assert lo - 1e-12 <= samples.slope_interval(k, y)[0] <= hi + 1e-12
+    assert math.isnan(samples.slope_range(k, [0, 1, 1], [1, 2, 3])[0])  # unresolved below
+
+
 def test_search_sizes_follow_the_kinds_scan():
     assert samples.search_sizes(300.0) == [100, 200, 400, 800, 300.0, 300.0]
     assert samples.search_sizes(100.0, refine=0) == [100, 200]
@@ -112,6 +130,7 @@ def test_cost_block_extrapolates_a_search_to_k_200(tmp_path, monkeypatch):
     rows = [
         {"model": "gmm", "weights": "uniform", "method": "power@aghkt", "k": k, "replicate": 0}
         | {"n_star": 10.0 * k**2, "n_lo": 8.0 * k**2, "n_evals": 9, "draws": 10}
+        | {"n_star_low": 8.0 * k**2, "n_star_high": 20.0 * k**2}
         | {"store": "samples-gmm-k5-20.zarr"}
         for k in (5, 10, 20)
     ]
@@ -119,7 +138,7 @@ def test_cost_block_extrapolates_a_search_to_k_200(tmp_path, monkeypatch):
     cost = {
         "rows": [
             {"model": "gmm", "k": k, "method": "power@aghkt", "N": 16000, "cpu_s": k**2 / 400}
-            for k in (20, 50)
+            for k in (5, 20, 50)  # the two largest k set the exponent
         ],
         "searches": [
             {"store": "samples-gmm-k5-20.zarr", "wall_s": 100.0, "cpu_s": 54.0}

@@ -38,6 +38,7 @@ __all__ = [
     "noise_table",
     "real_data_table",
     "slope_interval",
+    "slope_range",
 ]
 
 SAMPLES = "docs/data/samples"
@@ -54,6 +55,10 @@ NSTAR_VAR, K_DIM = "n_star", "k"
 LO_VAR = "n_lo"
 #: A search's evaluated sizes and its draws per size (their product: the search's draws).
 COUNT_VARS = ("n_evals", "draws")
+#: N* resolved by every evaluated size: the largest size below N* whose 95 % Wilson interval of
+#: the success fraction lies below 1/2 (0: none) and the smallest above whose interval lies above
+#: it (inf: none). Wider than the bracket: ten draws a size resolve 1/2 only far from it.
+INTERVAL_VARS = ("n_star_low", "n_star_high")
 MODEL_ORDER = ("topics", "gmm", "ica")
 
 
@@ -74,6 +79,21 @@ def slope_interval(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
     return float(fit.slope), float(fit.slope - half), float(fit.slope + half)
 
 
+def slope_range(x, lo, hi) -> tuple[float, float]:
+    """Smallest and largest least-squares slope of ``log y`` on ``log x`` over every ``y_i`` in
+    ``[lo_i, hi_i]`` (the slope is linear in ``log y``, so the ends take each ``y_i`` at one
+    end); NaN where an interval is open (``lo <= 0`` or ``hi = inf``) or x has one value."""
+    lx = np.log(np.asarray(x, float))
+    lo, hi = np.asarray(lo, float), np.asarray(hi, float)
+    if np.ptp(lx) == 0 or np.any(lo <= 0) or not np.all(np.isfinite(hi)):
+        return math.nan, math.nan
+    w = (lx - lx.mean()) / np.sum((lx - lx.mean()) ** 2)
+    llo, lhi = np.log(lo), np.log(hi)
+    return float(np.sum(np.where(w > 0, w * llo, w * lhi))), float(
+        np.sum(np.where(w > 0, w * lhi, w * llo))
+    )
+
+
 def nstar_rows(path: Path) -> list[dict[str, Any]]:
     """One row per finished N* of a samples store: its coordinates (every dimension of
     ``n_star``), the store's model (its ``setting_model``), ``n_star`` and the bracket's lower
@@ -85,7 +105,7 @@ def nstar_rows(path: Path) -> list[dict[str, Any]]:
         return []
     model = str(ds.attrs.get("setting_model", path.stem))
     da = ds[NSTAR_VAR]
-    sub = ds[[NSTAR_VAR, LO_VAR, *COUNT_VARS]]
+    sub = ds[[NSTAR_VAR, LO_VAR, *COUNT_VARS, *INTERVAL_VARS]]
     flat = sub.stack(instance=list(da.dims)) if da.dims else sub.expand_dims("instance")
     rows = []
     for i in range(flat.sizes["instance"]):
@@ -95,6 +115,7 @@ def nstar_rows(path: Path) -> list[dict[str, Any]]:
             continue
         coords = {str(c): one[c].item() for c in da.dims}
         counts = {v: int(one[v]) for v in COUNT_VARS}
+        counts |= {v: float(one[v]) for v in INTERVAL_VARS}
         rows.append({"model": model, **coords, NSTAR_VAR: value, LO_VAR: float(one[LO_VAR])})
         rows[-1].update(counts, store=path.name)
     return rows
@@ -103,7 +124,7 @@ def nstar_rows(path: Path) -> list[dict[str, Any]]:
 def _group_keys(rows: list[dict[str, Any]]) -> list[str]:
     """The columns a row of the N* table is keyed by: model, weights, method, then any other
     coordinate (never k, the replicate or the measured values)."""
-    measured = {NSTAR_VAR, LO_VAR, *COUNT_VARS, "store"}
+    measured = {NSTAR_VAR, LO_VAR, *COUNT_VARS, *INTERVAL_VARS, "store"}
     rest = {c for r in rows for c in r} - measured - {K_DIM, "replicate"}
     first = [c for c in ("model", "weights", "method") if c in rest]
     return first + sorted(rest - set(first))
@@ -146,16 +167,29 @@ def nstar_table(data: Data) -> str:
     for key, grp in sorted(groups.items(), key=lambda kv: _model_first(kv[0])):
         cells = []
         for k in ks:
-            vals = [r[NSTAR_VAR] for r in grp if r[K_DIM] == k]
-            cells.append(f"{math.exp(np.mean(np.log(vals))):.3g}" if vals else "—")
+            at = [r for r in grp if r[K_DIM] == k]
+            if not at:
+                cells.append("—")
+                continue
+            mean = math.exp(np.mean(np.log([r[NSTAR_VAR] for r in at])))
+            low, high = min(r["n_star_low"] for r in at), max(r["n_star_high"] for r in at)
+            cells.append(f"{mean:.3g} [{low:.3g}, {high:.3g}]")
         sizes = len({r[K_DIM] for r in grp})
         if sizes < 3:  # two brackets 25 % wide say nothing about an exponent
-            fit = f"— ({sizes} sizes: not fitted)"
+            fit = [f"— ({sizes} sizes: not fitted)", "—"]
         else:
-            slope, lo, hi = slope_interval([r[K_DIM] for r in grp], [r[NSTAR_VAR] for r in grp])
-            fit = f"{slope:.2f} [{lo:.2f}, {hi:.2f}]" if math.isfinite(lo) else f"{slope:.2f}"
-        out.append("| " + " | ".join([*key, *cells, fit]) + " |")
-    head = [*keys, *(f"k = {k}" for k in ks), "exponent [95 %]"]
+            x = [r[K_DIM] for r in grp]
+            slope, lo, hi = slope_interval(x, [r[NSTAR_VAR] for r in grp])
+            fit = [f"{slope:.2f} [{lo:.2f}, {hi:.2f}]" if math.isfinite(lo) else f"{slope:.2f}"]
+            a, b = slope_range(x, [r["n_star_low"] for r in grp], [r["n_star_high"] for r in grp])
+            fit.append(f"{a:.2f} to {b:.2f}" if math.isfinite(a) else "open (an N* unresolved)")
+        out.append("| " + " | ".join([*key, *cells, *fit]) + " |")
+    head = [
+        *keys,
+        *(f"k = {k}: N* [interval]" for k in ks),
+        "exponent [95 % t]",
+        "exponent over the N* intervals",
+    ]
     return _table(head, out) + "\n" + method_differences(rows) + "\n"
 
 
@@ -206,14 +240,14 @@ def search_sizes(n_star: float, lo: float = 100.0, factor: float = 2.0, refine: 
 
 def draw_cost_exponent(rows: list[dict], model: str, method: str, n: int) -> tuple | None:
     """``(k0, c0, k1, c1, a)``: the per-draw CPU seconds at sample size ``n`` measured at the
-    smallest and largest k for (model, method), and the exponent ``a`` of c ∝ k^a between
-    them; None unless two k are measured."""
+    two largest k for (model, method) (the smaller k pay mostly fixed costs), and the exponent
+    ``a`` of c ∝ k^a between them; None unless two k are measured."""
     at = {
         r["k"]: r["cpu_s"] for r in rows if (r["model"], r["method"], r["N"]) == (model, method, n)
     }
     if len(at) < 2:
         return None
-    k0, k1 = min(at), max(at)
+    k0, k1 = sorted(at)[-2:]
     return k0, at[k0], k1, at[k1], math.log(at[k1] / at[k0]) / math.log(k1 / k0)
 
 
