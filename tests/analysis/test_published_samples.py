@@ -156,3 +156,17 @@ def test_cost_block_extrapolates_a_search_to_k_200(tmp_path, monkeypatch):
     assert big == 8
     assert "| 4e+05 |" in line and "k^2.0 | 100 | 80 |" in line
     assert line.endswith(f"≥ {80 * 100 / 3600:.3g} |")
+
+
+def test_norm_block_sets_e_against_both_scales(tmp_path, monkeypatch):
+    """‖E‖ at N* over λ_min/k and λ_min k^(-1/2) per (model, weights, k): two methods on the
+    same draws give one value, unmeasured norms (NaN) leave their point out."""
+    (tmp_path / "docs/data/studies/samples-topics-k20.zarr").mkdir(parents=True)
+    base = {"model": "topics", "weights": "uniform", "k": 20, "replicate": 0, "n_star": 15222.0}
+    scales = {"scale_global": 1.0, "scale_power": 0.25}
+    rows = [
+        base | scales | {"method": m, "eps_at_star": 0.5} for m in ("power@aghkt", "certified")
+    ] + [base | scales | {"k": 30, "method": "power@aghkt", "eps_at_star": math.nan}]
+    monkeypatch.setattr(samples, "nstar_rows", lambda path: rows)
+    lines = samples.norm_table(Data(tmp_path)).splitlines()
+    assert lines[2:] == ["| topics | uniform | 20 | 15,222 | 0.5 | 2.00 | 0.50 |"]

@@ -36,6 +36,7 @@ __all__ = [
     "nstar_rows",
     "nstar_table",
     "noise_table",
+    "norm_table",
     "real_data_table",
     "slope_interval",
     "slope_range",
@@ -59,6 +60,9 @@ COUNT_VARS = ("n_evals", "draws")
 #: the success fraction lies below 1/2 (0: none) and the smallest above whose interval lies above
 #: it (inf: none). Wider than the bracket: ten draws a size resolve 1/2 only far from it.
 INTERVAL_VARS = ("n_star_low", "n_star_high")
+#: ‖E‖ at N* (median of the norm draws, population whitening) and the two scales it is set
+#: against: λ_min·k^(−1/(p−1)) (global steps) and λ_min/k (the power method's analysis).
+NORM_VARS = ("eps_at_star", "scale_global", "scale_power")
 MODEL_ORDER = ("topics", "gmm", "ica")
 
 
@@ -105,7 +109,7 @@ def nstar_rows(path: Path) -> list[dict[str, Any]]:
         return []
     model = str(ds.attrs.get("setting_model", path.stem))
     da = ds[NSTAR_VAR]
-    sub = ds[[NSTAR_VAR, LO_VAR, *COUNT_VARS, *INTERVAL_VARS]]
+    sub = ds[[NSTAR_VAR, LO_VAR, *COUNT_VARS, *INTERVAL_VARS, *NORM_VARS]]
     flat = sub.stack(instance=list(da.dims)) if da.dims else sub.expand_dims("instance")
     rows = []
     for i in range(flat.sizes["instance"]):
@@ -115,7 +119,7 @@ def nstar_rows(path: Path) -> list[dict[str, Any]]:
             continue
         coords = {str(c): one[c].item() for c in da.dims}
         counts = {v: int(one[v]) for v in COUNT_VARS}
-        counts |= {v: float(one[v]) for v in INTERVAL_VARS}
+        counts |= {v: float(one[v]) for v in (*INTERVAL_VARS, *NORM_VARS)}
         rows.append({"model": model, **coords, NSTAR_VAR: value, LO_VAR: float(one[LO_VAR])})
         rows[-1].update(counts, store=path.name)
     return rows
@@ -124,7 +128,7 @@ def nstar_rows(path: Path) -> list[dict[str, Any]]:
 def _group_keys(rows: list[dict[str, Any]]) -> list[str]:
     """The columns a row of the N* table is keyed by: model, weights, method, then any other
     coordinate (never k, the replicate or the measured values)."""
-    measured = {NSTAR_VAR, LO_VAR, *COUNT_VARS, *INTERVAL_VARS, "store"}
+    measured = {NSTAR_VAR, LO_VAR, *COUNT_VARS, *INTERVAL_VARS, *NORM_VARS, "store"}
     rest = {c for r in rows for c in r} - measured - {K_DIM, "replicate"}
     first = [c for c in ("model", "weights", "method") if c in rest]
     return first + sorted(rest - set(first))
@@ -191,6 +195,32 @@ def nstar_table(data: Data) -> str:
         "exponent over the N* intervals",
     ]
     return _table(head, out) + "\n" + method_differences(rows) + "\n"
+
+
+def norm_table(data: Data) -> str:
+    """Per (model, weights, k): ‖E‖ at N* against λ_min/k and λ_min·k^(−1/(p−1)), from the
+    samples stores. The methods share their draws, so where their brackets coincide so do
+    these norms; a range shows where they do not."""
+    rows = _all_nstar_rows(data)
+    if not rows:
+        return f"‖E‖ at N\\* not yet measured: no store `{STUDIES}/{NSTAR_GLOB}`.\n"
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        if math.isfinite(r["eps_at_star"]):
+            groups.setdefault((r["model"], str(r.get("weights", "—")), r[K_DIM]), []).append(r)
+    out = []
+    for (model, weights, k), grp in sorted(groups.items(), key=lambda kv: _model_first(kv[0])):
+        eps = [r["eps_at_star"] for r in grp]
+        power = [r["eps_at_star"] / r["scale_power"] for r in grp]
+        glob = [r["eps_at_star"] / r["scale_global"] for r in grp]
+        n = _span([r[NSTAR_VAR] for r in grp], ",.0f")
+        out.append(
+            f"| {model} | {weights} | {k} | {n} | {_span(eps, '.3g')} | {_span(power)} | "
+            f"{_span(glob)} |"
+        )
+    head = ["model", "weights", "k", "N*", "‖E‖ at N*", "‖E‖ / (λ_min/k)",
+            "‖E‖ / (λ_min k^−1/(p−1))"]  # fmt: skip
+    return _table(head, out)
 
 
 def method_differences(rows: list[dict[str, Any]]) -> str:
@@ -476,6 +506,7 @@ SAMPLES_BLOCKS = {
     "samples-nstar": nstar_table,
     "samples-noise": noise_table,
     "samples-real-data": real_data_table,
+    "samples-norm": norm_table,
     "samples-cost": cost_table,
 }
 SAMPLES_FIGURES = {
