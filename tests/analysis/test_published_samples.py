@@ -147,9 +147,8 @@ def test_cost_block_extrapolates_a_search_to_k_200(tmp_path, monkeypatch):
     }
     (studies / "samples-cost.json").write_text(json.dumps(cost))
     text = samples.cost_table(Data(tmp_path))
-    assert "| samples-gmm-k5-20.zarr | gmm | 5, 10, 20 | power@aghkt | 270 | 100 | 54 | 0.20 |" in (
-        text
-    )
+    run = "| samples-gmm-k5-20.zarr | gmm | 5, 10, 20 | power@aghkt | 270 | 100 | 54 | 0.20 |"
+    assert run + " 2.0–3.0 | 270 | 270 |" in text  # no refitted estimate: the printed one
     line = next(x for x in text.splitlines() if x.startswith("| gmm | power@aghkt | 2.00 |"))
     # 25600 ... 409600, the continued 819200, two refinements: 8 sizes, 80 draws
     big = len([n for n in samples.search_sizes(4e5) if n >= 16000])

@@ -307,10 +307,11 @@ def cost_table(data: Data) -> str:
             f"{', '.join(methods)} | "
             f"{draws:,} | {r['wall_s']:.0f} | {r['cpu_s']:.0f} | "
             f"{r['cpu_s'] / max(draws, 1):.2f} | "
-            f"{r['load'][0]:.1f}–{r['load'][1]:.1f} | {r['estimate_cpu_s']:.0f} |"
+            f"{r['load'][0]:.1f}–{r['load'][1]:.1f} | {r['estimate_cpu_s']:.0f} | "
+            f"{r.get('estimate_cpu_s_refit', r['estimate_cpu_s']):.0f} |"
         )
     head = ["store", "model", "k", "methods", "draws", "wall s", "CPU s", "CPU s / draw",
-            "load", "validate's estimate, CPU s"]  # fmt: skip
+            "load", "validate's estimate, CPU s", "refitted cost model, CPU s"]  # fmt: skip
     text = _table(head, runs) if runs else "No measured run of a samples store yet.\n"
     out = []
     for model in MODEL_ORDER:
