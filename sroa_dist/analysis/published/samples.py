@@ -186,7 +186,11 @@ def nstar_table(data: Data) -> str:
             slope, lo, hi = slope_interval(x, [r[NSTAR_VAR] for r in grp])
             fit = [f"{slope:.2f} [{lo:.2f}, {hi:.2f}]" if math.isfinite(lo) else f"{slope:.2f}"]
             a, b = slope_range(x, [r["n_star_low"] for r in grp], [r["n_star_high"] for r in grp])
-            fit.append(f"{a:.2f} to {b:.2f}" if math.isfinite(a) else "open (an N* unresolved)")
+            if not math.isfinite(a):  # an interval open: the brackets alone still bound it
+                c, d = slope_range(x, [r[LO_VAR] for r in grp], [r[NSTAR_VAR] for r in grp])
+                fit.append(f"open (an N* unresolved; the brackets alone: {c:.2f} to {d:.2f})")
+            else:
+                fit.append(f"{a:.2f} to {b:.2f}")
         out.append("| " + " | ".join([*key, *cells, *fit]) + " |")
     head = [
         *keys,
