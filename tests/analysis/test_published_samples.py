@@ -69,6 +69,7 @@ def test_a_models_sizes_join_across_stores(tmp_path, monkeypatch):
             {"model": model, "weights": "uniform", "method": m, "k": k, "replicate": 0}
             | {"n_star": 30.0 * k**2, "n_lo": 24.0 * k**2}
             | {"n_star_low": 24.0 * k**2, "n_star_high": math.inf}
+            | {"trace": [(100, 0), (200, 3 if (k, m) == (20, "sshopm@global") else 2)]}
             for k in ks.get(path.name, (20,))
             for m in ("power@aghkt", "sshopm@global")
         ]
@@ -88,16 +89,20 @@ def test_a_models_sizes_join_across_stores(tmp_path, monkeypatch):
     assert "| — | — | 1.2e+04 [9.6e+03, inf] | — (1 sizes: not fitted) | — |" in ica
     assert lines.index(gmm[0]) < lines.index(ica)  # topics, gmm, ica order
     assert "coincide at every one of the 4" in text and "k = 5, 10, 20" in text
+    assert "At 2 of them the methods also count the same successes" in text  # not k = 20
     assert len(data.used) == 3  # every store named in the sources line
 
 
 def test_nstar_rows_reads_a_real_store_with_its_model(tmp_path):
     """The committed k = 5, 10 ICA store: its model from the store, every N* inside its
-    bracket."""
+    bracket, N* the first size of its trace with 5 of 10 successes or more."""
     rows = samples.nstar_rows(ROOT / "docs/data/studies/samples-ica-k5-10.zarr")
     assert rows and {r["model"] for r in rows} == {"ica"}
     assert {r["k"] for r in rows} == {5, 10}
     assert all(0 < r["n_lo"] < r["n_star"] for r in rows)
+    for r in rows:
+        assert len(r["trace"]) == r["n_evals"]
+        assert min(n for n, wins in r["trace"] if 2 * wins >= r["draws"]) == r["n_star"]
 
 
 def test_noise_and_real_data_tables_cover_every_model():

@@ -63,6 +63,8 @@ INTERVAL_VARS = ("n_star_low", "n_star_high")
 #: ‖E‖ at N* (median of the norm draws, population whitening) and the two scales it is set
 #: against: λ_min·k^(−1/(p−1)) (global steps) and λ_min/k (the power method's analysis).
 NORM_VARS = ("eps_at_star", "scale_global", "scale_power")
+#: A search's evaluated sizes and the successes at each (over the cube's ``step`` dim).
+TRACE_VARS = ("trace_N", "trace_successes")
 MODEL_ORDER = ("topics", "gmm", "ica")
 
 
@@ -109,7 +111,7 @@ def nstar_rows(path: Path) -> list[dict[str, Any]]:
         return []
     model = str(ds.attrs.get("setting_model", path.stem))
     da = ds[NSTAR_VAR]
-    sub = ds[[NSTAR_VAR, LO_VAR, *COUNT_VARS, *INTERVAL_VARS, *NORM_VARS]]
+    sub = ds[[NSTAR_VAR, LO_VAR, *COUNT_VARS, *INTERVAL_VARS, *NORM_VARS, *TRACE_VARS]]
     flat = sub.stack(instance=list(da.dims)) if da.dims else sub.expand_dims("instance")
     rows = []
     for i in range(flat.sizes["instance"]):
@@ -121,14 +123,16 @@ def nstar_rows(path: Path) -> list[dict[str, Any]]:
         counts = {v: int(one[v]) for v in COUNT_VARS}
         counts |= {v: float(one[v]) for v in (*INTERVAL_VARS, *NORM_VARS)}
         rows.append({"model": model, **coords, NSTAR_VAR: value, LO_VAR: float(one[LO_VAR])})
-        rows[-1].update(counts, store=path.name)
+        sizes, wins = (one[v].values for v in TRACE_VARS)
+        trace = [(int(n), int(w)) for n, w in zip(sizes, wins, strict=True) if math.isfinite(n)]
+        rows[-1].update(counts, store=path.name, trace=trace)
     return rows
 
 
 def _group_keys(rows: list[dict[str, Any]]) -> list[str]:
     """The columns a row of the N* table is keyed by: model, weights, method, then any other
     coordinate (never k, the replicate or the measured values)."""
-    measured = {NSTAR_VAR, LO_VAR, *COUNT_VARS, *INTERVAL_VARS, *NORM_VARS, "store"}
+    measured = {NSTAR_VAR, LO_VAR, *COUNT_VARS, *INTERVAL_VARS, *NORM_VARS, "store", "trace"}
     rest = {c for r in rows for c in r} - measured - {K_DIM, "replicate"}
     first = [c for c in ("model", "weights", "method") if c in rest]
     return first + sorted(rest - set(first))
@@ -230,21 +234,26 @@ def norm_table(data: Data) -> str:
 def method_differences(rows: list[dict[str, Any]]) -> str:
     """One line: at how many (model, weights, k, replicate) points two or more methods were
     searched, and at which of them their brackets ``(n_lo, n_star]`` differ (each method's
-    bracket listed), or that they coincide at every one."""
+    bracket listed), or that they coincide at every one (and at how many the whole traces,
+    sizes and success counts, are the same)."""
     points: dict[tuple, dict[str, tuple[float, float]]] = {}
+    traces: dict[tuple, set] = {}
     for r in rows:
         where = (r.get("model", "—"), r.get("weights", "—"), r[K_DIM], r.get("replicate", 0))
         points.setdefault(where, {})[str(r.get("method", "—"))] = (r[LO_VAR], r[NSTAR_VAR])
+        traces.setdefault(where, set()).add(tuple(map(tuple, r.get("trace", ()))))
     shared = {w: m for w, m in points.items() if len(m) > 1}
     if not shared:
         return "No point has two methods searched: nothing to compare.\n"
     differ = {w: m for w, m in shared.items() if len(set(m.values())) > 1}
     ks = sorted({w[2] for w in shared})
     if not differ:
+        same = sum(1 for w in shared if len(traces[w]) == 1)
         return (
             f"**The methods' brackets coincide at every one of the {len(shared)} (model, "
             f"weights, k) points searched by two or more methods (k = "
-            f"{', '.join(map(str, ks))}).**\n"
+            f"{', '.join(map(str, ks))}).** At {same} of them the methods also count the same "
+            f"successes at every evaluated size.\n"
         )
     lines = [
         f"**The methods' brackets differ at {len(differ)} of the {len(shared)} (model, weights, "
