@@ -765,8 +765,9 @@ SEARCH_SIZE_MULTIPLE = 9.0
 #: Evaluations a search makes, typically (scan, continue, refinement).
 SEARCH_EVALS = 14
 #: The N* the cost model assumes where none is measured: ``N_GUESS · k^1.5``, with uniform
-#: weights N*/k^1.5 measured 170-340 at k = 5-20 for topics, GMM and ICA (Zipf weights: 2-5x
-#: more).
+#: weights N*/k^1.5 measured 170-340 at k = 5-30 for topics, GMM and ICA; Zipf weights
+#: (λ_min = w_min^(-1/2) spread by about √k) √k times that: the Zipf N* measured 2.0-5.7x
+#: the uniform one at k = 5-20 (√k: 2.2-4.5).
 N_GUESS = 300.0
 N_GUESS_EXPONENT = 1.5
 
@@ -788,12 +789,16 @@ def draw_seconds(settings: SamplesSettings, n: float) -> float:
 
 def search_seconds(settings: SamplesSettings) -> float:
     """Rough seconds of one search: its draws at :data:`SEARCH_EVALS` sizes, their samples
-    summing to :data:`SEARCH_SIZE_MULTIPLE` times an assumed N* (``N_GUESS·k^1.5`` clipped to
-    N_range), plus the norm draws (:data:`NORM_DRAW_FACTOR` draws each)."""
+    summing to :data:`SEARCH_SIZE_MULTIPLE` times an assumed N* (``N_GUESS·k^1.5``, √k more
+    for Zipf weights, clipped to N_range), plus the norm draws (:data:`NORM_DRAW_FACTOR` draws
+    each)."""
     if not settings.runs(settings.certified_max_k):
         return 0.0
     lo, hi = settings.n_range
-    n_star = min(max(N_GUESS * settings.k**N_GUESS_EXPONENT, lo), hi)
+    guess = N_GUESS * settings.k**N_GUESS_EXPONENT
+    if settings.weights == "zipf":
+        guess *= math.sqrt(settings.k)
+    n_star = min(max(guess, lo), hi)
     per_size = draw_seconds(settings, 0.0)
     sample_part = draw_seconds(settings, n_star) - per_size
     total = settings.draws * (SEARCH_EVALS * per_size + SEARCH_SIZE_MULTIPLE * sample_part)
