@@ -747,20 +747,29 @@ def _check_prior(name: str, prior: Mapping[str, Any], source: str) -> None:
 
 
 #: Seconds of one draw's fixed part (model, whitening, matching) and of the sample part per
-#: sample and per (k + L) entry; of the order of docs/data/studies/samples-cost.json's draws
-#: (0.02-0.3 s of CPU at k = 5-20 on a loaded machine; see :func:`draw_seconds`).
-DRAW_FIXED_SECONDS = 0.1
+#: sample and per moment entry (``width·k`` for the whitening, ``k^p/p!`` for the symmetric
+#: moment tensor); least squares (relative error) on docs/data/studies/samples-cost.json's 34
+#: per-draw rows (k = 5-50, N = 1000 and 16000, all models), with :data:`LOCAL_STEP_FACTOR`.
+DRAW_FIXED_SECONDS = 0.03
+DRAW_SECONDS_PER_SAMPLE_ENTRY = 5e-9
+#: The local methods' (power, SS-HOPM) record prices a rank-one solve for a general tensor;
+#: on the samples kind's whitened k ≤ 50 tensors a measured step costs about 0.15 of it (the
+#: same fit). Certified steps keep their relaxation's own price (within 1-2.4x of the rows).
+LOCAL_STEP_FACTOR = 0.15
 #: A norm draw costs a draw and two ‖E‖ solves (population and estimated whitening).
 NORM_DRAW_FACTOR = 3
-DRAW_SECONDS_PER_SAMPLE_ENTRY = 3e-8
-#: The sizes a search evaluates, summed, in units of its N*: the scan below it (a geometric
-#: series, factor 2: 2 N*), the continued point (2 N*) and the refinement (about 3 N*).
-SEARCH_SIZE_MULTIPLE = 7.0
+#: The sizes a search evaluates, summed, in units of its N*: the scan up to the first success
+#: (up to 2 N*, a geometric series: up to 4 N*), the continued point (up to 4 N*) and the
+#: refinement (about 2 N*); the k = 20 topics and GMM searches summed to 8.9 N*.
+SEARCH_SIZE_MULTIPLE = 9.0
 #: Evaluations a search makes, typically (scan, continue, refinement).
 SEARCH_EVALS = 14
-#: The N* the cost model assumes where none is measured: ``N_GUESS · k^2`` (of the order the
-#: topics study measured at k = 5, 10: a few thousand documents).
-N_GUESS = 200.0
+#: The N* the cost model assumes where none is measured: ``N_GUESS · k^1.5``, with uniform
+#: weights N*/k^1.5 measured 170-340 at k = 5-30 for topics, GMM and ICA; Zipf weights
+#: (λ_min = w_min^(-1/2) spread by about √k) √k times that: the Zipf N* measured 2.0-5.7x
+#: the uniform one at k = 5-20 (√k: 2.2-4.5).
+N_GUESS = 300.0
+N_GUESS_EXPONENT = 1.5
 
 
 def draw_seconds(settings: SamplesSettings, n: float) -> float:
@@ -768,22 +777,28 @@ def draw_seconds(settings: SamplesSettings, n: float) -> float:
     sm = parse_method(settings.method)
     k, p = settings.k, settings.order
     width = settings.d if settings.model != "topics" else (settings.L or 3)
-    sample = DRAW_SECONDS_PER_SAMPLE_ENTRY * n * (width * k + k ** (p - 1))
+    sample = DRAW_SECONDS_PER_SAMPLE_ENTRY * n * (width * k + k**p / math.factorial(p))
     step = solve_cost(sm.method, k, p)
     if sm.method == "power":
         step *= sm.options(k)["n_starts"] / 20.0
+    if sm.method in ("power", "sshopm"):
+        step *= LOCAL_STEP_FACTOR
     factor = 2.0 if sm.global_check else 1.0
     return DRAW_FIXED_SECONDS + sample + factor * k * step
 
 
 def search_seconds(settings: SamplesSettings) -> float:
     """Rough seconds of one search: its draws at :data:`SEARCH_EVALS` sizes, their samples
-    summing to :data:`SEARCH_SIZE_MULTIPLE` times an assumed N* (``N_GUESS·k²`` clipped to
-    N_range), plus the norm draws (:data:`NORM_DRAW_FACTOR` draws each)."""
+    summing to :data:`SEARCH_SIZE_MULTIPLE` times an assumed N* (``N_GUESS·k^1.5``, √k more
+    for Zipf weights, clipped to N_range), plus the norm draws (:data:`NORM_DRAW_FACTOR` draws
+    each)."""
     if not settings.runs(settings.certified_max_k):
         return 0.0
     lo, hi = settings.n_range
-    n_star = min(max(N_GUESS * settings.k**2, lo), hi)
+    guess = N_GUESS * settings.k**N_GUESS_EXPONENT
+    if settings.weights == "zipf":
+        guess *= math.sqrt(settings.k)
+    n_star = min(max(guess, lo), hi)
     per_size = draw_seconds(settings, 0.0)
     sample_part = draw_seconds(settings, n_star) - per_size
     total = settings.draws * (SEARCH_EVALS * per_size + SEARCH_SIZE_MULTIPLE * sample_part)
