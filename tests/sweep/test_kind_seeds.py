@@ -87,10 +87,10 @@ def _worst_case(spec: Any, s: Any, rep: int) -> list[np.random.SeedSequence]:
 
 
 def _escape(spec: Any, s: Any, rep: int) -> list[np.random.SeedSequence]:
-    from sroa_dist.sweep.kinds.start_escape import escape_seed, parse_stages
+    from sroa_dist.sweep.kinds.start_escape import parse_stages
 
-    stages = [escape_seed(spec.seed, s, rep, 0, r) for r in parse_stages(spec.escape.stages, s.n)]
-    return [*stages, escape_seed(spec.seed, s, rep, 1)]
+    stages = [s.seed(spec.seed, rep, 0, r) for r in parse_stages(spec.escape.stages, s.n)]
+    return [*stages, s.seed(spec.seed, rep, 1)]
 
 
 def _samples(spec: Any, s: Any, rep: int) -> list[np.random.SeedSequence]:
