@@ -63,13 +63,11 @@ def _recorded() -> Iterator[list[np.random.SeedSequence]]:
 
 
 def _tensor(spec: Any, s: Any, rep: int) -> list[np.random.SeedSequence]:
-    from sroa_dist.sweep.kinds.tensor.spec import instance_seed
-
-    return [instance_seed(spec.seed, s, rep)]
+    return [s.seed(spec.seed, rep)]
 
 
 def _model(spec: Any, s: Any, rep: int) -> list[np.random.SeedSequence]:
-    return [s.prior_seed(spec.seed, rep), s.study_seed(spec.seed, rep)]
+    return [s.seed(spec.seed, rep), s.study_seed(spec.seed, rep)]
 
 
 def _problem(spec: Any, s: Any, rep: int) -> list[np.random.SeedSequence]:
