@@ -107,8 +107,9 @@ def timed_block(
 ) -> BlockResult:
     """Every instance of one block, one after the other (a pure function of the task,
     timings aside): ``solve(settings, replicate)``, timed, then ``store(out, idx, settings,
-    replicate, result)`` into the block's arrays and its seconds into ``solve_time``. An
-    instance whose ``solve`` returns None is left at its fill values (a point the kind skips)."""
+    replicate, result)`` into the block's arrays and its seconds into ``solve_time`` (a
+    variable every kind using this loop has). An instance whose ``solve`` returns None is left
+    at its fill values (a point the kind skips)."""
     t_start = time.perf_counter()
     out = allocate(task, variables)
     kernel = 0.0
