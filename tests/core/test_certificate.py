@@ -351,7 +351,6 @@ def test_sweep_stores_certificates_and_verify_checks_them(tmp_path, client):
 
     from sroa_dist import sroa_batch
     from sroa_dist.sweep import open_results, run_sweep
-    from sroa_dist.sweep.kinds.tensor.spec import instance_seed
     from sroa_dist.sweep.layout import block_task
     from sroa_dist.sweep.store.prepare import store_layout
     from sroa_dist.sweep.store.verify import _instance_tensors, verify_store
@@ -379,7 +378,7 @@ def test_sweep_stores_certificates_and_verify_checks_them(tmp_path, client):
     st = members[0][1]
     same = [(s, r) for _, s, r in members if s.group_key() == st.group_key()]
     tensors = _instance_tensors(spec, same)
-    seeds = [instance_seed(spec.seed, s, r).spawn(3)[1] for s, r in same]
+    seeds = [s.seed(spec.seed, r).spawn(3)[1] for s, r in same]
     again = sroa_batch(np.stack(tensors), method="certified", rng=seeds)
     sel = {d: task.coords[i][0] for i, d in enumerate(task.dims) if d != "replicate"}
     stored = ds["lam_hat"].sel(sel).isel(replicate=slice(0, len(same))).values
@@ -425,7 +424,6 @@ def test_verify_rebuilds_perturbation_family_instances(tmp_path, client):
     # Bit for bit: SROA on the rebuilt tensors reproduces the stored values.
     from sroa_dist import sroa_batch
     from sroa_dist.sweep import open_results
-    from sroa_dist.sweep.kinds.tensor.spec import instance_seed
     from sroa_dist.sweep.layout import block_task
     from sroa_dist.sweep.store.prepare import store_layout
     from sroa_dist.sweep.store.verify import _instance_tensors
@@ -437,7 +435,7 @@ def test_verify_rebuilds_perturbation_family_instances(tmp_path, client):
         members = list(task.instances(spec))
         same = [(st, r) for _, st, r in members if st.group_key() == members[0][1].group_key()]
         tensors = _instance_tensors(spec, same)
-        seeds = [instance_seed(spec.seed, st, r).spawn(3)[1] for st, r in same]
+        seeds = [st.seed(spec.seed, r).spawn(3)[1] for st, r in same]
         again = sroa_batch(np.stack(tensors), method="certified", rng=seeds)
         sel = {d: task.coords[i][0] for i, d in enumerate(task.dims) if d != "replicate"}
         stored = ds["lam_hat"].sel(sel).isel(replicate=slice(0, len(same))).values

@@ -211,7 +211,6 @@ def test_instance_is_the_sweeps_instance():
     """At a given ε, the search's tensor is bit for bit the one a tensor sweep solves."""
     from sroa_dist.sweep.kinds import make_layout, spec_from_dict
     from sroa_dist.sweep.kinds.tensor.block import draw_group
-    from sroa_dist.sweep.kinds.tensor.spec import instance_seed
     from sroa_dist.sweep.layout import block_task
 
     n, p, eps = 6, 3, 0.3
@@ -230,7 +229,7 @@ def test_instance_is_the_sweeps_instance():
     members = [(st, rep) for _, st, rep in task.instances(spec)]
     drawn = draw_group(spec, members)
     for b, (st, rep) in enumerate(members):
-        inst_ss, _, norm_ss = _seed(instance_seed(spec.seed, st, rep)).spawn(3)
+        inst_ss, _, norm_ss = _seed(st.seed(spec.seed, rep)).spawn(3)
         draw = _Draw(n, p, "coherent-tilt", lam, None, None, inst_ss, norm_ss, "sshopm", {})
         T, E, lam_b, V = draw.scaled(eps)
         np.testing.assert_array_equal(T + E, drawn.T_hat[b])

@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 
 from sroa_dist.sweep import load_spec
 from sroa_dist.sweep.kinds import make_layout
-from sroa_dist.sweep.kinds.tensor.spec import instance_seed
 from sroa_dist.sweep.layout import Layout, block_task, chunks_for_block_size, stable_hash32
 from sroa_dist.sweep.run.worker import compute_block
 from tests.support.helpers import ROOT
@@ -82,19 +81,13 @@ def test_seed_depends_on_values_not_positions():
         if s == sa and r == ra
     ]
     assert found, "sigma=0.01, replicate 0 must exist in both grids"
-    assert (
-        instance_seed(spec.seed, sa, ra).entropy
-        == instance_seed(bigger.seed, found[0][0], 0).entropy
-    )
-    assert instance_seed(1, sa, 0).spawn_key == instance_seed(1, found[0][0], 0).spawn_key
-    assert instance_seed(1, sa, 0).spawn_key != instance_seed(1, sa, 1).spawn_key
+    assert sa.seed(spec.seed, ra).entropy == found[0][0].seed(bigger.seed, 0).entropy
+    assert sa.seed(1, 0).spawn_key == found[0][0].seed(1, 0).spawn_key
+    assert sa.seed(1, 0).spawn_key != sa.seed(1, 1).spawn_key
     other = dataclasses.replace(sa, method="power")
     # the method is not part of the key: methods compare on the same instances
-    assert instance_seed(1, sa, 0).spawn_key == instance_seed(1, other, 0).spawn_key
-    assert (
-        instance_seed(1, sa, 0).spawn_key
-        != instance_seed(1, dataclasses.replace(sa, level=0.02), 0).spawn_key
-    )
+    assert sa.seed(1, 0).spawn_key == other.seed(1, 0).spawn_key
+    assert sa.seed(1, 0).spawn_key != dataclasses.replace(sa, level=0.02).seed(1, 0).spawn_key
 
 
 def test_layout_of_figure_specs():

@@ -12,7 +12,6 @@ import sroa_dist as core
 from sroa_dist.norms import scale_factors
 from sroa_dist.problems.perturbations import DEFAULT_WEIGHT, model_params
 from sroa_dist.sweep.kinds import make_layout, spec_from_dict
-from sroa_dist.sweep.kinds.tensor.spec import instance_seed
 from sroa_dist.sweep.layout import block_task
 from sroa_dist.sweep.run.worker import compute_block
 from sroa_dist.sweep.store import ResultStore, instance_of
@@ -98,7 +97,7 @@ def test_locate_finds_each_instances_block(tmp_path):
 def _solve_like_the_worker(spec, stored):
     """SROA on a rebuilt instance with the solver seed of its block (child 1)."""
     s, rep = stored.settings, stored.replicate
-    solve_ss = instance_seed(spec.seed, s, rep).spawn(3)[1]
+    solve_ss = s.seed(spec.seed, rep).spawn(3)[1]
     res = core.sroa_batch(
         stored.instance.T_hat[None],
         rank=s.steps,
@@ -135,7 +134,7 @@ def test_sigma_instances_are_make_instance_itself(tmp_path):
     for coords in list(_all_coords(rs))[::5]:
         stored = instance_of(rs, coords)
         s = stored.settings
-        rng = np.random.default_rng(instance_seed(spec.seed, s, stored.replicate).spawn(3)[0])
+        rng = np.random.default_rng(s.seed(spec.seed, stored.replicate).spawn(3)[0])
         inst = core.make_instance(
             s.n,
             s.p,
@@ -162,7 +161,7 @@ def test_opnorm_instances_are_make_instance_rescaled_by_scale_factors(tmp_path):
     for coords in list(_all_coords(rs))[::3]:
         stored = instance_of(rs, coords)
         s = stored.settings
-        children = instance_seed(spec.seed, s, stored.replicate).spawn(3)
+        children = s.seed(spec.seed, stored.replicate).spawn(3)
         lambdas = stored.instance.lambdas
         target = s.level * float(np.abs(lambdas).min()) * s.n ** (-1.0 / (s.p - 1))
         raw = core.make_instance(

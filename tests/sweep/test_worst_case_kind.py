@@ -22,7 +22,6 @@ from sroa_dist.sweep.kinds.worst_case import (
     WORST_CASE,
     pack_tensor,
     packed_size,
-    search_seed,
     unpack_tensor,
 )
 from sroa_dist.sweep.layout import block_task
@@ -130,10 +129,10 @@ def test_seeds_are_a_pure_function_of_seed_coordinates_and_replicate():
     a = spec.settings_at({"method": "sshopm", "eps": 0.3})
     b = spec.settings_at({"method": "certified", "eps": 0.3})
     c = spec.settings_at({"method": "sshopm", "eps": 0.6})
-    key = search_seed(11, a, 0).spawn_key
-    assert key == search_seed(11, a, 0).spawn_key  # no hidden state
-    assert key == search_seed(11, b, 0).spawn_key  # the steps' method is paired, not seeded
-    assert key != search_seed(11, c, 0).spawn_key != search_seed(11, a, 1).spawn_key
+    key = WORST_CASE.instance(spec, a, 0).spawn_key
+    assert key == WORST_CASE.instance(spec, a, 0).spawn_key  # no hidden state
+    assert key == WORST_CASE.instance(spec, b, 0).spawn_key  # the steps' method is paired
+    assert key != WORST_CASE.instance(spec, c, 0).spawn_key != a.spawn_key(1, 0)
     # Extending the eps axis leaves the existing instance's problem unchanged.
     wider = spec_from_dict(_raw(**{"worst_case.eps": [0.1, 0.3, 0.6], "replicates": 2}))
     assert WORST_CASE.instance(spec, a, 1) == WORST_CASE.instance(wider, a, 1)

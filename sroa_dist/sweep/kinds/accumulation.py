@@ -37,7 +37,6 @@ from __future__ import annotations
 import functools
 import json
 import math
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -54,16 +53,7 @@ from sroa_dist.studies import (
 )
 
 from ..cube import SHARED_AXES, STEP, Dim, Variable, by_name
-from ..layout import (
-    WORKER_BASE_BYTES,
-    BlockResult,
-    BlockTask,
-    Layout,
-    allocate,
-    default_block_size,
-    grid_layout,
-    stable_hash32,
-)
+from ..layout import WORKER_BASE_BYTES, BlockResult, BlockTask, Layout
 from ..spec import (
     COMMON_SCHEMA,
     Axis,
@@ -78,6 +68,7 @@ from ..spec import (
     prune_model_params,
     validate_table,
 )
+from .base import GridPoint, KindBase, timed_block
 
 __all__ = [
     "ACCUMULATION",
@@ -129,12 +120,8 @@ _MATCH = (("note", "after optimal (Hungarian) matching; NaN past the instance's 
 _TARGET = (("note", "target: the component of weight tensor.weight, the one tilted toward"),)
 
 
-def _by_name(*variables: Variable) -> Mapping[str, Variable]:
-    return {v.name: v for v in variables}
-
-
 #: Variables of an accumulation sweep, in documented order.
-ACCUMULATION_VARIABLES: Mapping[str, Variable] = _by_name(
+ACCUMULATION_VARIABLES: Mapping[str, Variable] = by_name(
     Variable("lam_err", _S, "f8", "|lambda_hat_j - lambda_pi(j)| of SROA step j", extra=_MATCH),
     Variable("vec_err", _S, "f8", "||v_hat_j - v_pi(j)|| of SROA step j", extra=_MATCH),
     Variable("value_last", (), "f8", "the target component's value error", extra=_TARGET),
@@ -204,37 +191,21 @@ class AccumulationSweepSpec(SweepSpec):
 
     def settings_at(self, coords: Mapping[str, Any]) -> AccumulationSettings:
         """The :class:`AccumulationSettings` of a grid point."""
-        return AccumulationSettings(
-            noise=str(self.setting("noise.model", coords)),
-            n=int(self.setting("tensor.n", coords)),
-            p=int(self.setting("tensor.p", coords)),
-            method=str(self.setting("solver.method", coords)),
-            eps=float(self.setting("noise.eps", coords)),
-        )
+        return AccumulationSettings.at(self, coords)
 
 
 @dataclass(frozen=True)
-class AccumulationSettings:
-    """One grid point: instances at it differ only by replicate."""
+class AccumulationSettings(GridPoint):
+    """One grid point (runs are not batched); ε and the method are not seeded, on purpose
+    (one stream of starts per curve over ε, methods compared on the same starts)."""
+
+    seed_fields = ("noise", "n", "p")
 
     noise: str
     n: int
     p: int
     method: str
     eps: float
-
-    def seed_key(self) -> tuple[int, ...]:
-        """Spawn-key prefix; ε and the method are left out on purpose (one stream of starts
-        per curve over ε, methods compared on the same starts)."""
-        return (
-            stable_hash32("noise", self.noise),
-            stable_hash32("n", self.n),
-            stable_hash32("p", self.p),
-        )
-
-    def group_key(self) -> tuple[Any, ...]:
-        """Runs are not batched; instances of one point share this key all the same."""
-        return (self.noise, self.n, self.p, self.method, self.eps)
 
 
 @dataclass(frozen=True)
@@ -293,7 +264,7 @@ def problem_of(
         global_check=a.global_check,
         redo=a.redo,
         seed=spec.seed,
-        spawn_key=(*settings.seed_key(), int(replicate)),
+        spawn_key=settings.spawn_key(replicate),
     )
 
 
@@ -473,23 +444,6 @@ def _mean_cost(spec: AccumulationSweepSpec) -> float:
     return n_mean * (1.0 + COST_EPS_SLOPE * sum(eps) / len(eps))
 
 
-def accumulation_layout(
-    spec: AccumulationSweepSpec,
-    block_size: int | None = None,
-    chunks: Sequence[int] | None = None,
-) -> Layout:
-    """The layout: blocks of about the runner's target task time (the cost model), ``step``
-    as long as the largest n."""
-    return grid_layout(
-        spec,
-        block_size,
-        chunks,
-        lambda: default_block_size(spec, _mean_cost(spec)),
-        spec.n_steps,
-        max(spec.ranks),
-    )
-
-
 def worker_memory(spec: AccumulationSweepSpec, layout: Layout) -> float:
     """Peak bytes of a worker at the largest n (matrix-free: O(n²)), with its block's
     per-step errors."""
@@ -503,33 +457,32 @@ def worker_memory(spec: AccumulationSweepSpec, layout: Layout) -> float:
 
 def compute_accumulation_block(task: BlockTask, spec: AccumulationSweepSpec) -> BlockResult:
     """Every run of one block (a pure function of the task, timings aside)."""
-    t_start = time.perf_counter()
-    out = allocate(task, ACCUMULATION_VARIABLES)
-    kernel = 0.0
-    for idx, settings, replicate in task.instances(spec):
-        t0 = time.perf_counter()
-        e = problem_of(spec, settings, replicate).run()
-        dt = time.perf_counter() - t0
-        kernel += dt
-        n, eps, p = settings.n, settings.eps, settings.p
-        out["lam_err"][idx][:n] = e.lam_err
-        out["vec_err"][idx][:n] = e.vec_err
-        out["value_last"][idx] = e.value_last
-        out["vector_last"][idx] = e.vector_last
-        g, h = coefficients([e.value_last], [e.vector_last], n, [eps], p)
-        out["g_p"][idx], out["h_p"][idx] = g[0], h[0]
-        out["value_other"][idx] = e.value_other
-        out["vector_other"][idx] = e.vector_other
-        out["last"][idx] = e.last
-        out["global_gap"][idx] = e.global_gap
-        out["solve_time"][idx] = dt
-    return BlockResult(
-        index=task.index,
-        data=out,
-        kernel_time=kernel,
-        wall_time=time.perf_counter() - t_start,
-        n_instances=math.prod(task.shape),
-    )
+
+    def solve(settings: AccumulationSettings, replicate: int) -> AccumulationErrors:
+        return problem_of(spec, settings, replicate).run()
+
+    return timed_block(task, spec, ACCUMULATION_VARIABLES, solve, _store_run)
+
+
+def _store_run(
+    out: dict[str, np.ndarray],
+    idx: tuple[int, ...],
+    settings: AccumulationSettings,
+    replicate: int,
+    e: AccumulationErrors,
+) -> None:
+    """One run's errors and coefficients at ``idx`` of a block's arrays."""
+    n, eps, p = settings.n, settings.eps, settings.p
+    out["lam_err"][idx][:n] = e.lam_err
+    out["vec_err"][idx][:n] = e.vec_err
+    out["value_last"][idx] = e.value_last
+    out["vector_last"][idx] = e.vector_last
+    g, h = coefficients([e.value_last], [e.vector_last], n, [eps], p)
+    out["g_p"][idx], out["h_p"][idx] = g[0], h[0]
+    out["value_other"][idx] = e.value_other
+    out["vector_other"][idx] = e.vector_other
+    out["last"][idx] = e.last
+    out["global_gap"][idx] = e.global_gap
 
 
 #: What each key of a accumulation spec means (docs/reference/spec.md): the keys this kind reads
@@ -553,8 +506,10 @@ ACCUMULATION_KEY_MEANINGS: Mapping[str, str] = key_meanings(
 )
 
 
-class AccumulationKind:
-    """The ``accumulation`` kind (marker table ``[accumulation]``): error curves over ε."""
+class AccumulationKind(KindBase):
+    """The ``accumulation`` kind (marker table ``[accumulation]``): error curves over ε, in
+    blocks of about the runner's target task time (a run is matrix-free: O(n²) bytes, no
+    memory check binds)."""
 
     name = "accumulation"
     #: Its spec grammar and swept dims (in cube order; the cube's shared vocabulary).
@@ -570,39 +525,12 @@ class AccumulationKind:
     #: What the cube's ``step`` dim counts (``sroa-dist validate`` says it).
     step_meaning = "SROA steps j = 1..n of each run (errors after optimal matching)"
 
-    def parse(self, raw: Mapping[str, Any], source: str) -> AccumulationSweepSpec:
-        """Validate a raw spec (:func:`accumulation_spec_from_dict`)."""
-        return accumulation_spec_from_dict(raw, source)
-
-    def settings(
-        self, spec: AccumulationSweepSpec, coords: Mapping[str, Any]
-    ) -> AccumulationSettings:
-        """The grid point's :class:`AccumulationSettings`."""
-        return spec.settings_at(coords)
-
-    def mean_cost(self, spec: AccumulationSweepSpec) -> float:
-        """Seconds per instance averaged over the (n, p) grid (:func:`instance_seconds`)."""
-        return _mean_cost(spec)
-
-    def layout(
-        self,
-        spec: AccumulationSweepSpec,
-        block_size: int | None = None,
-        chunks: Sequence[int] | None = None,
-        *,
-        memory_limit: int | None = None,
-    ) -> Layout:
-        """See :func:`accumulation_layout` (a run is matrix-free: O(n²) bytes, no memory
-        check binds)."""
-        return accumulation_layout(spec, block_size, chunks)
-
-    def compute_block(self, task: BlockTask, spec: AccumulationSweepSpec) -> BlockResult:
-        """See :func:`compute_accumulation_block`."""
-        return compute_accumulation_block(task, spec)
-
-    def variables(self, spec: AccumulationSweepSpec) -> Mapping[str, Variable]:
-        """Every accumulation variable."""
-        return ACCUMULATION_VARIABLES
+    parse = staticmethod(accumulation_spec_from_dict)
+    #: Seconds per instance averaged over the (n, p) grid (:func:`instance_seconds`).
+    mean_cost = staticmethod(_mean_cost)
+    compute_block = staticmethod(compute_accumulation_block)
+    instance = staticmethod(problem_of)
+    worker_memory = staticmethod(worker_memory)
 
     def provenance(self, spec: AccumulationSweepSpec) -> dict[str, Any]:
         """Root attrs of the settings that are not axes: the target's weight, the step
@@ -614,12 +542,6 @@ class AccumulationKind:
             "setting_redo": int(a.redo),
             "setting_params": json.dumps(spec.params, sort_keys=True),
         }
-
-    def instance(
-        self, spec: AccumulationSweepSpec, settings: AccumulationSettings, replicate: int
-    ) -> AccumulationProblem:
-        """The run of ``(settings, replicate)``; its ``run()`` gives the stored values."""
-        return problem_of(spec, settings, replicate)
 
     def advice(self, spec: AccumulationSweepSpec) -> list[str]:
         """Replicates differ only by SROA's starts (the families here draw no randomness)."""
@@ -635,10 +557,6 @@ class AccumulationKind:
     def instance_cost(self, spec: AccumulationSweepSpec, settings: AccumulationSettings) -> float:
         """CPU seconds of one run on one idle core (:func:`instance_seconds`)."""
         return instance_seconds(settings, spec.accumulation.global_check)
-
-    def worker_memory(self, spec: AccumulationSweepSpec, layout: Layout) -> float:
-        """See :func:`worker_memory`."""
-        return worker_memory(spec, layout)
 
 
 #: The registered accumulation kind.

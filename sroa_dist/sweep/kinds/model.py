@@ -37,11 +37,8 @@ along the ``N`` and ``L`` axes, so an error-vs-``N`` curve is one model seen wit
 from __future__ import annotations
 
 import functools
-import itertools
 import json
-import math
-import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -58,16 +55,7 @@ from sroa_dist.moments import (
 )
 
 from ..cube import SHARED_AXES, STEP, Dim, Variable, by_name
-from ..layout import (
-    WORKER_BASE_BYTES,
-    BlockResult,
-    BlockTask,
-    Layout,
-    allocate,
-    default_block_size,
-    grid_layout,
-    stable_hash32,
-)
+from ..layout import WORKER_BASE_BYTES, BlockResult, BlockTask, Layout
 from ..spec import (
     COMMON_SCHEMA,
     Axis,
@@ -80,6 +68,7 @@ from ..spec import (
     key_meanings,
     validate_table,
 )
+from .base import GridPoint, KindBase, grid_points, timed_block
 
 __all__ = [
     "MODEL",
@@ -90,7 +79,6 @@ __all__ = [
     "ModelSection",
     "ModelSweepSpec",
     "compute_model_block",
-    "model_layout",
     "model_spec_from_dict",
     "model_weights",
 ]
@@ -504,8 +492,15 @@ def model_weights(k: int, ratio: float) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class ModelInstanceSettings:
-    """Everything that defines one grid point of a model sweep (instances differ by replicate)."""
+class ModelInstanceSettings(GridPoint):
+    """Everything that defines one grid point of a model sweep (instances differ by replicate).
+
+    The model's parameters are seeded by ``model``, ``k``, ``d`` and ``weight_ratio`` (never N,
+    L or the method), and instances sharing those share them, per replicate (the group key).
+    """
+
+    seed_fields = ("model", "k", "d", "weight_ratio")
+    group_fields = seed_fields
 
     model: str
     N: int
@@ -517,31 +512,10 @@ class ModelInstanceSettings:
     sigma2: float | None = None
     prior: tuple[tuple[str, float | str], ...] = ()
 
-    def prior_key(self) -> tuple[int, ...]:
-        """Spawn-key prefix of the model's parameters: neither N, L nor the method."""
-        return (
-            stable_hash32("model", self.model),
-            stable_hash32("k", self.k),
-            stable_hash32("d", self.d),
-            stable_hash32("weight_ratio", float(self.weight_ratio)),
-        )
-
-    def seed_key(self) -> tuple[int, ...]:
-        """Spawn-key suffix (after the replicate) of the study: N and L, never the method."""
-        return (stable_hash32("N", self.N), stable_hash32("L", self.L))
-
-    def group_key(self) -> tuple[Any, ...]:
-        """Instances sharing this key share the model's parameters (per replicate)."""
-        return (self.model, self.k, self.d, self.weight_ratio)
-
-    def prior_seed(self, master_seed: int, replicate: int) -> np.random.SeedSequence:
-        """Seed of the model's parameters for ``replicate``."""
-        return np.random.SeedSequence(master_seed, spawn_key=(*self.prior_key(), int(replicate)))
-
     def study_seed(self, master_seed: int, replicate: int) -> np.random.SeedSequence:
-        """Seed of the study (sample, SROA starts, norm solver) for ``replicate``."""
-        key = (*self.prior_key(), int(replicate), *self.seed_key())
-        return np.random.SeedSequence(master_seed, spawn_key=key)
+        """Seed of the study (sample, SROA starts, norm solver) for ``replicate``: the model's
+        seed extended by N and L, never the method."""
+        return self.seed(master_seed, replicate, *self.hashed("N", "L"))
 
     def build_model(self, master_seed: int, replicate: int):
         """The instance's model, parameters drawn from the seeded prior."""
@@ -555,7 +529,7 @@ class ModelInstanceSettings:
             self.model,
             self.k,
             self.d,
-            rng=np.random.default_rng(self.prior_seed(master_seed, replicate)),
+            rng=np.random.default_rng(self.seed(master_seed, replicate)),
             weights=weights,
             **params,
         )
@@ -606,31 +580,8 @@ def settings_from_coords(spec: ModelSweepSpec, values: Mapping[str, Any]) -> Mod
 def model_mean_cost(spec: ModelSweepSpec) -> float:
     """Mean cost of one instance over the grid points (model grids are a few hundred points:
     the sample-size and model axes, not the replicates)."""
-    dims, coords = spec.instance_grid()
-    dims, coords = dims[:-1], coords[:-1]
-    costs = [
-        settings_from_coords(spec, dict(zip(dims, point, strict=True))).cost()
-        for point in itertools.product(*coords)
-    ]
+    costs = [s.cost() for s in grid_points(spec)]
     return sum(costs) / len(costs)
-
-
-def model_layout(
-    spec: ModelSweepSpec, block_size: int | None = None, chunks: Sequence[int] | None = None
-) -> Layout:
-    """The layout of a model sweep (as :func:`~sroa_dist.sweep.kinds.make_layout`).
-
-    ``step`` has length max k (SROA runs k steps); there is no ``component`` dim.
-    """
-    n_steps = int(spec.n_steps)
-    return grid_layout(
-        spec,
-        block_size,
-        chunks,
-        lambda: default_block_size(spec, model_mean_cost(spec)),
-        n_steps,
-        n_steps,
-    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -639,17 +590,13 @@ def model_layout(
 
 def compute_model_block(task: BlockTask, spec: ModelSweepSpec) -> BlockResult:
     """Compute every instance of a model-sweep block (pure: depends only on the task)."""
-    t_start = time.perf_counter()
-    out = allocate(task, MODEL_VARIABLES)
     tol = Tolerances(**spec.model.tolerances)
     norms = bool(spec.model.norms)
     checked = spec.model.checked_methods
-    kernel = 0.0
-    for idx, s, rep in task.instances(spec):
-        model = s.build_model(spec.seed, rep)
-        t0 = time.perf_counter()
-        st = run_study(
-            model,
+
+    def solve(s: ModelInstanceSettings, rep: int) -> MomentStudy:
+        return run_study(
+            s.build_model(spec.seed, rep),
             s.N,
             s.method,
             rng=s.study_seed(spec.seed, rep),
@@ -658,16 +605,13 @@ def compute_model_block(task: BlockTask, spec: ModelSweepSpec) -> BlockResult:
             **spec.options_for(s.method),
             **({"global_check": True, "redo": True} if s.method in checked else {}),
         )
-        dt = time.perf_counter() - t0
-        kernel += dt
-        write_study(out, idx, st, dt)
-    n = math.prod(task.shape)
-    return BlockResult(task.index, out, kernel, time.perf_counter() - t_start, n)
+
+    return timed_block(
+        task, spec, MODEL_VARIABLES, solve, lambda out, idx, s, rep, st: write_study(out, idx, st)
+    )
 
 
-def write_study(
-    out: dict[str, np.ndarray], idx: tuple[int, ...], st: MomentStudy, seconds: float
-) -> None:
+def write_study(out: dict[str, np.ndarray], idx: tuple[int, ...], st: MomentStudy) -> None:
     """Store one :class:`~sroa_dist.moments.MomentStudy` at ``idx`` of a block's arrays."""
     fit, err = st.fit, st.errors
     k = fit.k
@@ -685,7 +629,6 @@ def write_study(
     out["lambda_min"][idx] = st.lambda_min
     out["success"][idx] = st.success
     out["sigma2_hat"][idx] = fit.sigma2
-    out["solve_time"][idx] = seconds
 
 
 #: What each key of a model spec means (docs/reference/spec.md): the keys this kind reads
@@ -710,8 +653,9 @@ MODEL_KEY_MEANINGS: Mapping[str, str] = key_meanings(
 )
 
 
-class ModelKind:
-    """The ``model`` kind (marker table ``[model]``): method-of-moments studies."""
+class ModelKind(KindBase):
+    """The ``model`` kind (marker table ``[model]``): method-of-moments studies, in blocks
+    sized by the cost model (instance memory is bounded by validation instead)."""
 
     name = "model"
     marker = "model"
@@ -725,13 +669,9 @@ class ModelKind:
     #: layer above): SROA's per-step results, then error vs N and the N needed for success.
     analysis = "sroa_dist.analysis.moments:MODEL_ANALYSIS"
 
-    def parse(self, raw: Mapping[str, Any], source: str) -> ModelSweepSpec:
-        """Validate a raw spec (:func:`model_spec_from_dict`)."""
-        return model_spec_from_dict(raw, source)
-
-    def mean_cost(self, spec: ModelSweepSpec) -> float:
-        """Seconds per instance, averaged over the grid (:func:`model_mean_cost`)."""
-        return model_mean_cost(spec)
+    parse = staticmethod(model_spec_from_dict)
+    mean_cost = staticmethod(model_mean_cost)
+    compute_block = staticmethod(compute_model_block)
 
     def instance_cost(self, spec: ModelSweepSpec, settings: ModelInstanceSettings) -> float:
         """Seconds of one instance on one core (:meth:`ModelInstanceSettings.cost`)."""
@@ -740,31 +680,11 @@ class ModelKind:
     def worker_memory(self, spec: ModelSweepSpec, layout: Layout) -> float:
         """Peak bytes of a worker: the process and the grid's largest instance (a block's
         instances run one after the other; :meth:`ModelInstanceSettings.memory_bytes`)."""
-        dims, coords = spec.instance_grid()
-        largest = max(
-            settings_from_coords(spec, dict(zip(dims[:-1], point, strict=True))).memory_bytes()
-            for point in itertools.product(*coords[:-1])
-        )
-        return WORKER_BASE_BYTES + largest
+        return WORKER_BASE_BYTES + max(s.memory_bytes() for s in grid_points(spec))
 
-    def layout(
-        self,
-        spec: ModelSweepSpec,
-        block_size: int | None = None,
-        chunks: Sequence[int] | None = None,
-        *,
-        memory_limit: int | None = None,
-    ) -> Layout:
-        """See :func:`model_layout` (instance memory is bounded by validation instead)."""
-        return model_layout(spec, block_size, chunks)
-
-    def compute_block(self, task: BlockTask, spec: ModelSweepSpec) -> BlockResult:
-        """See :func:`compute_model_block`."""
-        return compute_model_block(task, spec)
-
-    def variables(self, spec: ModelSweepSpec) -> Mapping[str, Variable]:
-        """The cube's variables (:data:`~..cube.MODEL_VARIABLES`)."""
-        return MODEL_VARIABLES
+    def extents(self, spec: ModelSweepSpec) -> tuple[int, int]:
+        """``step`` has length max k (SROA runs k steps); ``component`` holds no data."""
+        return int(spec.n_steps), int(spec.n_steps)
 
     def provenance(self, spec: ModelSweepSpec) -> dict[str, Any]:
         """Root attrs of the settings that are not axes: the model, prior, tolerances."""

@@ -3,9 +3,10 @@ dispatches on it.
 
 A *kind* (tensor, model, ...) is an object satisfying :class:`SweepKind`; its module holds
 everything specific to it (schema and checks, grid-point settings and seeds, cost, layout,
-block kernel, cube variables, provenance) and imports only the shared modules (:mod:`..spec.fields`,
-:mod:`..spec.base`, :mod:`..layout`, :mod:`..cube`) and the numerical core -- never another
-kind, and never this registry. Spec loading, the grid, the worker and storage ask
+block kernel, cube variables, provenance) and imports only the shared modules (:mod:`..spec`,
+:mod:`..layout`, :mod:`..cube`, and :mod:`.base`: what the kinds share -- grid points and their
+seeds, the timed block loop, the layout skeleton) and the numerical core -- never another kind,
+and never this registry. Spec loading, the grid, the worker and storage ask
 :func:`kind_of` / :func:`kind_for_raw` and call the kind, so none of them branches on a
 kind's name. A kind describes itself (its keys' meanings, dims, variables, cost model, report
 and figures), so the reference pages and the CLI read it from the kind.
@@ -487,7 +488,7 @@ def estimate(
         fallback = getattr(settings, "cost", None)
         return float(fallback()) if callable(fallback) else float(kind.mean_cost(spec))
 
-    outer_dims = layout.dims[:-1]  # the last dim is the replicate
+    outer_dims = layout.dims[:-1]  # the last dim is the replicate: the layout's own points
     per_point = np.array(
         [
             cost(spec.settings_at(dict(zip(outer_dims, point, strict=True))))

@@ -53,12 +53,10 @@ the outcomes only, so the bracket is the same bits on any number of workers.
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 import re
-import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -78,15 +76,7 @@ from sroa_dist.studies import SampleSizeResult, max_size_evals, sample_size_sear
 
 from ..cube import SHARED_AXES, STEP, Dim, Variable, by_name
 from ..inner_pool import current_pool
-from ..layout import (
-    WORKER_BASE_BYTES,
-    BlockResult,
-    BlockTask,
-    Layout,
-    allocate,
-    grid_layout,
-    stable_hash32,
-)
+from ..layout import WORKER_BASE_BYTES, BlockResult, BlockTask, Layout, stable_hash32
 from ..spec import (
     COMMON_SCHEMA,
     SpecError,
@@ -96,6 +86,7 @@ from ..spec import (
     key_meanings,
     validate_table,
 )
+from .base import GridPoint, KindBase, grid_points, timed_block
 
 __all__ = [
     "SAMPLES",
@@ -373,8 +364,12 @@ class SamplesSweepSpec(SweepSpec):
 
 
 @dataclass(frozen=True)
-class SamplesSettings:
-    """One grid point: instances at it differ only by replicate."""
+class SamplesSettings(GridPoint):
+    """One grid point (searches are not batched). A draw's model is seeded by the coordinates
+    but the method (methods compared on the same samples), and its draw index."""
+
+    seed_fields = ("model", "k", "d", "weights")
+    group_fields = ("model", "k", "weights", "method")
 
     model: str
     k: int
@@ -401,19 +396,6 @@ class SamplesSettings:
         """Order p of the model's moment tensor."""
         return model_order(self.model)
 
-    def model_key(self) -> tuple[int, ...]:
-        """Spawn-key prefix of a draw's model: the coordinates but the method."""
-        return (
-            stable_hash32("model", self.model),
-            stable_hash32("k", self.k),
-            stable_hash32("d", self.d),
-            stable_hash32("weights", self.weights),
-        )
-
-    def group_key(self) -> tuple[Any, ...]:
-        """Searches are not batched; instances of one point share this key all the same."""
-        return (self.model, self.k, self.weights, self.method)
-
     def class_weights(self) -> np.ndarray | None:
         """The mixing weights (None for ICA, whose SOD weights are the kurtoses)."""
         if self.model == "ica":
@@ -432,13 +414,12 @@ class SamplesSettings:
         w = self.class_weights()
         if w is not None:
             params["weights"] = w
-        ss = np.random.SeedSequence(seed, spawn_key=(*self.model_key(), replicate, draw))
-        return make_model(self.model, self.k, self.d, rng=np.random.default_rng(ss), **params)
+        rng = np.random.default_rng(self.seed(seed, replicate, draw))
+        return make_model(self.model, self.k, self.d, rng=rng, **params)
 
     def study_seed(self, seed: int, replicate: int, draw: int, n: int) -> np.random.SeedSequence:
         """Seed of draw ``draw``'s sample and SROA at size ``n``."""
-        key = (*self.model_key(), replicate, draw, stable_hash32("N", int(n)))
-        return np.random.SeedSequence(seed, spawn_key=key)
+        return self.seed(seed, replicate, draw, stable_hash32("N", int(n)))
 
     def runs(self, certified_max_k: int) -> bool:
         """Whether the search runs here (``certified`` only where it fits)."""
@@ -805,15 +786,9 @@ def search_seconds(settings: SamplesSettings) -> float:
     return total + NORM_DRAW_FACTOR * settings.norm_draws * draw_seconds(settings, n_star)
 
 
-def _points(spec: SamplesSweepSpec):
-    dims, coords = spec.instance_grid()
-    for point in itertools.product(*coords[:-1]):
-        yield spec.settings_at(dict(zip(dims[:-1], point, strict=True)))
-
-
 def samples_mean_cost(spec: SamplesSweepSpec) -> float:
     """Estimated seconds per instance, averaged over the grid."""
-    costs = [search_seconds(s) for s in _points(spec)]
+    costs = [search_seconds(s) for s in grid_points(spec)]
     return sum(costs) / len(costs)
 
 
@@ -822,17 +797,10 @@ def worker_memory(spec: SamplesSweepSpec, layout: Layout) -> float:
     ``N × L`` word indices) and its k^p tensors, at N_range's top."""
     hi = spec.samples["N_range"][1]
     worst = 0.0
-    for s in _points(spec):
+    for s in grid_points(spec):
         width = (s.L or 3) * 6 if s.model == "topics" else s.d * 3
         worst = max(worst, 8.0 * hi * width + 6 * 8.0 * float(s.k) ** s.order)
     return WORKER_BASE_BYTES + worst
-
-
-def samples_layout(
-    spec: SamplesSweepSpec, block_size: int | None = None, chunks: Sequence[int] | None = None
-) -> Layout:
-    """One search per block unless told otherwise (a search is many draws)."""
-    return grid_layout(spec, block_size, chunks, lambda: 1, spec.n_steps, 1)
 
 
 # --------------------------------------------------------------------------------------------
@@ -840,30 +808,25 @@ def samples_layout(
 
 
 def compute_samples_block(task: BlockTask, spec: SamplesSweepSpec) -> BlockResult:
-    """Every search of one block (a pure function of the task, timings aside)."""
-    t_start = time.perf_counter()
-    out = allocate(task, SAMPLES_VARIABLES)
-    kernel = 0.0
+    """Every search of one block (a pure function of the task, timings aside); a point where
+    the search does not run (``certified`` beyond its k) is left NaN."""
     cmax = int(spec.samples["certified_max_k"])
-    for idx, settings, replicate in task.instances(spec):
-        p, k = settings.order, settings.k
+
+    def solve(settings: SamplesSettings, replicate: int) -> tuple | None:
         if not settings.runs(cmax):
-            continue
-        t0 = time.perf_counter()
-        res, norms = problem_of(spec, settings, replicate).run(current_pool())
-        dt = time.perf_counter() - t0
-        kernel += dt
-        if res.n_evals > task.n_steps:
-            raise RuntimeError(f"search made {res.n_evals} evaluations, more than {task.n_steps}")
-        write_search(out, idx, res, norms, p, k, settings, spec.seed, replicate)
-        out["solve_time"][idx] = dt
-    return BlockResult(
-        index=task.index,
-        data=out,
-        kernel_time=kernel,
-        wall_time=time.perf_counter() - t_start,
-        n_instances=math.prod(task.shape),
-    )
+            return None
+        return problem_of(spec, settings, replicate).run(current_pool())
+
+    def store(
+        out: dict[str, np.ndarray],
+        idx: tuple[int, ...],
+        settings: SamplesSettings,
+        replicate: int,
+        result: tuple[SampleSizeResult, list[tuple]],
+    ) -> None:
+        write_search(out, idx, *result, settings, spec.seed, replicate)
+
+    return timed_block(task, spec, SAMPLES_VARIABLES, solve, store)
 
 
 def write_search(
@@ -871,13 +834,15 @@ def write_search(
     idx: tuple[int, ...],
     res: SampleSizeResult,
     norms: list[tuple],
-    p: int,
-    k: int,
     settings: SamplesSettings,
     seed: int,
     replicate: int,
 ) -> None:
     """Store one search (and its norm draws) at ``idx`` of a block's arrays."""
+    n_steps = out["trace_N"].shape[-1]
+    if res.n_evals > n_steps:  # max_size_evals is a bound; a breach is a bug, say so
+        raise RuntimeError(f"search made {res.n_evals} evaluations, more than {n_steps}")
+    p, k = settings.order, settings.k
     by_n = {e.n: e for e in res.trace}
     lo, hi = res.bracket
     out["searched"][idx] = True
@@ -944,8 +909,9 @@ SAMPLES_KEY_MEANINGS: Mapping[str, str] = key_meanings(
 )
 
 
-class SamplesKind:
-    """The ``samples`` kind (marker table ``[samples]``): N* searches of moment models."""
+class SamplesKind(KindBase):
+    """The ``samples`` kind (marker table ``[samples]``): N* searches of moment models, one
+    per block unless told otherwise (a search is many draws)."""
 
     name = "samples"
     marker = "samples"
@@ -964,40 +930,20 @@ class SamplesKind:
         "not SROA steps"
     )
 
-    def parse(self, raw: Mapping[str, Any], source: str) -> SamplesSweepSpec:
-        """Validate a raw spec (:func:`samples_spec_from_dict`)."""
-        return samples_spec_from_dict(raw, source)
-
-    def mean_cost(self, spec: SamplesSweepSpec) -> float:
-        """Seconds per instance (:func:`samples_mean_cost`)."""
-        return samples_mean_cost(spec)
+    one_per_block = True
+    parse = staticmethod(samples_spec_from_dict)
+    mean_cost = staticmethod(samples_mean_cost)
+    compute_block = staticmethod(compute_samples_block)
+    instance = staticmethod(problem_of)
+    worker_memory = staticmethod(worker_memory)
 
     def instance_cost(self, spec: SamplesSweepSpec, settings: SamplesSettings) -> float:
         """CPU seconds of one search on one idle core (:func:`search_seconds`)."""
         return search_seconds(settings)
 
-    def worker_memory(self, spec: SamplesSweepSpec, layout: Layout) -> float:
-        """See :func:`worker_memory`."""
-        return worker_memory(spec, layout)
-
-    def layout(
-        self,
-        spec: SamplesSweepSpec,
-        block_size: int | None = None,
-        chunks: Sequence[int] | None = None,
-        *,
-        memory_limit: int | None = None,
-    ) -> Layout:
-        """See :func:`samples_layout`."""
-        return samples_layout(spec, block_size, chunks)
-
-    def compute_block(self, task: BlockTask, spec: SamplesSweepSpec) -> BlockResult:
-        """See :func:`compute_samples_block`."""
-        return compute_samples_block(task, spec)
-
-    def variables(self, spec: SamplesSweepSpec) -> Mapping[str, Variable]:
-        """Every samples variable."""
-        return SAMPLES_VARIABLES
+    def extents(self, spec: SamplesSweepSpec) -> tuple[int, int]:
+        """``step``: the most sizes a search evaluates; no ``component`` data."""
+        return spec.n_steps, 1
 
     def provenance(self, spec: SamplesSweepSpec) -> dict[str, Any]:
         """Root attrs of the settings that are not axes: the model and the search."""
@@ -1012,14 +958,10 @@ class SamplesKind:
             ),
         }
 
-    def instance(self, spec: SamplesSweepSpec, settings: SamplesSettings, replicate: int):
-        """The search of ``(settings, replicate)``; its ``run()`` gives the stored values."""
-        return problem_of(spec, settings, replicate)
-
     def advice(self, spec: SamplesSweepSpec) -> list[str]:
         """Grid points the search skips (certified beyond its tractable k)."""
         cmax = int(spec.samples["certified_max_k"])
-        skipped = sorted({(s.method, s.k) for s in _points(spec) if not s.runs(cmax)})
+        skipped = sorted({(s.method, s.k) for s in grid_points(spec) if not s.runs(cmax)})
         if not skipped:
             return []
         return [

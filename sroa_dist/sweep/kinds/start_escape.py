@@ -43,12 +43,10 @@ power budgets share their first starts.
 from __future__ import annotations
 
 import functools
-import itertools
 import json
 import math
 import re
-import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -64,16 +62,7 @@ from sroa_dist.studies import (
 )
 
 from ..cube import SHARED_AXES, STEP, Dim, Variable, by_name
-from ..layout import (
-    WORKER_BASE_BYTES,
-    BlockResult,
-    BlockTask,
-    Layout,
-    allocate,
-    default_block_size,
-    grid_layout,
-    stable_hash32,
-)
+from ..layout import WORKER_BASE_BYTES, BlockResult, BlockTask, Layout
 from ..spec import (
     COMMON_SCHEMA,
     SpecError,
@@ -84,6 +73,7 @@ from ..spec import (
     key_meanings,
     validate_table,
 )
+from .base import GridPoint, KindBase, grid_points, timed_block
 
 __all__ = [
     "ESCAPE",
@@ -100,10 +90,6 @@ __all__ = [
 # Cube variables (this kind's own; the shared dims n, p, noise, method, eps, step)
 
 
-def _by_name(*variables: Variable) -> Mapping[str, Variable]:
-    return {v.name: v for v in variables}
-
-
 _STAGE = (
     "note",
     "over the step dim: step j is the stage with r = n - j + 1 components still to be found; "
@@ -113,7 +99,7 @@ _STAGE = (
 #: The variables an escape sweep writes, in documented order. The first is written for every
 #: instance (analysis reads it as "this instance has results"); the others may be NaN where
 #: an instance has no such part.
-ESCAPE_VARIABLES: Mapping[str, Variable] = _by_name(
+ESCAPE_VARIABLES: Mapping[str, Variable] = by_name(
     Variable("solve_time", (), "f8", "wall seconds of the instance (escape and SROA)", units="s"),
     Variable(
         "escape_hits",
@@ -156,10 +142,6 @@ ESCAPE_VARIABLES: Mapping[str, Variable] = _by_name(
     ),
     Variable("lost_weight", (), "f8", "weight lambda_hat of the first lost step; NaN: none lost"),
 )
-
-#: Dims this kind's cube uses besides ``replicate`` and ``step`` (all in the shared vocabulary:
-#: the budget is part of the ``method`` label, the stage is the ``step`` it is the stage of).
-ESCAPE_DIMS: tuple[str, ...] = ("noise", "n", "p", "method", "eps")
 
 # --------------------------------------------------------------------------------------------
 # Schema and solver labels
@@ -297,47 +279,22 @@ class EscapeSweepSpec(SweepSpec):
 
     def settings_at(self, coords: Mapping[str, Any]) -> EscapeSettings:
         """The :class:`EscapeSettings` of a grid point."""
-        return EscapeSettings(
-            noise=str(self.setting("noise.model", coords)),
-            n=int(self.setting("tensor.n", coords)),
-            p=int(self.setting("tensor.p", coords)),
-            method=str(self.setting("solver.method", coords)),
-            eps=float(self.setting("noise.eps", coords)),
-        )
+        return EscapeSettings.at(self, coords)
 
 
 @dataclass(frozen=True)
-class EscapeSettings:
-    """One grid point: instances at it differ only by replicate."""
+class EscapeSettings(GridPoint):
+    """One grid point (instances are not batched); the method is not seeded (paired solvers).
+    An instance's parts draw from ``seed(master, replicate, *part)``: ``part = (0, r)`` for the
+    single starts of stage ``r``, ``(1,)`` for the whole SROA."""
+
+    seed_fields = ("noise", "n", "p", "eps")
 
     noise: str
     n: int
     p: int
     method: str
     eps: float
-
-    def seed_key(self) -> tuple[int, ...]:
-        """Spawn-key prefix; the method is excluded on purpose (paired solvers)."""
-        return (
-            stable_hash32("noise", self.noise),
-            stable_hash32("n", self.n),
-            stable_hash32("p", self.p),
-            stable_hash32("eps", self.eps),
-        )
-
-    def group_key(self) -> tuple[Any, ...]:
-        """Instances are not batched; those of one point share this key."""
-        return (self.noise, self.n, self.p, self.method, self.eps)
-
-
-def escape_seed(
-    master: int, settings: EscapeSettings, replicate: int, *part: int
-) -> np.random.SeedSequence:
-    """The seed of one part of instance ``(settings, replicate)``: ``part = (0, r)`` for the
-    single starts of stage ``r``, ``(1,)`` for the whole SROA."""
-    return np.random.SeedSequence(
-        master, spawn_key=(*settings.seed_key(), int(replicate), *map(int, part))
-    )
 
 
 @dataclass(frozen=True)
@@ -368,7 +325,7 @@ class EscapeInstance:
                     n_starts=e.starts,
                     n_iter=N,
                     radius=e.radius,
-                    rng=escape_seed(self.seed, s, self.replicate, 0, r),
+                    rng=s.seed(self.seed, self.replicate, 0, r),
                 )
                 out["hits"][s.n - r] = res.hits
         if e.sroa:
@@ -381,7 +338,7 @@ class EscapeInstance:
                 n_iter=N or None,
                 global_check=solver.global_steps,
                 radius=e.radius,
-                rng=escape_seed(self.seed, s, self.replicate, 1),
+                rng=s.seed(self.seed, self.replicate, 1),
                 options=self.options,
             )
         return out
@@ -510,32 +467,10 @@ def instance_seconds(spec: EscapeSweepSpec, settings: EscapeSettings) -> float:
     return seconds
 
 
-def _costs(spec: EscapeSweepSpec) -> list[float]:
-    dims, coords = spec.instance_grid()
-    return [
-        instance_seconds(spec, spec.settings_at(dict(zip(dims[:-1], point, strict=True))))
-        for point in itertools.product(*coords[:-1])
-    ]
-
-
-def escape_layout(
-    spec: EscapeSweepSpec,
-    block_size: int | None = None,
-    chunks: Sequence[int] | None = None,
-    *,
-    memory_limit: int | None = None,
-) -> Layout:
-    """The layout: blocks sized by the cost model (:func:`~..layout.default_block_size`)."""
-    costs = _costs(spec)
-    mean = sum(costs) / len(costs)
-    return grid_layout(
-        spec,
-        block_size,
-        chunks,
-        lambda: default_block_size(spec, mean),
-        spec.n_steps,
-        max(spec.ranks),
-    )
+def escape_mean_cost(spec: EscapeSweepSpec) -> float:
+    """Seconds per instance averaged over the grid (:func:`instance_seconds`)."""
+    costs = [instance_seconds(spec, s) for s in grid_points(spec)]
+    return sum(costs) / len(costs)
 
 
 # --------------------------------------------------------------------------------------------
@@ -544,14 +479,17 @@ def escape_layout(
 
 def compute_escape_block(task: BlockTask, spec: EscapeSweepSpec) -> BlockResult:
     """Every instance of one block (a pure function of the task, timings aside)."""
-    t_start = time.perf_counter()
-    out = allocate(task, ESCAPE_VARIABLES)
-    kernel = 0.0
-    for idx, settings, replicate in task.instances(spec):
-        t0 = time.perf_counter()
-        res = escape_instance(spec, settings, replicate).run()
-        dt = time.perf_counter() - t0
-        kernel += dt
+
+    def solve(settings: EscapeSettings, replicate: int) -> dict[str, Any]:
+        return escape_instance(spec, settings, replicate).run()
+
+    def store(
+        out: dict[str, np.ndarray],
+        idx: tuple[int, ...],
+        settings: EscapeSettings,
+        replicate: int,
+        res: dict[str, Any],
+    ) -> None:
         if res["hits"]:
             out["escape_starts"][idx] = spec.escape.starts
             for j, hits in res["hits"].items():
@@ -565,14 +503,8 @@ def compute_escape_block(task: BlockTask, spec: EscapeSweepSpec) -> BlockResult:
             out["first_lost"][idx] = sroa.first_lost
             out["lost_u_overlap"][idx] = sroa.u_overlap
             out["lost_weight"][idx] = sroa.weight
-        out["solve_time"][idx] = dt
-    return BlockResult(
-        index=task.index,
-        data=out,
-        kernel_time=kernel,
-        wall_time=time.perf_counter() - t_start,
-        n_instances=math.prod(task.shape),
-    )
+
+    return timed_block(task, spec, ESCAPE_VARIABLES, solve, store)
 
 
 def escape_instance(
@@ -604,8 +536,9 @@ ESCAPE_KEY_MEANINGS: Mapping[str, str] = key_meanings(
 )
 
 
-class EscapeKind:
-    """The ``escape`` kind (marker table ``[escape]``): start escape and whole-SROA capture."""
+class EscapeKind(KindBase):
+    """The ``escape`` kind (marker table ``[escape]``): start escape and whole-SROA capture, in
+    blocks sized by the cost model (nothing of size ``n^p`` is formed: no memory check)."""
 
     name = "escape"
     #: Its spec grammar and swept dims (in cube order; the cube's shared vocabulary).
@@ -624,37 +557,13 @@ class EscapeKind:
         "still to be found"
     )
 
-    def parse(self, raw: Mapping[str, Any], source: str) -> EscapeSweepSpec:
-        """Validate a raw spec (:func:`escape_spec_from_dict`)."""
-        return escape_spec_from_dict(raw, source)
-
-    def settings(self, spec: EscapeSweepSpec, coords: Mapping[str, Any]) -> EscapeSettings:
-        """The grid point's :class:`EscapeSettings`."""
-        return spec.settings_at(coords)
-
-    def mean_cost(self, spec: EscapeSweepSpec) -> float:
-        """Seconds per instance averaged over the grid (:func:`instance_seconds`)."""
-        costs = _costs(spec)
-        return sum(costs) / len(costs)
-
-    def layout(
-        self,
-        spec: EscapeSweepSpec,
-        block_size: int | None = None,
-        chunks: Sequence[int] | None = None,
-        *,
-        memory_limit: int | None = None,
-    ) -> Layout:
-        """See :func:`escape_layout` (nothing of size ``n^p`` is formed: no memory check)."""
-        return escape_layout(spec, block_size, chunks, memory_limit=memory_limit)
-
-    def compute_block(self, task: BlockTask, spec: EscapeSweepSpec) -> BlockResult:
-        """See :func:`compute_escape_block`."""
-        return compute_escape_block(task, spec)
-
-    def variables(self, spec: EscapeSweepSpec) -> Mapping[str, Variable]:
-        """Every escape variable."""
-        return ESCAPE_VARIABLES
+    parse = staticmethod(escape_spec_from_dict)
+    mean_cost = staticmethod(escape_mean_cost)
+    compute_block = staticmethod(compute_escape_block)
+    #: Instance ``(settings, replicate)``; its ``run()`` gives the stored values.
+    instance = staticmethod(escape_instance)
+    #: CPU seconds of one instance on one idle core.
+    instance_cost = staticmethod(instance_seconds)
 
     def provenance(self, spec: EscapeSweepSpec) -> dict[str, Any]:
         """Root attrs of the settings that are not axes: the ``[escape]`` section."""
@@ -673,16 +582,6 @@ class EscapeKind:
             "setting_radius": e.radius,
             "setting_stages": e.stages,
         }
-
-    def instance(
-        self, spec: EscapeSweepSpec, settings: EscapeSettings, replicate: int
-    ) -> EscapeInstance:
-        """Instance ``(settings, replicate)``; its ``run()`` gives the stored values."""
-        return escape_instance(spec, settings, replicate)
-
-    def instance_cost(self, spec: EscapeSweepSpec, settings: EscapeSettings) -> float:
-        """CPU seconds of one instance on one idle core (:func:`instance_seconds`)."""
-        return instance_seconds(spec, settings)
 
     def worker_memory(self, spec: EscapeSweepSpec, layout: Layout) -> float:
         """Peak bytes of a worker: the process, the starts (``starts × n``, a few copies) and

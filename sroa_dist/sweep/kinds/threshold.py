@@ -64,7 +64,6 @@ from __future__ import annotations
 import functools
 import json
 import math
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
@@ -102,16 +101,7 @@ from sroa_dist.studies import (
 
 from ..cube import SHARED_AXES, STEP, Dim, Variable, by_name
 from ..inner_pool import current_pool
-from ..layout import (
-    WORKER_BASE_BYTES,
-    BlockResult,
-    BlockTask,
-    Layout,
-    allocate,
-    default_worker_memory,
-    grid_layout,
-    stable_hash32,
-)
+from ..layout import WORKER_BASE_BYTES, BlockResult, BlockTask, Layout
 from ..spec import (
     COMMON_SCHEMA,
     SpecError,
@@ -127,6 +117,7 @@ from ..spec import (
     replicate_advice,
     validate_table,
 )
+from .base import GridPoint, KindBase, timed_block, worker_limit
 
 __all__ = [
     "THRESHOLD",
@@ -441,34 +432,19 @@ class ThresholdSweepSpec(SweepSpec):
 
     def settings_at(self, coords: Mapping[str, Any]) -> ThresholdSettings:
         """The :class:`ThresholdSettings` of a grid point."""
-        return ThresholdSettings(
-            noise=str(self.setting("noise.model", coords)),
-            n=int(self.setting("tensor.n", coords)),
-            p=int(self.setting("tensor.p", coords)),
-            method=str(self.setting("solver.method", coords)),
-        )
+        return ThresholdSettings.at(self, coords)
 
 
 @dataclass(frozen=True)
-class ThresholdSettings:
-    """One grid point: instances at it differ only by replicate."""
+class ThresholdSettings(GridPoint):
+    """One grid point (searches are not batched); the method is not seeded (paired searches)."""
+
+    seed_fields = ("noise", "n", "p")
 
     noise: str
     n: int
     p: int
     method: str
-
-    def seed_key(self) -> tuple[int, ...]:
-        """Spawn-key prefix; the method is excluded on purpose (paired searches)."""
-        return (
-            stable_hash32("noise", self.noise),
-            stable_hash32("n", self.n),
-            stable_hash32("p", self.p),
-        )
-
-    def group_key(self) -> tuple[Any, ...]:
-        """Searches are not batched; instances of one point share this key all the same."""
-        return (self.noise, self.n, self.p, self.method)
 
 
 @dataclass(frozen=True)
@@ -537,7 +513,7 @@ def problem_of(
         eps_range=t.eps_range,
         rtol=t.rtol,
         seed=spec.seed,
-        spawn_key=(*settings.seed_key(), int(replicate)),
+        spawn_key=settings.spawn_key(replicate),
         revisions=dict(spec.solver.revisions),
         radius=t.radius if t.criterion == "theorem" else None,
         search=t.search,
@@ -915,36 +891,6 @@ def _gib(x: float) -> str:
     return f"{x / 2**30:,.2f} GiB" if x < 2**50 else f"{x:.2g} bytes"
 
 
-def threshold_layout(
-    spec: ThresholdSweepSpec,
-    block_size: int | None = None,
-    chunks: Sequence[int] | None = None,
-    *,
-    memory_limit: int | None = None,
-) -> Layout:
-    """The layout: one instance per block unless ``block_size`` or ``chunks`` say otherwise
-    (a search is seconds to minutes, far above the per-task overhead, and small blocks keep
-    every worker busy). ``SpecError`` naming ``tensor.n`` if a search would not fit in a
-    worker's ``memory_limit``."""
-    layout = grid_layout(spec, block_size, chunks, lambda: 1, spec.n_steps, max(spec.ranks))
-    if memory_limit is None:
-        limit, origin = default_worker_memory()
-    else:
-        limit, origin = memory_limit, "given limit"
-    block = math.prod(layout.chunks)
-    need, (m, n, p) = _worst_memory(spec)
-    need += block * 24.0 * spec.n_steps
-    if need > limit:
-        raise spec.error(
-            "tensor.n",
-            f"searches that fit in a worker's memory limit of {_gib(limit)} ({origin})",
-            f"<n = {n}, p = {p}, method {m!r}: about {_gib(need)}; one dense tensor of n^p "
-            f"entries is {_gib(8.0 * float(n) ** p)}>",
-            "use a smaller n or p, or workers with more memory",
-        )
-    return layout
-
-
 def search_seconds(spec: ThresholdSweepSpec, settings: ThresholdSettings) -> float:
     """Expected CPU seconds of one search at ``settings``: :func:`search_cost` at the most
     evaluations (:func:`max_evals`), scaled to measured searches (:data:`SEARCH_COST_SCALE`)."""
@@ -984,37 +930,37 @@ _TRACE_FIELDS = {
 
 def compute_threshold_block(task: BlockTask, spec: ThresholdSweepSpec) -> BlockResult:
     """Every search of one block (a pure function of the task, timings aside)."""
-    t_start = time.perf_counter()
-    out = allocate(task, THRESHOLD_VARIABLES)
-    kernel = 0.0
-    for idx, settings, replicate in task.instances(spec):
-        t0 = time.perf_counter()
-        res = problem_of(spec, settings, replicate).run(current_pool())
-        dt = time.perf_counter() - t0
-        kernel += dt
-        if res.n_evals > task.n_steps:  # max_evals is a bound; a breach is a bug, say so
-            raise RuntimeError(f"search made {res.n_evals} evaluations, more than {task.n_steps}")
-        out["eps_star"][idx] = res.eps_star
-        out["eps_lo"][idx], out["eps_hi"][idx] = res.bracket
-        out["n_evals"][idx] = res.n_evals
-        out["reached"][idx] = res.reached
-        out["non_monotone"][idx] = res.non_monotone
-        out["certified_fraction"][idx] = res.certified_fraction
-        out["artefacts"][idx] = res.artefacts
-        out["scan_resolution"][idx] = res.scan_resolution
-        ends = res.certified_ends
-        out["certified_ends"][idx] = np.nan if ends is None else float(ends)
-        k = res.n_evals
-        for var, field_name in _TRACE_FIELDS.items():
-            out[var][idx][:k] = [getattr(e, field_name) for e in res.trace]
-        out["solve_time"][idx] = dt
-    return BlockResult(
-        index=task.index,
-        data=out,
-        kernel_time=kernel,
-        wall_time=time.perf_counter() - t_start,
-        n_instances=math.prod(task.shape),
-    )
+
+    def solve(settings: ThresholdSettings, replicate: int) -> ThresholdResult:
+        return problem_of(spec, settings, replicate).run(current_pool())
+
+    return timed_block(task, spec, THRESHOLD_VARIABLES, solve, _store_search)
+
+
+def _store_search(
+    out: dict[str, np.ndarray],
+    idx: tuple[int, ...],
+    settings: ThresholdSettings,
+    replicate: int,
+    res: ThresholdResult,
+) -> None:
+    """One search's values at ``idx`` of a block's arrays."""
+    n_steps = out["trace_eps"].shape[-1]
+    if res.n_evals > n_steps:  # max_evals is a bound; a breach is a bug, say so
+        raise RuntimeError(f"search made {res.n_evals} evaluations, more than {n_steps}")
+    out["eps_star"][idx] = res.eps_star
+    out["eps_lo"][idx], out["eps_hi"][idx] = res.bracket
+    out["n_evals"][idx] = res.n_evals
+    out["reached"][idx] = res.reached
+    out["non_monotone"][idx] = res.non_monotone
+    out["certified_fraction"][idx] = res.certified_fraction
+    out["artefacts"][idx] = res.artefacts
+    out["scan_resolution"][idx] = res.scan_resolution
+    ends = res.certified_ends
+    out["certified_ends"][idx] = np.nan if ends is None else float(ends)
+    k = res.n_evals
+    for var, field_name in _TRACE_FIELDS.items():
+        out[var][idx][:k] = [getattr(e, field_name) for e in res.trace]
 
 
 #: What each key of a threshold spec means (docs/reference/spec.md): the keys this kind reads
@@ -1054,8 +1000,10 @@ THRESHOLD_KEY_MEANINGS: Mapping[str, str] = key_meanings(
 )
 
 
-class ThresholdKind:
-    """The ``threshold`` kind (marker table ``[threshold]``): first-crossing searches."""
+class ThresholdKind(KindBase):
+    """The ``threshold`` kind (marker table ``[threshold]``): first-crossing searches, one per
+    block unless ``block_size`` or ``chunks`` say otherwise (a search is seconds to minutes, far
+    above the per-task overhead, and small blocks keep every worker busy)."""
 
     name = "threshold"
     marker = "threshold"
@@ -1074,32 +1022,30 @@ class ThresholdKind:
         "search, not SROA steps"
     )
 
-    def parse(self, raw: Mapping[str, Any], source: str) -> ThresholdSweepSpec:
-        """Validate a raw spec (:func:`threshold_spec_from_dict`)."""
-        return threshold_spec_from_dict(raw, source)
+    one_per_block = True
+    parse = staticmethod(threshold_spec_from_dict)
+    mean_cost = staticmethod(threshold_mean_cost)
+    compute_block = staticmethod(compute_threshold_block)
+    instance = staticmethod(problem_of)
+    #: CPU seconds of one search on one idle core.
+    instance_cost = staticmethod(search_seconds)
+    worker_memory = staticmethod(worker_memory)
 
-    def mean_cost(self, spec: ThresholdSweepSpec) -> float:
-        """Seconds per instance (:func:`threshold_mean_cost`)."""
-        return threshold_mean_cost(spec)
-
-    def layout(
-        self,
-        spec: ThresholdSweepSpec,
-        block_size: int | None = None,
-        chunks: Sequence[int] | None = None,
-        *,
-        memory_limit: int | None = None,
-    ) -> Layout:
-        """See :func:`threshold_layout`."""
-        return threshold_layout(spec, block_size, chunks, memory_limit=memory_limit)
-
-    def compute_block(self, task: BlockTask, spec: ThresholdSweepSpec) -> BlockResult:
-        """See :func:`compute_threshold_block`."""
-        return compute_threshold_block(task, spec)
-
-    def variables(self, spec: ThresholdSweepSpec) -> Mapping[str, Variable]:
-        """Every threshold variable (the trace included: a few hundred bytes per search)."""
-        return THRESHOLD_VARIABLES
+    def check_memory(
+        self, spec: ThresholdSweepSpec, layout: Layout, memory_limit: float | None
+    ) -> None:
+        """``SpecError`` naming ``tensor.n`` if a search would not fit in a worker's memory."""
+        limit, origin = worker_limit(memory_limit)
+        need = worker_memory(spec, layout)
+        if need > limit:
+            m, n, p = _worst_memory(spec)[1]
+            raise spec.error(
+                "tensor.n",
+                f"searches that fit in a worker's memory limit of {_gib(limit)} ({origin})",
+                f"<n = {n}, p = {p}, method {m!r}: about {_gib(need)}; one dense tensor of n^p "
+                f"entries is {_gib(8.0 * float(n) ** p)}>",
+                "use a smaller n or p, or workers with more memory",
+            )
 
     def provenance(self, spec: ThresholdSweepSpec) -> dict[str, Any]:
         """Root attrs of the settings that are not axes: criterion, level, range, rtol, and
@@ -1127,23 +1073,9 @@ class ThresholdKind:
             ),
         }
 
-    def instance(
-        self, spec: ThresholdSweepSpec, settings: ThresholdSettings, replicate: int
-    ) -> ThresholdProblem:
-        """The search of ``(settings, replicate)``; its ``run()`` gives the stored values."""
-        return problem_of(spec, settings, replicate)
-
     def advice(self, spec: ThresholdSweepSpec) -> list[str]:
         """See :func:`..spec.base.replicate_advice` (weights drawn from a distribution differ)."""
         return replicate_advice(spec, isinstance(spec.lambdas, Mapping))
-
-    def instance_cost(self, spec: ThresholdSweepSpec, settings: ThresholdSettings) -> float:
-        """CPU seconds of one search on one idle core (:func:`search_seconds`)."""
-        return search_seconds(spec, settings)
-
-    def worker_memory(self, spec: ThresholdSweepSpec, layout: Layout) -> float:
-        """See :func:`worker_memory`."""
-        return worker_memory(spec, layout)
 
 
 #: The registered threshold kind.

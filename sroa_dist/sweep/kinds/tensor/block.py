@@ -27,7 +27,7 @@ from sroa_dist.problems import DEFAULT_WEIGHT, PROVEN_NORMS, make_instance, mode
 from sroa_dist.sweep.cube import Variable
 from sroa_dist.sweep.layout import BlockResult, BlockTask, allocate
 
-from .spec import InstanceSettings, TensorSweepSpec, instance_seed
+from .spec import InstanceSettings, TensorSweepSpec
 from .variables import TENSOR_VARIABLES, V_HAT, eps_scaled_target
 
 __all__ = [
@@ -113,7 +113,7 @@ def draw_group(
     """
     s = members[0][0]
     tensor, noise = spec.tensor, spec.noise
-    seeds = [instance_seed(spec.seed, st, rep) for st, rep in members]
+    seeds = [st.seed(spec.seed, rep) for st, rep in members]
     # Children 0/1/2: instance draws, SROA starts, norm starts (independent, fixed roles).
     inst_ss, solve_ss, norm_ss = zip(*(ss.spawn(3) for ss in seeds), strict=True)
     opnorm = s.level_name != "sigma"

@@ -21,15 +21,11 @@ from sroa_dist.sweep.cost import sroa_seconds
 from sroa_dist.sweep.cube import Dim, Variable
 from sroa_dist.sweep.layout import (
     WORKER_BASE_BYTES,
-    BlockResult,
-    BlockTask,
     Layout,
-    default_block_size,
-    default_worker_memory,
-    grid_layout,
 )
 from sroa_dist.sweep.spec import SpecError, key_meanings, replicate_advice
 
+from ..base import KindBase, worker_limit
 from .block import (
     batch_instances,
     compute_tensor_block,
@@ -51,7 +47,6 @@ __all__ = [
     "TensorKind",
     "check_memory",
     "task_memory",
-    "tensor_layout",
     "worst_task_memory",
 ]
 
@@ -129,16 +124,13 @@ def worst_task_memory(
     return worst, where
 
 
-def check_memory(spec: TensorSweepSpec, layout: Layout, limit: int | None = None) -> None:
+def check_memory(spec: TensorSweepSpec, layout: Layout, memory_limit: float | None) -> None:
     """Refuse a sweep whose tasks would not fit in a worker's memory (a ``SpecError`` naming
     the key to change), before any store is created or any worker runs out of memory.
 
-    ``limit`` defaults to :func:`default_worker_memory`. Costs O(axes).
+    ``memory_limit`` as :func:`~..base.worker_limit` reads it. Costs O(axes).
     """
-    if limit is None:
-        limit, origin = default_worker_memory()
-    else:
-        origin = "given limit"
+    limit, origin = worker_limit(memory_limit)
     block = math.prod(layout.chunks)
     worst, (m, n, p) = worst_task_memory(spec, layout)
     total = sum(worst.values())
@@ -161,33 +153,6 @@ def check_memory(spec: TensorSweepSpec, layout: Layout, limit: int | None = None
     )
 
 
-def tensor_layout(
-    spec: TensorSweepSpec,
-    block_size: int | None = None,
-    chunks: Sequence[int] | None = None,
-    *,
-    memory_limit: int | None = None,
-) -> Layout:
-    """The layout of a tensor sweep; block shape from explicit ``chunks``, a ``block_size``
-    or the cost model. ``component`` (for ``v_hat``) is as long as the largest n.
-
-    Raises ``SpecError`` if a task would need more than ``memory_limit`` bytes (default:
-    :func:`~sroa_dist.sweep.layout.default_worker_memory`; ``math.inf`` skips the check), see
-    :func:`check_memory`.
-    """
-    n_component = int(max(spec.axes["tensor.n"].values))
-    layout = grid_layout(
-        spec,
-        block_size,
-        chunks,
-        lambda: default_block_size(spec, tensor_mean_cost(spec)),
-        spec.n_steps,
-        n_component,
-    )
-    check_memory(spec, layout, memory_limit)
-    return layout
-
-
 #: What each key of a tensor spec means (docs/reference/spec.md): the keys this kind reads
 #: its own way; the common and shared keys' meanings come from :mod:`..spec.meanings`.
 TENSOR_KEY_MEANINGS: Mapping[str, str] = key_meanings(
@@ -206,8 +171,9 @@ TENSOR_KEY_MEANINGS: Mapping[str, str] = key_meanings(
 )
 
 
-class TensorKind:
-    """The ``tensor`` kind (no marker table: the default): a planted tensor plus noise."""
+class TensorKind(KindBase):
+    """The ``tensor`` kind (no marker table: the default): a planted tensor plus noise, in
+    blocks sized by the cost model; ``component`` (for ``v_hat``) as long as the largest n."""
 
     name = "tensor"
     marker = None
@@ -218,13 +184,11 @@ class TensorKind:
     axis_keys: Mapping[str, str] = AXIS_KEYS
     key_meanings: Mapping[str, str] = TENSOR_KEY_MEANINGS
 
-    def parse(self, raw: Mapping[str, Any], source: str) -> TensorSweepSpec:
-        """Validate a raw spec (:func:`~.spec.tensor_spec_from_dict`)."""
-        return tensor_spec_from_dict(raw, source)
-
-    def mean_cost(self, spec: TensorSweepSpec) -> float:
-        """Seconds per instance, averaged over the grid (:func:`tensor_mean_cost`)."""
-        return tensor_mean_cost(spec)
+    parse = staticmethod(tensor_spec_from_dict)
+    mean_cost = staticmethod(tensor_mean_cost)
+    compute_block = staticmethod(compute_tensor_block)
+    #: Refuse tasks that would not fit a worker's memory (:func:`check_memory`).
+    check_memory = staticmethod(check_memory)
 
     def instance_cost(self, spec: TensorSweepSpec, settings: InstanceSettings) -> float:
         """CPU seconds of one instance at ``settings`` on one idle core: the calibrated sweep
@@ -237,20 +201,9 @@ class TensorKind:
         """Peak bytes of a worker at the sweep's most demanding task (:func:`task_memory`)."""
         return sum(worst_task_memory(spec, layout)[0].values())
 
-    def layout(
-        self,
-        spec: TensorSweepSpec,
-        block_size: int | None = None,
-        chunks: Sequence[int] | None = None,
-        *,
-        memory_limit: int | None = None,
-    ) -> Layout:
-        """See :func:`tensor_layout`."""
-        return tensor_layout(spec, block_size, chunks, memory_limit=memory_limit)
-
-    def compute_block(self, task: BlockTask, spec: TensorSweepSpec) -> BlockResult:
-        """See :func:`~.block.compute_tensor_block`."""
-        return compute_tensor_block(task, spec)
+    def extents(self, spec: TensorSweepSpec) -> tuple[int, int]:
+        """``step``: the most SROA steps; ``component``: the largest n."""
+        return spec.n_steps, int(max(spec.axes["tensor.n"].values))
 
     def variables(self, spec: TensorSweepSpec) -> Mapping[str, Variable]:
         """The cube's variables; ``v_hat`` with ``[output] vectors``."""

@@ -31,8 +31,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import numpy as np
-
 from sroa_dist.errors import with_hint
 from sroa_dist.methods import resolve_norm_method, solve_cost
 from sroa_dist.problems import (
@@ -61,6 +59,7 @@ from sroa_dist.sweep.spec import (
     validate_table,
 )
 
+from ..base import GridPoint
 from .variables import NOISE_LEVELS
 
 __all__ = [
@@ -70,7 +69,6 @@ __all__ = [
     "NoiseSection",
     "TensorSection",
     "TensorSweepSpec",
-    "instance_seed",
     "settings_from_coords",
     "tensor_spec_from_dict",
 ]
@@ -186,8 +184,16 @@ class TensorSweepSpec(SweepSpec):
 
 
 @dataclass(frozen=True)
-class InstanceSettings:
-    """Everything that defines one grid point (all instances at it differ only by replicate)."""
+class InstanceSettings(GridPoint):
+    """Everything that defines one grid point (all instances at it differ only by replicate).
+
+    The method is not seeded (paired runs); instances sharing the group key can go through one
+    batched core call. An instance's seed (:meth:`~..base.GridPoint.seed`) spawns children
+    0/1/2: the instance's draws, the solver's starts, the norm's starts.
+    """
+
+    seed_fields = ("noise", "n", "p", "rank")
+    group_fields = ("noise", "n", "p", "rank", "method", "steps", "norm_method")
 
     noise: str
     n: int
@@ -200,31 +206,15 @@ class InstanceSettings:
     norm_method: str
 
     def seed_key(self) -> tuple[int, ...]:
-        """Spawn-key prefix of this grid point; the method is excluded on purpose (paired runs)."""
-        return (
-            stable_hash32("noise", self.noise),
-            stable_hash32("n", self.n),
-            stable_hash32("p", self.p),
-            stable_hash32("rank", self.rank),
-            stable_hash32(self.level_name, self.level),
-        )
-
-    def group_key(self) -> tuple[Any, ...]:
-        """Instances sharing this key can go through one batched core call."""
-        return (self.noise, self.n, self.p, self.rank, self.method, self.steps, self.norm_method)
+        """The seeded fields, then the noise level under its own name (``sigma``, ``eps`` or
+        ``eps_scaled``)."""
+        return (*super().seed_key(), stable_hash32(self.level_name, self.level))
 
     def cost(self) -> float:
         """Estimated seconds of one instance on one core (SROA's steps plus the norm)."""
         return self.steps * solve_cost(self.method, self.n, self.p) + solve_cost(
             self.norm_method, self.n, self.p
         )
-
-
-def instance_seed(
-    master_seed: int, settings: InstanceSettings, replicate: int
-) -> np.random.SeedSequence:
-    """The instance's seed sequence; children 0/1/2 feed instance, solver and norm streams."""
-    return np.random.SeedSequence(master_seed, spawn_key=(*settings.seed_key(), int(replicate)))
 
 
 def settings_from_coords(spec: TensorSweepSpec, values: Mapping[str, Any]) -> InstanceSettings:

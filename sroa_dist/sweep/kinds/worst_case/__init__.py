@@ -9,8 +9,6 @@ from .spec import (
     WORST_CASE_SCHEMA,
     WorstCaseSettings,
     WorstCaseSweepSpec,
-    basis_seed,
-    search_seed,
     worst_case_spec_from_dict,
 )
 from .variables import (
@@ -29,12 +27,10 @@ __all__ = [
     "WorstCaseProblem",
     "WorstCaseSettings",
     "WorstCaseSweepSpec",
-    "basis_seed",
     "pack_tensor",
     "packed_size",
     "problem_of",
     "search_seconds",
-    "search_seed",
     "stored_result",
     "unpack_tensor",
     "worst_case_spec_from_dict",

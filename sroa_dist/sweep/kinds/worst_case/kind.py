@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import json
 import math
-import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,18 +37,16 @@ from ...layout import (
     BlockResult,
     BlockTask,
     Layout,
-    allocate,
-    default_worker_memory,
-    grid_layout,
 )
 from ...spec import key_meanings
+from ..base import KindBase, grid_points, timed_block, worker_limit
 from .spec import (
     AXIS_KEYS,
+    BASIS_PART,
+    SEARCH_PART,
     WORST_CASE_SCHEMA,
     WorstCaseSettings,
     WorstCaseSweepSpec,
-    basis_seed,
-    search_seed,
     worst_case_spec_from_dict,
 )
 from .variables import WORST_CASE_VARIABLES, pack_tensor, packed_size
@@ -143,8 +140,8 @@ def problem_of(
         step=w.step,
         radius=w.radius,
         seed=spec.seed,
-        spawn_key=tuple(search_seed(spec.seed, settings, replicate).spawn_key),
-        basis_key=tuple(basis_seed(spec.seed, settings, replicate).spawn_key),
+        spawn_key=settings.spawn_key(replicate, SEARCH_PART),
+        basis_key=settings.spawn_key(replicate, BASIS_PART),
         step_options=spec.options_for(settings.method),
     )
 
@@ -194,17 +191,9 @@ def search_seconds(spec: WorstCaseSweepSpec, settings: WorstCaseSettings) -> flo
     return SEARCH_COST_SCALE * model
 
 
-def _points(spec: WorstCaseSweepSpec):
-    for m in spec.axes["solver.method"].values:
-        for n in spec.axes["tensor.n"].values:
-            for p in spec.axes["tensor.p"].values:
-                for e in spec.axes["worst_case.eps"].values:
-                    yield WorstCaseSettings(int(n), int(p), float(e), str(m))
-
-
 def mean_cost(spec: WorstCaseSweepSpec) -> float:
     """Seconds per instance, averaged over the grid."""
-    costs = [search_seconds(spec, s) for s in _points(spec)]
+    costs = [search_seconds(spec, s) for s in grid_points(spec)]
     return sum(costs) / len(costs)
 
 
@@ -216,7 +205,9 @@ def search_memory(method: str, n: int, p: int) -> float:
 
 
 def _worst_memory(spec: WorstCaseSweepSpec) -> tuple[float, WorstCaseSettings]:
-    return max(((search_memory(s.method, s.n, s.p), s) for s in _points(spec)), key=lambda t: t[0])
+    return max(
+        ((search_memory(s.method, s.n, s.p), s) for s in grid_points(spec)), key=lambda t: t[0]
+    )
 
 
 def _extents(spec: WorstCaseSweepSpec) -> tuple[int, int]:
@@ -225,34 +216,6 @@ def _extents(spec: WorstCaseSweepSpec) -> tuple[int, int]:
     n_max = max(int(n) for n in ns)
     packed = max(packed_size(int(n), int(p)) for n in ns for p in ps)
     return n_max, max(packed, n_max * n_max)
-
-
-def layout(
-    spec: WorstCaseSweepSpec,
-    block_size: int | None = None,
-    chunks: Sequence[int] | None = None,
-    *,
-    memory_limit: int | None = None,
-) -> Layout:
-    """One instance per block unless ``block_size`` or ``chunks`` say otherwise; ``SpecError``
-    naming ``tensor.n`` if a search would not fit a worker's ``memory_limit``."""
-    layout = grid_layout(spec, block_size, chunks, lambda: 1, *_extents(spec))
-    limit, origin = (
-        default_worker_memory() if memory_limit is None else (memory_limit, "given limit")
-    )
-    need, s = _worst_memory(spec)
-    n_steps, n_component = layout.n_steps, layout.n_component
-    need += (
-        math.prod(layout.chunks) * 8.0 * (len(WORST_CASE_VARIABLES) + 3 * n_steps + 2 * n_component)
-    )
-    if need > limit:
-        raise spec.error(
-            "tensor.n",
-            f"searches that fit in a worker's memory limit of {limit / 2**30:,.2f} GiB ({origin})",
-            f"<n = {s.n}, p = {s.p}, method {s.method!r}: about {need / 2**30:,.2f} GiB>",
-            "use a smaller n or p, or workers with more memory",
-        )
-    return layout
 
 
 def worker_memory(spec: WorstCaseSweepSpec, layout: Layout) -> float:
@@ -291,22 +254,13 @@ def store_instance(
 
 def compute_block(task: BlockTask, spec: WorstCaseSweepSpec) -> BlockResult:
     """Every search of one block (a pure function of the task, timings aside)."""
-    t_start = time.perf_counter()
-    out = allocate(task, WORST_CASE_VARIABLES)
-    kernel = 0.0
-    for idx, settings, replicate in task.instances(spec):
-        t0 = time.perf_counter()
-        res = problem_of(spec, settings, replicate).run()
-        dt = time.perf_counter() - t0
-        kernel += dt
-        store_instance(out, idx, res, spec.worst_case.c)
-        out["solve_time"][idx] = dt
-    return BlockResult(
-        index=task.index,
-        data=out,
-        kernel_time=kernel,
-        wall_time=time.perf_counter() - t_start,
-        n_instances=math.prod(task.shape),
+    c = spec.worst_case.c
+    return timed_block(
+        task,
+        spec,
+        WORST_CASE_VARIABLES,
+        lambda settings, replicate: problem_of(spec, settings, replicate).run(),
+        lambda out, idx, settings, replicate, res: store_instance(out, idx, res, c),
     )
 
 
@@ -339,8 +293,9 @@ WORST_CASE_KEY_MEANINGS: Mapping[str, str] = key_meanings(
 )
 
 
-class WorstCaseKind:
-    """The ``worst_case`` kind (marker table ``[worst_case]``): adversarial searches."""
+class WorstCaseKind(KindBase):
+    """The ``worst_case`` kind (marker table ``[worst_case]``): adversarial searches, one per
+    block unless ``block_size`` or ``chunks`` say otherwise."""
 
     name = "worst_case"
     #: Its spec grammar and swept dims (in cube order; the cube's shared vocabulary).
@@ -356,36 +311,34 @@ class WorstCaseKind:
     #: What the cube's ``step`` dim counts (``sroa-dist validate`` says it).
     step_meaning = "SROA steps j = 1..n of the search's final SROA on T + E (and T's components)"
 
-    def parse(self, raw: Mapping[str, Any], source: str) -> WorstCaseSweepSpec:
-        """Validate a raw spec (:func:`.spec.worst_case_spec_from_dict`)."""
-        return worst_case_spec_from_dict(raw, source)
+    one_per_block = True
+    parse = staticmethod(worst_case_spec_from_dict)
+    mean_cost = staticmethod(mean_cost)
+    compute_block = staticmethod(compute_block)
+    instance = staticmethod(problem_of)
+    #: CPU seconds of one search on one idle core.
+    instance_cost = staticmethod(search_seconds)
+    worker_memory = staticmethod(worker_memory)
 
-    def settings(self, spec: WorstCaseSweepSpec, coords: Mapping[str, Any]) -> WorstCaseSettings:
-        """The grid point's :class:`~.spec.WorstCaseSettings`."""
-        return spec.settings_at(coords)
+    def extents(self, spec: WorstCaseSweepSpec) -> tuple[int, int]:
+        """``step``: the largest n; ``component``: the largest packed ``E`` (or ``V``)."""
+        return _extents(spec)
 
-    def mean_cost(self, spec: WorstCaseSweepSpec) -> float:
-        """Seconds per instance (:func:`mean_cost`)."""
-        return mean_cost(spec)
-
-    def layout(
-        self,
-        spec: WorstCaseSweepSpec,
-        block_size: int | None = None,
-        chunks: Sequence[int] | None = None,
-        *,
-        memory_limit: int | None = None,
-    ) -> Layout:
-        """See :func:`layout`."""
-        return layout(spec, block_size, chunks, memory_limit=memory_limit)
-
-    def compute_block(self, task: BlockTask, spec: WorstCaseSweepSpec) -> BlockResult:
-        """See :func:`compute_block`."""
-        return compute_block(task, spec)
-
-    def variables(self, spec: WorstCaseSweepSpec) -> Mapping[str, Variable]:
-        """Every worst-case variable (``E`` packed included)."""
-        return WORST_CASE_VARIABLES
+    def check_memory(
+        self, spec: WorstCaseSweepSpec, layout: Layout, memory_limit: float | None
+    ) -> None:
+        """``SpecError`` naming ``tensor.n`` if a search would not fit a worker's memory."""
+        limit, origin = worker_limit(memory_limit)
+        need = worker_memory(spec, layout)
+        if need > limit:
+            s = _worst_memory(spec)[1]
+            raise spec.error(
+                "tensor.n",
+                f"searches that fit in a worker's memory limit of {limit / 2**30:,.2f} GiB "
+                f"({origin})",
+                f"<n = {s.n}, p = {s.p}, method {s.method!r}: about {need / 2**30:,.2f} GiB>",
+                "use a smaller n or p, or workers with more memory",
+            )
 
     def provenance(self, spec: WorstCaseSweepSpec) -> dict[str, Any]:
         """Root attrs of the settings that are not axes: the search, the weights, the basis,
@@ -409,20 +362,6 @@ class WorstCaseKind:
             "setting_basis": spec.basis,
             "setting_norm_method": spec.norm_method or "default",
         }
-
-    def instance(
-        self, spec: WorstCaseSweepSpec, settings: WorstCaseSettings, replicate: int
-    ) -> WorstCaseProblem:
-        """The search of ``(settings, replicate)``; its ``run()`` gives the stored values."""
-        return problem_of(spec, settings, replicate)
-
-    def instance_cost(self, spec: WorstCaseSweepSpec, settings: WorstCaseSettings) -> float:
-        """CPU seconds of one search on one idle core (:func:`search_seconds`)."""
-        return search_seconds(spec, settings)
-
-    def worker_memory(self, spec: WorstCaseSweepSpec, layout: Layout) -> float:
-        """See :func:`worker_memory`."""
-        return worker_memory(spec, layout)
 
 
 #: The registered worst-case kind.

@@ -36,7 +36,6 @@ from sroa_dist.methods import resolve_method
 from sroa_dist.problems import BASES
 from sroa_dist.studies import METRICS, SEARCH_METHODS, SMOOTH_METRICS
 
-from ...layout import stable_hash32
 from ...spec import (
     COMMON_SCHEMA,
     SpecError,
@@ -48,10 +47,13 @@ from ...spec import (
     check_tensor_size,
     validate_table,
 )
+from ..base import GridPoint
 
 __all__ = [
     "AXIS_KEYS",
+    "BASIS_PART",
     "NORM_SEEDS",
+    "SEARCH_PART",
     "WORST_CASE_SCHEMA",
     "WorstCaseSection",
     "WorstCaseSettings",
@@ -144,44 +146,25 @@ class WorstCaseSweepSpec(SweepSpec):
 
     def settings_at(self, coords: Mapping[str, Any]) -> WorstCaseSettings:
         """The :class:`WorstCaseSettings` of a grid point."""
-        return WorstCaseSettings(
-            n=int(self.setting("tensor.n", coords)),
-            p=int(self.setting("tensor.p", coords)),
-            eps=float(self.setting("worst_case.eps", coords)),
-            method=str(self.setting("solver.method", coords)),
-        )
+        return WorstCaseSettings.at(self, coords)
 
 
 @dataclass(frozen=True)
-class WorstCaseSettings:
-    """One grid point: instances at it differ only by replicate."""
+class WorstCaseSettings(GridPoint):
+    """One grid point (searches are not batched); the steps' method is not seeded (paired
+    searches). Part 0 of an instance's seed is its search's ``rng``
+    (:data:`SEARCH_PART`), part 1 its random basis (:data:`BASIS_PART`)."""
+
+    seed_fields = ("n", "p", "eps")
 
     n: int
     p: int
     eps: float
     method: str
 
-    def seed_key(self) -> tuple[int, ...]:
-        """Spawn-key prefix; the steps' method is excluded on purpose (paired searches)."""
-        return (
-            stable_hash32("n", self.n),
-            stable_hash32("p", self.p),
-            stable_hash32("eps", self.eps),
-        )
 
-    def group_key(self) -> tuple[Any, ...]:
-        """Searches are not batched; instances of one point share this key all the same."""
-        return (self.n, self.p, self.eps, self.method)
-
-
-def search_seed(master: int, settings: WorstCaseSettings, replicate: int) -> np.random.SeedSequence:
-    """The ``rng`` of instance ``(settings, replicate)``'s search."""
-    return np.random.SeedSequence(master, spawn_key=(*settings.seed_key(), int(replicate), 0))
-
-
-def basis_seed(master: int, settings: WorstCaseSettings, replicate: int) -> np.random.SeedSequence:
-    """The seed of instance ``(settings, replicate)``'s random basis (``basis = "random"``)."""
-    return np.random.SeedSequence(master, spawn_key=(*settings.seed_key(), int(replicate), 1))
+#: The parts of an instance's seed (:meth:`~..base.GridPoint.seed`): the search, the basis.
+SEARCH_PART, BASIS_PART = 0, 1
 
 
 # --------------------------------------------------------------------------------------------

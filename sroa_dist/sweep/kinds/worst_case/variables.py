@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -25,7 +24,7 @@ from sroa_dist.errors import InputError
 from sroa_dist.monomials import multiset_index, multiset_tuples
 from sroa_dist.studies import WorstCaseResult
 
-from ...cube import COMPONENT, STEP, Variable
+from ...cube import COMPONENT, STEP, Variable, by_name
 
 __all__ = [
     "WORST_CASE_VARIABLES",
@@ -56,82 +55,75 @@ _FLAT_V = (
 _CLAIM = (("paper", "Theorem 3.1: |lambda_hat - lambda| <= 2 ||E||"),)
 
 #: Variables of a worst-case sweep (``[worst_case]`` spec): one search per instance.
-WORST_CASE_VARIABLES: Mapping[str, Variable] = MappingProxyType(
-    {
-        v.name: v
-        for v in (
-            Variable(
-                "error",
-                (),
-                "f8",
-                "max_j |lambda_hat_j - lambda_pi(j)| of SROA (the steps' method) on T + E",
-                extra=_CLAIM,
-            ),
-            Variable(
-                "value",
-                (),
-                "f8",
-                "the metric the search maximised ('lam': error / eps, eps the attained lower "
-                "end of ||E||, so an upper bound of error / ||E||)",
-            ),
-            Variable("norm_lower", (), "f8", "lower end of ||E||'s bracket (attained: eps)"),
-            Variable(
-                "norm_upper",
-                (),
-                "f8",
-                "upper end of ||E||'s bracket: the relaxation's validated bound where "
-                "norm_certified, else the unfolding bound (true, but loose)",
-            ),
-            Variable("norm_certified", (), "bool", "||E||'s bracket is certified tight"),
-            Variable(
-                "ratio",
-                (),
-                "f8",
-                "error / norm_upper: the ratio where ratio_certified, else a lower bound on it",
-                extra=_CLAIM,
-            ),
-            Variable(
-                "ratio_certified",
-                (),
-                "bool",
-                "ratio is certified (its norm bracket is); False: ratio is a lower bound",
-            ),
-            Variable(
-                "exceeds_c",
-                (),
-                "bool",
-                "ratio > c (worst_case.c): E claims to break error <= c ||E||",
-                extra=(("note", "a claim stands once re-checked with certified steps"),),
-            ),
-            Variable("n_evals", (), "f8", "SROA runs the search made"),
-            Variable(
-                "tilt_value",
-                (),
-                "f8",
-                "the metric of the coherent-tilt start (the structured family beside the search)",
-            ),
-            Variable(
-                "tilt_cosine",
-                (),
-                "f8",
-                "largest |<E, E_tilt,l>_F| / (||E||_F ||E_tilt,l||_F) over l: 1 = a coherent tilt",
-            ),
-            Variable("solve_time", (), "f8", "wall seconds of the instance's search", units="s"),
-            Variable(
-                "lam_err", _S, "f8", "|lambda_hat_j - lambda_pi(j)| on T + E", extra=_PER_STEP
-            ),
-            Variable("vec_err", _S, "f8", "||v_hat_j - v_pi(j)|| on T + E", extra=_PER_STEP),
-            Variable(
-                "weights",
-                _S,
-                "f8",
-                "weight lambda_j of T's component j",
-                extra=(("note", "dim 'step' indexes T's components j = 1..n here"),),
-            ),
-            Variable("E_packed", _C, "f8", "the found perturbation E, packed", extra=_PACKED_E),
-            Variable("basis_flat", _C, "f8", "T's orthonormal basis V, flattened", extra=_FLAT_V),
-        )
-    }
+WORST_CASE_VARIABLES: Mapping[str, Variable] = by_name(
+    Variable(
+        "error",
+        (),
+        "f8",
+        "max_j |lambda_hat_j - lambda_pi(j)| of SROA (the steps' method) on T + E",
+        extra=_CLAIM,
+    ),
+    Variable(
+        "value",
+        (),
+        "f8",
+        "the metric the search maximised ('lam': error / eps, eps the attained lower "
+        "end of ||E||, so an upper bound of error / ||E||)",
+    ),
+    Variable("norm_lower", (), "f8", "lower end of ||E||'s bracket (attained: eps)"),
+    Variable(
+        "norm_upper",
+        (),
+        "f8",
+        "upper end of ||E||'s bracket: the relaxation's validated bound where "
+        "norm_certified, else the unfolding bound (true, but loose)",
+    ),
+    Variable("norm_certified", (), "bool", "||E||'s bracket is certified tight"),
+    Variable(
+        "ratio",
+        (),
+        "f8",
+        "error / norm_upper: the ratio where ratio_certified, else a lower bound on it",
+        extra=_CLAIM,
+    ),
+    Variable(
+        "ratio_certified",
+        (),
+        "bool",
+        "ratio is certified (its norm bracket is); False: ratio is a lower bound",
+    ),
+    Variable(
+        "exceeds_c",
+        (),
+        "bool",
+        "ratio > c (worst_case.c): E claims to break error <= c ||E||",
+        extra=(("note", "a claim stands once re-checked with certified steps"),),
+    ),
+    Variable("n_evals", (), "f8", "SROA runs the search made"),
+    Variable(
+        "tilt_value",
+        (),
+        "f8",
+        "the metric of the coherent-tilt start (the structured family beside the search)",
+    ),
+    Variable(
+        "tilt_cosine",
+        (),
+        "f8",
+        "largest |<E, E_tilt,l>_F| / (||E||_F ||E_tilt,l||_F) over l: 1 = a coherent tilt",
+    ),
+    Variable("solve_time", (), "f8", "wall seconds of the instance's search", units="s"),
+    Variable("lam_err", _S, "f8", "|lambda_hat_j - lambda_pi(j)| on T + E", extra=_PER_STEP),
+    Variable("vec_err", _S, "f8", "||v_hat_j - v_pi(j)|| on T + E", extra=_PER_STEP),
+    Variable(
+        "weights",
+        _S,
+        "f8",
+        "weight lambda_j of T's component j",
+        extra=(("note", "dim 'step' indexes T's components j = 1..n here"),),
+    ),
+    Variable("E_packed", _C, "f8", "the found perturbation E, packed", extra=_PACKED_E),
+    Variable("basis_flat", _C, "f8", "T's orthonormal basis V, flattened", extra=_FLAT_V),
 )
 
 
