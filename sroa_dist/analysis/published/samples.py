@@ -188,7 +188,12 @@ def nstar_table(data: Data) -> str:
         else:
             x = [r[K_DIM] for r in grp]
             slope, lo, hi = slope_interval(x, [r[NSTAR_VAR] for r in grp])
-            fit = [f"{slope:.2f} [{lo:.2f}, {hi:.2f}]" if math.isfinite(lo) else f"{slope:.2f}"]
+            if not math.isfinite(lo):
+                fit = [f"{slope:.2f}"]
+            elif hi - lo < 0.005:  # N* on the lattice 100·2^(j/4) can fit a line exactly
+                fit = [f"{slope:.2f} (exact fit on the size lattice: no t interval)"]
+            else:
+                fit = [f"{slope:.2f} [{lo:.2f}, {hi:.2f}]"]
             a, b = slope_range(x, [r["n_star_low"] for r in grp], [r["n_star_high"] for r in grp])
             if not math.isfinite(a):  # an interval open: the brackets alone still bound it
                 c, d = slope_range(x, [r[LO_VAR] for r in grp], [r[NSTAR_VAR] for r in grp])
