@@ -99,9 +99,13 @@ def test_the_check_runs_as_a_module_and_exits_1_on_drift(tmp_path):
     assert "stale: docs/results/regression.md (blocks: regression)" in proc.stderr
 
 
-def test_a_block_without_a_store_says_it_read_json():
-    data = Data(ROOT)
-    rows = threshold_rows(data, "docs/data/rate/theorem/theorem-p4-c2.json")
+def test_a_block_without_a_store_says_it_read_json(tmp_path):
+    # A copy of the tree's JSON alone: the study's store (docs/data/studies) is not beside it.
+    name = "docs/data/rate/theorem/theorem-p4-c2.json"
+    (tmp_path / name).parent.mkdir(parents=True)
+    shutil.copyfile(ROOT / name, tmp_path / name)
+    data = Data(tmp_path)
+    rows = threshold_rows(data, name)
     assert [r["n"] for r in rows] == [64, 128, 256]
     assert [s.form for s in data.used] == ["JSON"]
 
