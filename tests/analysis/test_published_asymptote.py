@@ -53,3 +53,32 @@ def test_a_store_puts_its_bracket_residual_and_doubling_slope_beside_the_predict
     assert cells[11].startswith(f"{slope:+.3f} [")
     assert "not yet measured" in " ".join(_line(table, 3, "value c=0.5", 1024))
     assert "not yet measured" in " ".join(_line(table, 3, "theorem c=2", 512))
+
+
+def _asymptote_points(fig, panel: int):
+    """(x, y) of the asymptote runs' markers in ``panel`` of rate_normalised.png (None if
+    the panel has none)."""
+    ax = fig.axes[panel]
+    for container in ax.containers:
+        if container.get_label().startswith("measured, asymptote runs"):
+            return container.lines[0].get_data()
+    return None
+
+
+def test_the_normalised_figure_puts_the_asymptote_runs_beside_the_committed_predictions():
+    from sroa_dist.analysis.published.rate_figures import figure_normalised
+    from sroa_dist.analysis.published.rate_tables import prefactor
+
+    empty = figure_normalised(_Stores({}))
+    assert all(_asymptote_points(empty, k) is None for k in range(4))
+    labels = {t.get_text() for t in empty.legends[0].get_texts()}
+    assert "prediction committed before the asymptote runs" in labels
+
+    stores = {"asymptote-p4-c0.5": [_row(512, 0.150, 0.153)]}
+    data = _Stores(stores)
+    fig = figure_normalised(data)
+    x, y = _asymptote_points(fig, 1)  # the p = 4 panel
+    assert list(x) == [511]
+    expected = math.sqrt(0.150 * 0.153) * 511 ** (1 / 3) / prefactor(data, 4, 0.5)
+    assert math.isclose(y[0], expected, rel_tol=1e-12)
+    assert _asymptote_points(fig, 0) is None

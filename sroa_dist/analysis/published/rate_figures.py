@@ -4,7 +4,8 @@
 - ``rate_accumulation.png``: g_p(ε)/g_p(0) against ε, p = 3–6, at n = 8 and 16;
 - ``rate_value.png``: value-criterion thresholds against n with the prediction from n = 16,
   the asymptote and the onset (top), the residual per size (bottom);
-- ``rate_normalised.png``: ε*·(n−1)^{1/(p−1)} over its asymptotic prefactor, against n;
+- ``rate_normalised.png``: ε*·(n−1)^{1/(p−1)} over its asymptotic prefactor, against n, with
+  the asymptote runs and the predictions committed before them;
 - ``rate_theorem.png``: theorem-criterion thresholds (recovery part included), apart;
 - ``rate_power_vs_global.png``: the power method's per-start escape probability and the
   step success it implies for both budgets, against ε and n, on the attractor;
@@ -29,9 +30,11 @@ from .._plotting import plain_log_labels
 from ..accumulation import PredictedThreshold
 from ..prediction import compare_prediction, figure_prediction
 from .rate_tables import (
+    ASYMPTOTE_PREDICTIONS,
     RATE,
     VALUE_STUDIES,
     WORST_CASE_STUDIES,
+    asymptote_brackets,
     escape_series,
     hardest_stage,
     prediction,
@@ -151,15 +154,26 @@ def figure_value(data: Data) -> Figure:
     )
 
 
+def _asymptote_prediction(data: Data, p: int) -> dict[int, float]:
+    """n -> the value-criterion first crossing predicted for the asymptote runs of order ``p``,
+    as committed before them (empty where none was)."""
+    doc = data.json(ASYMPTOTE_PREDICTIONS)
+    for e in doc["predictions"]:
+        if e["p"] == p and e["criterion"] == "value c=0.5":
+            return {r["n"]: r["eps_star"] for r in e["rows"]}
+    return {}
+
+
 def figure_normalised(data: Data) -> Figure:
-    fig = Figure(figsize=(18, 4.6))
+    fig = Figure(figsize=(18, 5.2))
     axes = fig.subplots(1, 4, squeeze=False)
+    legend: dict[str, object] = {}
     for k, p in enumerate([3, 4, 5, 6]):
         ax = axes[0, k]
         pr = prediction(data, p, "value c=0.5")
         n_pred = np.array(pr["n"], dtype=float)
         scale = prefactor(data, p, 0.5)
-        ax.axhline(1.0, color="k", ls="--", lw=1, label=f"asymptote (prefactor {scale:.3f})")
+        ax.axhline(1.0, color="k", ls="--", lw=1, label="asymptote: 1")
         ax.plot(
             n_pred - 1,
             np.array(pr["eps_star"]) * (n_pred - 1) ** (1 / (p - 1)) / scale,
@@ -178,19 +192,50 @@ def figure_normalised(data: Data) -> Figure:
                 color="k",
                 ms=4,
                 capsize=3,
-                label="measured",
+                label="measured (rate study)",
             )
-        ax.axvline(pr["onset_n"] - 1, color="0.5", ls=":", label=f"onset n = {pr['onset_n']}")
+        committed = _asymptote_prediction(data, p)
+        if committed:
+            n_c = np.array(sorted(committed), dtype=float)
+            ax.plot(
+                n_c - 1,
+                [committed[int(k)] * (k - 1) ** (1 / (p - 1)) / scale for k in n_c],
+                "x",
+                color=COLOURS[p],
+                ms=7,
+                label="prediction committed before the asymptote runs",
+            )
+        brackets = asymptote_brackets(data, p, "value c=0.5")
+        if brackets:
+            ns = np.array(sorted(brackets), dtype=float)
+            lo = np.array([brackets[int(k)][0] for k in ns])
+            hi = np.array([brackets[int(k)][1] for k in ns])
+            centre = np.sqrt(lo * hi)
+            f = (ns - 1.0) ** (1 / (p - 1)) / scale
+            ax.errorbar(
+                ns - 1,
+                centre * f,
+                yerr=[(centre - lo) * f, (hi - centre) * f],
+                fmt="s",
+                mfc="white",
+                color="tab:purple",
+                ms=5,
+                capsize=3,
+                label="measured, asymptote runs (every step global-checked)",
+            )
+        ax.axvline(pr["onset_n"] - 1, color="0.5", ls=":", label="onset (model)")
         ax.set_xscale("log")
         ax.set_xlabel("n − 1")
         ax.set_ylabel("ε*·(n−1)^(1/(p−1)) / prefactor")
-        ax.set_title(f"p = {p}: normalised threshold → 1")
-        ax.legend(fontsize=7)
+        ax.set_title(f"p = {p}: prefactor {scale:.3f}, onset n = {pr['onset_n']}")
+        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+            legend.setdefault(lab, h)
     fig.suptitle(
         "Value criterion c = 0.5: the threshold over the theorem's rate, relative to "
         "the limit (c/g_p(0))^(1/(p−1)); below the onset it rises as (n−1)^(1/(p−1))"
     )
-    fig.tight_layout()
+    fig.legend(list(legend.values()), list(legend.keys()), loc="lower center", ncol=6, fontsize=8)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     return fig
 
 

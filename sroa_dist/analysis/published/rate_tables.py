@@ -24,6 +24,7 @@ from .sources import Data
 __all__ = [
     "RATE",
     "TABLES",
+    "ASYMPTOTE_PREDICTIONS",
     "ASYMPTOTE_STUDIES",
     "VALUE_STUDIES",
     "asymptote_brackets",
