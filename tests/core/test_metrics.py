@@ -41,3 +41,44 @@ def test_bounds_are_the_papers_formulas():
     lb, vb = theorem_3_1_bounds(np.array([0.1, 0.2]), 2.0)
     np.testing.assert_allclose(lb, [0.2, 0.4])
     np.testing.assert_allclose(vb, [1.0, 2.0])
+
+
+@pytest.mark.parametrize("p", [3, 4])
+def test_matching_at_large_n_keeps_its_bits_in_bounded_memory(monkeypatch, p):
+    # The distances were one (n, r_hat, r) array: n³ doubles, 8.6 GB at n = 1024, which killed
+    # the workers of an n = 1024 threshold sweep. Blocked, they keep the bits of that array's
+    # norms (stored results' matching does not move) whatever the block size.
+    import sroa_dist.metrics as metrics
+
+    rng = np.random.default_rng(7)
+    n = 48
+    V = np.linalg.qr(rng.standard_normal((n, n)))[0]
+    V_hat = V[:, rng.permutation(n)] + 1e-3 * rng.standard_normal((n, n))
+    signs = rng.choice([-1.0, 1.0], n) if p % 2 == 0 else 1.0
+    lam = 1 + rng.random(n)
+    est = fake_result(lam[::-1].copy(), V_hat * signs, p=p)
+    whole = V_hat * signs
+    D = np.linalg.norm(whole[:, :, None] - V[:, None, :], axis=0)
+    if p % 2 == 0:
+        D = np.minimum(D, np.linalg.norm(whole[:, :, None] + V[:, None, :], axis=0))
+    results = []
+    for block in (1, 5 * n, 1 << 21):
+        monkeypatch.setattr(metrics, "_DISTANCE_BLOCK", block)
+        m = match(est, lam, V)
+        np.testing.assert_array_equal(m.vec_err, D[np.arange(n), m.perm])
+        results.append(m)
+    for m in results[1:]:
+        np.testing.assert_array_equal(m.perm, results[0].perm)
+        np.testing.assert_array_equal(m.vec_err, results[0].vec_err)
+    # the largest block it forms is bounded, not n³
+    seen = []
+    real_norm = np.linalg.norm
+
+    def spy(x, *a, **k):
+        seen.append(np.size(x))
+        return real_norm(x, *a, **k)
+
+    monkeypatch.setattr(metrics, "_DISTANCE_BLOCK", 4 * n * n)
+    monkeypatch.setattr(metrics.np.linalg, "norm", spy)
+    match(est, lam, V)
+    assert seen and max(seen) <= 4 * n * n < n**3
