@@ -358,9 +358,10 @@ def shared_spectral_starts(
     :attr:`Deflation.check_theta`): ``(B, n_starts, n)`` and ``(B, 2C, n)`` (the highest
     ends, then the lowest). The step's and its check's matrices are eigensolved together: one
     Lanczos run in lockstep (each product one pass over the deflation terms for all of them)
-    instead of two runs per step. The run continues until every matrix's ends have converged,
-    so the step's own starts differ from :func:`spectral_starts`' by rounding, not in what
-    they are (``sshopm`` revision 7)."""
+    instead of two runs per step. Under ``drop=False`` (``lanczos="lockstep"``, revision 7)
+    the run continues until every matrix's ends have converged, so the step's own starts
+    differ from :func:`spectral_starts`' by rounding, not in what they are; under ``drop``
+    (``"own"``, revision 8) each matrix leaves the run once converged, where its own would."""
     S = -(-n_starts // 2)
     theta = np.concatenate([random_starts(rngs, S, Ts.shape[1]), check_theta], axis=1)
     A = contraction_starts(Ts, theta, deflation, engine, low_end_dim, drop)
