@@ -382,6 +382,7 @@ def _checked(
     check_engine = settings.get("engine", "dense")
     low_dim = settings.get("spectral_low_dim")
     polish_rtol = settings.get("polish_rtol", 1e-14)  # power's check: exact solves
+    block = settings.get("deflation_block")  # sshopm revision 8 on: fused products
     steps = list(res.steps)
     gap = res.global_gap.copy()
     redone = res.redone.copy()
@@ -424,7 +425,7 @@ def _checked(
                 U = X[:j].T
                 C, Cp = (None, None) if EX is None else (EX[:, :j], EXp[:, :j])
                 est, _ = remaining_estimates(E, base, U, lam_n[:j], X[j], p, C, Cp)
-                defl = Deflation(U[None], lam_n[None, :j], np.array([fro_j]))
+                defl = Deflation(U[None], lam_n[None, :j], np.array([fro_j]), block=block)
                 own = lam_n[j] if p % 2 else abs(lam_n[j])
                 point = check_step(
                     Tn,

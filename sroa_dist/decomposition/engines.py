@@ -140,6 +140,11 @@ class ImplicitSteps:
             self.fro2 = np.array([np.dot(m, m) for m in Tn.reshape(B, -1)])  # no n^p temporary
         # Worst-case rounding of the Gram entries (inner dimension n^{p-1}) and of the update.
         self.gamma = (n ** (p - 1) + 8 * n) * np.finfo(float).eps
+        # sshopm's deflation_block (revision 8): the terms kept as rows of a buffer of Uᵀ,
+        # grown by doubling (each fused block contiguous, no copy of U per step); U is its
+        # transposed view. Earlier revisions keep U itself, concatenated per step (their bits).
+        self.block = resolve_method(method).with_defaults(options).get("deflation_block")
+        self._Ut = np.zeros((B, 0 if self.block is None else min(16, n), n))
         self.U = np.zeros((B, n, 0))
         self.W = np.zeros((B, n, 0))
         self.lams = np.zeros((B, 0))
@@ -160,7 +165,9 @@ class ImplicitSteps:
         if self.check_draws is not None and forced is None:
             j = self.U.shape[2]  # this step's index
             theta = np.stack([d.at(j)[0] for d in self.check_draws])
-        defl = Deflation(self.U, self.lams, fro, 1.0, *(warm or (None, None)), theta)
+        defl = Deflation(
+            self.U, self.lams, fro, 1.0, *(warm or (None, None)), theta, block=self.block
+        )
         abs_sum = self.abs_sum
         slack = self.gamma * (fro2 + 2 * abs_sum * np.sqrt(np.maximum(fro2, 0)) + abs_sum**2)
         bound = (
@@ -217,7 +224,16 @@ class ImplicitSteps:
         self.warm = None
 
     def _append(self, x: np.ndarray, lam: np.ndarray, w: np.ndarray) -> None:
-        self.U = np.concatenate([self.U, x[:, :, None]], axis=2)
+        if self.block is None:
+            self.U = np.concatenate([self.U, x[:, :, None]], axis=2)
+        else:
+            k = self.U.shape[2]
+            if k == self._Ut.shape[1]:
+                grown = np.zeros((self.B, max(2 * k, 16), self.n))
+                grown[:, :k] = self._Ut[:, :k]
+                self._Ut = grown
+            self._Ut[:, k] = x
+            self.U = self._Ut[:, : k + 1].transpose(0, 2, 1)
         self.W = np.concatenate([self.W, w[:, :, None]], axis=2)
         self.lams = np.concatenate([self.lams, lam[:, None]], axis=1)
         self.abs_sum = self.abs_sum + np.abs(lam)

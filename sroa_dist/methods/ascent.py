@@ -63,6 +63,30 @@ LOW_END_DIM = 64
 POLISH_RTOL = 1e-6
 #: The polish's MINRES tolerance before ``sshopm`` revision 7, and ``power``'s check's.
 EXACT_SOLVE = 1e-14
+#: ``sshopm``'s default ``deflation_block`` (revision 8 on; ``None`` before): the bytes of
+#: deflation terms one block of a fused deflated product reads. A product of a few vectors
+#: ``y ↦ Σ_j u_j c_j (u_j·y)`` against the ``n × k`` terms is memory bound: as two whole matrix
+#: products it reads ``U`` twice from memory (and a GEMM of 2-8 rows packs it as well: three
+#: vectors cost 2.4 times one at n = 1024); in blocks of terms (columns of ``U``) that fit L2
+#: cache the second pass of each block reads it from the cache (a block is rows of ``Uᵀ``,
+#: contiguous where the engine keeps ``Uᵀ``), which halved a Lanczos product of three vectors at
+#: n = 1024 (micro-measured, one BLAS thread). Rows per block: ``block // (8 n)``, at least
+#: :data:`_FUSED_MIN_ROWS`; the same values as two whole products up to rounding.
+DEFLATION_BLOCK = 1 << 20
+#: The large-n engine's Lanczos variants (``sshopm``'s ``lanczos`` option): ``"lockstep"``
+#: (revisions 5-7) runs the matrices of one instance in lockstep until the slowest has
+#: converged, reorthogonalising each new vector twice against the whole basis; ``"own"``
+#: (revision 8 on) drops a matrix from the block once its pairs have converged, where a run of
+#: its own would stop, and reorthogonalises once after the three-term step, twice only where
+#: that pass removed more than ``1 − 1/√2`` of the vector's norm (the Kahan–Parlett test):
+#: after the three-term step the vector is orthogonal to the basis up to the loss of the
+#: recurrence, so one pass restores it to rounding.
+LANCZOS_VARIANTS = ("lockstep", "own")
+#: Fused deflated products serve blocks of this many vectors (the Lanczos runs' 1-3, an
+#: ascent's last live starts); one vector is a GEMV, already one pass per product, and a block
+#: of more is a GEMM that reuses what it reads.
+_FUSED_VECTORS = (2, 8)
+_FUSED_MIN_ROWS = 16
 #: From this dimension on ``engine="auto"`` runs the large-n engine: below it the dense
 #: eigensolves cost little, and results at small n keep the bits they had before the engine.
 LARGE_N = 128
@@ -98,6 +122,10 @@ class Deflation:
         ``global_check`` under ``sshopm``'s ``shared_check``): a method with spectral starts
         computes theirs in the same run as its own (:func:`shared_spectral_starts`, one
         Lanczos run per step instead of two) and returns them as ``check_starts``.
+    block : int, optional
+        Fused deflated products of 2-8 vectors in blocks of this many bytes of the terms
+        (:data:`DEFLATION_BLOCK`, ``sshopm``'s ``deflation_block``, revision 8 on); ``None``:
+        two whole matrix products, the arithmetic of the earlier revisions.
     """
 
     U: FloatArray
@@ -107,6 +135,7 @@ class Deflation:
     warm: FloatArray | None = None
     warm_grad: FloatArray | None = None
     check_theta: FloatArray | None = None
+    block: int | None = None
 
     def take(self, rows: Any) -> Deflation:
         """The same deflation for the instances ``rows`` only (one instance: views, no copy of
@@ -117,7 +146,9 @@ class Deflation:
         warm = None if self.warm is None else self.warm[rows]
         grad = None if self.warm_grad is None else self.warm_grad[rows]
         theta = None if self.check_theta is None else self.check_theta[rows]
-        return Deflation(self.U[rows], self.lam[rows], self.fro[rows], self.sign, warm, grad, theta)
+        return Deflation(
+            self.U[rows], self.lam[rows], self.fro[rows], self.sign, warm, grad, theta, self.block
+        )
 
     def negated(self) -> Deflation:
         """``−(T̂ − Σ λ̂_j v̂_j^{⊗p})``."""
@@ -154,6 +185,17 @@ def _hessian_at(Ts: TensorOperator, X: FloatArray, deflation: Deflation | None =
     if lam.shape[-1] == 0:
         return base if sign > 0 else (lambda Y: -base(Y))
     Cx = np.matmul(X, U) ** (p - 2) * lam[:, None, :]
+    rows = _fused_rows(deflation, X.shape[1])
+    if rows:
+        Ut = np.ascontiguousarray(U.transpose(0, 2, 1))  # a view where the engine keeps Uᵀ
+
+        def fused(Y: FloatArray) -> FloatArray:
+            out = base(Y)
+            if sign < 0:
+                out = -out
+            return out - _fused_terms(Y, Ut, rows, lambda Z, a, b: _scaled(Z, Cx[:, :, a:b]))
+
+        return fused
     Ut = U.transpose(0, 2, 1)
 
     def apply(Y: FloatArray) -> FloatArray:
@@ -163,6 +205,44 @@ def _hessian_at(Ts: TensorOperator, X: FloatArray, deflation: Deflation | None =
         return out - np.matmul(Cx * np.matmul(Y, U), Ut)
 
     return apply
+
+
+def _scaled(Z: FloatArray, c: FloatArray) -> FloatArray:
+    """``Z * c``, in place."""
+    Z *= c
+    return Z
+
+
+def _fused_rows(deflation: Deflation, S: int) -> int | None:
+    """Terms per block of a fused deflated product of ``S`` vectors (:data:`DEFLATION_BLOCK`),
+    or ``None`` where the product runs as two whole matrix products: no ``block`` set, ``S``
+    outside :data:`_FUSED_VECTORS`, or terms of at most one and a half blocks, which a core's
+    cache holds whole anyway (there the blocks' overhead made it 10-20 % slower; micro-measured
+    at n = 512 and 1024)."""
+    n, k = deflation.U.shape[1], deflation.U.shape[2]
+    if deflation.block is None or not _FUSED_VECTORS[0] <= S <= _FUSED_VECTORS[1]:
+        return None
+    if 2 * 8 * n * k <= 3 * int(deflation.block):
+        return None
+    return max(_FUSED_MIN_ROWS, int(deflation.block) // (8 * n))
+
+
+def _fused_terms(Y: FloatArray, Ut: FloatArray, rows: int, coef: Any) -> FloatArray:
+    """``Σ_j u_j · coef(Y·u_j)`` for ``Y (B, S, n)`` and the terms ``Ut (B, k, n)`` (rows
+    contiguous), ``rows`` terms at a time, each block's two products reading it once from
+    memory: ``(B, S, n)``. ``coef(Z, a, b)`` maps the block's ``Z = Y·U[:, a:b]`` to its
+    coefficients (it may overwrite ``Z``)."""
+    B, k = Ut.shape[0], Ut.shape[1]
+    out = np.zeros(Y.shape)
+    tmp = np.empty(Y.shape[1:])
+    for bi in range(B):  # one instance in practice: 2-d products, no batch loop per block
+        y, o, u = Y[bi], out[bi], Ut[bi]
+        for a in range(0, k, rows):
+            b = min(k, a + rows)
+            block = u[a:b]
+            z = coef(np.matmul(y, block.T)[None], a, b)[0]
+            o += np.matmul(z, block, out=tmp)
+    return out
 
 
 def deflated_contract(
@@ -201,6 +281,10 @@ def deflated_contract(
     if deflation.lam.shape[-1] == 0:
         return out
     U, lam = deflation.U, deflation.lam
+    rows = _fused_rows(deflation, X.shape[1]) if times == p - 1 else None
+    if rows:
+        Ut = np.ascontiguousarray(U.transpose(0, 2, 1))
+        return out - _fused_terms(X, Ut, rows, lambda C, a, b: C**times * lam[:, None, a:b])
     C = np.matmul(X, U)  # (B, S, k): v̂_j · x
     W = C**times * lam[:, None, :]
     if times == p:
@@ -228,6 +312,7 @@ def spectral_starts(
     deflation: Deflation | None = None,
     engine: str = "auto",
     low_end_dim: int | None = None,
+    drop: bool = False,
 ) -> FloatArray:
     """Top eigenvectors (both signs of the extreme eigenvalues) of random contractions
     ``T(I, I, θ, …, θ)``: each matrix is dominated by the components ``v_i`` with large
@@ -236,9 +321,10 @@ def spectral_starts(
     (:data:`ENGINES`): by Lanczos on Hessian-vector products where :func:`large_engine`,
     else by a dense eigensolve of each formed matrix. ``low_end_dim`` (large-n engine, even
     p): the Krylov dimension from which the lower end is accepted unconverged
-    (:data:`LOW_END_DIM`; ``None``: converged like the upper end)."""
+    (:data:`LOW_END_DIM`; ``None``: converged like the upper end). ``drop`` (large-n engine):
+    the Lanczos variant ``"own"`` (:data:`LANCZOS_VARIANTS`; ``False``: ``"lockstep"``)."""
     theta = random_starts(rngs, -(-n_starts // 2), Ts.shape[1])
-    return contraction_starts(Ts, theta, deflation, engine, low_end_dim)[:, :n_starts]
+    return contraction_starts(Ts, theta, deflation, engine, low_end_dim, drop)[:, :n_starts]
 
 
 def contraction_starts(
@@ -247,11 +333,12 @@ def contraction_starts(
     deflation: Deflation | None = None,
     engine: str = "auto",
     low_end_dim: int | None = None,
+    drop: bool = False,
 ) -> FloatArray:
     """The spectral starts of the given contraction vectors ``theta (B, S, n)`` (see
     :func:`spectral_starts`): the eigenvectors of the highest eigenvalue of each
     ``T(I, I, θ, …)``, then those of the lowest, ``(B, 2S, n)``, unit norm."""
-    hi, lo = _spectral_ends(Ts, theta, deflation, engine, low_end_dim)
+    hi, lo = _spectral_ends(Ts, theta, deflation, engine, low_end_dim, drop)
     X = np.concatenate([hi, lo], axis=1)
     return X / np.linalg.norm(X, axis=-1, keepdims=True)
 
@@ -264,18 +351,20 @@ def shared_spectral_starts(
     deflation: Deflation | None = None,
     engine: str = "auto",
     low_end_dim: int | None = None,
+    drop: bool = False,
 ) -> tuple[FloatArray, FloatArray]:
     """:func:`spectral_starts` (the same draws from ``rngs``) and, from the same run, the
     spectral starts of the contractions ``check_theta (B, C, n)`` (the step's global check's,
     :attr:`Deflation.check_theta`): ``(B, n_starts, n)`` and ``(B, 2C, n)`` (the highest
     ends, then the lowest). The step's and its check's matrices are eigensolved together: one
     Lanczos run in lockstep (each product one pass over the deflation terms for all of them)
-    instead of two runs per step. The run continues until every matrix's ends have converged,
-    so the step's own starts differ from :func:`spectral_starts`' by rounding, not in what
-    they are (``sshopm`` revision 7)."""
+    instead of two runs per step. Under ``drop=False`` (``lanczos="lockstep"``, revision 7)
+    the run continues until every matrix's ends have converged, so the step's own starts
+    differ from :func:`spectral_starts`' by rounding, not in what they are; under ``drop``
+    (``"own"``, revision 8) each matrix leaves the run once converged, where its own would."""
     S = -(-n_starts // 2)
     theta = np.concatenate([random_starts(rngs, S, Ts.shape[1]), check_theta], axis=1)
-    A = contraction_starts(Ts, theta, deflation, engine, low_end_dim)
+    A = contraction_starts(Ts, theta, deflation, engine, low_end_dim, drop)
     hi, lo = A[:, : theta.shape[1]], A[:, theta.shape[1] :]
     X = np.concatenate([hi[:, :S], lo[:, :S]], axis=1)[:, :n_starts]
     return X, np.concatenate([hi[:, S:], lo[:, S:]], axis=1)
@@ -287,13 +376,14 @@ def _spectral_ends(
     deflation: Deflation | None,
     engine: str,
     low_end_dim: int | None,
+    drop: bool = False,
 ) -> tuple[FloatArray, FloatArray]:
     """The eigenvectors of the highest and of the lowest eigenvalue of each ``T(I, I, θ, …)``
     (``theta (B, S, n)``): ``(B, S, n)`` each (see :func:`spectral_starts`)."""
     p = Ts.ndim - 1
     # T(I, I, θ, ...) = Σ_i λ_i (v_i·θ)^{p-2} v_i v_iᵀ + noise: both extreme eigenvalues.
     if large_engine(Ts, engine):
-        w, ends = _extreme_pairs(Ts, theta, deflation, None if p % 2 else low_end_dim)
+        w, ends = _extreme_pairs(Ts, theta, deflation, None if p % 2 else low_end_dim, drop)
     else:
         w, V = np.linalg.eigh(deflated_contract(Ts, theta, p - 2, deflation))
         ends = [V[..., -1], V[..., 0]]
@@ -314,33 +404,52 @@ _LANCZOS_TOL, _LANCZOS_MAX_DIM = 1e-10, 400
 
 
 def _extreme_pairs(
-    Ts: TensorOperator, theta: FloatArray, deflation: Deflation | None, low_end_dim: int | None
+    Ts: TensorOperator,
+    theta: FloatArray,
+    deflation: Deflation | None,
+    low_end_dim: int | None,
+    drop: bool = False,
 ) -> tuple[FloatArray, list[FloatArray]]:
     """Both extreme eigenpairs of each ``T(I, I, θ, …)`` (implicitly deflated) by Lanczos on
     the products ``y ↦ T(θ, …, θ, y, ·)`` (:func:`_lanczos_extremes`, started from ``θ``
     itself, so the result is a pure function of the inputs): ``O(n·R)`` per product instead of
     a dense ``n × n`` eigensolve per matrix, the matrices of one instance in lockstep (one
-    block product per Lanczos step). Returns eigenvalues ``(B, S, 2)`` (lowest, highest) and
-    the eigenvectors of the highest and of the lowest, ``(B, S, n)`` each."""
+    block product per Lanczos step; ``drop``: the variant ``"own"`` of
+    :data:`LANCZOS_VARIANTS`, a matrix leaves the block once its pairs have converged).
+    Returns eigenvalues ``(B, S, 2)`` (lowest, highest) and the eigenvectors of the highest
+    and of the lowest, ``(B, S, n)`` each."""
     B, S, n = theta.shape
     w = np.empty((B, S, 2))
     hi, lo = np.empty((B, S, n)), np.empty((B, S, n))
     for b in range(B):
-        db = None if deflation is None else deflation.take([b])
-        H = _hessian_at(Ts.take([b]), theta[b : b + 1], db)
-        w[b], lo[b], hi[b] = _lanczos_extremes(lambda Y, H=H: H(Y[None])[0], theta[b], low_end_dim)
+        Tb, db = Ts.take([b]), None if deflation is None else deflation.take([b])
+
+        def restrict(rows: Any, Tb: Any = Tb, db: Any = db, b: int = b) -> Any:
+            """The products of the matrices ``rows`` only (theirs, in that order)."""
+            H = _hessian_at(Tb, theta[b : b + 1, rows], db)
+            return lambda Y: H(Y[None])[0]
+
+        w[b], lo[b], hi[b] = _lanczos_extremes(
+            restrict(slice(None)), theta[b], low_end_dim, restrict if drop else None
+        )
     return w, [hi, lo]
 
 
 def _lanczos_extremes(
-    apply: Any, V0: FloatArray, low_end_dim: int | None = None
+    apply: Any, V0: FloatArray, low_end_dim: int | None = None, restrict: Any = None
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Extreme eigenpairs of ``S`` symmetric matrices ``M_s`` known by ``apply(Y) = (M_s y_s)_s``
     (``Y (S, n)``), by Lanczos with full reorthogonalisation (twice, so the basis stays
     orthonormal to rounding) from the rows of ``V0``, run in lockstep until every matrix's
     lowest and highest Ritz pairs have residual ``<= _LANCZOS_TOL · max |Ritz value|`` (or the
     space is invariant, or ``_LANCZOS_MAX_DIM``); from dimension ``low_end_dim`` on only the
-    highest pair has to meet that test (:data:`LOW_END_DIM`). Returns eigenvalues ``(S, 2)``
+    highest pair has to meet that test (:data:`LOW_END_DIM`). ``restrict(rows)``, given: the
+    ``apply`` of the matrices ``rows`` (indices into the ``S``) alone, and the run is
+    ``sshopm``'s ``lanczos="own"`` (revision 8, :data:`LANCZOS_VARIANTS`): a matrix whose pairs
+    have converged leaves the lockstep block at that test, so each stops where a run of its own
+    would and the others' products no longer pay for it (a product of three vectors against
+    the deflation terms costs about 2.4 times one), and each new vector is reorthogonalised
+    once, twice only where the Kahan–Parlett test asks. Returns eigenvalues ``(S, 2)``
     (lowest, highest) and the two eigenvectors ``(S, n)`` each."""
     S, n = V0.shape
     m_max = min(n, _LANCZOS_MAX_DIM)
@@ -349,14 +458,20 @@ def _lanczos_extremes(
     Q[:, 0] = V0 / np.linalg.norm(V0, axis=1, keepdims=True)
     live = np.ones(S, dtype=bool)  # Krylov space not yet invariant
     done = np.zeros(S, dtype=bool)
+    rows = np.arange(S)  # the matrix of each working row
+    w = np.empty((S, 2))
+    lo, hi = np.empty((S, n)), np.empty((S, n))
     m = 0
     while m < m_max:
         W = apply(Q[:, m])
         alpha[:, m] = np.sum(W * Q[:, m], axis=1)
-        for _ in range(2):
-            C = np.matmul(Q[:, : m + 1], W[:, :, None])  # (S, m+1, 1)
-            W -= np.matmul(Q[:, : m + 1].transpose(0, 2, 1), C)[..., 0]
-        b = np.linalg.norm(W, axis=1)
+        if restrict is None:
+            for _ in range(2):
+                C = np.matmul(Q[:, : m + 1], W[:, :, None])  # (S, m+1, 1)
+                W -= np.matmul(Q[:, : m + 1].transpose(0, 2, 1), C)[..., 0]
+            b = np.linalg.norm(W, axis=1)
+        else:
+            b = _reorthogonalised(W, Q, alpha, beta, m)
         m += 1
         # A space that stopped growing is invariant: its Ritz pairs are eigenpairs.
         live &= b > 1e-13 * (np.abs(alpha[:, :m]).max(axis=1) + 1e-300)
@@ -367,15 +482,60 @@ def _lanczos_extremes(
             done |= ~live | _ritz_converged(alpha[:, :m], beta[:, :m], high_only)
             if done.all():
                 break
-    w = np.empty((S, 2))
-    lo, hi = np.empty((S, n)), np.empty((S, n))
-    for s in range(S):
+            if restrict is not None and done.any():
+                _ritz_pairs(np.flatnonzero(done), rows, m, Q, alpha, beta, live, w, lo, hi)
+                keep = ~done
+                Qk = np.zeros((int(keep.sum()), m_max + 1, n))
+                Qk[:, : m + 1] = Q[keep, : m + 1]
+                Q, alpha, beta = Qk, alpha[keep], beta[keep]
+                live, done, rows = live[keep], done[keep], rows[keep]
+                apply = restrict(rows)
+    _ritz_pairs(np.arange(len(rows)), rows, m, Q, alpha, beta, live, w, lo, hi)
+    return w, lo, hi
+
+
+def _reorthogonalised(
+    W: FloatArray, Q: FloatArray, alpha: FloatArray, beta: FloatArray, m: int
+) -> FloatArray:
+    """``W`` (in place) after the three-term step and one pass of Gram–Schmidt against the
+    basis ``Q[:, :m+1]``, and a second pass for the rows where the first removed more than
+    ``1 − 1/√2`` of the norm (``lanczos="own"``, :data:`LANCZOS_VARIANTS`): its norms ``(S,)``."""
+    W -= alpha[:, m, None] * Q[:, m]
+    if m:
+        W -= beta[:, m - 1, None] * Q[:, m - 1]
+    before = np.linalg.norm(W, axis=1)
+    C = np.matmul(Q[:, : m + 1], W[:, :, None])
+    W -= np.matmul(Q[:, : m + 1].transpose(0, 2, 1), C)[..., 0]
+    b = np.linalg.norm(W, axis=1)
+    again = np.flatnonzero(b * math.sqrt(2.0) < before)
+    if again.size:
+        C = np.matmul(Q[again, : m + 1], W[again, :, None])
+        W[again] -= np.matmul(Q[again, : m + 1].transpose(0, 2, 1), C)[..., 0]
+        b[again] = np.linalg.norm(W[again], axis=1)
+    return b
+
+
+def _ritz_pairs(
+    which: Any,
+    rows: Any,
+    m: int,
+    Q: FloatArray,
+    alpha: FloatArray,
+    beta: FloatArray,
+    live: Any,
+    w: FloatArray,
+    lo: FloatArray,
+    hi: FloatArray,
+) -> None:
+    """The extreme Ritz pairs of the working rows ``which`` of a Lanczos run at dimension ``m``
+    into ``w``, ``lo`` and ``hi`` at their matrices ``rows[which]``."""
+    for s in which:
         k = m if live[s] else int(np.count_nonzero(beta[s, :m])) + 1
         vals, Y = np.linalg.eigh(_tridiagonal(alpha[s, :k], beta[s, : k - 1]))
         X = Y[:, [0, -1]].T @ Q[s, :k]
         X /= np.linalg.norm(X, axis=1, keepdims=True)
-        w[s], lo[s], hi[s] = vals[[0, -1]], X[0], X[1]
-    return w, lo, hi
+        t = rows[s]
+        w[t], lo[t], hi[t] = vals[[0, -1]], X[0], X[1]
 
 
 #: Above this Krylov dimension the convergence test computes only the two extreme Ritz pairs

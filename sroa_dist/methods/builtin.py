@@ -20,6 +20,8 @@ from .ascent import (
     DEFAULT_MAX_STARTS,
     DEFAULT_N_SPECTRAL,
     DEFAULT_N_STARTS,
+    DEFLATION_BLOCK,
+    LANCZOS_VARIANTS,
     LOW_END_DIM,
     POLISH_RTOL,
     Deflation,
@@ -279,6 +281,8 @@ def _method_sshopm(
     spectral_low_dim: int | None = LOW_END_DIM,
     shared_check: bool = True,
     polish_rtol: float = POLISH_RTOL,
+    deflation_block: int | None = DEFLATION_BLOCK,
+    lanczos: str = "own",
 ) -> MethodOutput:
     """Multi-start shifted symmetric higher-order power method with adaptive shift.
 
@@ -335,7 +339,16 @@ def _method_sshopm(
     same Lanczos run as the step's: one run per step instead of two); ``False``: the check
     runs its own. ``polish_rtol`` (revision 7; 1e-14 before): the relative residual of the
     large-n engine's MINRES solves in the Newton polish, of the steps and of their global
-    check (:data:`~sroa_dist.methods.ascent.POLISH_RTOL`). Revisions 1 to 6 of this method,
+    check (:data:`~sroa_dist.methods.ascent.POLISH_RTOL`). ``deflation_block`` (revision 8;
+    ``None`` before): an implicit deflation's products of 2-8 vectors run in blocks of this
+    many bytes of the deflation terms, each block read once from memory for both of its
+    products (:data:`~sroa_dist.methods.ascent.DEFLATION_BLOCK`; ``None``: two whole matrix
+    products). ``lanczos`` (revision 8 ``"own"``; ``"lockstep"`` before): the large-n engine's
+    Lanczos variant (:data:`~sroa_dist.methods.ascent.LANCZOS_VARIANTS`): a matrix whose pairs
+    have converged leaves the lockstep block, so each stops where a run of its own would, and
+    each new Krylov vector is reorthogonalised once (twice where the Kahan–Parlett test asks)
+    instead of twice. Both give
+    the same steps up to rounding. Revisions 1 to 7 of this method,
     which stores made with them keep using, are reproduced by the option values in its
     record's ``legacy`` table. Converges to local maxima: fast, with no bound of its own (a
     step is certified only where its value meets the unfolding bound that
@@ -349,6 +362,11 @@ def _method_sshopm(
         n_starts = DEFAULT_N_STARTS if deflation is not None else min(max(DEFAULT_N_STARTS, n), 64)
     if max_starts is None:
         max_starts = max(DEFAULT_MAX_STARTS, 4 * n_starts) if deflation is None else 0
+    if lanczos not in LANCZOS_VARIANTS:
+        raise InputError(
+            f"lanczos: expected one of {list(LANCZOS_VARIANTS)}, received {lanczos!r}",
+            "leave it unset for the current revision's variant",
+        )
     if confirm not in CONFIRM_RULES:
         raise InputError(
             f"confirm: expected one of {list(CONFIRM_RULES)}, received {confirm!r}",
@@ -361,17 +379,31 @@ def _method_sshopm(
         kw["lazy"] = warm and lazy
     else:
         kw.update(abandon_margin=abandon_margin, kernel=kernel)
+    if deflation is not None:
+        deflation = dataclasses.replace(deflation, block=deflation_block)
     X0 = random_starts(rngs, n_starts, n)
     check_starts = None
     shared = shared_check and deflation is not None and deflation.check_theta is not None
     if n_spectral and shared:
         Xs0, check_starts = shared_spectral_starts(
-            Ts, rngs, n_spectral, deflation.check_theta, deflation, engine, spectral_low_dim
+            Ts,
+            rngs,
+            n_spectral,
+            deflation.check_theta,
+            deflation,
+            engine,
+            spectral_low_dim,
+            lanczos == "own",
         )
         X0 = np.concatenate([X0, Xs0], axis=1)
     elif n_spectral:
         X0 = np.concatenate(
-            [X0, spectral_starts(Ts, rngs, n_spectral, deflation, engine, spectral_low_dim)],
+            [
+                X0,
+                spectral_starts(
+                    Ts, rngs, n_spectral, deflation, engine, spectral_low_dim, lanczos == "own"
+                ),
+            ],
             axis=1,
         )
     if warm and deflation is not None and deflation.warm is not None:

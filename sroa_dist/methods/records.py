@@ -19,7 +19,7 @@ import numpy as np
 
 from .._registry import check_entry, import_entry, is_names_only
 from ..errors import InputError
-from .ascent import ENGINES, KERNELS
+from .ascent import ENGINES, KERNELS, LANCZOS_VARIANTS
 from .builtin import (
     DEFAULT_TIME_BUDGET,
     MethodOutput,
@@ -156,6 +156,14 @@ OPTION_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "polish_rtol": (
         lambda v: _is_real(v) and 0 < v < 1,
         "a number between 0 and 1 (the polish's relative MINRES residual)",
+    ),
+    "deflation_block": (
+        lambda v: v is None or (_is_int(v) and v >= 1),
+        "an integer >= 1 (bytes of deflation terms per fused block), or none (whole products)",
+    ),
+    "lanczos": (
+        lambda v: v in LANCZOS_VARIANTS,
+        f"one of {list(LANCZOS_VARIANTS)}",
     ),
     "warm": (lambda v: isinstance(v, (bool, np.bool_)), "true or false"),
     "lazy": (lambda v: isinstance(v, (bool, np.bool_)), "true or false"),
@@ -368,10 +376,15 @@ def _check_sos_indexable(name: str, n: int, p: int, options: Mapping[str, Any]) 
         )
 
 
+#: What revisions 1-7 of ``sshopm`` share and revision 8 changed: an implicit deflation's
+#: products of a few vectors run as two whole matrix products, and the large-n engine's
+#: lockstep Lanczos run keeps every matrix until the slowest has converged, reorthogonalising
+#: twice per product (``lanczos="lockstep"``).
+_BEFORE_8: dict[str, Any] = {"deflation_block": None, "lanczos": "lockstep"}
 #: What revisions 1-6 of ``sshopm`` share and revision 7 changed: the global check of an
 #: implicitly deflated step runs its own spectral eigensolve (``power`` has no such option: its
 #: steps have no spectral starts to share), and the large-n polish solves to 1e-14.
-_BEFORE_7: dict[str, Any] = {"shared_check": False, "polish_rtol": 1e-14}
+_BEFORE_7: dict[str, Any] = {"shared_check": False, "polish_rtol": 1e-14, **_BEFORE_8}
 #: What revision 5 of ``sshopm`` (and revision 2 of ``power``) share with the earlier ones and
 #: revision 6 (3) changed: Lanczos converges both ends of an even order's contraction.
 _BEFORE_6: dict[str, Any] = {"spectral_low_dim": None}
@@ -426,10 +439,15 @@ def _builtin_records() -> list[Method]:
             # the same check starts up to rounding, drawn from the same stream; and the
             # large-n polish's MINRES solves to 1e-6 (polish_rtol), not 1e-14: inexact Newton
             # steps reaching the same maximisers to rounding with about half the products.
+            # 8: an implicit deflation's products of 2-8 vectors fused in L2-sized blocks of
+            # the deflation terms (deflation_block: each block read once for both products,
+            # the engine keeping Uᵀ), and the Lanczos variant "own" (lanczos: a matrix leaves
+            # the lockstep run once its pairs have converged, each Krylov vector reorthogonalised
+            # once unless the Kahan–Parlett test asks again): the same steps up to rounding.
             # Each revision's throughput and misses: docs/results/benchmarks.md, Figure-2
             # throughput, False confirmations and Global SROA at large n (bench_sroa_local.py,
             # bench_miss_rate.py, bench_global_large_n.py).
-            revision=7,
+            revision=8,
             legacy={
                 1: {**_BEFORE_4, **_BEFORE_7, "abandon_margin": math.inf, "kernel": "dense"},
                 2: {**_BEFORE_4, **_BEFORE_7, "kernel": "symmetric"},
@@ -437,6 +455,7 @@ def _builtin_records() -> list[Method]:
                 4: {**_BEFORE_5, **_BEFORE_7},
                 5: {**_BEFORE_6, **_BEFORE_7},
                 6: dict(_BEFORE_7),
+                7: dict(_BEFORE_8),
             },
         ),
         make_method(

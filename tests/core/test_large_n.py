@@ -269,8 +269,11 @@ def _tilt(n, p=3):
     )
 
 
-#: ``sshopm`` revision 6 (the check's own eigensolve), pinned: today's engine before revision 7.
+#: ``sshopm`` revision 6 (the check's own eigensolve), pinned: the engine before revision 7.
 REVISION_6 = METHODS["sshopm"].options_at(6)
+#: ``sshopm`` revision 7 (whole deflated products, every matrix of the lockstep Lanczos run to
+#: the slowest's convergence), pinned: the engine before revision 8.
+REVISION_7 = METHODS["sshopm"].options_at(7)
 
 
 def _global_sroa(op, engine, **options):
@@ -327,7 +330,8 @@ def test_large_n_engine_takes_the_same_steps_on_known_answers(p, n, seed):
     inst, op = _known_answer(p, n, seed)
     new, old = _global_sroa(op, "krylov"), _global_sroa(op, "dense")
     _assert_same_steps(new, old)
-    # Revision 7 (the check's spectral starts from the step's run) against revision 6's engine.
+    # Revision 8 (fused products, converged matrices dropped) against revisions 7 and 6.
+    _assert_same_steps(new, _global_sroa(op, "krylov", **REVISION_7))
     _assert_same_steps(new, _global_sroa(op, "krylov", **REVISION_6))
     assert not new.non_global.any()
     assert np.max(match(new, inst.lambdas, inst.V).vec_err) < 0.1  # the planted components
@@ -346,6 +350,7 @@ def test_large_n_engine_takes_the_same_steps_on_the_tilt(n):
     op = _tilt(n)
     new, old = _global_sroa(op, "krylov"), _global_sroa(op, "dense")
     _assert_same_steps(new, old)
+    _assert_same_steps(new, _global_sroa(op, "krylov", **REVISION_7))
     _assert_same_steps(new, _global_sroa(op, "krylov", **REVISION_6))
     assert np.argmax(np.abs(new.vectors[:, -1])) == n - 1
 
@@ -356,9 +361,12 @@ def test_the_engine_is_a_method_revision():
     6 and power revision 3 bound the Krylov dimension of an even order's lower end
     (``spectral_low_dim``); revisions 5 and 2 converge it. sshopm revision 7 shares the
     check's eigensolve with the step's (``shared_check``); every earlier one does not."""
-    assert METHODS["sshopm"].revision == 7 and METHODS["power"].revision == 3
+    assert METHODS["sshopm"].revision == 8 and METHODS["power"].revision == 3
     assert all(METHODS["sshopm"].options_at(r)["shared_check"] is False for r in range(1, 7))
     assert all(METHODS["sshopm"].options_at(r)["polish_rtol"] == 1e-14 for r in range(1, 7))
+    for r in range(1, 8):  # revision 8: fused deflated products, converged matrices dropped
+        assert METHODS["sshopm"].options_at(r)["deflation_block"] is None
+        assert METHODS["sshopm"].options_at(r)["lanczos"] == "lockstep"
     for method, old, before_bound in (("sshopm", (1, 2, 3, 4), 5), ("power", (1,), 2)):
         assert METHODS[method].options_at(None) == {}  # direct calls: engine="auto"
         assert all(METHODS[method].options_at(r)["engine"] == "dense" for r in old)
@@ -370,6 +378,10 @@ def test_the_engine_is_a_method_revision():
         check_options("sshopm", {"spectral_low_dim": 0})
     with pytest.raises(OptionError, match="shared_check"):
         check_options("sshopm", {"shared_check": "yes"})
+    with pytest.raises(OptionError, match="deflation_block"):
+        check_options("sshopm", {"deflation_block": 0})
+    with pytest.raises(OptionError, match="lanczos"):
+        check_options("sshopm", {"lanczos": "drop"})
 
 
 #: The runs of DENSE_GOLDEN, and ``sroa(method="sshopm", rank=3, rng=0, global_check=True,
@@ -454,6 +466,97 @@ def test_revision_6_keeps_its_bits_and_revision_7_its_steps():
     np.testing.assert_allclose(new["p4_vectors"], g["p4_vectors"] * sign, rtol=0, atol=1e-10)
     for key in ("sshopm_gap", "p4_gap"):
         np.testing.assert_allclose(new[key], g[key], rtol=0, atol=1e-9, err_msg=key)
+
+
+#: :func:`_golden_runs` by the code of sshopm revision 7 / power revision 3 (main at 359a012,
+#: 2026-11-29): the bits revision 7 keeps now that revision 8 is the current one.
+REVISION_7_GOLDEN = DATA / "krylov_engine_rev7_n128.npz"
+
+
+@pytest.mark.slow
+def test_revision_7_keeps_its_bits_and_revision_8_its_steps():
+    """sshopm revision 7, pinned, reproduces its code's bits at n = 128 (p = 3 and p = 4, with
+    power's check and a rank-one solve). Revision 8, whose deflated products of a few vectors
+    run in cache-sized blocks and whose lockstep Lanczos run drops converged matrices, takes
+    the same steps, in the same order, with the same global gaps; power is unchanged."""
+    g = np.load(REVISION_7_GOLDEN)
+    old, new = _golden_runs(7, None), _golden_runs(None, None)
+    for key, want in old.items():
+        assert np.array_equal(_bits(want), _bits(g[key])), key
+    for key in [k for k in new if k.startswith("power_")]:
+        assert np.array_equal(_bits(new[key]), _bits(g[key])), key
+    for key in ("sshopm_lambdas", "sshopm_vectors", "p4_lambdas", "rank_one_x"):
+        np.testing.assert_allclose(new[key], g[key], rtol=0, atol=ENGINE_ATOL, err_msg=key)
+    sign = np.sign(np.sum(new["p4_vectors"] * g["p4_vectors"], axis=0))
+    np.testing.assert_allclose(new["p4_vectors"], g["p4_vectors"] * sign, rtol=0, atol=1e-10)
+    for key in ("sshopm_gap", "p4_gap"):
+        np.testing.assert_allclose(new[key], g[key], rtol=0, atol=1e-9, err_msg=key)
+
+
+def test_fused_deflated_products_equal_whole_products():
+    """Revision 8's ``deflation_block``: products of 2-8 vectors against the deflation terms in
+    blocks (here 16 terms of n = 40 per block, three blocks) give the whole products' values
+    to rounding, for Hessian products and gradients, both signs; one vector, or terms that fit
+    one and a half blocks, run as whole products (the same bits)."""
+    from sroa_dist.methods.ascent import _fused_rows, _hessian_at
+
+    n, k = 40, 35
+    op = _known_answer(3, n, seed=3)[1].as_batch()
+    rng = np.random.default_rng(4)
+    X, Y = rng.standard_normal((1, 3, n)), rng.standard_normal((1, 3, n))
+    Ut = np.linalg.qr(rng.standard_normal((n, k)))[0].T.copy()  # the engine keeps Uᵀ
+    whole = Deflation(Ut.T[None], rng.uniform(0.2, 1, (1, k)), np.ones(1))
+    fused = Deflation(whole.U, whole.lam, whole.fro, block=8 * n * 16)
+    assert _fused_rows(fused, 3) == 16 and _fused_rows(whole, 3) is None
+    assert _fused_rows(fused, 1) is None and _fused_rows(fused, 9) is None
+    small = Deflation(whole.U[:, :, :20], whole.lam[:, :20], whole.fro, block=8 * n * 16)
+    assert _fused_rows(small, 3) is None  # 20 terms: within one and a half blocks
+    for a, b in ((whole, fused), (whole.negated(), fused.negated())):
+        want, got = _hessian_at(op, X, a)(Y), _hessian_at(op, X, b)(Y)
+        assert not np.array_equal(want, got)  # another summation order: really fused
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-14 * np.abs(want).max())
+        want, got = deflated_contract(op, X, 2, a), deflated_contract(op, X, 2, b)
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-14 * np.abs(want).max())
+    one = X[:, :1]
+    same = deflated_contract(op, one, 2, whole), deflated_contract(op, one, 2, fused)
+    assert np.array_equal(*same)
+
+
+def test_lanczos_drops_a_converged_matrix_where_it_alone_would_stop():
+    """Revision 8's ``lanczos="own"``: in a lockstep run of three matrices, one that converges
+    early leaves the block (the later products have fewer rows) and its pairs are those of a
+    run of its own (once-reorthogonalised, as the lockstep run's to rounding); without
+    ``restrict`` (``"lockstep"``) every product has all three rows to the end."""
+    from sroa_dist.methods.ascent import _lanczos_extremes
+
+    n = 200
+    rng = np.random.default_rng(5)
+    spectra = [np.sort(rng.standard_normal(n)) for _ in range(3)]
+    spectra[0][-1] += 3.0  # isolated ends: the first matrix converges early
+    spectra[0][0] -= 3.0
+    D = np.array(spectra)
+    rows_seen = []
+
+    def restrict(rows):
+        def apply(Y):
+            rows_seen.append(len(Y))
+            return Y * D[rows]
+
+        return apply
+
+    V0 = rng.standard_normal((3, n))
+    w, lo, hi = _lanczos_extremes(restrict(np.arange(3)), V0, None, restrict)
+    assert rows_seen[0] == 3 and rows_seen[-1] < 3  # the early one left the block
+    for s in range(3):
+        one = np.array([s])
+        ws, los, his = _lanczos_extremes(restrict(one), V0[s : s + 1], None, restrict)
+        assert np.array_equal(ws[0], w[s]) and np.array_equal(his[0], hi[s])  # as alone
+        assert np.array_equal(los[0], lo[s])
+    rows_seen.clear()
+    w7, lo7, hi7 = _lanczos_extremes(restrict(np.arange(3)), V0)
+    assert set(rows_seen) == {3}  # revision 7: the whole block to the slowest's end
+    np.testing.assert_allclose(w7, w, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(np.abs(np.sum(hi7 * hi, axis=1)), 1, rtol=0, atol=1e-12)
 
 
 def test_the_check_shares_the_steps_eigensolve(monkeypatch):

@@ -159,21 +159,23 @@ def test_abandon_margin_is_checked():
 
 
 def test_only_known_revisions_run():
-    before_7 = {"shared_check": False, "polish_rtol": 1e-14}  # test_large_n.py
+    before_8 = {"deflation_block": None, "lanczos": "lockstep"}  # test_large_n.py
+    before_7 = {"shared_check": False, "polish_rtol": 1e-14, **before_8}  # (same file)
     before_6 = {"spectral_low_dim": None, **before_7}  # the bounded lower end (same file)
     before_5 = {"engine": "dense", **before_6}  # the large-n engine (same file)
     before_4 = {"confirm": "settle", "n_spectral": "operators", **before_5}
-    assert METHODS["sshopm"].revision == 7
-    assert METHODS["sshopm"].options_at(7) == {} == METHODS["sshopm"].options_at(None)
+    assert METHODS["sshopm"].revision == 8
+    assert METHODS["sshopm"].options_at(8) == {} == METHODS["sshopm"].options_at(None)
+    assert METHODS["sshopm"].options_at(7) == before_8
     assert METHODS["sshopm"].options_at(6) == before_7
     assert METHODS["sshopm"].options_at(5) == before_6
     assert METHODS["sshopm"].options_at(4) == before_5
     assert METHODS["sshopm"].options_at(3) == before_4
     assert METHODS["sshopm"].options_at(2) == {**before_4, "kernel": "symmetric"}
-    with pytest.raises(ValueError, match="revision 8 cannot be reproduced"):
-        METHODS["sshopm"].options_at(8)
-    with pytest.raises(ValueError, match="revision 8"):
-        sd.find_threshold(6, 3, rng=0, revisions={"sshopm": 8})
+    with pytest.raises(ValueError, match="revision 9 cannot be reproduced"):
+        METHODS["sshopm"].options_at(9)
+    with pytest.raises(ValueError, match="revision 9"):
+        sd.find_threshold(6, 3, rng=0, revisions={"sshopm": 9})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -256,6 +258,8 @@ def test_a_spec_names_only_known_revisions():
         "spectral_low_dim": None,
         "shared_check": False,
         "polish_rtol": 1e-14,
+        "deflation_block": None,
+        "lanczos": "lockstep",
     }
     assert _spec(revisions={"sshopm": 1}).options_for("sshopm") == legacy
     assert _spec().options_for("sshopm") == {}
