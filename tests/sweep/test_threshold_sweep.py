@@ -514,43 +514,13 @@ def test_a_store_made_before_search_revisions_resumes_with_revision_1(tmp_path, 
         run_sweep(rev1, new, client=client)
 
 
-def _slow():
-    """Searches of about a second each, so that a kill lands mid-run."""
-    return _small(**{"tensor.n": [8, 9], "replicates": 2, "threshold.rtol": 0.005})
-
-
-@pytest.mark.slow
-def test_sigkill_of_a_worker_loses_nothing(tmp_path, client):
-    raw = _slow()
-    store = tmp_path / "k.zarr"
-    with connect(workers=2, dashboard_address=":0") as c:
-        box = {}
-        t = threading.Thread(target=lambda: box.setdefault("res", run_sweep(raw, store, client=c)))
-        t.start()
-        deadline = time.time() + 120
-        while time.time() < deadline:
-            if (store / "done" / "zarr.json").exists() and read_done(store).sum() >= 2:
-                break
-            time.sleep(0.05)
-        done_at_kill = int(read_done(store).sum())
-        victim = sorted(c.run(os.getpid).values())[0]
-        os.kill(victim, signal.SIGKILL)
-        t.join(300)
-        res = box["res"]
-    assert res.complete, res.failed
-    assert 2 <= done_at_kill < res.n_blocks  # the kill landed mid-run
-    ref = run_sweep(raw, tmp_path / "ref.zarr", client=client, block_size=4)
-    assert ref.complete
-    assert_same_bits(cube_values(store), cube_values(tmp_path / "ref.zarr"))
-
-
-@pytest.mark.slow
-def test_sigkill_of_the_runner_then_resume_equals_uninterrupted(tmp_path, client):
-    spec_path = tmp_path / "slow.toml"
-    spec_path.write_text(
-        """name = "thr-slow"
+#: Searches of a few seconds each (p = 3, n = 8 and 9, rtol = 0.005), one per block by default:
+#: four blocks on two workers, so that a kill once two are done lands while the other two run.
+#: One file for the CLI and the in-process runs alike.
+SLOW_SPEC = """\
+name = "thr-slow"
 seed = 5
-replicates = 2
+replicates = 1
 [tensor]
 n = [8, 9]
 p = 3
@@ -566,7 +536,51 @@ c = 0.5
 eps_range = [0.05, 1.5]
 rtol = 0.005
 """
-    )
+
+
+@pytest.fixture(scope="module")
+def slow_reference(cluster, tmp_path_factory):
+    """The cube of an uninterrupted run of SLOW_SPEC, in blocks of two searches (not the
+    killed runs' one): computed once per test process for both kill tests to compare with
+    (each paid a full run of its own for it before)."""
+    from distributed import Client
+
+    spec = tmp_path_factory.mktemp("thr-slow") / "slow.toml"
+    spec.write_text(SLOW_SPEC)
+    with Client(cluster) as c:
+        ref = run_sweep(spec, spec.with_name("ref.zarr"), client=c, block_size=2)
+    assert ref.complete and ref.n_blocks == 2
+    return cube_values(spec.with_name("ref.zarr"))
+
+
+@pytest.mark.slow
+def test_sigkill_of_a_worker_loses_nothing(tmp_path, slow_reference):
+    spec = tmp_path / "slow.toml"
+    spec.write_text(SLOW_SPEC)
+    store = tmp_path / "k.zarr"
+    with connect(workers=2, dashboard_address=":0") as c:
+        box = {}
+        t = threading.Thread(target=lambda: box.setdefault("res", run_sweep(spec, store, client=c)))
+        t.start()
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            if (store / "done" / "zarr.json").exists() and read_done(store).sum() >= 2:
+                break
+            time.sleep(0.05)
+        done_at_kill = int(read_done(store).sum())
+        victim = sorted(c.run(os.getpid).values())[0]
+        os.kill(victim, signal.SIGKILL)
+        t.join(300)
+        res = box["res"]
+    assert res.complete, res.failed
+    assert 2 <= done_at_kill < res.n_blocks  # the kill landed mid-run
+    assert_same_bits(cube_values(store), slow_reference)
+
+
+@pytest.mark.slow
+def test_sigkill_of_the_runner_then_resume_equals_uninterrupted(tmp_path, slow_reference):
+    spec_path = tmp_path / "slow.toml"
+    spec_path.write_text(SLOW_SPEC)
     store = tmp_path / "killed.zarr"
     args = ["run", str(spec_path), "--store", str(store), "--workers", "2"]
     sigkill_run_mid_sweep(args, store)
@@ -574,9 +588,7 @@ rtol = 0.005
     assert 2 <= done.sum() < done.size
     again = run_cli(*args, timeout=1200)
     assert "already done" in again.stdout and read_done(store).all()
-    ref = run_sweep(spec_path, tmp_path / "ref.zarr", client=client, block_size=4)
-    assert ref.complete
-    assert_same_bits(cube_values(store), cube_values(tmp_path / "ref.zarr"))
+    assert_same_bits(cube_values(store), slow_reference)
 
 
 @pytest.mark.slow

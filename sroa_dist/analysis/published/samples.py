@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 from pathlib import Path
 from typing import Any
@@ -148,7 +149,9 @@ def _all_nstar_rows(data: Data) -> list[dict[str, Any]]:
     stores = sorted((data.root / STUDIES).glob(NSTAR_GLOB))
     rows: list[dict[str, Any]] = []
     for path in stores:
-        mine = nstar_rows(path)
+        # Three blocks read these rows: each store is opened once per render (a copy each,
+        # so that no block sees another's edits).
+        mine = copy.deepcopy(data.cached(f"samples:{path.name}", lambda p=path: nstar_rows(p)))
         data.note(Source(f"{STUDIES}/{path.name}", "store", fingerprint(mine)))
         rows += mine
     if not stores:  # the block still names where it looks

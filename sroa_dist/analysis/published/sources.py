@@ -15,6 +15,7 @@ import dataclasses
 import hashlib
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +89,14 @@ class Data:
         if note:
             self.note(Source(rel, "JSON", digest, part))
         return doc
+
+    def cached(self, key: str, make: Callable[[], Any]) -> Any:
+        """``make()``, computed once per ``key`` for this reader and every reader sharing its
+        cache: a store that several blocks read is opened (and digest-checked) once per
+        render, not once per block."""
+        if key not in self._cache:
+            self._cache[key] = make()
+        return self._cache[key]
 
     def store_path(self, study: str) -> str:
         return f"{STUDIES}/{study}.zarr"
