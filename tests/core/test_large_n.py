@@ -493,6 +493,46 @@ def test_revision_7_keeps_its_bits_and_revision_8_its_steps():
         np.testing.assert_allclose(new[key], g[key], rtol=0, atol=1e-9, err_msg=key)
 
 
+#: :func:`_golden_runs` by the code of sshopm revision 8 / power revision 3 (main at 10a2354,
+#: 2026-11-29), before the Krylov runs' bit-neutral savings (consecutive coordinates by
+#: slices, the basis grown by doubling, no zeros under the first term of a product).
+REVISION_8_GOLDEN = DATA / "krylov_engine_rev8_n128.npz"
+
+
+def test_revision_8_keeps_its_bits():
+    """sshopm revision 8, pinned and as the current default, reproduces its code's bits at
+    n = 128 (p = 3 and p = 4, with power's check and a rank-one solve): the savings made since
+    in the operator's products and the Lanczos loop change no bit of any revision."""
+    g = np.load(REVISION_8_GOLDEN)
+    for rev in (8, None):
+        runs = _golden_runs(rev, None)
+        assert set(runs) == set(g.files)
+        for key, want in runs.items():
+            assert np.array_equal(_bits(want), _bits(g[key])), (rev, key)
+
+
+def test_consecutive_coordinates_are_applied_as_slices():
+    """The tilt's factor of every coordinate but the tilted one is applied through a slice
+    (gather and scatter), an arbitrary set of coordinates by indexing: the same numbers as the
+    factor's matrix products, for values, gradients and Hessian products."""
+    from sroa_dist.operators import SymmetricProducts
+
+    n = 9
+    rng = np.random.default_rng(6)
+    X, Y = rng.standard_normal((4, n)), rng.standard_normal((4, n))
+    v = rng.standard_normal((n, 1))
+    for cols in (np.arange(n - 1), np.arange(1, n), np.array([0, 2, 3, 7])):
+        A = np.eye(n)[:, cols]
+        E = SymmetricProducts((A, v), (2, 1), rng.uniform(0.5, 1, cols.size))
+        assert E._span[0] is not None and isinstance(E._span[0], slice) == (cols.size == n - 1)
+        H = E.hessian(X)
+        want = np.einsum("sij,sj->si", H, Y)
+        np.testing.assert_allclose(E.hessian_at(X)(Y), want, rtol=0, atol=1e-13)
+        G = np.einsum("sij,sj->si", H, X)
+        np.testing.assert_allclose(E.gradient(X), G, rtol=0, atol=1e-13)
+        np.testing.assert_allclose(E.values(X), np.sum(G * X, axis=1), rtol=0, atol=1e-13)
+
+
 def test_fused_deflated_products_equal_whole_products():
     """Revision 8's ``deflation_block``: products of 2-8 vectors against the deflation terms in
     blocks (here 16 terms of n = 40 per block, three blocks) give the whole products' values
