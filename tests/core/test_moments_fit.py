@@ -164,3 +164,23 @@ def test_methods_are_compared_on_the_same_samples():
     b = run_study(model, 3000, "power", rng=18, norms=False)
     np.testing.assert_array_equal(a.fit.tensor, b.fit.tensor)
     assert a.fit.method == "certified" and b.fit.method == "power"
+
+
+def test_component_distances_keep_their_bits_in_blocks(monkeypatch):
+    # The pairwise distances were one (d, k, k) array (320 MB at k = 200 topics over d = 1000
+    # words); formed in blocks of columns they keep that array's bits whatever the block size.
+    import sroa_dist.moments.evaluate as evaluate
+
+    rng = np.random.default_rng(3)
+    A, B = rng.random((40, 9)), rng.random((40, 11))
+    whole_tv = 0.5 * np.abs(A[:, :, None] - B[:, None, :]).sum(axis=0)
+    whole_l2 = np.linalg.norm(A[:, :, None] - B[:, None, :], axis=0)
+    for block in (1, 40 * 11 * 2, 1 << 21):
+        monkeypatch.setattr(evaluate, "_DIFFERENCE_BLOCK", block)
+        np.testing.assert_array_equal(evaluate._tv(A, B), whole_tv)
+        np.testing.assert_array_equal(evaluate._l2(A, B), whole_l2)
+        np.testing.assert_array_equal(
+            evaluate._l2_up_to_sign(A, B),
+            np.minimum(whole_l2, np.linalg.norm(A[:, :, None] + B[:, None, :], axis=0))
+            / np.linalg.norm(B, axis=0)[None, :],
+        )
