@@ -88,13 +88,19 @@ def test_bad_brackets_and_uncovered_sizes_are_refused():
 def test_the_model_fed_by_a_small_n_meets_a_measured_crossing_past_the_onset():
     """The whole path on real searches: curves measured at n = 8 (global steps) against
     find_threshold's first crossing at n = 24 (past the p = 3 onset, about 14). At n = 8 the
-    p = 3 coefficient sits 1.5–3 % from its n-independent value, hence 3 % here."""
-    found = sd.find_threshold(24, 3, c=0.5, rtol=0.01, rng=1)
+    p = 3 coefficient sits 1.5–3 % from its n-independent value, hence 3 % here.
+
+    The search's range ends at 1.5 times the prediction (as in test_accumulation's small-n
+    test): when the prediction holds, above the scan's first failure, so the bracket is the
+    default range's (0.02, 1.5) point for point without the continued scan above it; when it
+    does not, the bracket misses it as before (or no crossing is found)."""
+    direct = predict_threshold(3, [24], n_model=8)
+    stop = 1.5 * float(direct.eps_star[0])
+    found = sd.find_threshold(24, 3, c=0.5, rtol=0.01, eps_range=(0.02, stop), rng=1)
     cmp = compare_prediction(
         [24], [found.bracket[0]], [found.bracket[1]], p=3, n_model=8, tolerance=0.03
     )
     assert cmp.past_onset[0] and cmp.within[0], cmp.rows()
-    direct = predict_threshold(3, [24], n_model=8)
     assert cmp.predicted[0] == pytest.approx(direct.eps_star[0], rel=1e-12)
 
 
