@@ -492,6 +492,8 @@ _REFS: dict[int, dict] = {}
 #: Replicates of a raced run: 60 paced blocks, about 15 s on the two test workers, so a second
 #: CLI process (several seconds to start on a loaded machine) meets it still running.
 RACED = 6
+#: Replicates of the run the three second writers race (80 blocks, about 20 s).
+FIRST = RACED + 2
 
 
 def _reference(tmp_path, name, client, replicates):
@@ -518,16 +520,18 @@ def test_a_second_writer_is_refused_while_the_first_runs(tmp_path, cluster, clie
 
     One first run is raced by all three kinds of second run (extend, overwrite, the same
     command), started together while it runs; each refusal is asserted on its own. The
-    refused runs only read the lease, so they do not race each other."""
+    refused runs only read the lease, so they do not race each other. Three CLI processes
+    starting together take longer to be refused than one (4.6-5.8 s at load 2, against 13 s
+    left of a run of RACED replicates), so the first run is longer here: FIRST replicates."""
     store = tmp_path / "race.zarr"
     sched = ["--scheduler", cluster.scheduler_address]
     first = [
-        "run", FIG1, "--store", str(store), *sched, *SLOW, "--set", f"replicates={RACED}",
+        "run", FIG1, "--store", str(store), *sched, *SLOW, "--set", f"replicates={FIRST}",
     ]  # fmt: skip
     extras = {
-        "extend": ["--set", f"replicates={RACED + 2}"],
-        "overwrite": ["--set", f"replicates={RACED}", "--overwrite"],
-        "same": ["--set", f"replicates={RACED}"],
+        "extend": ["--set", f"replicates={FIRST + 2}"],
+        "overwrite": ["--set", f"replicates={FIRST}", "--overwrite"],
+        "same": ["--set", f"replicates={FIRST}"],
     }
     again = {
         second: ["run", FIG1, "--store", str(store), *sched, *SLOW, *extra]
@@ -553,7 +557,7 @@ def test_a_second_writer_is_refused_while_the_first_runs(tmp_path, cluster, clie
         assert "Traceback" not in err, (second, err)
     assert a.returncode == 0, err_a
     assert read_done(store).all()
-    reference = _reference(tmp_path, "ref.zarr", client, replicates=RACED)
+    reference = _reference(tmp_path, "ref.zarr", client, replicates=FIRST)
     assert_same_bits(cube_values(store), reference)
     from sroa_dist.sweep import open_results
 
@@ -563,7 +567,7 @@ def test_a_second_writer_is_refused_while_the_first_runs(tmp_path, cluster, clie
     done = run_cli(*again["extend"])
     assert "(extended)" in done.stdout
     assert_same_bits(
-        cube_values(store), _reference(tmp_path, "ref+.zarr", client, replicates=RACED + 2)
+        cube_values(store), _reference(tmp_path, "ref+.zarr", client, replicates=FIRST + 2)
     )
 
 
