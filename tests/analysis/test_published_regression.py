@@ -6,6 +6,7 @@ probability rows read real escape, confirmation and capture stores written by ``
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import tomllib
 
@@ -146,3 +147,18 @@ def test_probability_rows_read_the_escape_confirm_and_capture_stores(probability
         f"{STUDIES}/attractor-confirm.zarr",
         f"{STUDIES}/attractor-capture.zarr",
     }
+
+
+def test_the_largest_of_many_z_scores_is_judged_as_the_largest():
+    # A row of the escape table compares ~224 probabilities; its largest |z| is judged by the
+    # chance that the largest of that many reaches it, not by a cut meant for one score.
+    from scipy.stats import norm
+
+    from sroa_dist.analysis.published.regression import FAMILY_ALPHA, largest_z_p
+
+    assert math.isclose(largest_z_p(1.96, 1), 2 * norm.sf(1.96), rel_tol=1e-12)
+    m, z = 224, 3.81
+    assert math.isclose(largest_z_p(z, m), 1 - (1 - 2 * norm.sf(z)) ** m, rel_tol=1e-9)
+    assert largest_z_p(3.5, 224) > 0.09  # a fixed cut of 3.5 fires one time in ten
+    assert largest_z_p(z, m) > FAMILY_ALPHA > largest_z_p(z, 1)
+    assert largest_z_p(5.0, 224) < FAMILY_ALPHA

@@ -255,6 +255,19 @@ def _z(k1: int, m1: int, k2: int, m2: int) -> float:
     return 0.0 if se == 0 else (k1 / m1 - k2 / m2) / se
 
 
+#: A row of many independent probabilities differs beyond noise when the largest of its |z|
+#: would be reached by chance less often than this.
+FAMILY_ALPHA = 0.01
+
+
+def largest_z_p(z: float, m: int) -> float:
+    """The chance that the largest |z| of ``m`` independent standard normal scores reaches
+    ``z``: a row compares hundreds of probabilities, and the largest of 224 passes 3.5 one time
+    in ten by chance alone, so a fixed cut on it says nothing."""
+    one = math.erfc(abs(z) / math.sqrt(2.0))
+    return float(-math.expm1(m * math.log1p(-one))) if one < 1 else 1.0
+
+
 def _escape_cube(ds: Any) -> dict[tuple[int, int, float, int], tuple[int, int]]:
     """(n, r, ε rounded to 9 digits, N) -> (hits, starts) of an escape store's single starts."""
     out = {}
@@ -294,13 +307,17 @@ def escape_rows(data: Data) -> list[list[str]]:
             continue
         same = sum(c[0] / c[1] == r["q"] for r, c in pairs)
         z = max(abs(_z(c[0], c[1], round(r["q"] * r["n_starts"]), r["n_starts"])) for r, c in pairs)
-        shown = f"{len(pairs)} of {len(mine)} points; {same} q equal; max |z| = {z:.2f}"
+        family = largest_z_p(z, len(pairs))
+        shown = (
+            f"{len(pairs)} of {len(mine)} points; {same} q equal; max |z| = {z:.2f} "
+            f"(p = {family:.2g} for the largest of {len(pairs)})"
+        )
         if len(pairs) < len(mine):
             status = f"{NOT_RERUN}: the store holds {len(pairs)} of these points"
         elif same == len(mine):
             status = "same bits"
         else:
-            noise = "within" if z < 3.5 else "beyond"
+            noise = "within" if family >= FAMILY_ALPHA else "beyond"
             status = (
                 f"differs {noise} binomial noise (other seeds: independent starts; the script's "
                 f"seeds through the kind's numerics give {check['same_bits']} of "
