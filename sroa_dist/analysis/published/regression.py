@@ -306,11 +306,14 @@ def escape_rows(data: Data) -> list[list[str]]:
             out.append(["attractor-escape", f"n = {n}", what, "—", _not_rerun(study)])
             continue
         same = sum(c[0] / c[1] == r["q"] for r, c in pairs)
-        z = max(abs(_z(c[0], c[1], round(r["q"] * r["n_starts"]), r["n_starts"])) for r, c in pairs)
-        family = largest_z_p(z, len(pairs))
+        counts = [(c[0], c[1], round(r["q"] * r["n_starts"]), r["n_starts"]) for r, c in pairs]
+        z = max(abs(_z(*k)) for k in counts)
+        # Points where both sides saw q = 0 (or both 1) carry no score: not counted among m.
+        scored = sum(0 < k[0] + k[2] < k[1] + k[3] for k in counts)
+        family = largest_z_p(z, scored) if scored else 1.0
         shown = (
             f"{len(pairs)} of {len(mine)} points; {same} q equal; max |z| = {z:.2f} "
-            f"(p = {family:.2g} for the largest of {len(pairs)})"
+            f"(p = {family:.2g} for the largest of {scored} scored)"
         )
         if len(pairs) < len(mine):
             status = f"{NOT_RERUN}: the store holds {len(pairs)} of these points"
