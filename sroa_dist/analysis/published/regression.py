@@ -258,6 +258,8 @@ def _z(k1: int, m1: int, k2: int, m2: int) -> float:
 #: A row of many independent probabilities differs beyond noise when the largest of its |z|
 #: would be reached by chance less often than this.
 FAMILY_ALPHA = 0.01
+#: ... and at the edge of noise below this: said so, with the point.
+EDGE_ALPHA = 0.05
 
 
 def largest_z_p(z: float, m: int) -> float:
@@ -307,20 +309,30 @@ def escape_rows(data: Data) -> list[list[str]]:
             continue
         same = sum(c[0] / c[1] == r["q"] for r, c in pairs)
         counts = [(c[0], c[1], round(r["q"] * r["n_starts"]), r["n_starts"]) for r, c in pairs]
-        z = max(abs(_z(*k)) for k in counts)
+        scores = [abs(_z(*k)) for k in counts]
+        top = int(np.argmax(scores))
+        z, (top_r, top_k) = scores[top], (pairs[top][0], counts[top])
         # Points where both sides saw q = 0 (or both 1) carry no score: not counted among m.
         scored = sum(0 < k[0] + k[2] < k[1] + k[3] for k in counts)
         family = largest_z_p(z, scored) if scored else 1.0
         shown = (
             f"{len(pairs)} of {len(mine)} points; {same} q equal; max |z| = {z:.2f} "
-            f"(p = {family:.2g} for the largest of {scored} scored)"
+            f"(p = {family:.2g} for the largest of {scored} scored; at r = {top_r['r']}, "
+            f"ε = {top_r['eps']:.3f}, N = {top_r['n_iter']}: {top_k[0]}/{top_k[1]} against "
+            f"{top_k[2]}/{top_k[3]})"
         )
         if len(pairs) < len(mine):
             status = f"{NOT_RERUN}: the store holds {len(pairs)} of these points"
         elif same == len(mine):
             status = "same bits"
         else:
-            noise = "within" if family >= FAMILY_ALPHA else "beyond"
+            noise = (
+                "beyond"
+                if family < FAMILY_ALPHA
+                else "at the edge of"
+                if family < EDGE_ALPHA
+                else "within"
+            )
             status = (
                 f"differs {noise} binomial noise (other seeds: independent starts; the script's "
                 f"seeds through the kind's numerics give {check['same_bits']} of "
