@@ -12,7 +12,9 @@ comparable number, and the load average is recorded. ``--old`` also runs the den
 and whether the deflation order agrees.
 
 A case is ``p:n[:family[:method[:revision]]]``: family ``tilt`` (the case above, the default)
-or ``attractor`` (weights 1, ``eps = 0.3``, the family of benchmarks/power_vs_global.py);
+or ``attractor`` (weights 1, ``eps = 0.3``, the family of benchmarks/power_vs_global.py) or
+``tilt-basis`` (the tilt on a random orthonormal basis, as the threshold studies draw it: what
+a study's evaluation costs, where the identity basis of ``tilt`` is the engine's floor);
 method ``sshopm`` (default) or ``power`` (with its AGHKT budget, ``budget="aghkt"``); a
 revision number runs that earlier revision of the method (its legacy options), e.g.
 ``4:512:tilt:sshopm:5`` for p = 4 before the bounded lower end of revision 6, or
@@ -60,6 +62,13 @@ def _sroa(
 
     if family == "attractor":
         T = sd.structured_tensor(p, np.ones(n), family="attractor", eps=0.3)
+    elif family == "tilt-basis":
+        # The studies' instance: the same tilt on a random orthonormal basis, whose factor
+        # is a dense n x n matrix (the identity's skips its gather and scatter).
+        V = np.linalg.qr(np.random.default_rng(0).standard_normal((n, n)))[0]
+        T = sd.structured_tensor(
+            p, (1.0,) * (n - 1) + (0.95,), V=V, family="coherent-tilt", eps=0.9 / math.sqrt(n - 1)
+        )
     else:
         T = sd.structured_tensor(
             p, (1.0,) * (n - 1) + (0.95,), family="coherent-tilt", eps=0.9 / math.sqrt(n - 1)
