@@ -440,6 +440,20 @@ def test_revision_5_keeps_the_lanczos_engines_bits():
     assert np.abs(new["p4_vectors"]).max(axis=0).min() > 0.99
 
 
+def _assert_golden_steps(new: dict, g) -> None:
+    """The current revision's golden runs against an earlier revision's golden file: power
+    (unchanged) bit for bit; sshopm's λ̂, v̂ (p = 4 up to sign), rank-one solution and global
+    gaps to the engine's rounding: the same steps in the same order."""
+    for key in [k for k in new if k.startswith("power_")]:
+        assert np.array_equal(_bits(new[key]), _bits(g[key])), key
+    for key in ("sshopm_lambdas", "sshopm_vectors", "p4_lambdas", "rank_one_x"):
+        np.testing.assert_allclose(new[key], g[key], rtol=0, atol=ENGINE_ATOL, err_msg=key)
+    sign = np.sign(np.sum(new["p4_vectors"] * g["p4_vectors"], axis=0))
+    np.testing.assert_allclose(new["p4_vectors"], g["p4_vectors"] * sign, rtol=0, atol=1e-10)
+    for key in ("sshopm_gap", "p4_gap"):
+        np.testing.assert_allclose(new[key], g[key], rtol=0, atol=1e-9, err_msg=key)
+
+
 #: :func:`_golden_runs` by the code of sshopm revision 6 / power revision 3 (this branch at
 #: 81f7db8, 2026-11-28): the bits revision 6 keeps now that revision 7 is the current one.
 REVISION_6_GOLDEN = DATA / "krylov_engine_rev6_n128.npz"
@@ -458,14 +472,7 @@ def test_revision_6_keeps_its_bits_and_revision_7_its_steps():
     old, new = _golden_runs(6, None), _golden_runs(None, None)
     for key, want in old.items():
         assert np.array_equal(_bits(want), _bits(g[key])), key
-    for key in [k for k in new if k.startswith("power_")]:
-        assert np.array_equal(_bits(new[key]), _bits(g[key])), key  # power: revision 3
-    for key in ("sshopm_lambdas", "sshopm_vectors", "p4_lambdas", "rank_one_x"):
-        np.testing.assert_allclose(new[key], g[key], rtol=0, atol=ENGINE_ATOL, err_msg=key)
-    sign = np.sign(np.sum(new["p4_vectors"] * g["p4_vectors"], axis=0))
-    np.testing.assert_allclose(new["p4_vectors"], g["p4_vectors"] * sign, rtol=0, atol=1e-10)
-    for key in ("sshopm_gap", "p4_gap"):
-        np.testing.assert_allclose(new[key], g[key], rtol=0, atol=1e-9, err_msg=key)
+    _assert_golden_steps(new, g)
 
 
 #: :func:`_golden_runs` by the code of sshopm revision 7 / power revision 3 (main at 359a012,
@@ -483,14 +490,7 @@ def test_revision_7_keeps_its_bits_and_revision_8_its_steps():
     old, new = _golden_runs(7, None), _golden_runs(None, None)
     for key, want in old.items():
         assert np.array_equal(_bits(want), _bits(g[key])), key
-    for key in [k for k in new if k.startswith("power_")]:
-        assert np.array_equal(_bits(new[key]), _bits(g[key])), key
-    for key in ("sshopm_lambdas", "sshopm_vectors", "p4_lambdas", "rank_one_x"):
-        np.testing.assert_allclose(new[key], g[key], rtol=0, atol=ENGINE_ATOL, err_msg=key)
-    sign = np.sign(np.sum(new["p4_vectors"] * g["p4_vectors"], axis=0))
-    np.testing.assert_allclose(new["p4_vectors"], g["p4_vectors"] * sign, rtol=0, atol=1e-10)
-    for key in ("sshopm_gap", "p4_gap"):
-        np.testing.assert_allclose(new[key], g[key], rtol=0, atol=1e-9, err_msg=key)
+    _assert_golden_steps(new, g)
 
 
 #: :func:`_golden_runs` by the code of sshopm revision 8 / power revision 3 (main at 10a2354,

@@ -154,6 +154,13 @@ def figure_value(data: Data) -> Figure:
     )
 
 
+def _normalised_errorbar(ax, p: int, scale: float, ns, centre, lo, hi, **style) -> None:
+    """Brackets (lo, hi] around ``centre`` at sizes ``ns``, drawn as ε*·(n−1)^{1/(p−1)} over
+    the asymptote's prefactor ``scale``."""
+    f = (ns - 1.0) ** (1 / (p - 1)) / scale
+    ax.errorbar(ns - 1, centre * f, yerr=[(centre - lo) * f, (hi - centre) * f], capsize=3, **style)
+
+
 def _asymptote_prediction(data: Data, p: int) -> dict[int, float]:
     """n -> the value-criterion first crossing predicted for the asymptote runs of order ``p``,
     as committed before them (empty where none was)."""
@@ -183,17 +190,10 @@ def figure_normalised(data: Data) -> Figure:
         )
         if p in VALUE_STUDIES:
             ns, centre, lo, hi = _centres(value_rows(data, p))
-            f = (ns - 1.0) ** (1 / (p - 1)) / scale
-            ax.errorbar(
-                ns - 1,
-                centre * f,
-                yerr=[(centre - lo) * f, (hi - centre) * f],
-                fmt="o",
-                color="k",
-                ms=4,
-                capsize=3,
-                label="measured (rate study)",
-            )
+            _normalised_errorbar(
+                ax, p, scale, ns, centre, lo, hi,
+                fmt="o", color="k", ms=4, label="measured (rate study)",
+            )  # fmt: skip
         committed = _asymptote_prediction(data, p)
         if committed:
             n_c = np.array(sorted(committed), dtype=float)
@@ -210,19 +210,11 @@ def figure_normalised(data: Data) -> Figure:
             ns = np.array(sorted(brackets), dtype=float)
             lo = np.array([brackets[int(k)][0] for k in ns])
             hi = np.array([brackets[int(k)][1] for k in ns])
-            centre = np.sqrt(lo * hi)
-            f = (ns - 1.0) ** (1 / (p - 1)) / scale
-            ax.errorbar(
-                ns - 1,
-                centre * f,
-                yerr=[(centre - lo) * f, (hi - centre) * f],
-                fmt="s",
-                mfc="white",
-                color="tab:purple",
-                ms=5,
-                capsize=3,
+            _normalised_errorbar(
+                ax, p, scale, ns, np.sqrt(lo * hi), lo, hi,
+                fmt="s", mfc="white", color="tab:purple", ms=5,
                 label="measured, asymptote runs (every step global-checked)",
-            )
+            )  # fmt: skip
         ax.axvline(pr["onset_n"] - 1, color="0.5", ls=":", label="onset (model)")
         ax.set_xscale("log")
         ax.set_xlabel("n − 1")
