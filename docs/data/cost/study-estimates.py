@@ -35,15 +35,41 @@ OUT = Path(__file__).with_name("study-estimates.json")
 STUDIES = ROOT / "docs" / "data" / "studies"
 
 
-def measured(run: dict, cpus: int) -> tuple[float, str]:
-    """The run's CPU seconds, or the load-scaled figure from its wall (see the docstring)."""
+def busy_seconds(ds, layout, workers: int, per_search: int) -> float:
+    """Worker-seconds the run kept busy, from the store's own timings: block ``b`` ran from
+    ``done_time[b]`` minus its instances' ``solve_time`` to ``done_time[b]``, and at any moment
+    ``min(workers, per_search x running blocks)`` workers were busy (a search has
+    ``per_search`` evaluations in flight: its ``k_section``). A run whose last long search ran
+    alone kept one worker busy, not all of them."""
+    st = np.asarray(ds["solve_time"], dtype=float)
+    done = np.asarray(ds["done_time"], dtype=float)
+    starts, ends = [], []
+    for b in range(layout.n_blocks):
+        t = st[layout.block_region(b)]
+        if not np.isfinite(done[b]) or not np.isfinite(t).any():
+            continue
+        ends.append(done[b])
+        starts.append(done[b] - float(np.nansum(t)))
+    starts_a, ends_a = np.array(starts), np.array(ends)
+    edges = np.unique(np.concatenate([starts_a, ends_a]))
+    total = 0.0
+    for a, b in zip(edges[:-1], edges[1:], strict=True):
+        active = int(np.sum((starts_a < b) & (ends_a > a)))
+        total += (b - a) * min(workers, per_search * active)
+    return float(total)
+
+
+def measured(run: dict, cpus: int, busy: float | None) -> tuple[float, str]:
+    """The run's CPU seconds, or the load-scaled figure from its busy worker-seconds (see the
+    docstring)."""
     if run.get("cpu_s") is not None:
         return float(run["cpu_s"]), "cpu"
-    busy = run["wall_s"] * run["workers"]
+    if busy is None:
+        busy = run["wall_s"] * run["workers"]
     if run.get("load") is None:
-        return float(busy), "wall x workers (upper bound)"
+        return float(busy), "busy worker-s (upper bound)"
     load = sum(run["load"]) / 2
-    return float(busy * min(1.0, cpus / max(load, 1e-9))), "wall x workers x CPUs / load"
+    return float(busy * min(1.0, cpus / max(load, 1e-9))), "busy worker-s x CPUs / load"
 
 
 def searches(ds) -> list[dict]:
@@ -79,7 +105,9 @@ def main() -> None:
         if blocks == "done":
             blocks = [int(b) for b in np.flatnonzero(np.asarray(ds["done"]).reshape(-1))]
         est = estimate(spec, layout, run["workers"], blocks)
-        cpu, kind = measured(run, runs["cpus"])
+        k = int(json.loads(ds.attrs.get("setting_search", "{}") or "{}").get("k_section", 1) or 1)
+        busy = busy_seconds(ds, layout, run["workers"], k)
+        cpu, kind = measured(run, runs["cpus"], busy)
         row = {
             "store": run["store"],
             "spec": str(ds.attrs.get("spec_source")),
@@ -90,6 +118,7 @@ def main() -> None:
             "estimate_cpu_s": round(est.cpu_seconds, 1),
             "measured_cpu_s": round(cpu, 1),
             "measured_kind": kind,
+            "busy_worker_s": None if busy is None else round(busy, 1),
             "ratio": round(est.cpu_seconds / cpu, 3),
         }
         if "n_evals" in ds:
