@@ -781,15 +781,33 @@ LARGE_N_ORDER_FACTOR = 1.3
 LARGE_N_UNCHECKED_SHARE = 0.8
 
 
-#: Measured CPU seconds of searches that do not run the large-n engine, over :func:`search_cost`
-#: at :func:`search_evals` evaluations (the core's records, the step floor and the check
-#: factor): 1 / 1.30, the geometric mean over the six runs that recorded their CPU
-#: (refitted 2026-11-29, docs/data/cost/study-estimates.json and estimate-check.json): model /
-#: measured 1.22 lambda-min-linear, 1.44 lambda-min-target, 1.16 theorem-p3-c0.5 (n = 128),
-#: 0.76 theorem-p3-c2, 1.68 tilt-p6, 1.84 the smoke threshold sweep (n = 4-8); after the
-#: scale 0.94, 1.11, 0.89, 0.58, 1.29, 1.42. The large-n law is fitted directly
-#: (:data:`LARGE_N_CHECKED_SECONDS`) and is not scaled.
-SEARCH_COST_SCALE = 0.77
+#: Measured CPU seconds of an evaluation over :func:`search_cost`'s per-evaluation model (the
+#: core's records, the step floor and the check factor), where the large-n law (fitted
+#: directly, :data:`LARGE_N_CHECKED_SECONDS`) does not price it; refitted 2026-11-29. Dense
+#: p = 3: 0.8, the geometric mean of the four dense p = 3 study runs that recorded their CPU
+#: (docs/data/cost/study-estimates.json: lambda-min-linear, lambda-min-target, theorem-p3-c0.5 at
+#: n = 128, theorem-p3-c2; measured / model 0.82, 0.69, 0.86, 1.32), the smoke threshold sweep
+#: (docs/data/cost/estimate-check.json, 0.54) and two single searches (n = 8 and 32: 0.53,
+#: 1.08; docs/data/cost/eval-cost-2026-11-29.json).
+SEARCH_COST_SCALE = 0.8
+#: Dense p >= 4: 1.6, the geometric mean of five single searches at p = 4, n = 8-64 (1.36,
+#: 2.86, 1.07, 1.50, 1.44; eval-cost-2026-11-29.json) and of the theorem-p4-c0.5 store's
+#: idle run (1.85 on its busy worker-seconds).
+DENSE_HIGH_ORDER_SCALE = 1.6
+#: Matrix-free below ``LARGE_N`` (the structured tilt's contractions, not the dense n^p tensor
+#: the core's records price): 0.5, the geometric mean of four single searches at p = 4-6,
+#: n = 32-96 (0.40, 0.75, 0.49, 0.43; eval-cost-2026-11-29.json).
+MATRIX_FREE_SCALE = 0.5
+
+
+def evaluation_scale(method: str, n: int, p: int, model: str, matrix_free: bool | None) -> float:
+    """The measured-over-model factor of one evaluation at ``(method, n, p)`` of ``model``:
+    1 on the large-n engine, :data:`MATRIX_FREE_SCALE` on an operator below it, else
+    :data:`SEARCH_COST_SCALE` (p = 3) or :data:`DENSE_HIGH_ORDER_SCALE` (p >= 4)."""
+    if uses_matrix_free(n, p, model, None, matrix_free):
+        return 1.0 if _large_engine_steps(method, n) else MATRIX_FREE_SCALE
+    return SEARCH_COST_SCALE if p <= 3 else DENSE_HIGH_ORDER_SCALE
+
 
 #: What the global check (with redo) multiplies an SROA's seconds by, at most: 1.3-1.8 on
 #: formed p = 3 tensors at n = 16-64, about 2 matrix-free (benchmarks/bench_global_check.py).
@@ -843,7 +861,8 @@ def _all_costs(spec: ThresholdSweepSpec) -> list[float]:
     evals = search_evals(spec)
     checked = bool(spec.threshold.search["global_check"])
     return [
-        search_cost(m, n, p, evals, str(model), checked, spec.matrix_free)
+        evaluation_scale(m, n, p, str(model), spec.matrix_free)
+        * search_cost(m, n, p, evals, str(model), checked, spec.matrix_free)
         for model in spec.axes["noise.model"].values
         for m, n, p in _combos(spec)
     ]
@@ -918,12 +937,11 @@ def search_evals(spec: ThresholdSweepSpec) -> float:
 def search_seconds(spec: ThresholdSweepSpec, settings: ThresholdSettings) -> float:
     """Expected CPU seconds of one search at ``settings``: :func:`search_cost` at the
     evaluations the search's own parameters make on average (:func:`search_evals`), scaled to
-    measured searches (:data:`SEARCH_COST_SCALE`) where the large-n law does not price it."""
+    measured evaluations (:func:`evaluation_scale`)."""
     checked = bool(spec.threshold.search["global_check"])
-    large = uses_matrix_free(
-        settings.n, settings.p, settings.noise, None, spec.matrix_free
-    ) and _large_engine_steps(settings.method, settings.n)
-    scale = 1.0 if large else SEARCH_COST_SCALE
+    scale = evaluation_scale(
+        settings.method, settings.n, settings.p, settings.noise, spec.matrix_free
+    )
     return scale * search_cost(
         settings.method,
         settings.n,
