@@ -104,3 +104,24 @@ def test_the_published_table_is_what_the_model_prices_now():
         layout = make_layout(spec, chunks=[int(shape[d]) for d in make_layout(spec).dims])
         got = estimate(spec, layout, run["workers"]).cpu_seconds
         assert math.isclose(got, row["estimate_cpu_s"], rel_tol=1e-3, abs_tol=0.1), row["store"]
+
+
+def test_each_measured_evaluation_is_priced_within_2x_by_its_regime():
+    """The single searches of eval-cost-2026-11-29.json (dense p = 3 and 4, matrix-free p = 4-6,
+    n = 8-128): the model times its regime's scale is within 2x of each measured CPU per
+    evaluation, and the regimes differ as measured (dense p = 4 dearer than the core's records
+    say, the operator cheaper)."""
+    from sroa_dist.sweep.kinds.threshold import evaluation_scale, search_cost
+
+    doc = json.loads((COST / "eval-cost-2026-11-29.json").read_text())
+    for r in doc["rows"]:
+        n, p, mf = r["n"], r["p"], r["matrix_free"]
+        model = search_cost("sshopm", n, p, 1, "coherent-tilt", True, mf)
+        assert model == pytest.approx(r["model_s"], rel=0.01)
+        priced = evaluation_scale("sshopm", n, p, "coherent-tilt", mf) * model
+        assert 0.5 < priced / r["cpu_per_eval_s"] < 2.0, r
+    dense3 = evaluation_scale("sshopm", 32, 3, "coherent-tilt", False)
+    dense4 = evaluation_scale("sshopm", 32, 4, "coherent-tilt", False)
+    operator = evaluation_scale("sshopm", 32, 4, "coherent-tilt", True)
+    assert operator < dense3 < dense4
+    assert evaluation_scale("sshopm", 512, 3, "coherent-tilt", True) == 1.0  # the fitted law
