@@ -114,6 +114,8 @@ def main() -> None:
             "kind": str(ds.attrs.get("sroa_kind")),
             "instances": est.instances,
             "workers": run["workers"],
+            "load": run.get("load"),
+            "note": run.get("note", ""),
             "estimate_before_cpu_s": before.get(run["store"], round(est.cpu_seconds, 1)),
             "estimate_cpu_s": round(est.cpu_seconds, 1),
             "measured_cpu_s": round(cpu, 1),
