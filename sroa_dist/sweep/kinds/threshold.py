@@ -797,9 +797,10 @@ DENSE_HIGH_ORDER_SCALE = 1.6
 #: Matrix-free where the large-n law does not price it (below ``LARGE_N``, and ``power``'s own
 #: iterations at any n; the structured tilt's contractions, not the dense n^p tensor the core's
 #: records price): 0.5, the geometric mean of four single searches at p = 4-6, n = 32-96 (0.40,
-#: 0.75, 0.49, 0.43; eval-cost-2026-11-29.json). For ``power`` at n = 192-256 the
-#: nscaling-tilt-p4 store's searches ran about as long as SS-HOPM's beside them (about half the
-#: unscaled model); past n = 256 it is an extrapolation (no power search measured there).
+#: 0.75, 0.49, 0.43; eval-cost-2026-11-29.json). For ``power`` at n >= ``LARGE_N`` it is not
+#: measured: the only data, the nscaling-tilt-p4 store's wall seconds at n = 192 and 256 (1702
+#: and 2340 s beside SS-HOPM's 175 and 1844 s, at load 12-18 with the searches' evaluations
+#: queued together), cannot separate one search's CPU.
 MATRIX_FREE_SCALE = 0.5
 
 
