@@ -13,8 +13,9 @@ BLAS thread, Figure-2's instances (identity basis, unit weights, binary/uniform/
 beside them) give ``step = (full − one) / (n − 1)`` and ``fixed = one − step``. The threshold
 part runs the smoke threshold spec's searches (sweeps/smoke/threshold.toml) the same way and
 records their mean evaluations over ``max_evals``, their CPU seconds per evaluation and the
-ratio of their CPU seconds to the threshold kind's search model at the most evaluations
-(``SEARCH_COST_SCALE``).
+ratio of their CPU seconds to the threshold kind's search model at the most evaluations (an
+input of ``SEARCH_COST_SCALE``, now refitted per evaluation at the expected count:
+docs/data/cost/study-estimates.json).
 
 Writes ``benchmarks/out/bench_instance_cost.json``; the committed copy of a calibration is
 ``docs/data/cost/instance-cost.json``, whose numbers the package's constants carry.

@@ -21,6 +21,7 @@ from .first_crossing import (
     SCAN_PHASES,
     ThresholdResult,
     check_range,
+    expected_evals,
     max_evals,
 )
 from .recheck import recheck_worst_case
@@ -73,6 +74,7 @@ __all__ = [
     "criterion_option_expected",
     "find_threshold",
     "load_worst_case",
+    "expected_evals",
     "max_evals",
     "max_size_evals",
     "sample_size_search",

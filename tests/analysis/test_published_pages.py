@@ -52,6 +52,7 @@ def _copy_tree(tmp_path):
         "docs/data/nscaling-global",
         "docs/data/studies",
         "docs/data/samples",
+        "docs/data/cost",
     ):
         if (ROOT / folder).exists():
             shutil.copytree(ROOT / folder, tmp_path / folder)

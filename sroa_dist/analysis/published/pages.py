@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .blocks import blocks, splice
+from .cost import COST_BLOCKS
 from .rate_figures import FIGURES, RateFigure, save
 from .rate_tables import TABLES
 from .regression import regression_table
@@ -52,6 +53,7 @@ PAGES: dict[str, dict[str, Block]] = {
         **{name: _figure_block(fig) for name, fig in FIGURES.items()},
     },
     "docs/results/regression.md": {"regression": Block(regression_table)},
+    "docs/results/benchmarks.md": {name: Block(table) for name, table in COST_BLOCKS.items()},
     "docs/results/samples.md": {
         **{name: Block(table) for name, table in SAMPLES_BLOCKS.items()},
         **{name: _figure_block(fig) for name, fig in SAMPLES_FIGURES.items()},

@@ -93,6 +93,7 @@ from sroa_dist.studies import (
     check_criterion_option,
     check_range,
     criterion_option_expected,
+    expected_evals,
     find_threshold,
     max_evals,
     search_options,
@@ -752,17 +753,26 @@ STEP_FLOOR = 0.015
 MATRIX_FREE_SROA_SECONDS = 8.3
 MATRIX_FREE_REFERENCE_N = 200
 
-#: CPU seconds of one global-checked matrix-free SROA (rank n, check and redo) of the p = 3
-#: coherent tilt at n = 512 on the large-n engine that a method with spectral starts runs from
-#: ``LARGE_N`` on, one BLAS thread, on the shared 2-core machine: ``sshopm`` revision 6's
-#: 28.8 s (revision 7 measured 23-25 s under load 13-21; the model keeps the dearer figure):
-#: benchmarks/bench_global_large_n.py, docs/results/benchmarks.md (Global SROA at large n).
-#: The model above (n^4, dense eigensolves) priced the p = 3 asymptote spec at 791 h.
-LARGE_N_CHECKED_SECONDS = 28.8
+#: CPU seconds of one threshold-study evaluation on the large-n engine that a method with
+#: spectral starts runs from ``LARGE_N`` on: one global-checked matrix-free SROA (rank n, check
+#: and redo) of the p = 3 coherent tilt drawn on a random orthonormal basis, as the studies draw
+#: it, at n = 512; and its growth exponent in n. A least-squares line in log-log (refitted
+#: 2026-11-29) through the study evaluations measured: n = 256, 15 CPU-s (store
+#: docs/data/studies/asymptote-p3-c0.5-n256.zarr, about 5 CPU-min for its 20 evaluations,
+#: docs/results/thresholds.md); n = 512, 64 CPU-s (asymptote-p3-c0.5-n512.zarr: 3974 s wall on 2
+#: workers at load 8-18, scaled to CPU by CPUs / load, over its 19 evaluations); n = 1024,
+#: 7 CPU-min (6-8 CPU-min each in the n = 1024 run of 2026-11-29, docs/results/thresholds.md).
+#: Residuals -7 %, +15 %, -7 %. Data and fit: docs/data/cost/study-estimates.json.
+#: This is 2.6-3.2x the identity-basis benchmark floor at n = 512 (23-29 s, Global SROA at
+#: large n in docs/results/benchmarks.md) and 3.5-5x at n = 1024 (84-160 s): the random-basis
+#: penalty (the basis' gather and scatter: 8.1 against 5.7 CPU-s at n = 256 in
+#: bench_global_large_n.py's ``3:N:tilt-basis`` case) and evaluations sharing two cores' caches,
+#: fitted in. The benchmark's floor alone (28.8 s at n = 512, n^3) priced a study's n = 1024
+#: search at 56 CPU-min against about 3 CPU-h measured.
+LARGE_N_CHECKED_SECONDS = 73.9
 LARGE_N_REFERENCE_N = 512
-#: The growth priced: n^3 (×8 per doubling: n steps, each against up to n deflation terms of
-#: n entries); measured ×5.5 from n = 256 to 512 and from 512 to 1024, so it errs high.
-LARGE_N_EXPONENT = 3
+#: ×5.3 per doubling (the floor benchmark: ×4.8-6.4 from n = 512 to 1024).
+LARGE_N_EXPONENT = 2.4
 #: Per order above 3: p = 4 measured 1.29× p = 3 at n = 512 (p >= 5 not measured: the same
 #: factor per order).
 LARGE_N_ORDER_FACTOR = 1.3
@@ -771,13 +781,37 @@ LARGE_N_ORDER_FACTOR = 1.3
 LARGE_N_UNCHECKED_SHARE = 0.8
 
 
-#: Measured CPU seconds of searches over :func:`search_cost` at their most evaluations
-#: (:func:`max_evals`): a search stops its scan at the first crossing and bisects less than its
-#: bound (0.68 of the most evaluations on average), and its steps cost less than the model's
-#: floor and check factor assume. The smoke threshold sweep's 12 searches (replicates = 1),
-#: benchmarks/bench_instance_cost.py --part threshold (docs/data/cost/, 2026-11-28, shared
-#: 2-core machine at load 7-25: CPU time, inflated by the load).
-SEARCH_COST_SCALE = 0.38
+#: Measured CPU seconds of an evaluation over :func:`search_cost`'s per-evaluation model (the
+#: core's records, the step floor and the check factor), where the large-n law (fitted
+#: directly, :data:`LARGE_N_CHECKED_SECONDS`) does not price it; refitted 2026-11-29. Dense
+#: p = 3: 0.8, the geometric mean of the four dense p = 3 study runs that recorded their CPU
+#: (docs/data/cost/study-estimates.json: lambda-min-linear, lambda-min-target, theorem-p3-c0.5 at
+#: n = 128, theorem-p3-c2; measured / model 0.82, 0.69, 0.86, 1.32), the smoke threshold sweep
+#: (docs/data/cost/estimate-check.json, 0.54) and two single searches (n = 8 and 32: 0.53,
+#: 1.08; docs/data/cost/eval-cost-2026-11-29.json).
+SEARCH_COST_SCALE = 0.8
+#: Dense p >= 4: 1.6, the geometric mean of five single searches at p = 4, n = 8-64 (1.36,
+#: 2.86, 1.07, 1.50, 1.44; eval-cost-2026-11-29.json) and of the theorem-p4-c0.5 store's
+#: idle run (1.85 on its busy worker-seconds).
+DENSE_HIGH_ORDER_SCALE = 1.6
+#: Matrix-free where the large-n law does not price it (below ``LARGE_N``, and ``power``'s own
+#: iterations at any n; the structured tilt's contractions, not the dense n^p tensor the core's
+#: records price): 0.5, the geometric mean of four single searches at p = 4-6, n = 32-96 (0.40,
+#: 0.75, 0.49, 0.43; eval-cost-2026-11-29.json). For ``power`` at n >= ``LARGE_N`` it is not
+#: measured: the only data, the nscaling-tilt-p4 store's wall seconds at n = 192 and 256 (1702
+#: and 2340 s beside SS-HOPM's 175 and 1844 s, at load 12-18 with the searches' evaluations
+#: queued together), cannot separate one search's CPU.
+MATRIX_FREE_SCALE = 0.5
+
+
+def evaluation_scale(method: str, n: int, p: int, model: str, matrix_free: bool | None) -> float:
+    """The measured-over-model factor of one evaluation at ``(method, n, p)`` of ``model``:
+    1 on the large-n engine, :data:`MATRIX_FREE_SCALE` on an operator below it, else
+    :data:`SEARCH_COST_SCALE` (p = 3) or :data:`DENSE_HIGH_ORDER_SCALE` (p >= 4)."""
+    if uses_matrix_free(n, p, model, None, matrix_free):
+        return 1.0 if _large_engine_steps(method, n) else MATRIX_FREE_SCALE
+    return SEARCH_COST_SCALE if p <= 3 else DENSE_HIGH_ORDER_SCALE
+
 
 #: What the global check (with redo) multiplies an SROA's seconds by, at most: 1.3-1.8 on
 #: formed p = 3 tensors at n = 16-64, about 2 matrix-free (benchmarks/bench_global_check.py).
@@ -788,7 +822,7 @@ def search_cost(
     method: str,
     n: int,
     p: int,
-    evals: int,
+    evals: float,
     model: str = "gaussian",
     checked: bool = False,
     matrix_free: bool | None = None,
@@ -828,10 +862,11 @@ def _large_engine_steps(method: str, n: int) -> bool:
 
 
 def _all_costs(spec: ThresholdSweepSpec) -> list[float]:
-    evals = spec.n_steps
+    evals = search_evals(spec)
     checked = bool(spec.threshold.search["global_check"])
     return [
-        search_cost(m, n, p, evals, str(model), checked, spec.matrix_free)
+        evaluation_scale(m, n, p, str(model), spec.matrix_free)
+        * search_cost(m, n, p, evals, str(model), checked, spec.matrix_free)
         for model in spec.axes["noise.model"].values
         for m, n, p in _combos(spec)
     ]
@@ -839,7 +874,7 @@ def _all_costs(spec: ThresholdSweepSpec) -> list[float]:
 
 def threshold_mean_cost(spec: ThresholdSweepSpec) -> float:
     """Estimated seconds per instance, averaged over the grid (every search assumed to make
-    :func:`max_evals` evaluations)."""
+    :func:`search_evals` evaluations)."""
     costs = _all_costs(spec)
     return sum(costs) / len(costs)
 
@@ -891,15 +926,31 @@ def _gib(x: float) -> str:
     return f"{x / 2**30:,.2f} GiB" if x < 2**50 else f"{x:.2g} bytes"
 
 
+def search_evals(spec: ThresholdSweepSpec) -> float:
+    """Evaluations one search of ``spec`` is expected to make: :func:`expected_evals` of its
+    own range, ``rtol``, scan phases and ``k_section`` (a first crossing anywhere in the range)."""
+    t = spec.threshold
+    return expected_evals(
+        tuple(t.eps_range),
+        t.rtol,
+        t.search["scan_phases"],
+        t.search.get("k_section", K_SECTION),
+    )
+
+
 def search_seconds(spec: ThresholdSweepSpec, settings: ThresholdSettings) -> float:
-    """Expected CPU seconds of one search at ``settings``: :func:`search_cost` at the most
-    evaluations (:func:`max_evals`), scaled to measured searches (:data:`SEARCH_COST_SCALE`)."""
+    """Expected CPU seconds of one search at ``settings``: :func:`search_cost` at the
+    evaluations the search's own parameters make on average (:func:`search_evals`), scaled to
+    measured evaluations (:func:`evaluation_scale`)."""
     checked = bool(spec.threshold.search["global_check"])
-    return SEARCH_COST_SCALE * search_cost(
+    scale = evaluation_scale(
+        settings.method, settings.n, settings.p, settings.noise, spec.matrix_free
+    )
+    return scale * search_cost(
         settings.method,
         settings.n,
         settings.p,
-        spec.n_steps,
+        search_evals(spec),
         settings.noise,
         checked,
         spec.matrix_free,
