@@ -1,0 +1,259 @@
+"""The evaluation journal (``sroa_dist.sweep.store.journal``): a threshold search killed after
+some evaluations resumes from them, evaluates only the missing points and writes the cube of an
+uninterrupted run bit for bit; a damaged entry is refused and named; an entry of another
+instance or spec is never used; the store's status says what a resumed run will replay.
+
+The block runs as a task body runs it (``_compute_and_write``: the journal around the block's
+pool, then the block write), on a real zarr store, in this process; the kill is an exception
+that is no ``Exception`` (as a SIGKILL, nothing after it runs) raised by the k-th evaluation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sroa_dist.errors import SroaWarning
+from sroa_dist.studies import threshold as search
+from sroa_dist.sweep.kinds import make_layout, spec_from_dict
+from sroa_dist.sweep.layout import block_task
+from sroa_dist.sweep.run.execute import _compute_and_write
+from sroa_dist.sweep.store import (
+    describe_journal,
+    journal_counts,
+    prepare_store,
+    read_done,
+    scan_store,
+    store_status,
+)
+from tests.support.helpers import assert_same_bits, cube_values, run_cli
+
+
+def _raw(**threshold) -> dict:
+    """One cheap search (p = 3, n = 4): about 25 evaluations of a few ms."""
+    return {
+        "name": "journal",
+        "seed": 5,
+        "replicates": 1,
+        "tensor": {"n": 4, "p": 3},
+        "noise": {
+            "model": "coherent-tilt",
+            "params": {"coherent-tilt": {"component": "smallest"}},
+        },
+        "solver": {"method": "sshopm"},
+        "threshold": {
+            "criterion": "value",
+            "c": 0.5,
+            "eps_range": [0.05, 1.5],
+            "rtol": 0.03,
+            **threshold,
+        },
+    }
+
+
+class Killed(BaseException):
+    """Stands for a SIGKILL: no ``except Exception`` of the task body catches it."""
+
+
+class Counter:
+    """Counts the search's evaluations (``_Evaluator.__call__``), and kills the block at the
+    evaluation after ``kill_after`` (None: never)."""
+
+    def __init__(self, monkeypatch, kill_after: int | None = None):
+        self.calls, self.kill_after = 0, kill_after
+        real = search._Evaluator.__call__
+
+        def counted(ev, eps):
+            if self.kill_after is not None and self.calls >= self.kill_after:
+                raise Killed
+            self.calls += 1
+            return real(ev, eps)
+
+        monkeypatch.setattr(search._Evaluator, "__call__", counted)
+
+
+def _store(path: Path, raw: dict):
+    spec = spec_from_dict(raw)
+    prep = prepare_store(str(path), spec, make_layout(spec))
+    task = block_task(prep.spec or spec, prep.layout, 0)
+    return dataclasses.replace(task, layout_token=prep.layout_token), prep.layout
+
+
+def _run_block(path: Path, task) -> None:
+    info = _compute_and_write(str(path), task, None)
+    assert "error" not in info, info
+
+
+def _entries(path: Path) -> list[Path]:
+    return sorted((path / "journal").glob("*/*.json"))
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """The uninterrupted cube, and how many evaluations its search made."""
+    path = tmp_path_factory.mktemp("ref") / "ref.zarr"
+    task, _ = _store(path, _raw())
+    mp = pytest.MonkeyPatch()
+    try:
+        counter = Counter(mp)
+        _run_block(path, task)
+    finally:
+        mp.undo()
+    values = cube_values(path)
+    assert counter.calls == int(values["n_evals"].ravel()[0]) > 12
+    return values, counter.calls
+
+
+def _interrupted(path: Path, monkeypatch, k: int, raw: dict | None = None):
+    """A store whose block was killed after ``k`` evaluations."""
+    task, layout = _store(path, raw or _raw())
+    Counter(monkeypatch, kill_after=k)
+    with pytest.raises(Killed):
+        _compute_and_write(str(path), task, None)
+    monkeypatch.undo()
+    assert not read_done(str(path)).any()
+    return task, layout
+
+
+def test_a_killed_search_resumes_from_its_journal_and_equals_the_uninterrupted_cube(
+    tmp_path, monkeypatch, reference
+):
+    values, total = reference
+    path = tmp_path / "k.zarr"
+    k = 12
+    task, layout = _interrupted(path, monkeypatch, k)
+    assert len(_entries(path)) == k  # each evaluation journalled as it finished
+    # What a resumed run will replay: the status and the run's progress line say it.
+    counts = journal_counts(str(path), layout, [0])
+    assert counts[0].entries == k and not counts[0].damaged
+    assert store_status(str(path)).journal == counts
+    assert describe_journal(counts) == [f"{k} evaluations of block 0 journalled"]
+    # Nothing of it is damage to `check`, before the block is written or after.
+    assert not scan_store(str(path), layout).damaged
+    counter = Counter(monkeypatch)
+    _run_block(path, task)
+    assert counter.calls == total - k  # only the missing points were evaluated
+    assert_same_bits(cube_values(path), values)
+    assert _entries(path) == []  # the block is written: its journal is spent
+    assert not scan_store(str(path), layout).damaged
+
+
+def test_status_names_the_journalled_evaluations(tmp_path, monkeypatch):
+    path = tmp_path / "s.zarr"
+    _interrupted(path, monkeypatch, 5)
+    out = run_cli("status", str(path), check=False)
+    assert out.returncode == 1, out  # not done
+    assert "resuming: 5 evaluations of block 0 journalled" in out.stdout
+
+
+def test_a_damaged_entry_is_named_refused_and_evaluated_again(tmp_path, monkeypatch, reference):
+    values, total = reference
+    path = tmp_path / "d.zarr"
+    k = 8
+    task, layout = _interrupted(path, monkeypatch, k)
+    victim = _entries(path)[3]
+    data = bytearray(victim.read_bytes())
+    data[-5] ^= 0x01  # one bit of one float's hex digits
+    victim.write_bytes(bytes(data))
+    counts = journal_counts(str(path), layout, [0])
+    assert counts[0].entries == k - 1 and counts[0].damaged == (str(victim),)
+    assert str(victim) in describe_journal(counts)[0]
+    counter = Counter(monkeypatch)
+    with pytest.warns(SroaWarning, match=f"journal entry {victim}.* damaged"):
+        _run_block(path, task)
+    assert counter.calls == total - k + 1  # the damaged one ran again
+    assert_same_bits(cube_values(path), values)
+
+
+def test_a_truncated_entry_and_one_under_another_name_are_refused(tmp_path, monkeypatch):
+    path = tmp_path / "t.zarr"
+    k = 6
+    task, _ = _interrupted(path, monkeypatch, k)
+    first, second, *_ = _entries(path)
+    first.write_bytes(first.read_bytes()[:40])  # a write cut short (no rename protects it)
+    second.write_bytes(_entries(path)[2].read_bytes())  # whole, but another evaluation's
+    counter = Counter(monkeypatch)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _run_block(path, task)
+    damaged = [str(w.message) for w in caught if "damaged" in str(w.message)]
+    assert any(str(first) in m for m in damaged)
+    assert any(str(second) in m and "another evaluation" in m for m in damaged)
+    n_evals = int(cube_values(path)["n_evals"].ravel()[0])
+    assert counter.calls == n_evals - k + 2
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{"threshold.c": 0.45}, {"seed": 6}, {"threshold.rtol": 0.02}],
+    ids=["level", "seed", "rtol"],
+)
+def test_an_entry_of_another_spec_is_never_used(tmp_path, monkeypatch, change):
+    """Another spec's journal copied where this spec's block looks (the same block folder:
+    the block coordinates are the same): a level or seed changes every key, so nothing is
+    replayed; rtol changes no evaluation, so its entries are the same evaluations and are."""
+    raw = _raw()
+    other = _raw()
+    for key, value in change.items():
+        node = other
+        *parts, leaf = key.split(".")
+        for part in parts:
+            node = node[part]
+        node[leaf] = value
+    a, b = tmp_path / "a.zarr", tmp_path / "b.zarr"
+    k = 10
+    _interrupted(a, monkeypatch, k, raw)
+    task, _ = _store(b, other)
+    shutil.copytree(a / "journal", b / "journal", dirs_exist_ok=True)
+    ref = tmp_path / "ref.zarr"
+    ref_task, _ = _store(ref, other)
+    counter = Counter(monkeypatch)
+    _run_block(ref, ref_task)
+    total = counter.calls
+    counter.calls = 0
+    _run_block(b, task)
+    same_evaluations = "threshold.rtol" in change
+    assert counter.calls == (total - k if same_evaluations else total)
+    assert_same_bits(cube_values(b), cube_values(ref))
+
+
+def test_the_key_holds_every_input_of_an_evaluation():
+    """Evaluations differing in one input (ε by one ulp, the seed's spawn key, the level, a
+    method revision) never share a key; the same evaluation always has the same key."""
+    ev = search._Evaluator(
+        n=4,
+        p=3,
+        family="coherent-tilt",
+        lam_spec=np.array([1.0, 1.0, 1.0, 0.95]),
+        V=None,
+        params={"component": "smallest"},
+        inst_ss=np.random.SeedSequence(5, spawn_key=(1, 2)),
+        norm_ss=np.random.SeedSequence(5, spawn_key=(1, 3)),
+        solve_ss=np.random.SeedSequence(5, spawn_key=(1, 4)),
+        method="sshopm",
+        revisions={},
+        options={},
+        checks={"global_check": True, "redo": True},
+        criterion="value",
+        level=0.5,
+        crit_params={},
+        matrix_free=False,
+    )
+    eps = 0.3
+    key = ev.journal_key(eps)
+    assert key == dataclasses.replace(ev).journal_key(0.3)
+    others = [
+        ev.journal_key(np.nextafter(eps, 1.0)),
+        dataclasses.replace(ev, solve_ss=np.random.SeedSequence(5, spawn_key=(1, 5))).journal_key(
+            eps
+        ),
+        dataclasses.replace(ev, level=np.nextafter(0.5, 1.0)).journal_key(eps),
+        dataclasses.replace(ev, revisions={"sshopm": 6}).journal_key(eps),
+        dataclasses.replace(ev, lam_spec=np.array([1.0, 1.0, 1.0, 0.9])).journal_key(eps),
+    ]
+    assert key not in others and len(set(others)) == len(others)
