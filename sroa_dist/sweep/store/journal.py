@@ -41,6 +41,7 @@ temporary name, then move), as certificate files are written.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import uuid
@@ -159,8 +160,15 @@ class _Entries:
         fs.makedirs(base, exist_ok=True)
         path = f"{base}/{key}.json"
         tmp = f"{path}.{uuid.uuid4().hex}.tmp"
-        fs.pipe_file(tmp, head + body)
-        fs.mv(tmp, path)
+        try:
+            fs.pipe_file(tmp, head + body)
+            fs.mv(tmp, path)
+        except BaseException:
+            # A full disk, say: leave no temporary file behind (the OSError fails the block
+            # as any store write does; its evaluations so far stay journalled).
+            with contextlib.suppress(Exception):
+                fs.rm(tmp)
+            raise
 
     def read(self, key: str) -> tuple[Any, str] | None:
         """``(outcome, commit)`` of the entry of ``key``; None where there is none or it is
