@@ -247,8 +247,10 @@ def find_threshold(
     executor : object with ``map(fn, iterable)``, optional
         Runs a round's evaluations at once, e.g. a :class:`concurrent.futures.
         ProcessPoolExecutor`, a Dask ``distributed.Client`` (its futures gathered) or the
-        sweep's pool of cluster tasks; ``None``: one after the other in this thread. Only
-        useful with ``k_section > 1``.
+        sweep's pool of cluster tasks; ``None``: one after the other in this thread. An
+        executor with ``map`` gets every round, one point included (a sweep's pool replays the
+        evaluations its store journalled, :meth:`_Evaluator.journal_key`); a Dask client only
+        rounds of two or more. Useful for speed only with ``k_section > 1``.
 
     Returns
     -------

@@ -281,3 +281,22 @@ def test_a_resumed_run_on_worker_processes_replays_the_journal_and_says_so(
     assert "sroa-dist: resuming: 7 evaluations of block 0 journalled" in stream.getvalue()
     assert_same_bits(cube_values(path), cube_values(ref))
     assert _entries(path) == [] and _entries(ref) == []
+
+
+def test_entries_of_another_commit_are_replayed_with_the_stores_warning(
+    tmp_path, monkeypatch, reference
+):
+    """The store's rule for mixed code versions: a store continued by another commit keeps
+    its finished blocks and says so; journalled evaluations are kept and said the same way."""
+    from sroa_dist.sweep.store import journal
+
+    values, total = reference
+    path = tmp_path / "c.zarr"
+    monkeypatch.setattr(journal, "git_commit", lambda: "0" * 40)
+    task, _ = _interrupted(path, monkeypatch, 9)  # undoes the patch when done
+    monkeypatch.setattr(journal, "git_commit", lambda: "1" * 40)  # the resuming code
+    counter = Counter(monkeypatch)
+    with pytest.warns(SroaWarning, match=f"computed by commit {'0' * 40}, continued by {'1' * 40}"):
+        _run_block(path, task)
+    assert counter.calls == total - 9
+    assert_same_bits(cube_values(path), values)
