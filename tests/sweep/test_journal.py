@@ -300,3 +300,29 @@ def test_entries_of_another_commit_are_replayed_with_the_stores_warning(
         _run_block(path, task)
     assert counter.calls == total - 9
     assert_same_bits(cube_values(path), values)
+
+
+def test_an_extension_keeps_the_journal_of_an_unfinished_block(tmp_path, monkeypatch, reference):
+    """An extension (one more replicate) swaps a new layout in: the journal, named by block
+    coordinates like the certificate files, stays, and the interrupted instance's block (same
+    coordinates) resumes from it."""
+    values, total = reference
+    path = tmp_path / "e.zarr"
+    k = 11
+    _interrupted(path, monkeypatch, k)
+    spec = spec_from_dict({**_raw(), "replicates": 2})
+    prep = prepare_store(str(path), spec, make_layout(spec))
+    assert prep.action == "extended" and prep.layout.n_blocks == 2
+    assert len(_entries(path)) == k
+    assert journal_counts(str(path), prep.layout, [0, 1])[0].entries == k
+    task = block_task(prep.spec or spec, prep.layout, 0)
+    task = dataclasses.replace(task, layout_token=prep.layout_token)
+    counter = Counter(monkeypatch)
+    _run_block(path, task)
+    assert counter.calls == total - k
+    from sroa_dist.sweep import open_results
+
+    first = open_results(str(path)).isel(replicate=slice(0, 1)).load()
+    for name, ref in values.items():
+        if not name.startswith("coord:"):
+            assert_same_bits({name: first[name].values}, {name: ref})

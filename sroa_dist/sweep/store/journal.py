@@ -35,7 +35,7 @@ determines an evaluation: the instance's seeds (its coordinates and replicate), 
 settings that reach the evaluation, ε's exact bits, the search revision and the method
 revisions the store pinned.
 
-Stores on fsspec filesystems (object stores) journal through the same calls (write to a
+Stores on fsspec filesystems (object stores, S3) journal through the same calls (write to a
 temporary name, then move), as certificate files are written.
 """
 
