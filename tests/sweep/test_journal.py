@@ -11,7 +11,12 @@ that is no ``Exception`` (as a SIGKILL, nothing after it runs) raised by the k-t
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
+import signal
+import subprocess
+import time
+import tomllib
 import warnings
 from pathlib import Path
 
@@ -31,7 +36,7 @@ from sroa_dist.sweep.store import (
     scan_store,
     store_status,
 )
-from tests.support.helpers import assert_same_bits, cube_values, run_cli
+from tests.support.helpers import assert_same_bits, cube_values, run_cli, start_cli
 
 
 def _raw(**threshold) -> dict:
@@ -259,30 +264,6 @@ def test_the_key_holds_every_input_of_an_evaluation():
     assert key not in others and len(set(others)) == len(others)
 
 
-@pytest.mark.slow
-def test_a_resumed_run_on_worker_processes_replays_the_journal_and_says_so(
-    tmp_path, client, monkeypatch
-):
-    """k_section = 2: a round's two points run as tasks on the cluster's worker processes,
-    each journalling its own outcome there; the resumed run's progress names the journalled
-    evaluations and its cube equals an uninterrupted run's, bit for bit."""
-    import io
-
-    from sroa_dist.sweep import run_sweep
-
-    raw = _raw(k_section=2)
-    ref = tmp_path / "ref.zarr"
-    assert run_sweep(raw, ref, client=client).complete
-    path = tmp_path / "k.zarr"
-    _interrupted(path, monkeypatch, 7, raw)
-    stream = io.StringIO()
-    res = run_sweep(raw, path, client=client, progress=stream)
-    assert res.complete and res.blocks_computed == 1
-    assert "sroa-dist: resuming: 7 evaluations of block 0 journalled" in stream.getvalue()
-    assert_same_bits(cube_values(path), cube_values(ref))
-    assert _entries(path) == [] and _entries(ref) == []
-
-
 def test_entries_of_another_commit_are_replayed_with_the_stores_warning(
     tmp_path, monkeypatch, reference
 ):
@@ -326,3 +307,63 @@ def test_an_extension_keeps_the_journal_of_an_unfinished_block(tmp_path, monkeyp
     for name, ref in values.items():
         if not name.startswith("coord:"):
             assert_same_bits({name: first[name].values}, {name: ref})
+
+
+KILL_SPEC = """\
+name = "journal-kill"
+seed = 5
+replicates = 1
+[tensor]
+n = 8
+p = 3
+[noise]
+model = "coherent-tilt"
+[noise.params.coherent-tilt]
+component = "smallest"
+[solver]
+method = "sshopm"
+[threshold]
+criterion = "value"
+c = 0.5
+eps_range = [0.05, 1.5]
+rtol = 0.005
+k_section = 2
+"""
+
+
+@pytest.mark.slow
+def test_sigkill_of_a_cli_run_mid_search_resumes_from_the_journal(tmp_path):
+    """The real thing: `sroa-dist run` of one search (about 35 evaluations of 0.2 s, two a
+    round, each round's points run as tasks on the two worker processes, which journal their
+    own outcome) SIGKILLed with its scheduler and workers once a few evaluations are
+    journalled; the same command again says how many it found, and the cube equals an
+    uninterrupted search's (computed in this process) bit for bit."""
+    spec = tmp_path / "kill.toml"
+    spec.write_text(KILL_SPEC)
+    store = tmp_path / "k.zarr"
+    args = ["run", str(spec), "--store", str(store), "--workers", "2"]
+    args += ["--dashboard-address", ":0"]
+    proc = start_cli(args, output=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 180
+        while time.time() < deadline and proc.poll() is None and len(_entries(store)) < 4:
+            time.sleep(0.01)
+        assert proc.poll() is None, "the run ended before it could be killed"
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert not read_done(str(store)).any()
+    k = len(_entries(store))
+    assert k >= 4
+    again = run_cli(*args, timeout=600)
+    assert f"sroa-dist: resuming: {k} evaluations of block 0 journalled" in again.stderr + (
+        again.stdout
+    )
+    ref = tmp_path / "ref.zarr"
+    task, _ = _store(ref, tomllib.loads(KILL_SPEC))
+    _run_block(ref, task)
+    assert k < int(cube_values(ref)["n_evals"].ravel()[0])
+    assert_same_bits(cube_values(store), cube_values(ref))
+    assert _entries(store) == []
