@@ -44,6 +44,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import re
 import uuid
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -74,6 +75,8 @@ FOLDER = "journal"
 ENTRY_FORMAT = 1
 #: First bytes of an entry file, before its format and digest.
 _MAGIC = "sroa-journal"
+#: What an entry's key (its file name) may hold.
+_KEY = re.compile(r"[0-9A-Za-z_-]{1,200}")
 
 
 def _fs(url: str, so: Mapping[str, Any] | None) -> tuple[Any, str]:
@@ -262,6 +265,8 @@ class EvaluationJournal:
 
     @property
     def entries(self) -> _Entries:
+        """The block's journal folder (made on first use: the commit is asked for only where
+        an evaluator with a key runs)."""
         if self._entries is None:
             self._entries = _Entries(
                 str(self.url),
@@ -283,6 +288,9 @@ class EvaluationJournal:
         if key_of is None:
             return self._run(fn, items)
         keys = [str(key_of(x)) for x in items]
+        for k in keys:  # a key names a file: no separators, nothing hidden
+            if not _KEY.fullmatch(k):
+                raise ValueError(f"journal key {k!r}: expected letters, digits, '_' or '-'")
         entries = self.entries
         found = [entries.read(k) for k in keys]
         outs: list[Any] = [None if f is None else f[0] for f in found]
