@@ -309,6 +309,53 @@ def test_an_extension_keeps_the_journal_of_an_unfinished_block(tmp_path, monkeyp
             assert_same_bits({name: first[name].values}, {name: ref})
 
 
+def test_a_killed_sample_size_search_resumes_from_its_journalled_draws(tmp_path, monkeypatch):
+    """The samples kind's N* search goes through the same pool: each draw at each size is
+    journalled, and a block killed after k draws replays them and equals an uninterrupted
+    block bit for bit."""
+    from sroa_dist.sweep.kinds import samples
+
+    raw = {
+        "name": "journal-samples",
+        "seed": 11,
+        "samples": {
+            "model": "gmm",
+            "k": 2,
+            "weights": "uniform",
+            "draws": 3,
+            "N_range": [50, 3200],
+            "rtol": 0.2,
+            "k_section": 2,
+            "norm_draws": 1,
+        },
+        "solver": {"method": "power@aghkt"},
+    }
+    real = samples._Draw.__call__
+    state = {"calls": 0, "kill_after": None}
+
+    def counted(draw, item):
+        if state["kill_after"] is not None and state["calls"] >= state["kill_after"]:
+            raise Killed
+        state["calls"] += 1
+        return real(draw, item)
+
+    monkeypatch.setattr(samples._Draw, "__call__", counted)
+    ref = tmp_path / "ref.zarr"
+    ref_task, _ = _store(ref, raw)
+    _run_block(ref, ref_task)
+    total, state["calls"] = state["calls"], 0
+    path = tmp_path / "k.zarr"
+    task, layout = _store(path, raw)
+    state["kill_after"] = k = 10
+    with pytest.raises(Killed):
+        _compute_and_write(str(path), task, None)
+    assert journal_counts(str(path), layout, [0])[0].entries == k
+    state["calls"], state["kill_after"] = 0, None
+    _run_block(path, task)
+    assert state["calls"] == total - k > 0
+    assert_same_bits(cube_values(path), cube_values(ref))
+
+
 KILL_SPEC = """\
 name = "journal-kill"
 seed = 5

@@ -10,10 +10,10 @@ for bit.
 
 :class:`EvaluationJournal` is the block's inner pool (:mod:`..inner_pool`) wrapped around the
 one the execution layer gives it: for an evaluator with a ``journal_key(item)`` (the threshold
-search's evaluator, :func:`sroa_dist.find_threshold`) it looks every point of a round up, hands
-only the missing ones to the inner pool, and each of those writes its entry where it ran (this
-thread, or a task on another worker) as soon as it finished. Evaluators without a key run as
-before.
+search's evaluator, :func:`sroa_dist.find_threshold`; the samples kind's draw) it looks every
+point of a round up, hands only the missing ones to the inner pool, and each of those writes
+its entry where it ran (this thread, or a task on another worker) as soon as it finished.
+Evaluators without a key run as before.
 
 Where the entries live: ``<store>/journal/`` (:data:`FOLDER`, an empty zarr group like the
 certificate folder), one folder per block named by the hash of the block's instance coordinates
