@@ -124,7 +124,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
-    from ..sweep.store import store_status
+    from ..sweep.store import describe_journal, store_status
 
     st = store_status(args.store)
     print(
@@ -134,6 +134,8 @@ def _cmd_status(args: argparse.Namespace) -> int:
     print(f"failed blocks: {len(st.failed)}")
     for b, msg in sorted(st.failed.items()):
         print(f"  block {b}: {msg}")
+    for line in describe_journal(st.journal):  # what a resumed run will replay
+        print(f"resuming: {line}")
     return 0 if st.n_done == st.n_blocks else 1
 
 

@@ -281,7 +281,8 @@ def cube_page() -> str:
         f"`{ATTR_SWEEP_NAME}` and `{ATTR_LAYOUT_TOKEN}` identify a sroa-dist store; "
         f"`{ATTR_FORMAT}` records its format ({STORE_FORMAT}: every finished block "
         "records digests, certificate files live in `<store>/certificates/`; a store without "
-        "it has format 1).\n\n",
+        "it has format 1). A block whose search was interrupted keeps its finished evaluations "
+        "in `<store>/journal/` until it is written (docs/sweeps.md, Evaluation journal).\n\n",
         "## Dimensions of every cube\n\n",
         _table(dim_head, dim_rows(DIMS)),
     ]

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
+import json
 import math
 import pickle
 from collections.abc import Mapping
@@ -71,6 +73,9 @@ CERTIFY_ENDS_MAX_N: Mapping[int, int] = MappingProxyType({3: 32, 4: 20})
 #: 2: every local step checked and redone from a higher check point, a second
 #: scan phase (:mod:`sroa_dist.studies.first_crossing`).
 SEARCH_REVISION = 2
+#: The layout of :meth:`_Evaluator.journal_key`'s text, raised when it changes (old journal
+#: entries are then simply not found, and their evaluations run again).
+JOURNAL_KEY_FORMAT = 1
 #: Earlier search revisions -> the keyword values that reproduce them.
 SEARCH_LEGACY: Mapping[int, Mapping[str, Any]] = MappingProxyType(
     {1: MappingProxyType({"global_check": False, "redo": False, "scan_phases": 1})}
@@ -242,8 +247,10 @@ def find_threshold(
     executor : object with ``map(fn, iterable)``, optional
         Runs a round's evaluations at once, e.g. a :class:`concurrent.futures.
         ProcessPoolExecutor`, a Dask ``distributed.Client`` (its futures gathered) or the
-        sweep's pool of cluster tasks; ``None``: one after the other in this thread. Only
-        useful with ``k_section > 1``.
+        sweep's pool of cluster tasks; ``None``: one after the other in this thread. An
+        executor with ``map`` gets every round, one point included (a sweep's pool replays the
+        evaluations its store journalled, :meth:`_Evaluator.journal_key`); a Dask client only
+        rounds of two or more. Useful for speed only with ``k_section > 1``.
 
     Returns
     -------
@@ -311,7 +318,9 @@ def find_threshold(
         if executor is not None and len(points) > 1 and hasattr(executor, "gather"):
             # A Dask client (duck-typed: the core imports no Dask): map gives futures.
             outs = list(executor.gather(executor.map(ev, points, pure=False)))
-        elif executor is not None and len(points) > 1:
+        elif executor is not None and not hasattr(executor, "gather"):
+            # Every round, one point included: a sweep's pool replays the evaluations its
+            # store journalled (ev.journal_key) and runs a single point in this thread.
             outs = list(executor.map(ev, points))
         else:
             outs = [ev(eps) for eps in points]
@@ -388,6 +397,25 @@ class _Evaluator:
         state.pop("_local", None)
         return state
 
+    def journal_key(self, eps: float) -> str:
+        """A digest naming this evaluation at ``eps`` and nothing else: every field of the
+        recipe (sizes, family, weights, basis, parameters, seeds, method, its revisions and
+        options, the check settings, the criterion and its levels, matrix-free or not), ``eps``
+        in its exact bits, and :data:`SEARCH_REVISION` and :data:`JOURNAL_KEY_FORMAT`. An
+        outcome stored under it (a sweep's evaluation journal) is this call's outcome; a
+        journal never meets the same key for another evaluation."""
+        recipe = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        text = json.dumps(
+            {
+                "format": JOURNAL_KEY_FORMAT,
+                "search_revision": SEARCH_REVISION,
+                "recipe": _canonical(recipe),
+                "eps": float(eps).hex(),
+            },
+            sort_keys=True,
+        )
+        return hashlib.sha256(text.encode()).hexdigest()
+
     def _key(self) -> bytes:
         return pickle.dumps(
             (
@@ -428,6 +456,33 @@ class _Evaluator:
         )
         extras = _extras(res[0], m.lam_err[0], m.vec_err[0])
         return metric, ok, extras, int(np.sum(res.certified)), int(np.size(res.certified))
+
+
+def _canonical(value: Any) -> Any:
+    """JSON stand-in of a recipe field for :meth:`_Evaluator.journal_key`: floats by their
+    exact bits, arrays with their dtype and shape, seeds by what they draw from."""
+    if isinstance(value, np.random.SeedSequence):
+        return {
+            "seed_sequence": [
+                value.entropy if isinstance(value.entropy, int) else list(value.entropy),
+                list(value.spawn_key),
+                value.pool_size,
+            ]
+        }
+    if isinstance(value, np.ndarray):
+        arr = np.ascontiguousarray(value)
+        return {"array": [arr.dtype.str, list(arr.shape), arr.tobytes().hex()]}
+    if isinstance(value, np.generic):
+        return _canonical(value.item())
+    if isinstance(value, float):
+        return {"float": value.hex()}
+    if isinstance(value, Mapping):
+        return {"mapping": sorted((str(k), _canonical(v)) for k, v in value.items())}
+    if isinstance(value, (list, tuple)):
+        return {"sequence": [_canonical(v) for v in value]}
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    return {"repr": repr(value)}
 
 
 def _build_instance(key: bytes) -> Any:

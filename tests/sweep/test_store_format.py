@@ -371,3 +371,46 @@ def test_certificates_of_an_s3_store_live_inside_it_and_migrate_there(s3, spec):
     assert len([p for p in fs.find(f"{key}/{FOLDER}") if p.endswith(".npz")]) == 2
     assert json.loads(fs.cat_file(f"{key}/zarr.json"))["attributes"][ATTR_FORMAT] == 2
     assert rs.check().ok and rs.verify_certificates().ok
+
+
+class _Doubled:
+    """A pure evaluation with a journal key (as a threshold search's evaluator has)."""
+
+    calls = 0
+
+    def journal_key(self, x: float) -> str:
+        return f"{float(x).hex()}".replace(".", "_").replace("+", "p").replace("-", "m")
+
+    def __call__(self, x: float) -> tuple:
+        type(self).calls += 1
+        return (2.0 * x, x > 1, {"gap": float("nan")}, 3, 4)
+
+
+@pytest.mark.slow
+def test_the_evaluation_journal_of_an_s3_store_lives_inside_it(s3):
+    """The journal on an object store (moto's S3): entries are written inside the store,
+    replayed whole (every float by its bits) by a later map, a damaged one is refused and
+    evaluated again, and clearing removes the block's folder."""
+    import s3fs
+
+    from sroa_dist.sweep.store import EvaluationJournal
+
+    opts, bucket = s3
+    url = f"s3://{bucket}/{uuid.uuid4().hex[:8]}.zarr"
+    points = [0.1, 1.5, 1 / 3]
+    fn = _Doubled()
+    first = EvaluationJournal(url, opts, ["n"], [[4]])
+    outs = first.map(fn, points)
+    assert _Doubled.calls == 3 and first.evaluated == 3
+    fs = s3fs.S3FileSystem(skip_instance_cache=True, **opts)
+    key = url.removeprefix("s3://")
+    entries = sorted(p for p in fs.find(f"{key}/journal") if "/block-" in p)
+    assert len(entries) == 3 and fs.exists(f"{key}/journal/zarr.json")
+    fs.pipe_file(entries[0], fs.cat_file(entries[0])[:-3] + b"}}}")  # damaged
+    again = EvaluationJournal(url, opts, ["n"], [[4]])
+    with pytest.warns(SroaWarning, match="damaged"):
+        replayed = again.map(fn, points)
+    assert again.replayed == 2 and again.evaluated == 1 and _Doubled.calls == 4
+    assert repr(replayed) == repr(outs)  # same values, same types, NaN included
+    again.clear()
+    assert not [p for p in fs.find(f"{key}/journal") if "/block-" in p]

@@ -53,6 +53,8 @@ the outcomes only, so the bracket is the same bits on any number of workers.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import math
 import re
@@ -461,10 +463,11 @@ def draw_outcome(
 
 def _map(pool: Any, fn: Any, items: list[Any]) -> list[Any]:
     """``fn`` over ``items`` in order: on the inner pool where one is set (a Dask client's
-    futures, or any ``map``), else here, one after the other."""
+    futures, or any ``map``: the sweep's gets every call, one item included, and replays the
+    draws its store journalled), else here, one after the other."""
     if pool is not None and len(items) > 1 and hasattr(pool, "gather"):
         return list(pool.gather(pool.map(fn, items, pure=False)))
-    if pool is not None and len(items) > 1:
+    if pool is not None and not hasattr(pool, "gather"):
         return list(pool.map(fn, items))
     return [fn(x) for x in items]
 
@@ -479,6 +482,30 @@ class _Draw:
     tolerances: tuple[tuple[str, float], ...]
     revisions: tuple[tuple[str, Any], ...]
     norms: bool = False
+
+    def journal_key(self, item: tuple[int, int]) -> str:
+        """A digest naming this draw at ``item = (N, draw)`` and nothing else: the grid point's
+        settings, the seed, the replicate, the tolerances, the method revision's options,
+        whether the norms are drawn, and the item (:mod:`..store.journal` keeps its outcome
+        under it)."""
+        text = json.dumps(
+            {
+                "format": 1,
+                "kind": "samples",
+                "draw": [
+                    dataclasses.asdict(self.settings),
+                    self.seed,
+                    self.replicate,
+                    self.tolerances,
+                    self.revisions,
+                    self.norms,
+                ],
+                "item": [int(x) for x in item],
+            },
+            sort_keys=True,
+            default=repr,  # floats are exact as JSON writes them (repr round-trips)
+        )
+        return hashlib.sha256(text.encode()).hexdigest()
 
     def __call__(self, item: tuple[int, int]) -> tuple[bool, float, float, bool, float]:
         n, draw = item

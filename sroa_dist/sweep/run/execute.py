@@ -175,14 +175,16 @@ def _compute_and_write(
     url: str, task: BlockTask, storage_options: Mapping[str, Any] | None
 ) -> dict:
     from ..inner_pool import inner_pool
-    from ..store import ResultStore, StaleLayoutError
+    from ..store import EvaluationJournal, ResultStore, StaleLayoutError
     from .cluster_pool import WorkerTaskPool
     from .worker import compute_block
 
     t0, c0 = time.perf_counter(), time.process_time()
+    # A threshold search with k_section > 1 hands each round's evaluations to the cluster, and
+    # every evaluation it finishes is journalled in the store: a killed search resumes there.
+    journal = EvaluationJournal(url, storage_options, task.dims, task.coords, WorkerTaskPool())
     try:
-        # A threshold search with k_section > 1 hands each round's evaluations to the cluster.
-        with inner_pool(WorkerTaskPool()):
+        with inner_pool(journal):
             result = compute_block(task)
     except (OSError, MemoryError):
         raise
@@ -192,6 +194,10 @@ def _compute_and_write(
         ResultStore(url, storage_options).write(task, result)
     except StaleLayoutError as exc:  # the store moved on to another layout: final
         return {"index": task.index, "error": f"{type(exc).__name__}: {exc}"}
+    # The block is written: its journal is spent. A folder left by a failed removal is never
+    # read again (its block is done) and `--overwrite` clears it.
+    with contextlib.suppress(OSError):
+        journal.clear()
     return {
         "index": task.index,
         "n": result.n_instances,
@@ -408,6 +414,8 @@ def run_sweep(
         TAKEOVER_SETTLE_S,
         check_store_target,
         clear_failed,
+        describe_journal,
+        journal_counts,
         mark_failed,
         prepare_store,
         read_done,
@@ -513,6 +521,9 @@ def run_sweep(
                     f"{len(pending)}/{layout.n_blocks} blocks to run on {result.n_workers} "
                     f"workers; dashboard: {result.dashboard}\n{estimate_line(est, loaded=True)}\n"
                 )
+                # Searches killed mid-way resume from the evaluations they journalled.
+                for line in describe_journal(journal_counts(url, layout, pending, storage_options)):
+                    stream.write(f"sroa-dist: resuming: {line}\n")
                 stream.flush()
             plan = _Plan(spec, layout, prepared.layout_token, retries, task_timeout)
             try:

@@ -3,13 +3,15 @@
 :class:`ResultStore` (:mod:`.result_store`) is the door; behind it: where a store may live
 (:mod:`.target`), its template (:mod:`.template`), preparing, resuming and extending it
 (:mod:`.prepare`), block writes (:mod:`.block_write`), the lease (:mod:`.lease`), integrity
-digests (:mod:`.integrity`), certificate files (:mod:`.certificate_files`), verified reads
-(:mod:`.read`), ``verify`` (:mod:`.verify`) and metadata repair (:mod:`.repair`). The only
-part of the package that imports zarr.
+digests (:mod:`.integrity`), certificate files (:mod:`.certificate_files`), the evaluation
+journal of unfinished searches (:mod:`.journal`), verified reads (:mod:`.read`), ``verify``
+(:mod:`.verify`) and metadata repair (:mod:`.repair`). The only part of the package that
+imports zarr.
 """
 
 from .block_write import StaleLayoutError
 from .integrity import scan_store
+from .journal import EvaluationJournal, JournalCount, describe_journal, journal_counts
 from .lease import DEFAULT_LEASE_TIMEOUT, LeaseLostError, StoreLease, StoreLockedError
 from .migrate import migrate_store
 from .prepare import (
@@ -32,6 +34,8 @@ __all__ = [
     "StoredInstance",
     "instance_of",
     "DEFAULT_LEASE_TIMEOUT",
+    "EvaluationJournal",
+    "JournalCount",
     "LeaseLostError",
     "StaleLayoutError",
     "StoreIncompatibleError",
@@ -40,6 +44,8 @@ __all__ = [
     "TAKEOVER_SETTLE_S",
     "check_store_target",
     "clear_failed",
+    "describe_journal",
+    "journal_counts",
     "mark_failed",
     "migrate_store",
     "open_results",

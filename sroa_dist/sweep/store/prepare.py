@@ -37,7 +37,7 @@ import uuid
 import warnings
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -79,6 +79,8 @@ from .integrity import (
     read_flags,
     scan_store,
 )
+from .journal import FOLDER as JOURNAL_FOLDER
+from .journal import JournalCount, journal_counts
 from .lease import LEASE_GROUP
 from .migrate import migrate_store
 from .target import (
@@ -149,6 +151,9 @@ class StoreStatus:
     n_instances: int
     n_instances_done: int
     failed: dict[int, str]
+    #: Blocks not done whose search journalled evaluations (:mod:`.journal`): a resumed run
+    #: replays them.
+    journal: dict[int, JournalCount] = field(default_factory=dict)
 
     @property
     def done_fraction(self) -> float:
@@ -461,7 +466,8 @@ def _swap_in(fs: Any, path: str, nxt: str) -> None:
     ``nxt`` goes last.
     """
     manifest = json.loads(fs.cat_file(f"{nxt}/{_SWAP_MANIFEST}"))
-    keep = set(manifest) | {LEASE_GROUP, FOLDER}  # the certificate files stay in place
+    # The certificate files and the journal stay in place (both named by block coordinates).
+    keep = set(manifest) | {LEASE_GROUP, FOLDER, JOURNAL_FOLDER}
     local = "file" in (fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,))
 
     def swap() -> None:
@@ -627,7 +633,10 @@ def store_status(url: str, storage_options=None) -> StoreStatus:
     msgs = g[FAILED].attrs.get(FAILED_MESSAGES, {})
     failed = {int(i): msgs.get(str(int(i)), "") for i in np.flatnonzero(failed_mask)}
     n_inst_done = sum(layout.block_size(int(b)) for b in np.flatnonzero(done))
-    return StoreStatus(layout.n_blocks, int(done.sum()), layout.n_instances, n_inst_done, failed)
+    journal = journal_counts(str(url), layout, np.flatnonzero(~done), storage_options)
+    return StoreStatus(
+        layout.n_blocks, int(done.sum()), layout.n_instances, n_inst_done, failed, journal
+    )
 
 
 def store_layout(url: str, storage_options=None) -> tuple[SweepSpec, Layout]:
