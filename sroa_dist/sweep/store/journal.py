@@ -108,7 +108,8 @@ def _encode(value: Any) -> Any:
         return [_encode(v) for v in value]
     if isinstance(value, Mapping) and all(isinstance(k, str) for k in value):
         return {"d": {k: _encode(v) for k, v in value.items()}}
-    raise TypeError(f"an evaluation outcome of type {type(value).__name__} cannot be journalled")
+    # The evaluators that journal return only these types: anything else is a broken invariant.
+    raise RuntimeError(f"an evaluation outcome of type {type(value).__name__} cannot be journalled")
 
 
 def _decode(value: Any) -> Any:
@@ -117,7 +118,7 @@ def _decode(value: Any) -> Any:
     if isinstance(value, dict):
         (tag, inner), *rest = value.items()
         if rest or tag not in ("f", "t", "d"):
-            raise ValueError(f"unknown outcome node {sorted(value)}")
+            raise _Damaged(f"unknown outcome node {sorted(value)}")
         if tag == "f":
             return float.fromhex(inner)
         if tag == "t":
@@ -127,7 +128,10 @@ def _decode(value: Any) -> Any:
 
 
 class _Damaged(ValueError):
-    """An entry file that is not whole: its digest, format or key does not match."""
+    """An entry file that is not whole: its digest, format or key does not match. Never reaches
+    a user as an error: the reader warns, naming the file, and the evaluation runs again."""
+
+    hint = "the evaluation runs again and rewrites the entry; nothing needs doing"
 
 
 @dataclass(frozen=True)
@@ -290,7 +294,8 @@ class EvaluationJournal:
         keys = [str(key_of(x)) for x in items]
         for k in keys:  # a key names a file: no separators, nothing hidden
             if not _KEY.fullmatch(k):
-                raise ValueError(f"journal key {k!r}: expected letters, digits, '_' or '-'")
+                # keys are made by the evaluators, never by a user: a bad one is a bug
+                raise RuntimeError(f"journal key {k!r}: expected letters, digits, '_' or '-'")
         entries = self.entries
         found = [entries.read(k) for k in keys]
         outs: list[Any] = [None if f is None else f[0] for f in found]
