@@ -7,7 +7,9 @@ load, CPU where recorded). Writes docs/data/cost/study-estimates.json, one row p
 - ``estimate_cpu_s``: the CPU seconds the cost model now prices the blocks that run computed at
   (:func:`sroa_dist.sweep.kinds.estimate` on the store's own layout);
 - ``estimate_before_cpu_s``: the same from the model before the 2026-11-29 refit (kept from the
-  previous output: the first run of this script recorded it);
+  previous output: the first run of this script recorded it; for a run made after the refit,
+  the estimate its `sroa-dist run` printed when it started, ``printed_estimate_cpu_s`` in
+  study-runs.json, which a run started before the refit was merged printed from the old model);
 - ``measured_cpu_s``: the run's CPU seconds where recorded, else its wall seconds times its
   workers times min(1, CPUs / load) (``measured_kind`` says which; the load-scaled figure
   matches the recorded CPU within 0.7-1.2x on the runs that recorded both); with no load
@@ -116,7 +118,8 @@ def main() -> None:
             "workers": run["workers"],
             "load": run.get("load"),
             "note": run.get("note", ""),
-            "estimate_before_cpu_s": before.get(run["store"], round(est.cpu_seconds, 1)),
+            # a run after the refit: the estimate it printed when it started, where recorded
+            "estimate_before_cpu_s": before.get(run["store"], run.get("printed_estimate_cpu_s")),
             "estimate_cpu_s": round(est.cpu_seconds, 1),
             "measured_cpu_s": round(cpu, 1),
             "measured_kind": kind,
@@ -127,7 +130,7 @@ def main() -> None:
             row["searches"] = searches(ds)
         rows.append(row)
         print(
-            f"{row['store']:38s} before {row['estimate_before_cpu_s']:9.1f} "
+            f"{row['store']:38s} before {row['estimate_before_cpu_s'] or float('nan'):9.1f} "
             f"now {row['estimate_cpu_s']:9.1f} measured {row['measured_cpu_s']:8.1f} "
             f"({kind}) x{row['ratio']}"
         )

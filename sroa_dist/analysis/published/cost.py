@@ -18,6 +18,10 @@ _HOW = {
 }
 
 
+def _cpu(seconds: float | None) -> str:
+    return "—" if seconds is None else f"{seconds:,.0f}"
+
+
 def _load(load: list[float] | None) -> str:
     return "—" if not load else f"{load[0]:g}–{load[1]:g}"
 
@@ -35,7 +39,7 @@ def estimate_table(data: Data) -> str:
         ratio = r["estimate_cpu_s"] / r["measured_cpu_s"]
         rows.append(
             f"| {r['store']} | {r['kind']} | {r['workers']} | {_load(r.get('load'))} | "
-            f"{r['estimate_before_cpu_s']:,.0f} | {r['estimate_cpu_s']:,.0f} | "
+            f"{_cpu(r['estimate_before_cpu_s'])} | {r['estimate_cpu_s']:,.0f} | "
             f"{r['measured_cpu_s']:,.0f} | {_HOW.get(r['measured_kind'], r['measured_kind'])} | "
             f"{'—' if busy is None else f'{busy:,.0f}'} | "
             f"{'**' if not 1 / 1.5 <= ratio <= 1.5 else ''}{ratio:.2f}"
