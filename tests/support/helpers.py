@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -122,19 +123,32 @@ def wait_signal_handlers(proc: subprocess.Popen, timeout: float = 60) -> None:
     raise AssertionError(f"sroa-dist never installed its signal handlers: {proc.communicate()}")
 
 
-def sigkill_run_mid_sweep(args: list[str], store: Path, n: int = 2, timeout: float = 180) -> None:
-    """Start ``sroa-dist ARGS`` in a process group of its own, wait until ``n`` blocks of
-    ``store`` are done, and SIGKILL the whole group (CLI, scheduler, workers) while the run is
-    still going: a kill with no chance to clean up, landing mid-sweep."""
+def sigkill_run_when(args: list[str], ready: Callable[[], bool], timeout: float = 180) -> None:
+    """Start ``sroa-dist ARGS`` in a process group of its own, wait until ``ready()`` holds, and
+    SIGKILL the whole group (CLI, scheduler, workers) while the run is still going: a kill with
+    no chance to clean up, landing mid-run."""
     proc = start_cli(args, output=subprocess.DEVNULL)
     try:
-        wait_blocks(store, proc, n, timeout)
+        deadline = time.time() + timeout
+        while time.time() < deadline and proc.poll() is None and not ready():
+            time.sleep(0.01)
         assert proc.poll() is None, "the run finished before it could be killed"
+        assert ready(), f"not ready to be killed after {timeout} s"
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(30)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
+
+
+def sigkill_run_mid_sweep(args: list[str], store: Path, n: int = 2, timeout: float = 180) -> None:
+    """:func:`sigkill_run_when` ``n`` blocks of ``store`` are done: a kill landing mid-sweep."""
+    from sroa_dist.sweep.store.prepare import read_done
+
+    def ready() -> bool:
+        return (store / "done" / "zarr.json").exists() and read_done(store).sum() >= n
+
+    sigkill_run_when(args, ready, timeout)
 
 
 def chunk_file(store: Path, var: str, block: int) -> Path:

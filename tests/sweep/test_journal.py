@@ -11,11 +11,7 @@ that is no ``Exception`` (as a SIGKILL, nothing after it runs) raised by the k-t
 from __future__ import annotations
 
 import dataclasses
-import os
 import shutil
-import signal
-import subprocess
-import time
 import tomllib
 import warnings
 from pathlib import Path
@@ -36,7 +32,7 @@ from sroa_dist.sweep.store import (
     scan_store,
     store_status,
 )
-from tests.support.helpers import assert_same_bits, cube_values, run_cli, start_cli
+from tests.support.helpers import assert_same_bits, cube_values, run_cli, sigkill_run_when
 
 
 def _raw(**threshold) -> dict:
@@ -390,17 +386,7 @@ def test_sigkill_of_a_cli_run_mid_search_resumes_from_the_journal(tmp_path):
     store = tmp_path / "k.zarr"
     args = ["run", str(spec), "--store", str(store), "--workers", "2"]
     args += ["--dashboard-address", ":0"]
-    proc = start_cli(args, output=subprocess.DEVNULL)
-    try:
-        deadline = time.time() + 180
-        while time.time() < deadline and proc.poll() is None and len(_entries(store)) < 4:
-            time.sleep(0.01)
-        assert proc.poll() is None, "the run ended before it could be killed"
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(30)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+    sigkill_run_when(args, lambda: len(_entries(store)) >= 4)
     assert not read_done(str(store)).any()
     k = len(_entries(store))
     assert k >= 4
