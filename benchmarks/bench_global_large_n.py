@@ -20,7 +20,9 @@ revision number runs that earlier revision of the method (its legacy options), e
 ``4:512:tilt:sshopm:5`` for p = 4 before the bounded lower end of revision 6, or
 ``3:512:tilt:sshopm:6`` for the check's own eigensolve before revision 7, or
 ``3:1024:tilt:sshopm:7`` for whole deflated products and the lockstep Lanczos run before
-revision 8 (the row records the revision it ran, the current one where none is given). Each
+revision 8, or ``3:1024:tilt:sshopm:8`` for spectral starts converged to 1e-10 in double
+precision before revision 9 (the row records the revision it ran, the current one where none is
+given). Each
 row is written as soon as it is measured, with the load average before and after it.
 
 Run:  python benchmarks/bench_global_large_n.py [--cases 3:256 3:512] [--old 256]

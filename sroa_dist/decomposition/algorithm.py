@@ -13,6 +13,7 @@ from numpy.typing import ArrayLike
 
 from ..errors import InputError, InputTypeError
 from ..methods import (
+    CONVERGED_SPECTRAL,
     GAP_TOL,
     IMPLICIT_BYTES,
     Deflation,
@@ -381,8 +382,10 @@ def _checked(
     settings = resolve_method(method).with_defaults(options)
     check_engine = settings.get("engine", "dense")
     low_dim = settings.get("spectral_low_dim")
+    spectral_tol = settings.get("spectral_tol", CONVERGED_SPECTRAL)  # power's check: converged
     polish_rtol = settings.get("polish_rtol", 1e-14)  # power's check: exact solves
     block = settings.get("deflation_block")  # sshopm revision 8 on: fused products
+    single = settings.get("spectral_precision") == "single"  # sshopm revision 9 on
     steps = list(res.steps)
     gap = res.global_gap.copy()
     redone = res.redone.copy()
@@ -425,7 +428,9 @@ def _checked(
                 U = X[:j].T
                 C, Cp = (None, None) if EX is None else (EX[:, :j], EXp[:, :j])
                 est, _ = remaining_estimates(E, base, U, lam_n[:j], X[j], p, C, Cp)
-                defl = Deflation(U[None], lam_n[None, :j], np.array([fro_j]), block=block)
+                defl = Deflation(
+                    U[None], lam_n[None, :j], np.array([fro_j]), block=block, single=single
+                )
                 own = lam_n[j] if p % 2 else abs(lam_n[j])
                 point = check_step(
                     Tn,
@@ -436,6 +441,7 @@ def _checked(
                     own=X[j],
                     engine=check_engine,
                     spectral_low_dim=low_dim,
+                    spectral_tol=spectral_tol,
                     drawn=None if draws is None else draws.at(j),
                     spectral=None if source is None else _row_of(source, j, row),
                     polish_rtol=polish_rtol,

@@ -37,6 +37,7 @@ import dataclasses
 import numpy as np
 
 from ..methods import (
+    CONVERGED_SPECTRAL,
     Deflation,
     ascent_deflated,
     contraction_starts,
@@ -174,6 +175,7 @@ def check_step(
     drawn: tuple[FloatArray, FloatArray] | None = None,
     spectral: FloatArray | None = None,
     polish_rtol: float = 1e-14,
+    spectral_tol: float = CONVERGED_SPECTRAL,
 ) -> CheckPoint:
     """The best point of a step's check starts (see the module docstring).
 
@@ -210,17 +212,26 @@ def check_step(
         computed them (``shared_check``); ``None``: computed here.
     polish_rtol : float
         The polish's MINRES tolerance on the large-n engine (the method's ``polish_rtol``).
+    spectral_tol : float
+        The residual at which the large-n engine's Lanczos run accepts a spectral start (the
+        method's ``spectral_tol``, :data:`sroa_dist.methods.ascent.SPECTRAL_TOL`).
     """
     n, p = Tn.shape[1], Tn.ndim - 1
     defl = deflation.cold()
     parts = [estimates[:CHECK_ESTIMATES]]
     if drawn is None:
-        parts.append(spectral_starts(Tn, [rng], CHECK_SPECTRAL, defl, engine, spectral_low_dim)[0])
+        parts.append(
+            spectral_starts(
+                Tn, [rng], CHECK_SPECTRAL, defl, engine, spectral_low_dim, tol=spectral_tol
+            )[0]
+        )
         parts.append(random_starts([rng], CHECK_RANDOM, n)[0])
     else:
         theta, uniform = drawn
         if spectral is None:
-            spectral = contraction_starts(Tn, theta[None], defl, engine, spectral_low_dim)[0]
+            spectral = contraction_starts(
+                Tn, theta[None], defl, engine, spectral_low_dim, tol=spectral_tol
+            )[0]
         parts += [spectral[:CHECK_SPECTRAL], uniform]
     X0 = np.concatenate(parts)[None]
     signs = [defl] if p % 2 else [defl, defl.negated()]

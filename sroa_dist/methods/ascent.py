@@ -54,6 +54,27 @@ ENGINES = ("auto", "krylov", "dense")
 #: isolated lower end (a component of negative weight) converges well before this dimension,
 #: as before, and the upper end is always converged to the tolerance.
 LOW_END_DIM = 64
+#: ``sshopm``'s default ``spectral_tol`` (revision 9 on; :data:`CONVERGED_SPECTRAL` before): the
+#: residual, relative to the largest Ritz value, at which the large-n engine's Lanczos run
+#: accepts an extreme Ritz pair as a spectral start. A start only has to lie in the basin of
+#: the maximiser its eigenvector points to (the ascent then runs to its own tolerance and the
+#: polish to rounding): a residual ``r·‖M‖`` puts the Ritz vector within an angle of about
+#: ``r·‖M‖/gap`` of the eigenvector, 1e-2 rad at a relative gap of 0.1, well inside such a
+#: basin, where 1e-10 bought 40 % more products for nothing the ascent keeps. Measured on the
+#: p = 3 tilt at n = 256 and 512 (every step global-checked): 47 % fewer Lanczos products, the
+#: same λ̂ at every step to 1.1e-15 and no step redone; among the tilt's tied unit weights the
+#: starts then pick another of the equal components first, a permutation of the same steps.
+SPECTRAL_TOL = 1e-3
+#: The spectral starts' Lanczos tolerance of ``sshopm`` revisions 5-8 and of ``power``'s
+#: check: the extreme pairs converged to a residual of 1e-10 of the largest Ritz value.
+CONVERGED_SPECTRAL = 1e-10
+#: ``sshopm``'s ``spectral_precision`` values: ``"single"`` (revision 9 on) runs the spectral
+#: starts' Lanczos products against a single-precision copy of the deflation terms (half the
+#: bytes of the memory-bound pass over the ``n × k`` terms; an error of about 1e-7 of their
+#: part of a product, which the Lanczos tolerance :data:`SPECTRAL_TOL` does not see: the
+#: start only has to lie in its basin, and the ascent and the polish that follow run in
+#: double); ``"double"`` (revisions 1-8) runs them in double precision.
+SPECTRAL_PRECISIONS = ("double", "single")
 #: ``sshopm``'s default ``polish_rtol`` (revision 7 on; ``1e-14`` before, :data:`EXACT_SOLVE`):
 #: the relative residual to which the large-n engine's MINRES solves each Newton system of the
 #: polish. An inexact Newton step with relative error η leaves an error ``η·e + C·e²`` from
@@ -126,6 +147,10 @@ class Deflation:
         Fused deflated products of 2-8 vectors in blocks of this many bytes of the terms
         (:data:`DEFLATION_BLOCK`, ``sshopm``'s ``deflation_block``, revision 8 on); ``None``:
         two whole matrix products, the arithmetic of the earlier revisions.
+    single : bool
+        The spectral starts' Lanczos products run against a single-precision copy of the
+        terms (``sshopm``'s ``spectral_precision="single"``, revision 9 on; see
+        :data:`SPECTRAL_PRECISIONS`); every other product stays in double precision.
     """
 
     U: FloatArray
@@ -136,6 +161,7 @@ class Deflation:
     warm_grad: FloatArray | None = None
     check_theta: FloatArray | None = None
     block: int | None = None
+    single: bool = False
 
     def take(self, rows: Any) -> Deflation:
         """The same deflation for the instances ``rows`` only (one instance: views, no copy of
@@ -147,7 +173,15 @@ class Deflation:
         grad = None if self.warm_grad is None else self.warm_grad[rows]
         theta = None if self.check_theta is None else self.check_theta[rows]
         return Deflation(
-            self.U[rows], self.lam[rows], self.fro[rows], self.sign, warm, grad, theta, self.block
+            self.U[rows],
+            self.lam[rows],
+            self.fro[rows],
+            self.sign,
+            warm,
+            grad,
+            theta,
+            self.block,
+            self.single,
         )
 
     def negated(self) -> Deflation:
@@ -173,10 +207,17 @@ def large_engine(Ts: Any, engine: str = "auto") -> bool:
     return engine == "krylov" or Ts.shape[1] >= LARGE_N
 
 
-def _hessian_at(Ts: TensorOperator, X: FloatArray, deflation: Deflation | None = None) -> Any:
+def _hessian_at(
+    Ts: TensorOperator,
+    X: FloatArray,
+    deflation: Deflation | None = None,
+    Ut32: FloatArray | None = None,
+) -> Any:
     """``Y ↦ (T x^{p-2}) y`` of the implicitly deflated operator for ``X``, ``Y (B, S, n)``:
     ``(B, S, n)``, the deflation terms one matrix product, ``O(S·n·k)``; what depends on ``X``
-    only is computed once."""
+    only is computed once. ``Ut32 (B, k, n)``: the deflation's terms in single precision, which
+    the terms' part of each product then runs against (the spectral starts' Lanczos products
+    under ``spectral_precision="single"``; the coefficients still from the double terms)."""
     p = Ts.ndim - 1
     base = Ts.hessian_at(X)
     if deflation is None:
@@ -185,6 +226,17 @@ def _hessian_at(Ts: TensorOperator, X: FloatArray, deflation: Deflation | None =
     if lam.shape[-1] == 0:
         return base if sign > 0 else (lambda Y: -base(Y))
     Cx = np.matmul(X, U) ** (p - 2) * lam[:, None, :]
+    if Ut32 is not None:
+        C32 = Cx.astype(np.float32)
+        rows32 = max(_FUSED_MIN_ROWS, int(deflation.block or DEFLATION_BLOCK) // (4 * U.shape[1]))
+
+        def single(Y: FloatArray) -> FloatArray:
+            out = base(Y)
+            if sign < 0:
+                out = -out
+            return out - _single_terms(Y, Ut32, rows32, C32)
+
+        return single
     rows = _fused_rows(deflation, X.shape[1])
     if rows:
         Ut = np.ascontiguousarray(U.transpose(0, 2, 1))  # a view where the engine keeps Uᵀ
@@ -242,6 +294,28 @@ def _fused_terms(Y: FloatArray, Ut: FloatArray, rows: int, coef: Any) -> FloatAr
             block = u[a:b]
             z = coef(np.matmul(y, block.T)[None], a, b)[0]
             o += np.matmul(z, block, out=tmp)
+    return out
+
+
+def _single_terms(Y: FloatArray, Ut32: FloatArray, rows: int, C32: FloatArray) -> FloatArray:
+    """``Σ_j u_j · c_j (Y·u_j)`` in single precision, for ``Y (B, S, n)``, the terms
+    ``Ut32 (B, k, n)`` and their coefficients ``C32 (B, S, k)``, ``rows`` terms per block (as
+    :func:`_fused_terms`, half the bytes per term): ``(B, S, n)`` in double. Each product's
+    error is about 1e-7 of the terms' part, far below the spectral starts' Lanczos tolerance
+    (:data:`SPECTRAL_TOL`); micro-measured at n = 1024, 3 vectors, one BLAS thread: 0.19 ms at
+    k = 512 and 0.49 ms at k = 1024 against the double fused products' 0.54 and 1.02 ms."""
+    B, k = Ut32.shape[0], Ut32.shape[1]
+    out = np.empty(Y.shape)
+    for bi in range(B):
+        y, u, c = Y[bi].astype(np.float32), Ut32[bi], C32[bi]
+        o = np.zeros(y.shape, dtype=np.float32)
+        for a in range(0, k, rows):
+            b = min(k, a + rows)
+            block = u[a:b]
+            z = np.matmul(y, block.T)
+            z *= c[:, a:b]
+            o += np.matmul(z, block)
+        out[bi] = o
     return out
 
 
@@ -313,6 +387,7 @@ def spectral_starts(
     engine: str = "auto",
     low_end_dim: int | None = None,
     drop: bool = False,
+    tol: float = CONVERGED_SPECTRAL,
 ) -> FloatArray:
     """Top eigenvectors (both signs of the extreme eigenvalues) of random contractions
     ``T(I, I, θ, …, θ)``: each matrix is dominated by the components ``v_i`` with large
@@ -322,9 +397,11 @@ def spectral_starts(
     else by a dense eigensolve of each formed matrix. ``low_end_dim`` (large-n engine, even
     p): the Krylov dimension from which the lower end is accepted unconverged
     (:data:`LOW_END_DIM`; ``None``: converged like the upper end). ``drop`` (large-n engine):
-    the Lanczos variant ``"own"`` (:data:`LANCZOS_VARIANTS`; ``False``: ``"lockstep"``)."""
+    the Lanczos variant ``"own"`` (:data:`LANCZOS_VARIANTS`; ``False``: ``"lockstep"``).
+    ``tol`` (large-n engine): the residual, relative to the largest Ritz value, at which an
+    extreme pair is accepted (:data:`SPECTRAL_TOL`; default :data:`CONVERGED_SPECTRAL`)."""
     theta = random_starts(rngs, -(-n_starts // 2), Ts.shape[1])
-    return contraction_starts(Ts, theta, deflation, engine, low_end_dim, drop)[:, :n_starts]
+    return contraction_starts(Ts, theta, deflation, engine, low_end_dim, drop, tol)[:, :n_starts]
 
 
 def contraction_starts(
@@ -334,11 +411,12 @@ def contraction_starts(
     engine: str = "auto",
     low_end_dim: int | None = None,
     drop: bool = False,
+    tol: float = CONVERGED_SPECTRAL,
 ) -> FloatArray:
     """The spectral starts of the given contraction vectors ``theta (B, S, n)`` (see
     :func:`spectral_starts`): the eigenvectors of the highest eigenvalue of each
     ``T(I, I, θ, …)``, then those of the lowest, ``(B, 2S, n)``, unit norm."""
-    hi, lo = _spectral_ends(Ts, theta, deflation, engine, low_end_dim, drop)
+    hi, lo = _spectral_ends(Ts, theta, deflation, engine, low_end_dim, drop, tol)
     X = np.concatenate([hi, lo], axis=1)
     return X / np.linalg.norm(X, axis=-1, keepdims=True)
 
@@ -352,6 +430,7 @@ def shared_spectral_starts(
     engine: str = "auto",
     low_end_dim: int | None = None,
     drop: bool = False,
+    tol: float = CONVERGED_SPECTRAL,
 ) -> tuple[FloatArray, FloatArray]:
     """:func:`spectral_starts` (the same draws from ``rngs``) and, from the same run, the
     spectral starts of the contractions ``check_theta (B, C, n)`` (the step's global check's,
@@ -364,7 +443,7 @@ def shared_spectral_starts(
     (``"own"``, revision 8) each matrix leaves the run once converged, where its own would."""
     S = -(-n_starts // 2)
     theta = np.concatenate([random_starts(rngs, S, Ts.shape[1]), check_theta], axis=1)
-    A = contraction_starts(Ts, theta, deflation, engine, low_end_dim, drop)
+    A = contraction_starts(Ts, theta, deflation, engine, low_end_dim, drop, tol)
     hi, lo = A[:, : theta.shape[1]], A[:, theta.shape[1] :]
     X = np.concatenate([hi[:, :S], lo[:, :S]], axis=1)[:, :n_starts]
     return X, np.concatenate([hi[:, S:], lo[:, S:]], axis=1)
@@ -377,13 +456,17 @@ def _spectral_ends(
     engine: str,
     low_end_dim: int | None,
     drop: bool = False,
+    tol: float = CONVERGED_SPECTRAL,
 ) -> tuple[FloatArray, FloatArray]:
     """The eigenvectors of the highest and of the lowest eigenvalue of each ``T(I, I, θ, …)``
     (``theta (B, S, n)``): ``(B, S, n)`` each (see :func:`spectral_starts`)."""
     p = Ts.ndim - 1
     # T(I, I, θ, ...) = Σ_i λ_i (v_i·θ)^{p-2} v_i v_iᵀ + noise: both extreme eigenvalues.
+    zero = _ZERO_RTOL
     if large_engine(Ts, engine):
-        w, ends = _extreme_pairs(Ts, theta, deflation, None if p % 2 else low_end_dim, drop)
+        w, ends = _extreme_pairs(Ts, theta, deflation, None if p % 2 else low_end_dim, drop, tol)
+        if deflation is not None and deflation.single:
+            zero = _ZERO_RTOL_SINGLE
     else:
         w, V = np.linalg.eigh(deflated_contract(Ts, theta, p - 2, deflation))
         ends = [V[..., -1], V[..., 0]]
@@ -391,16 +474,20 @@ def _spectral_ends(
     # eigenvector in the null space, where T x^{p-1} = 0 and no ascent can start: θ instead.
     scale = np.max(np.abs(w), axis=-1)
     for k, col in enumerate((-1, 0)):
-        null = np.abs(w[..., col]) <= 1e-12 * scale
+        null = np.abs(w[..., col]) <= zero * scale
         if np.any(null):
             ends[k] = np.where(null[..., None], theta, ends[k])
     return ends[0], ends[1]
 
 
-#: Lanczos settings of the large-n spectral starts: a start only has to lie in the right basin
-#: (the ascent then runs to its own tolerance), so a residual of 1e-10 of the largest Ritz value
-#: is ample; the Krylov space (no restarts) stops at this dimension.
-_LANCZOS_TOL, _LANCZOS_MAX_DIM = 1e-10, 400
+#: An extreme eigenvalue within this fraction of the largest is zero (its eigenvector lies in
+#: the null space, where no ascent can start), in double precision; with the deflation terms in
+#: single precision (``spectral_precision="single"``) a deflated direction's eigenvalue, 0 in
+#: exact arithmetic, comes out near 1e-8 of the terms' part, so there the test is looser.
+_ZERO_RTOL, _ZERO_RTOL_SINGLE = 1e-12, 1e-5
+#: The large-n spectral starts' Krylov space (no restarts) stops at this dimension (the
+#: residual tolerance is the method's ``spectral_tol``, :data:`SPECTRAL_TOL`).
+_LANCZOS_MAX_DIM = 400
 
 
 def _extreme_pairs(
@@ -409,6 +496,7 @@ def _extreme_pairs(
     deflation: Deflation | None,
     low_end_dim: int | None,
     drop: bool = False,
+    tol: float = CONVERGED_SPECTRAL,
 ) -> tuple[FloatArray, list[FloatArray]]:
     """Both extreme eigenpairs of each ``T(I, I, θ, …)`` (implicitly deflated) by Lanczos on
     the products ``y ↦ T(θ, …, θ, y, ·)`` (:func:`_lanczos_extremes`, started from ``θ``
@@ -423,25 +511,32 @@ def _extreme_pairs(
     hi, lo = np.empty((B, S, n)), np.empty((B, S, n))
     for b in range(B):
         Tb, db = Ts.take([b]), None if deflation is None else deflation.take([b])
+        Ut32 = None
+        if db is not None and db.single and db.lam.shape[-1]:
+            Ut32 = np.ascontiguousarray(db.U.transpose(0, 2, 1), dtype=np.float32)
 
-        def restrict(rows: Any, Tb: Any = Tb, db: Any = db, b: int = b) -> Any:
+        def restrict(rows: Any, Tb: Any = Tb, db: Any = db, b: int = b, Ut32: Any = Ut32) -> Any:
             """The products of the matrices ``rows`` only (theirs, in that order)."""
-            H = _hessian_at(Tb, theta[b : b + 1, rows], db)
+            H = _hessian_at(Tb, theta[b : b + 1, rows], db, Ut32)
             return lambda Y: H(Y[None])[0]
 
         w[b], lo[b], hi[b] = _lanczos_extremes(
-            restrict(slice(None)), theta[b], low_end_dim, restrict if drop else None
+            restrict(slice(None)), theta[b], low_end_dim, restrict if drop else None, tol
         )
     return w, [hi, lo]
 
 
 def _lanczos_extremes(
-    apply: Any, V0: FloatArray, low_end_dim: int | None = None, restrict: Any = None
+    apply: Any,
+    V0: FloatArray,
+    low_end_dim: int | None = None,
+    restrict: Any = None,
+    tol: float = CONVERGED_SPECTRAL,
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Extreme eigenpairs of ``S`` symmetric matrices ``M_s`` known by ``apply(Y) = (M_s y_s)_s``
     (``Y (S, n)``), by Lanczos with full reorthogonalisation (twice, so the basis stays
     orthonormal to rounding) from the rows of ``V0``, run in lockstep until every matrix's
-    lowest and highest Ritz pairs have residual ``<= _LANCZOS_TOL · max |Ritz value|`` (or the
+    lowest and highest Ritz pairs have residual ``<= tol · max |Ritz value|`` (or the
     space is invariant, or ``_LANCZOS_MAX_DIM``); from dimension ``low_end_dim`` on only the
     highest pair has to meet that test (:data:`LOW_END_DIM`). ``restrict(rows)``, given: the
     ``apply`` of the matrices ``rows`` (indices into the ``S``) alone, and the run is
@@ -487,7 +582,7 @@ def _lanczos_extremes(
             Q[:, m] = np.where(live[:, None], W / np.where(live, b, 1.0)[:, None], 0.0)
         if m == m_max or not live.any() or (m >= 16 and m % 8 == 0):
             high_only = low_end_dim is not None and m >= low_end_dim
-            done |= ~live | _ritz_converged(alpha[:, :m], beta[:, :m], high_only)
+            done |= ~live | _ritz_converged(alpha[:, :m], beta[:, :m], high_only, tol)
             if done.all():
                 break
             if restrict is not None and done.any():
@@ -563,17 +658,17 @@ _RITZ_DENSE_MAX = 48
 
 
 def _ritz_converged(
-    alpha: FloatArray, beta: FloatArray, high_only: bool = False
+    alpha: FloatArray, beta: FloatArray, high_only: bool = False, tol: float = CONVERGED_SPECTRAL
 ) -> NDArray[np.bool_]:
     """Whether both extreme Ritz pairs (``high_only``: the highest) of each Lanczos tridiagonal
     (``alpha (S, m)``, ``beta (S, m)``, the last entry the residual norm) have residual
-    ``<= _LANCZOS_TOL · max |Ritz value|``: ``(S,)``."""
+    ``<= tol · max |Ritz value|``: ``(S,)``."""
     S, m = alpha.shape
     if m <= _RITZ_DENSE_MAX:
         vals, Y = np.linalg.eigh(_tridiagonal(alpha, beta[:, :-1]))
         res = np.abs(beta[:, -1, None] * Y[:, -1, [0, -1]])
         scale = np.abs(vals).max(axis=1, keepdims=True) + 1e-300
-        ok = res <= _LANCZOS_TOL * scale
+        ok = res <= tol * scale
         return ok[:, 1] if high_only else np.all(ok, axis=1)
     from scipy.linalg import eigh_tridiagonal
 
@@ -585,7 +680,7 @@ def _ritz_converged(
         ]
         vals = np.array([e[0][0] for e in ends])
         res = np.abs(beta[s, -1] * np.array([e[1][-1, 0] for e in ends]))
-        ok = res <= _LANCZOS_TOL * (np.abs(vals).max() + 1e-300)
+        ok = res <= tol * (np.abs(vals).max() + 1e-300)
         out[s] = bool(ok[1] if high_only else ok.all())
     return out
 

@@ -24,6 +24,8 @@ from .ascent import (
     LANCZOS_VARIANTS,
     LOW_END_DIM,
     POLISH_RTOL,
+    SPECTRAL_PRECISIONS,
+    SPECTRAL_TOL,
     Deflation,
     _signed_problems,
     ascent_deflated,
@@ -283,6 +285,8 @@ def _method_sshopm(
     polish_rtol: float = POLISH_RTOL,
     deflation_block: int | None = DEFLATION_BLOCK,
     lanczos: str = "own",
+    spectral_tol: float = SPECTRAL_TOL,
+    spectral_precision: str = "single",
 ) -> MethodOutput:
     """Multi-start shifted symmetric higher-order power method with adaptive shift.
 
@@ -348,7 +352,14 @@ def _method_sshopm(
     have converged leaves the lockstep block, so each stops where a run of its own would, and
     each new Krylov vector is reorthogonalised once (twice where the Kahan–Parlett test asks)
     instead of twice. Both give
-    the same steps up to rounding. Revisions 1 to 7 of this method,
+    the same steps up to rounding. ``spectral_tol`` (revision 9; 1e-10 before,
+    :data:`~sroa_dist.methods.ascent.CONVERGED_SPECTRAL`): the residual, relative to the
+    largest Ritz value, at which the large-n engine's Lanczos run accepts a spectral start
+    (:data:`~sroa_dist.methods.ascent.SPECTRAL_TOL`: a start only has to lie in its basin).
+    ``spectral_precision`` (revision 9 ``"single"``; ``"double"`` before): the precision of
+    the deflation terms in those Lanczos products
+    (:data:`~sroa_dist.methods.ascent.SPECTRAL_PRECISIONS`).
+    Revisions 1 to 8 of this method,
     which stores made with them keep using, are reproduced by the option values in its
     record's ``legacy`` table. Converges to local maxima: fast, with no bound of its own (a
     step is certified only where its value meets the unfolding bound that
@@ -362,6 +373,12 @@ def _method_sshopm(
         n_starts = DEFAULT_N_STARTS if deflation is not None else min(max(DEFAULT_N_STARTS, n), 64)
     if max_starts is None:
         max_starts = max(DEFAULT_MAX_STARTS, 4 * n_starts) if deflation is None else 0
+    if spectral_precision not in SPECTRAL_PRECISIONS:
+        raise InputError(
+            f"spectral_precision: expected one of {list(SPECTRAL_PRECISIONS)}, "
+            f"received {spectral_precision!r}",
+            "leave it unset for the current revision's precision",
+        )
     if lanczos not in LANCZOS_VARIANTS:
         raise InputError(
             f"lanczos: expected one of {list(LANCZOS_VARIANTS)}, received {lanczos!r}",
@@ -380,7 +397,9 @@ def _method_sshopm(
     else:
         kw.update(abandon_margin=abandon_margin, kernel=kernel)
     if deflation is not None:
-        deflation = dataclasses.replace(deflation, block=deflation_block)
+        deflation = dataclasses.replace(
+            deflation, block=deflation_block, single=spectral_precision == "single"
+        )
     X0 = random_starts(rngs, n_starts, n)
     check_starts = None
     shared = shared_check and deflation is not None and deflation.check_theta is not None
@@ -394,6 +413,7 @@ def _method_sshopm(
             engine,
             spectral_low_dim,
             lanczos == "own",
+            spectral_tol,
         )
         X0 = np.concatenate([X0, Xs0], axis=1)
     elif n_spectral:
@@ -401,7 +421,14 @@ def _method_sshopm(
             [
                 X0,
                 spectral_starts(
-                    Ts, rngs, n_spectral, deflation, engine, spectral_low_dim, lanczos == "own"
+                    Ts,
+                    rngs,
+                    n_spectral,
+                    deflation,
+                    engine,
+                    spectral_low_dim,
+                    lanczos == "own",
+                    spectral_tol,
                 ),
             ],
             axis=1,

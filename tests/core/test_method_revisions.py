@@ -159,23 +159,25 @@ def test_abandon_margin_is_checked():
 
 
 def test_only_known_revisions_run():
-    before_8 = {"deflation_block": None, "lanczos": "lockstep"}  # test_large_n.py
+    before_9 = {"spectral_tol": 1e-10, "spectral_precision": "double"}  # test_large_n.py
+    before_8 = {"deflation_block": None, "lanczos": "lockstep", **before_9}  # (same file)
     before_7 = {"shared_check": False, "polish_rtol": 1e-14, **before_8}  # (same file)
     before_6 = {"spectral_low_dim": None, **before_7}  # the bounded lower end (same file)
     before_5 = {"engine": "dense", **before_6}  # the large-n engine (same file)
     before_4 = {"confirm": "settle", "n_spectral": "operators", **before_5}
-    assert METHODS["sshopm"].revision == 8
-    assert METHODS["sshopm"].options_at(8) == {} == METHODS["sshopm"].options_at(None)
+    assert METHODS["sshopm"].revision == 9
+    assert METHODS["sshopm"].options_at(9) == {} == METHODS["sshopm"].options_at(None)
+    assert METHODS["sshopm"].options_at(8) == before_9
     assert METHODS["sshopm"].options_at(7) == before_8
     assert METHODS["sshopm"].options_at(6) == before_7
     assert METHODS["sshopm"].options_at(5) == before_6
     assert METHODS["sshopm"].options_at(4) == before_5
     assert METHODS["sshopm"].options_at(3) == before_4
     assert METHODS["sshopm"].options_at(2) == {**before_4, "kernel": "symmetric"}
-    with pytest.raises(ValueError, match="revision 9 cannot be reproduced"):
-        METHODS["sshopm"].options_at(9)
-    with pytest.raises(ValueError, match="revision 9"):
-        sd.find_threshold(6, 3, rng=0, revisions={"sshopm": 9})
+    with pytest.raises(ValueError, match="revision 10 cannot be reproduced"):
+        METHODS["sshopm"].options_at(10)
+    with pytest.raises(ValueError, match="revision 10"):
+        sd.find_threshold(6, 3, rng=0, revisions={"sshopm": 10})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -246,7 +248,7 @@ def test_a_revision_2_store_resumes_with_revision_2(tmp_path, client):
 
 def test_a_spec_names_only_known_revisions():
     with pytest.raises(SpecError, match=r"solver\.revisions\.sshopm"):
-        _spec(revisions={"sshopm": 9})
+        _spec(revisions={"sshopm": 10})
     with pytest.raises(SpecError, match=r"solver\.revisions\.nosuch"):
         _spec(revisions={"nosuch": 1})
     legacy = {
@@ -260,6 +262,8 @@ def test_a_spec_names_only_known_revisions():
         "polish_rtol": 1e-14,
         "deflation_block": None,
         "lanczos": "lockstep",
+        "spectral_tol": 1e-10,
+        "spectral_precision": "double",
     }
     assert _spec(revisions={"sshopm": 1}).options_for("sshopm") == legacy
     assert _spec().options_for("sshopm") == {}
