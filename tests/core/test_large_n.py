@@ -1,6 +1,7 @@
 """Large-n local engine: implicit deflation, Gram-updated bounds, warm starts, start statistics
 and the miss detector."""
 
+import dataclasses
 import tracemalloc
 
 import numpy as np
@@ -418,6 +419,8 @@ def test_the_engine_is_a_method_revision():
         check_options("sshopm", {"lanczos": "drop"})
     with pytest.raises(OptionError, match="spectral_tol"):
         check_options("sshopm", {"spectral_tol": 0})
+    with pytest.raises(OptionError, match="spectral_precision"):
+        check_options("sshopm", {"spectral_precision": "half"})
 
 
 #: The runs of DENSE_GOLDEN, and ``sroa(method="sshopm", rank=3, rng=0, global_check=True,
@@ -617,6 +620,27 @@ def test_fused_deflated_products_equal_whole_products():
     one = X[:, :1]
     same = deflated_contract(op, one, 2, whole), deflated_contract(op, one, 2, fused)
     assert np.array_equal(*same)
+
+
+def test_single_precision_terms_give_the_products_to_single_rounding():
+    """Revision 9's ``spectral_precision="single"``: the Lanczos products with the deflation
+    terms in single precision (blocks of terms, several blocks here) equal the double ones to
+    single rounding of the terms' part, both signs, and really are single (not the same bits);
+    the coefficients come from the double terms."""
+    from sroa_dist.methods.ascent import _hessian_at
+
+    n, k = 40, 35
+    op = _known_answer(3, n, seed=3)[1].as_batch()
+    rng = np.random.default_rng(8)
+    X, Y = rng.standard_normal((1, 3, n)), rng.standard_normal((1, 3, n))
+    Ut = np.linalg.qr(rng.standard_normal((n, k)))[0].T.copy()
+    d = Deflation(Ut.T[None], rng.uniform(0.2, 1, (1, k)), np.ones(1), block=4 * n * 16)
+    Ut32 = Ut[None].astype(np.float32)
+    for dd in (d, d.negated()):
+        want, got = _hessian_at(op, X, dd)(Y), _hessian_at(op, X, dd, Ut32)(Y)
+        terms = want - _hessian_at(op, X, dataclasses.replace(dd, lam=0 * dd.lam))(Y)
+        assert not np.array_equal(want, got)
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-6 * np.abs(terms).max())
 
 
 def test_lanczos_drops_a_converged_matrix_where_it_alone_would_stop():
