@@ -47,8 +47,10 @@ def test_the_estimate_charges_the_expected_count_and_the_fitted_law_in_n():
     """One search of the p = 3 asymptote spec is expected_evals of its own parameters times the
     large-n law: doubling n multiplies the estimate by 2^LARGE_N_EXPONENT, and the law passes
     within 20 % of the study evaluations it was fitted to (15, 64, 420 CPU-s at n = 256, 512,
-    1024)."""
+    1024, sshopm revisions 6-8). A spec pinned to revision 8 is priced by the law; the current
+    revision (9: single-precision spectral starts) at FAST_STARTS_SCALE of it."""
     from sroa_dist.sweep.kinds.threshold import (
+        FAST_STARTS_SCALE,
         LARGE_N_EXPONENT,
         large_n_sroa_seconds,
         search_evals,
@@ -56,8 +58,11 @@ def test_the_estimate_charges_the_expected_count_and_the_fitted_law_in_n():
 
     cpu = {}
     for n in (512, 1024, 2048):
-        spec = load_spec(ASYMPTOTE, [f"tensor.n=[{n}]"])
+        spec = load_spec(ASYMPTOTE, [f"tensor.n=[{n}]", "solver.revisions.sshopm=8"])
         cpu[n] = estimate(spec, make_layout(spec), 1).cpu_seconds
+    current = load_spec(ASYMPTOTE, ["tensor.n=[1024]"])
+    now = estimate(current, make_layout(current), 1).cpu_seconds
+    assert now == pytest.approx(FAST_STARTS_SCALE * cpu[1024])
     evals = search_evals(spec)
     assert evals == pytest.approx(expected_evals((0.015, 0.08), 0.02, 2, 4))
     assert cpu[1024] / cpu[512] == pytest.approx(2**LARGE_N_EXPONENT)
@@ -111,7 +116,8 @@ def test_each_measured_evaluation_is_priced_within_2x_by_its_regime():
     n = 8-128): the model times its regime's scale is within 2x of each measured CPU per
     evaluation, and the regimes differ as measured (dense p = 4 dearer than the core's records
     say, the operator cheaper)."""
-    from sroa_dist.sweep.kinds.threshold import evaluation_scale, search_cost
+    from sroa_dist.methods import METHODS
+    from sroa_dist.sweep.kinds.threshold import FAST_STARTS_SCALE, evaluation_scale, search_cost
 
     doc = json.loads((COST / "eval-cost-2026-11-29.json").read_text())
     for r in doc["rows"]:
@@ -124,4 +130,6 @@ def test_each_measured_evaluation_is_priced_within_2x_by_its_regime():
     dense4 = evaluation_scale("sshopm", 32, 4, "coherent-tilt", False)
     operator = evaluation_scale("sshopm", 32, 4, "coherent-tilt", True)
     assert operator < dense3 < dense4
-    assert evaluation_scale("sshopm", 512, 3, "coherent-tilt", True) == 1.0  # the fitted law
+    rev8 = METHODS["sshopm"].options_at(8)
+    assert evaluation_scale("sshopm", 512, 3, "coherent-tilt", True, rev8) == 1.0  # the law
+    assert evaluation_scale("sshopm", 512, 3, "coherent-tilt", True) == FAST_STARTS_SCALE

@@ -802,14 +802,32 @@ DENSE_HIGH_ORDER_SCALE = 1.6
 #: and 2340 s beside SS-HOPM's 175 and 1844 s, at load 12-18 with the searches' evaluations
 #: queued together), cannot separate one search's CPU.
 MATRIX_FREE_SCALE = 0.5
+#: ``sshopm`` revision 9 (spectral starts accepted at a Lanczos residual of 1e-3, their products
+#: against single-precision deflation terms) over revision 8, on the large-n engine: the large-n
+#: law was fitted to study runs of revisions 6-8. Measured in one run on the same SROA
+#: (docs/data/bench/global-large-n-2026-11-29-rev9.json): 0.62 on the identity-basis tilt at
+#: n = 512, 0.61 at n = 1024, 0.66 on the studies' random basis at n = 512.
+FAST_STARTS_SCALE = 0.63
 
 
-def evaluation_scale(method: str, n: int, p: int, model: str, matrix_free: bool | None) -> float:
-    """The measured-over-model factor of one evaluation at ``(method, n, p)`` of ``model``:
-    1 on the large-n engine, :data:`MATRIX_FREE_SCALE` on an operator below it, else
-    :data:`SEARCH_COST_SCALE` (p = 3) or :data:`DENSE_HIGH_ORDER_SCALE` (p >= 4)."""
+def evaluation_scale(
+    method: str,
+    n: int,
+    p: int,
+    model: str,
+    matrix_free: bool | None,
+    options: Mapping[str, Any] | None = None,
+) -> float:
+    """The measured-over-model factor of one evaluation at ``(method, n, p)`` of ``model`` with
+    the method's ``options`` (a pinned revision's included; ``None``: the current revision's):
+    1 on the large-n engine (:data:`FAST_STARTS_SCALE` where its spectral starts run in single
+    precision, ``sshopm`` revision 9 on), :data:`MATRIX_FREE_SCALE` on an operator below it,
+    else :data:`SEARCH_COST_SCALE` (p = 3) or :data:`DENSE_HIGH_ORDER_SCALE` (p >= 4)."""
     if uses_matrix_free(n, p, model, None, matrix_free):
-        return 1.0 if _large_engine_steps(method, n) else MATRIX_FREE_SCALE
+        if not _large_engine_steps(method, n):
+            return MATRIX_FREE_SCALE
+        opts = resolve_method(method).with_defaults(dict(options or {}))
+        return FAST_STARTS_SCALE if opts.get("spectral_precision") == "single" else 1.0
     return SEARCH_COST_SCALE if p <= 3 else DENSE_HIGH_ORDER_SCALE
 
 
@@ -865,7 +883,7 @@ def _all_costs(spec: ThresholdSweepSpec) -> list[float]:
     evals = search_evals(spec)
     checked = bool(spec.threshold.search["global_check"])
     return [
-        evaluation_scale(m, n, p, str(model), spec.matrix_free)
+        evaluation_scale(m, n, p, str(model), spec.matrix_free, spec.options_for(m))
         * search_cost(m, n, p, evals, str(model), checked, spec.matrix_free)
         for model in spec.axes["noise.model"].values
         for m, n, p in _combos(spec)
@@ -944,7 +962,12 @@ def search_seconds(spec: ThresholdSweepSpec, settings: ThresholdSettings) -> flo
     measured evaluations (:func:`evaluation_scale`)."""
     checked = bool(spec.threshold.search["global_check"])
     scale = evaluation_scale(
-        settings.method, settings.n, settings.p, settings.noise, spec.matrix_free
+        settings.method,
+        settings.n,
+        settings.p,
+        settings.noise,
+        spec.matrix_free,
+        spec.options_for(settings.method),
     )
     return scale * search_cost(
         settings.method,
