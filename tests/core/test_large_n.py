@@ -539,7 +539,7 @@ REVISION_8_GOLDEN = DATA / "krylov_engine_rev8_n128.npz"
 
 
 def test_revision_8_keeps_its_bits():
-    """sshopm revision 8, pinned and as the current default, reproduces its code's bits at
+    """sshopm revision 8, pinned, reproduces its code's bits at
     n = 128 (p = 3 and p = 4, with power's check and a rank-one solve): the savings made since
     in the operator's products and the Lanczos loop change no bit of any revision."""
     g = np.load(REVISION_8_GOLDEN)
