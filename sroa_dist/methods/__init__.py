@@ -20,7 +20,7 @@ from ..operators import TensorOperator
 from ..tensors import FloatArray, as_rng_list, check_symmetric_tensor
 from ..threads import single_blas
 from .ascent import (
-    CONVERGED_SPECTRAL,  # noqa: F401  (the global check's default, imported from here)
+    CONVERGED_SPECTRAL,
     DEFAULT_N_STARTS,
     LARGE_N,
     Deflation,  # noqa: F401  (the type of a local method's deflation argument)
@@ -61,6 +61,7 @@ from .records import (  # noqa: F401  (method_options, unregister_method: re-exp
 )
 
 __all__ = [
+    "CONVERGED_SPECTRAL",
     "DEFAULT_TIME_BUDGET",
     "METHODS",
     "Method",
