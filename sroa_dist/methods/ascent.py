@@ -226,26 +226,19 @@ def _hessian_at(
     if lam.shape[-1] == 0:
         return base if sign > 0 else (lambda Y: -base(Y))
     Cx = np.matmul(X, U) ** (p - 2) * lam[:, None, :]
-    if Ut32 is not None:
-        C32 = Cx.astype(np.float32)
-        rows32 = max(_FUSED_MIN_ROWS, int(deflation.block or DEFLATION_BLOCK) // (4 * U.shape[1]))
-
-        def single(Y: FloatArray) -> FloatArray:
-            out = base(Y)
-            if sign < 0:
-                out = -out
-            return out - _single_terms(Y, Ut32, rows32, C32)
-
-        return single
-    rows = _fused_rows(deflation, X.shape[1])
+    if Ut32 is not None:  # the terms' part in single precision, in blocks of half the bytes
+        rows = max(_FUSED_MIN_ROWS, int(deflation.block or DEFLATION_BLOCK) // (4 * U.shape[1]))
+        Ut, C = Ut32, Cx.astype(np.float32)
+    else:
+        rows = _fused_rows(deflation, X.shape[1])  # the terms' rows contiguous: a view where
+        Ut, C = (np.ascontiguousarray(U.transpose(0, 2, 1)) if rows else None), Cx  # Uᵀ is kept
     if rows:
-        Ut = np.ascontiguousarray(U.transpose(0, 2, 1))  # a view where the engine keeps Uᵀ
 
         def fused(Y: FloatArray) -> FloatArray:
             out = base(Y)
             if sign < 0:
                 out = -out
-            return out - _fused_terms(Y, Ut, rows, lambda Z, a, b: _scaled(Z, Cx[:, :, a:b]))
+            return out - _fused_terms(Y, Ut, rows, lambda Z, i, a, b: _scaled(Z, C[i, :, a:b]))
 
         return fused
     Ut = U.transpose(0, 2, 1)
@@ -282,40 +275,28 @@ def _fused_rows(deflation: Deflation, S: int) -> int | None:
 def _fused_terms(Y: FloatArray, Ut: FloatArray, rows: int, coef: Any) -> FloatArray:
     """``Σ_j u_j · coef(Y·u_j)`` for ``Y (B, S, n)`` and the terms ``Ut (B, k, n)`` (rows
     contiguous), ``rows`` terms at a time, each block's two products reading it once from
-    memory: ``(B, S, n)``. ``coef(Z, a, b)`` maps the block's ``Z = Y·U[:, a:b]`` to its
-    coefficients (it may overwrite ``Z``)."""
+    memory: ``(B, S, n)`` in double. ``coef(Z, i, a, b)`` maps instance ``i``'s block
+    ``Z = Y[i]·U[i][:, a:b]`` (``(S, b - a)``) to its coefficients (it may overwrite ``Z``).
+
+    The products run in ``Ut``'s precision: single-precision terms (the spectral starts'
+    Lanczos products under ``spectral_precision="single"``) take half the bytes per term, and
+    each product's error is then about 1e-7 of the terms' part, far below the spectral starts'
+    Lanczos tolerance (:data:`SPECTRAL_TOL`). Micro-measured at n = 1024, 3 vectors, one BLAS
+    thread: 0.19 ms at k = 512 and 0.49 ms at k = 1024 in single against 0.54 and 1.02 ms in
+    double."""
     B, k = Ut.shape[0], Ut.shape[1]
-    out = np.zeros(Y.shape)
-    tmp = np.empty(Y.shape[1:])
-    for bi in range(B):  # one instance in practice: 2-d products, no batch loop per block
-        y, o, u = Y[bi], out[bi], Ut[bi]
-        for a in range(0, k, rows):
-            b = min(k, a + rows)
-            block = u[a:b]
-            z = coef(np.matmul(y, block.T)[None], a, b)[0]
-            o += np.matmul(z, block, out=tmp)
-    return out
-
-
-def _single_terms(Y: FloatArray, Ut32: FloatArray, rows: int, C32: FloatArray) -> FloatArray:
-    """``Σ_j u_j · c_j (Y·u_j)`` in single precision, for ``Y (B, S, n)``, the terms
-    ``Ut32 (B, k, n)`` and their coefficients ``C32 (B, S, k)``, ``rows`` terms per block (as
-    :func:`_fused_terms`, half the bytes per term): ``(B, S, n)`` in double. Each product's
-    error is about 1e-7 of the terms' part, far below the spectral starts' Lanczos tolerance
-    (:data:`SPECTRAL_TOL`); micro-measured at n = 1024, 3 vectors, one BLAS thread: 0.19 ms at
-    k = 512 and 0.49 ms at k = 1024 against the double fused products' 0.54 and 1.02 ms."""
-    B, k = Ut32.shape[0], Ut32.shape[1]
     out = np.empty(Y.shape)
-    for bi in range(B):
-        y, u, c = Y[bi].astype(np.float32), Ut32[bi], C32[bi]
-        o = np.zeros(y.shape, dtype=np.float32)
+    acc = np.empty(Y.shape[1:], dtype=Ut.dtype)
+    tmp = np.empty(Y.shape[1:], dtype=Ut.dtype)
+    for i in range(B):  # one instance in practice: 2-d products, no batch loop per block
+        y, u = Y[i].astype(Ut.dtype, copy=False), Ut[i]
+        acc[...] = 0.0
         for a in range(0, k, rows):
             b = min(k, a + rows)
             block = u[a:b]
-            z = np.matmul(y, block.T)
-            z *= c[:, a:b]
-            o += np.matmul(z, block)
-        out[bi] = o
+            z = coef(np.matmul(y, block.T), i, a, b)
+            acc += np.matmul(z, block, out=tmp)
+        out[i] = acc
     return out
 
 
@@ -358,7 +339,7 @@ def deflated_contract(
     rows = _fused_rows(deflation, X.shape[1]) if times == p - 1 else None
     if rows:
         Ut = np.ascontiguousarray(U.transpose(0, 2, 1))
-        return out - _fused_terms(X, Ut, rows, lambda C, a, b: C**times * lam[:, None, a:b])
+        return out - _fused_terms(X, Ut, rows, lambda C, i, a, b: C**times * lam[i, None, a:b])
     C = np.matmul(X, U)  # (B, S, k): v̂_j · x
     W = C**times * lam[:, None, :]
     if times == p:

@@ -643,6 +643,36 @@ def test_single_precision_terms_give_the_products_to_single_rounding():
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-6 * np.abs(terms).max())
 
 
+def test_fused_products_take_each_instances_own_terms_in_a_batch():
+    """A batch of two operators, each with its own deflation terms and weights: the fused
+    products (double, and revision 9's single-precision terms) give each instance its own
+    products, as that instance alone does. (Before the two fused paths were merged, the fused
+    gradient applied the first instance's weights to every instance, and the fused Hessian
+    product of a batch failed.)"""
+    from sroa_dist.methods.ascent import _hessian_at
+    from sroa_dist.operators import StructuredTensor
+
+    n, k = 40, 35
+    ops = [_known_answer(3, n, seed=s)[1].as_batch() for s in (3, 4)]
+    batch = StructuredTensor.stack(ops)
+    rng = np.random.default_rng(9)
+    X, Y = rng.standard_normal((2, 3, n)), rng.standard_normal((2, 3, n))
+    U = np.stack([np.linalg.qr(rng.standard_normal((n, k)))[0] for _ in range(2)])
+    lam = rng.uniform(0.2, 1, (2, k))
+    both = Deflation(U, lam, np.ones(2), block=8 * n * 16)
+    alone = [Deflation(U[i : i + 1], lam[i : i + 1], np.ones(1)) for i in range(2)]
+    Ut32 = np.ascontiguousarray(U.transpose(0, 2, 1), dtype=np.float32)
+    got = deflated_contract(batch, X, 2, both)
+    got_h, got_s = _hessian_at(batch, X, both)(Y), _hessian_at(batch, X, both, Ut32)(Y)
+    for i in range(2):
+        x, d = X[i : i + 1], alone[i]
+        want = deflated_contract(ops[i], x, 2, d)[0]
+        np.testing.assert_allclose(got[i], want, rtol=0, atol=1e-13 * np.abs(want).max())
+        want = _hessian_at(ops[i], x, d)(Y[i : i + 1])[0]
+        np.testing.assert_allclose(got_h[i], want, rtol=0, atol=1e-13 * np.abs(want).max())
+        np.testing.assert_allclose(got_s[i], want, rtol=0, atol=1e-5 * np.abs(want).max())
+
+
 def test_lanczos_drops_a_converged_matrix_where_it_alone_would_stop():
     """Revision 8's ``lanczos="own"``: in a lockstep run of three matrices, one that converges
     early leaves the block (the later products have fewer rows) and its pairs are those of a
