@@ -21,6 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .errors import InputError, InputTypeError
+from .integer_powers import ipow
 from .tensors import FloatArray
 
 __all__ = ["StructuredTensor", "SymmetricProducts", "TensorOperator"]
@@ -119,7 +120,7 @@ class SymmetricProducts:
         """``E x^p`` for the rows of ``X (S, n)``: ``(S,)``."""
         prod = self.weights
         for C, k in zip(self._dots(X), self.powers, strict=True):
-            prod = prod * C**k
+            prod = prod * ipow(C, k)
         return np.sum(prod, axis=-1)
 
     def gradient(self, X: FloatArray) -> FloatArray:
@@ -127,11 +128,11 @@ class SymmetricProducts:
         C = self._dots(X)
         # The other factors' powers (none for a one-factor term, the SOD part: its C**p, a
         # pow per entry, was 8 % of an n = 512 global SROA and never read).
-        P = [c**k for c, k in zip(C, self.powers, strict=True)] if len(C) > 1 else []
+        P = [ipow(c, k) for c, k in zip(C, self.powers, strict=True)] if len(C) > 1 else []
         out: Any = None
         for m, (A, k) in enumerate(zip(self.factors, self.powers, strict=True)):
             # ∂/∂c_m of w Π c^k, without dividing by c_m (which may be 0).
-            coef = (k / self.p) * self.weights * C[m] ** (k - 1)
+            coef = (k / self.p) * self.weights * ipow(C[m], k - 1)
             for j, Pj in enumerate(P):
                 if j != m:
                     coef = coef * Pj
@@ -158,7 +159,7 @@ class SymmetricProducts:
                 coef = self.weights / (self.p * (self.p - 1))
                 for j, (c, k) in enumerate(zip(C, ks, strict=True)):
                     e = k - (j == m) - (j == q)
-                    coef = coef * (k if j in (m, q) else 1) * c**e
+                    coef = coef * (k if j in (m, q) else 1) * ipow(c, e)
                     if j == m == q:
                         coef = coef * (k - 1)
                 coef = np.broadcast_to(coef, (S, R))
@@ -215,7 +216,7 @@ class SymmetricProducts:
         coef = self.weights / (self.p * (self.p - 1))
         for j, (c, k) in enumerate(zip(C, ks, strict=True)):
             e = k - (j == m) - (j == q)
-            coef = coef * (k if j in (m, q) else 1) * c**e
+            coef = coef * (k if j in (m, q) else 1) * ipow(c, e)
             if j == m == q:
                 coef = coef * (k - 1)
         return coef

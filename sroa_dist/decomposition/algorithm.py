@@ -12,6 +12,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..errors import InputError, InputTypeError
+from ..integer_powers import ipow
 from ..methods import (
     CONVERGED_SPECTRAL,
     GAP_TOL,
@@ -187,15 +188,18 @@ def sroa_batch(
         # them: the same stream wherever the steps spawn none, as under implicit deflation
         # by default), so each step can eigensolve its check's contractions with its own.
         draws = [CheckDraws(g.spawn(1)[0], n) for g in rngs]
-    engine = make_engine(mode, Ts, method, rngs, gap_tol, options, draws)
-    steps = []
-    for _ in range(r):
-        steps.append(engine.propose())
-        engine.commit()
-    res = _assemble(steps, p, method)
-    if global_check:
-        shared = None if draws is None else (draws, engine.check_starts)
-        res = _checked(res, Ts, mode, method, rngs, gap_tol, options, redo, shared)
+    # Every part of the SROA (steps, deflation terms, global check) raises coordinates to
+    # whole powers under the rule the method's options pin (sshopm revision 10: products).
+    with resolve_method(method).power_rule(options):
+        engine = make_engine(mode, Ts, method, rngs, gap_tol, options, draws)
+        steps = []
+        for _ in range(r):
+            steps.append(engine.propose())
+            engine.commit()
+        res = _assemble(steps, p, method)
+        if global_check:
+            shared = None if draws is None else (draws, engine.check_starts)
+            res = _checked(res, Ts, mode, method, rngs, gap_tol, options, redo, shared)
     return res
 
 
@@ -404,7 +408,7 @@ def _checked(
         X = res.vectors[b].T.copy()  # (r, n): the steps' vectors as they stand
         # The large-n engine keeps E·Xᵀ, a column per changed step, instead of E·U per step.
         EX = E @ X.T if large_engine(Tn, check_engine) else None
-        EXp = None if EX is None else EX**p
+        EXp = None if EX is None else ipow(EX, p)
         engine = None  # a one-instance engine from the first redo on
         # The check spectral starts the steps computed (step -> (B, 2C, n)) and this
         # instance's row there: the first SROA's, from a redo on the one-instance engine's.
@@ -419,7 +423,7 @@ def _checked(
                 lam_n[j], X[j] = np.ldexp(new.lam[0], -k), new.x[0]
                 if EX is not None:
                     EX[:, j] = E @ X[j]
-                    EXp[:, j] = EX[:, j] ** p
+                    EXp[:, j] = ipow(EX[:, j], p)
             fro_j = math.sqrt(max(fro2_0 - float(np.sum(lam_n[:j] ** 2)), 0.0))
             norms[b, j] = math.ldexp(fro_j, k)
             if steps[j].certified[b]:
@@ -460,7 +464,7 @@ def _checked(
                     lam_n[j], X[j] = np.ldexp(new.lam[0], -k), new.x[0]
                     if EX is not None:
                         EX[:, j] = E @ X[j]
-                        EXp[:, j] = EX[:, j] ** p
+                        EXp[:, j] = ipow(EX[:, j], p)
                     redone[b, j] = True
                     gap_n = 0.0
                 gap[b, j] = math.ldexp(gap_n, k)

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..integer_powers import ipow
 from ..methods import (
     DEFAULT_N_STARTS,
     Deflation,
@@ -203,14 +204,14 @@ class ImplicitSteps:
         x, lam = out.x, done.lam_n
         # T̂ x^{p-1} (undeflated) = deflated gradient + the deflation terms at x.
         w = done.grad_n + np.einsum(
-            "bk,bik->bi", lams * np.einsum("bi,bik->bk", x, U) ** (p - 1), U
+            "bk,bik->bi", lams * ipow(np.einsum("bi,bik->bk", x, U), p - 1), U
         )
         self._append(x, lam, w)
         self.warm = None
         if out.final_grads is not None and self.options.get("warm", True):
             Xw, Gw = _leftovers(out.final_starts, out.final_values, out.final_grads, x, self.keep)
             # Their gradients under the next deflated tensor: subtract λ̂ (x·w)^{p-1} x.
-            Gw -= (lam[:, None] * np.einsum("bsi,bi->bs", Xw, x) ** (p - 1))[..., None] * x[
+            Gw -= (lam[:, None] * ipow(np.einsum("bsi,bi->bs", Xw, x), p - 1))[..., None] * x[
                 :, None, :
             ]
             self.warm = (Xw, Gw)
@@ -253,7 +254,7 @@ def _gram_bound(
     so the result stays an upper bound.
     """
     WL = W * lam[:, None, :]
-    C = np.matmul(U.transpose(0, 2, 1), U) ** (p - 1)
+    C = ipow(np.matmul(U.transpose(0, 2, 1), U), p - 1)
     G = gram0 - np.matmul(WL, U.transpose(0, 2, 1))
     G = G - np.matmul(U, WL.transpose(0, 2, 1))
     UL = U * lam[:, None, :]

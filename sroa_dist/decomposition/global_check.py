@@ -36,6 +36,7 @@ import dataclasses
 
 import numpy as np
 
+from ..integer_powers import ipow
 from ..methods import (
     CONVERGED_SPECTRAL,
     Deflation,
@@ -153,7 +154,7 @@ def remaining_estimates(
     engine: one column per step instead of an ``O(m·n·k)`` product per step), and ``Cp``
     its ``p``-th powers, likewise kept (a pow per entry per step cost more than the product)."""
     C = E @ U if C is None else C  # (m, k)
-    Cp = C**p if Cp is None else Cp
+    Cp = ipow(C, p) if Cp is None else Cp
     values = base - Cp @ lam if U.shape[1] else base.copy()
     taken = np.abs(C).max(axis=1, initial=0.0) >= _DEFLATED_COS
     taken |= np.abs(E @ x) >= _DEFLATED_COS

@@ -13,6 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import InputError
+from ..integer_powers import ipow
 from ..operators import TensorOperator
 from ..tensors import FloatArray, contract, kron_power, sphere_newton_step
 
@@ -225,7 +226,7 @@ def _hessian_at(
     sign, U, lam = deflation.sign, deflation.U, deflation.lam
     if lam.shape[-1] == 0:
         return base if sign > 0 else (lambda Y: -base(Y))
-    Cx = np.matmul(X, U) ** (p - 2) * lam[:, None, :]
+    Cx = ipow(np.matmul(X, U), p - 2) * lam[:, None, :]
     if Ut32 is not None:  # the terms' part in single precision, in blocks of half the bytes
         rows = max(_FUSED_MIN_ROWS, int(deflation.block or DEFLATION_BLOCK) // (4 * U.shape[1]))
         Ut, C = Ut32, Cx.astype(np.float32)
@@ -339,9 +340,11 @@ def deflated_contract(
     rows = _fused_rows(deflation, X.shape[1]) if times == p - 1 else None
     if rows:
         Ut = np.ascontiguousarray(U.transpose(0, 2, 1))
-        return out - _fused_terms(X, Ut, rows, lambda C, i, a, b: C**times * lam[i, None, a:b])
+        return out - _fused_terms(
+            X, Ut, rows, lambda C, i, a, b: ipow(C, times) * lam[i, None, a:b]
+        )
     C = np.matmul(X, U)  # (B, S, k): v̂_j · x
-    W = C**times * lam[:, None, :]
+    W = ipow(C, times) * lam[:, None, :]
     if times == p:
         return out - W.sum(axis=-1)
     if times == p - 1:

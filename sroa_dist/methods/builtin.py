@@ -287,6 +287,7 @@ def _method_sshopm(
     lanczos: str = "own",
     spectral_tol: float = SPECTRAL_TOL,
     spectral_precision: str = "single",
+    integer_powers: str = "products",
 ) -> MethodOutput:
     """Multi-start shifted symmetric higher-order power method with adaptive shift.
 
@@ -358,8 +359,11 @@ def _method_sshopm(
     (:data:`~sroa_dist.methods.ascent.SPECTRAL_TOL`: a start only has to lie in its basin).
     ``spectral_precision`` (revision 9 ``"single"``; ``"double"`` before): the precision of
     the deflation terms in those Lanczos products
-    (:data:`~sroa_dist.methods.ascent.SPECTRAL_PRECISIONS`).
-    Revisions 1 to 8 of this method,
+    (:data:`~sroa_dist.methods.ascent.SPECTRAL_PRECISIONS`). ``integer_powers`` (revision 10
+    ``"products"``; ``"pow"`` before): how the contractions raise coordinates to whole powers
+    above the square (:mod:`sroa_dist.integer_powers`; the rule holds for the whole call, and
+    :func:`~sroa_dist.sroa` runs every part of an SROA with this method under it).
+    Revisions 1 to 9 of this method,
     which stores made with them keep using, are reproduced by the option values in its
     record's ``legacy`` table. Converges to local maxima: fast, with no bound of its own (a
     step is certified only where its value meets the unfolding bound that

@@ -12,6 +12,7 @@ import dataclasses
 import inspect
 import math
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,7 @@ import numpy as np
 
 from .._registry import check_entry, import_entry, is_names_only
 from ..errors import InputError
+from ..integer_powers import INTEGER_POWER_RULES, integer_power_rule
 from .ascent import CONVERGED_SPECTRAL, ENGINES, KERNELS, LANCZOS_VARIANTS, SPECTRAL_PRECISIONS
 from .builtin import (
     DEFAULT_TIME_BUDGET,
@@ -169,6 +171,10 @@ OPTION_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
         lambda v: v in SPECTRAL_PRECISIONS,
         f"one of {list(SPECTRAL_PRECISIONS)}",
     ),
+    "integer_powers": (
+        lambda v: v in INTEGER_POWER_RULES,
+        f"one of {list(INTEGER_POWER_RULES)}",
+    ),
     "spectral_tol": (
         lambda v: _is_real(v) and 0 < v < 1,
         "a number between 0 and 1 (the spectral starts' Lanczos residual, relative)",
@@ -265,7 +271,22 @@ class Method:
         return dict(self.legacy[revision])
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.fn(*args, **kwargs)
+        with self.power_rule(kwargs):
+            return self.fn(*args, **kwargs)
+
+    def power_rule(self, options: Mapping[str, Any] | None) -> AbstractContextManager[None]:
+        """The integer-power rule its options pin (:mod:`sroa_dist.integer_powers`), as a
+        context: its ``integer_powers`` option over the default, ``"pow"`` for a method
+        without one (the bits every result had before the rule existed)."""
+        rule = self.with_defaults(options).get("integer_powers", "pow")
+        if rule not in INTEGER_POWER_RULES:
+            raise OptionError(
+                self.name,
+                "integer_powers",
+                f"integer_powers: expected one of {list(INTEGER_POWER_RULES)}, received {rule!r}",
+                f"one of {list(INTEGER_POWER_RULES)}",
+            )
+        return integer_power_rule(rule)
 
     @property
     def options(self) -> list[str]:
@@ -384,10 +405,17 @@ def _check_sos_indexable(name: str, n: int, p: int, options: Mapping[str, Any]) 
         )
 
 
+#: What revisions 1-9 of ``sshopm`` share and revision 10 changed: whole powers above the
+#: square by the C library's ``pow`` (NumPy's ``c**k``), not by products.
+_BEFORE_10: dict[str, Any] = {"integer_powers": "pow"}
 #: What revisions 1-8 of ``sshopm`` share and revision 9 changed: the large-n engine's Lanczos
 #: runs converge the spectral starts to a residual of 1e-10 of the largest Ritz value, their
 #: products against the deflation terms in double precision.
-_BEFORE_9: dict[str, Any] = {"spectral_tol": CONVERGED_SPECTRAL, "spectral_precision": "double"}
+_BEFORE_9: dict[str, Any] = {
+    "spectral_tol": CONVERGED_SPECTRAL,
+    "spectral_precision": "double",
+    **_BEFORE_10,
+}
 #: What revisions 1-7 of ``sshopm`` share and revision 8 changed: an implicit deflation's
 #: products of a few vectors run as two whole matrix products, and the large-n engine's
 #: lockstep Lanczos run keeps every matrix until the slowest has converged, reorthogonalising
@@ -462,10 +490,14 @@ def _builtin_records() -> list[Method]:
             # lie in its basin. The same λ̂ at every step; where weights tie exactly (the tilt's unit
             # ones) another of the equal components may come first, a permutation of the
             # same steps (tests/core/test_large_n.py).
+            # 10: whole powers above the square (the coordinates' c^(p-2), c^(p-1), c^p in every
+            # contraction, p >= 3) by products, not by the C library's pow, about 45 times
+            # slower per entry (integer_powers; sroa_dist.integer_powers): at most two units
+            # in the last place apart, the same steps up to rounding (tests/core/test_large_n.py).
             # Each revision's throughput and misses: docs/results/benchmarks.md, Figure-2
             # throughput, False confirmations and Global SROA at large n (bench_sroa_local.py,
             # bench_miss_rate.py, bench_global_large_n.py).
-            revision=9,
+            revision=10,
             legacy={
                 1: {**_BEFORE_4, **_BEFORE_7, "abandon_margin": math.inf, "kernel": "dense"},
                 2: {**_BEFORE_4, **_BEFORE_7, "kernel": "symmetric"},
@@ -475,6 +507,7 @@ def _builtin_records() -> list[Method]:
                 6: dict(_BEFORE_7),
                 7: dict(_BEFORE_8),
                 8: dict(_BEFORE_9),
+                9: dict(_BEFORE_10),
             },
         ),
         make_method(

@@ -394,7 +394,9 @@ def test_the_engine_is_a_method_revision():
     6 and power revision 3 bound the Krylov dimension of an even order's lower end
     (``spectral_low_dim``); revisions 5 and 2 converge it. sshopm revision 7 shares the
     check's eigensolve with the step's (``shared_check``); every earlier one does not."""
-    assert METHODS["sshopm"].revision == 9 and METHODS["power"].revision == 3
+    assert METHODS["sshopm"].revision == 10 and METHODS["power"].revision == 3
+    for r in range(1, 10):  # revision 10: whole powers by products
+        assert METHODS["sshopm"].options_at(r)["integer_powers"] == "pow"
     for r in range(1, 9):  # revision 9: spectral starts accepted at a residual of 1e-3
         assert METHODS["sshopm"].options_at(r)["spectral_tol"] == 1e-10
     assert all(METHODS["sshopm"].options_at(r)["shared_check"] is False for r in range(1, 7))
@@ -417,6 +419,8 @@ def test_the_engine_is_a_method_revision():
         check_options("sshopm", {"deflation_block": 0})
     with pytest.raises(OptionError, match="lanczos"):
         check_options("sshopm", {"lanczos": "drop"})
+    with pytest.raises(OptionError, match="integer_powers"):
+        check_options("sshopm", {"integer_powers": "fast"})
     with pytest.raises(OptionError, match="spectral_tol"):
         check_options("sshopm", {"spectral_tol": 0})
     with pytest.raises(OptionError, match="spectral_precision"):
@@ -551,13 +555,13 @@ def test_revision_8_keeps_its_bits():
 
 @pytest.mark.slow
 def test_revision_9_takes_revision_8s_steps_up_to_exact_ties():
-    """sshopm revision 9 (spectral starts accepted at a residual of 1e-3, not 1e-10) against
+    """sshopm revision 9, pinned (spectral starts accepted at a residual of 1e-3, not 1e-10) against
     revision 8's golden runs at n = 128: the same λ̂ and global gaps at every step, p = 3 and
     p = 4; the vectors the same up to a permutation of the tilt's exactly tied unit components
     (the tilted one at the same step), as is the rank-one solve's; power unchanged, bit for
     bit."""
     g = np.load(REVISION_8_GOLDEN)
-    new = _golden_runs(None, None)
+    new = _golden_runs(9, None)
     for key in [k for k in new if k.startswith("power_")]:
         assert np.array_equal(_bits(new[key]), _bits(g[key])), key
     for key in ("sshopm_lambdas", "p4_lambdas"):
@@ -569,6 +573,76 @@ def test_revision_9_takes_revision_8s_steps_up_to_exact_ties():
         want = _tie_permuted(got, want, tilted=127)
         sign = np.sign(np.sum(got * want, axis=0)) if key == "p4_vectors" else 1.0
         np.testing.assert_allclose(got, want * sign, rtol=0, atol=ENGINE_ATOL, err_msg=key)
+
+
+#: :func:`_golden_runs` by the code of sshopm revision 9 / power revision 3 (main at 4746166,
+#: 2026-11-29), before whole powers by products (revision 10).
+REVISION_9_GOLDEN = DATA / "krylov_engine_rev9_n128.npz"
+
+
+def test_revision_9_keeps_its_bits():
+    """sshopm revision 9, pinned (``integer_powers="pow"``), reproduces its code's bits at
+    n = 128 (p = 3 and p = 4, power's runs and a rank-one solve): every store made with it
+    resumes with the same bits."""
+    g = np.load(REVISION_9_GOLDEN)
+    runs = _golden_runs(9, None)
+    assert set(runs) == set(g.files)
+    for key, want in runs.items():
+        assert np.array_equal(_bits(want), _bits(g[key])), key
+
+
+def test_revision_10_takes_revision_9s_steps_up_to_rounding():
+    """sshopm revision 10 (whole powers by products) against revision 9's golden runs at
+    n = 128: the same λ̂ and global gaps at every step, p = 3 and p = 4, the same vectors up
+    to the tilt's exactly tied unit components (the tilted one at the same step), and really
+    other bits (the rule is on); power, which has no such option, bit for bit."""
+    g = np.load(REVISION_9_GOLDEN)
+    new = _golden_runs(None, None)
+    for key in [k for k in new if k.startswith("power_")]:
+        assert np.array_equal(_bits(new[key]), _bits(g[key])), key
+    assert any(not np.array_equal(_bits(new[k]), _bits(g[k])) for k in new if "power" not in k)
+    for key in ("sshopm_lambdas", "p4_lambdas"):
+        np.testing.assert_allclose(new[key], g[key], rtol=0, atol=ENGINE_ATOL, err_msg=key)
+    for key in ("sshopm_gap", "p4_gap"):
+        np.testing.assert_allclose(new[key], g[key], rtol=0, atol=1e-9, err_msg=key)
+    for key in ("sshopm_vectors", "p4_vectors", "rank_one_x"):
+        got, want = np.atleast_2d(new[key].T).T, np.atleast_2d(g[key].T).T
+        want = _tie_permuted(got, want, tilted=127)
+        sign = np.sign(np.sum(got * want, axis=0)) if key == "p4_vectors" else 1.0
+        np.testing.assert_allclose(got, want * sign, rtol=0, atol=ENGINE_ATOL, err_msg=key)
+
+
+@pytest.mark.parametrize("p", [3, 4, 5])
+def test_operator_products_under_the_products_rule_are_the_pow_ones_to_rounding(p):
+    """The tilt's values, gradients and Hessian products (and the deflated ones) under
+    ``integer_powers="products"`` equal those under ``"pow"`` to a few units in the last
+    place, and are other bits wherever a power above the square is taken."""
+    from sroa_dist.integer_powers import integer_power_rule
+    from sroa_dist.methods.ascent import _hessian_at
+
+    n, k = 40, 12
+    op = _tilt(n, p).as_batch()
+    rng = np.random.default_rng(p)
+    X, Y = rng.standard_normal((1, 3, n)), rng.standard_normal((1, 3, n))
+    U = np.linalg.qr(rng.standard_normal((n, k)))[0][None]
+    d = Deflation(U, rng.uniform(0.2, 1, (1, k)), np.ones(1))
+
+    def run():
+        return [
+            deflated_contract(op, X, p - 1, d),
+            deflated_contract(op, X, p, d),
+            _hessian_at(op, X, d)(Y),
+            op.contract(X, p - 1),
+        ]
+
+    with integer_power_rule("pow"):
+        want = run()
+    with integer_power_rule("products"):
+        got = run()
+    assert want[0].tobytes() == run()[0].tobytes()  # the rule ends with its block
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-14 * np.abs(b).max())
+    assert any(not np.array_equal(a, b) for a, b in zip(got, want, strict=True))  # c^p at least
 
 
 def test_consecutive_coordinates_are_applied_as_slices():

@@ -159,14 +159,16 @@ def test_abandon_margin_is_checked():
 
 
 def test_only_known_revisions_run():
-    before_9 = {"spectral_tol": 1e-10, "spectral_precision": "double"}  # test_large_n.py
+    before_10 = {"integer_powers": "pow"}  # test_large_n.py
+    before_9 = {"spectral_tol": 1e-10, "spectral_precision": "double", **before_10}  # (same)
     before_8 = {"deflation_block": None, "lanczos": "lockstep", **before_9}  # (same file)
     before_7 = {"shared_check": False, "polish_rtol": 1e-14, **before_8}  # (same file)
     before_6 = {"spectral_low_dim": None, **before_7}  # the bounded lower end (same file)
     before_5 = {"engine": "dense", **before_6}  # the large-n engine (same file)
     before_4 = {"confirm": "settle", "n_spectral": "operators", **before_5}
-    assert METHODS["sshopm"].revision == 9
-    assert METHODS["sshopm"].options_at(9) == {} == METHODS["sshopm"].options_at(None)
+    assert METHODS["sshopm"].revision == 10
+    assert METHODS["sshopm"].options_at(10) == {} == METHODS["sshopm"].options_at(None)
+    assert METHODS["sshopm"].options_at(9) == before_10
     assert METHODS["sshopm"].options_at(8) == before_9
     assert METHODS["sshopm"].options_at(7) == before_8
     assert METHODS["sshopm"].options_at(6) == before_7
@@ -174,10 +176,10 @@ def test_only_known_revisions_run():
     assert METHODS["sshopm"].options_at(4) == before_5
     assert METHODS["sshopm"].options_at(3) == before_4
     assert METHODS["sshopm"].options_at(2) == {**before_4, "kernel": "symmetric"}
-    with pytest.raises(ValueError, match="revision 10 cannot be reproduced"):
-        METHODS["sshopm"].options_at(10)
-    with pytest.raises(ValueError, match="revision 10"):
-        sd.find_threshold(6, 3, rng=0, revisions={"sshopm": 10})
+    with pytest.raises(ValueError, match="revision 11 cannot be reproduced"):
+        METHODS["sshopm"].options_at(11)
+    with pytest.raises(ValueError, match="revision 11"):
+        sd.find_threshold(6, 3, rng=0, revisions={"sshopm": 11})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -248,7 +250,7 @@ def test_a_revision_2_store_resumes_with_revision_2(tmp_path, client):
 
 def test_a_spec_names_only_known_revisions():
     with pytest.raises(SpecError, match=r"solver\.revisions\.sshopm"):
-        _spec(revisions={"sshopm": 10})
+        _spec(revisions={"sshopm": 11})
     with pytest.raises(SpecError, match=r"solver\.revisions\.nosuch"):
         _spec(revisions={"nosuch": 1})
     legacy = {
@@ -264,6 +266,7 @@ def test_a_spec_names_only_known_revisions():
         "lanczos": "lockstep",
         "spectral_tol": 1e-10,
         "spectral_precision": "double",
+        "integer_powers": "pow",
     }
     assert _spec(revisions={"sshopm": 1}).options_for("sshopm") == legacy
     assert _spec().options_for("sshopm") == {}
