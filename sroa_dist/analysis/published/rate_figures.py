@@ -24,6 +24,7 @@ from collections.abc import Callable
 
 import matplotlib
 import numpy as np
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from .._plotting import plain_log_labels
@@ -285,6 +286,8 @@ def figure_theorem(data: Data) -> Figure:
                 mfc="none",
                 label="no crossing: passes up to ε = 1.5",
             )
+        if c == 2.0:  # the asymptote runs of the theorem criterion, past n = 256
+            _theorem_asymptote_runs(ax, data, p)
         radius = "radius 0.3" if "r=0.3" in label else "radius 20ε/λ_j"
         ax.set_title(f"p = {p}: |λ̂−λ| ≤ {c:g}ε and ‖v̂−v‖ ≤ {radius}", fontsize=9)
         ax.set_xscale("log")
@@ -299,6 +302,34 @@ def figure_theorem(data: Data) -> Figure:
     )
     fig.tight_layout()
     return fig
+
+
+def _theorem_asymptote_runs(ax: Axes, data: Data, p: int) -> None:
+    """The theorem criterion's (c = 2) asymptote runs of order ``p`` on a panel of ε*: the
+    predictions committed before them (the n = 16 model's, and the one corrected for g_p's
+    decay in n where there is one) and the measured brackets."""
+    label = "theorem c=2"
+    doc = data.json(ASYMPTOTE_PREDICTIONS)
+    rows = next(
+        (e["rows"] for e in doc["predictions"] if e["p"] == p and e["criterion"] == label), []
+    )
+    if rows:
+        n_c = np.array([r["n"] for r in rows], dtype=float)
+        ax.plot(n_c - 1, [r["eps_star"] for r in rows], "x", color=COLOURS[p], ms=7,
+                label="committed before the asymptote runs: n = 16 model")  # fmt: skip
+        corr = [(r["n"], r["eps_star_corrected"]) for r in rows if "eps_star_corrected" in r]
+        if corr:
+            ax.plot([n - 1 for n, _ in corr], [e for _, e in corr], "+", color="tab:red", ms=9,
+                    label="committed before them: corrected for g_p(n)")  # fmt: skip
+    brackets = asymptote_brackets(data, p, label)
+    if brackets:
+        ns = np.array(sorted(brackets), dtype=float)
+        lo = np.array([brackets[int(k)][0] for k in ns])
+        hi = np.array([brackets[int(k)][1] for k in ns])
+        centre = np.sqrt(lo * hi)
+        ax.errorbar(ns - 1, centre, yerr=[centre - lo, hi - centre], fmt="s", mfc="white",
+                    color="tab:purple", ms=5, capsize=3,
+                    label="measured, asymptote runs (every step global-checked)")  # fmt: skip
 
 
 def figure_power_vs_global(data: Data) -> Figure:

@@ -555,7 +555,12 @@ ASYMPTOTE_STUDIES: dict[tuple[int, str], list[str]] = {
         "asymptote-p3-c0.5-n512",
         "asymptote-p3-c0.5-n1024",
     ],
-    (3, "theorem c=2"): ["asymptote-p3-c2", "asymptote-p3-c2-n256", "asymptote-p3-c2-n512"],
+    (3, "theorem c=2"): [
+        "asymptote-p3-c2",
+        "asymptote-p3-c2-n256",
+        "asymptote-p3-c2-n512",
+        "asymptote-p3-c2-n1024",
+    ],
     (4, "value c=0.5"): [
         "asymptote-p4-c0.5",
         "asymptote-p4-c0.5-n256",
