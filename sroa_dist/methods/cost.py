@@ -8,6 +8,9 @@ name. Core module: numpy/math and the numerical core only.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from .builtin import relaxation_tractable
 from .records import resolve_method
 
@@ -39,13 +42,14 @@ def resolve_norm_method(method: str, n: int, p: int, norm_method: str | None) ->
     return CERTIFIED_NORM_METHOD if certified_tractable(n, p) else LOCAL_NORM_METHOD
 
 
-def solve_cost(method: str, n: int, p: int) -> float:
+def solve_cost(method: str, n: int, p: int, options: Mapping[str, Any] | None = None) -> float:
     """Rough seconds per rank-one solve on one core, from the method's record (its cost model
-    at default options); only used to size blocks of work.
+    at ``options``, default the method's defaults); used to size blocks of work and to set
+    their deadlines.
 
     Local methods scale with the tensor size ``n^p`` (and above
     :data:`~sroa_dist.methods.builtin.IMPLICIT_BYTES` per tensor, where SROA deflates implicitly,
     with the method's own per-entry cost); the relaxation methods add the certified-step model
     :func:`~sroa_dist.methods.builtin.relaxation_cost` where they solve the relaxation.
     """
-    return float(resolve_method(method).cost(int(n), int(p), {}))
+    return float(resolve_method(method).cost(int(n), int(p), dict(options or {})))

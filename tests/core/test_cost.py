@@ -52,3 +52,19 @@ def test_solve_cost_branches():
     big = next(n for n in range(10, 400) if 8.0 * n**3 > IMPLICIT_BYTES)
     assert solve_cost("sshopm", big, 3) == 0.01 + 1e-8 * big**3
     assert solve_cost("power", big, 3) == 0.01 + 1e-7 * big**3
+
+
+def test_power_is_priced_at_its_budget():
+    """``power``'s cost model was measured at its default 20 starts and 30 iterations; other
+    starts and iterations, or the AGHKT budget (hundreds of starts at n = 64), scale it by
+    their start-iterations: a block's estimate and deadline follow the budget a spec asks for."""
+    from sroa_dist.methods import aghkt_budget
+
+    base = solve_cost("power", 64, 3)
+    assert solve_cost("power", 64, 3, {}) == base
+    assert solve_cost("power", 64, 3, {"n_starts": 40}) == pytest.approx(2 * base)
+    assert solve_cost("power", 64, 3, {"n_iter": 15}) == pytest.approx(base / 2)
+    L, N = aghkt_budget(64, 0.05)
+    got = solve_cost("power", 64, 3, {"budget": "aghkt", "noise_level": 0.05})
+    assert got == pytest.approx(base * L * N / 600) and got > 10 * base
+    assert solve_cost("sshopm", 64, 3, {"n_starts": 40}) == solve_cost("sshopm", 64, 3)

@@ -300,14 +300,17 @@ def test_the_cost_of_a_large_n_search_is_the_engines_measured_growth():
     """From LARGE_N on, a matrix-free search by a method whose steps run the large-n engine is
     priced by the study evaluations' fitted law (n^LARGE_N_EXPONENT per SROA, not the dense
     eigensolves' n^4): the p = 3 asymptote spec (n = 512-2048) is hours, not the 791 h of the
-    n^4 model; power's steps (its own iterations) and n below LARGE_N keep the old model."""
-    from sroa_dist.methods import LARGE_N
+    n^4 model; n below LARGE_N keeps the old model; power's steps (its own iterations, whose
+    cost its budget sets) are priced per start, iteration and coordinate."""
+    from sroa_dist.methods import LARGE_N, aghkt_budget
     from sroa_dist.sweep.kinds.threshold import (
         LARGE_N_CHECKED_SECONDS,
         LARGE_N_EXPONENT,
         MATRIX_FREE_SROA_SECONDS,
+        POWER_OPERATOR_SECONDS,
         STEP_FLOOR,
         large_n_sroa_seconds,
+        power_operator_sroa_seconds,
         search_cost,
         threshold_mean_cost,
     )
@@ -323,8 +326,16 @@ def test_the_cost_of_a_large_n_search_is_the_engines_measured_growth():
     assert large_n_sroa_seconds(2048, 3, True) == pytest.approx(
         per_doubling**2 * LARGE_N_CHECKED_SECONDS
     )
-    old = MATRIX_FREE_SROA_SECONDS * (1024 / 200) ** 4
-    assert cost("power", 1024) == pytest.approx(10 * 2.0 * old)  # power: the old model
+    # power: its own iterations priced per start, iteration and coordinate, at its budget
+    a, b = POWER_OPERATOR_SECONDS
+    at_defaults = 20 * 30 * 1024**2 * (2 * 1024 * a + b)
+    assert cost("power", 1024) == pytest.approx(10 * 2.0 * at_defaults)
+    assert power_operator_sroa_seconds(1024) == pytest.approx(at_defaults)
+    L, N = aghkt_budget(1024, 0.12)
+    aghkt = {"budget": "aghkt", "noise_level": 0.12}
+    assert power_operator_sroa_seconds(1024, aghkt) == pytest.approx(at_defaults * L * N / 600)
+    priced = search_cost("power", 1024, 3, 10, "attractor", False, True, aghkt)
+    assert priced == pytest.approx(10 * at_defaults * L * N / 600)
     small = LARGE_N // 2  # the dense engine's model, or the per-step floor
     dense = max(MATRIX_FREE_SROA_SECONDS * (small / 200) ** 4, small * STEP_FLOOR)
     assert cost("sshopm", small) == pytest.approx(10 * 2.0 * dense)

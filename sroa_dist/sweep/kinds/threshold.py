@@ -73,6 +73,7 @@ import numpy as np
 from sroa_dist.errors import InputError, with_hint
 from sroa_dist.methods import (
     LARGE_N,
+    aghkt_budget,
     memory_estimate,
     resolve_method,
     resolve_norm_method,
@@ -753,6 +754,14 @@ STEP_FLOOR = 0.015
 MATRIX_FREE_SROA_SECONDS = 8.3
 MATRIX_FREE_REFERENCE_N = 200
 
+#: ``power``'s iterations on a matrix-free operator: seconds per flop of the deflated products
+#: (four per start, coordinate and deflation term) and per start and coordinate of the
+#: operator's own product. One power iteration of 4 728 starts (the AGHKT budget at n = 512)
+#: on the attractor operator at n = 512 against 256 deflation terms took 0.15 s, 0.07 s of it
+#: in the deflation products and 0.08 s in the operator (cProfile, one BLAS thread, load 3,
+#: 2026-11-29).
+POWER_OPERATOR_SECONDS = (2.8e-11, 3.3e-8)
+
 #: CPU seconds of one threshold-study evaluation on the large-n engine that a method with
 #: spectral starts runs from ``LARGE_N`` on: one global-checked matrix-free SROA (rank n, check
 #: and redo) of the p = 3 coherent tilt drawn on a random orthonormal basis, as the studies draw
@@ -844,22 +853,40 @@ def search_cost(
     model: str = "gaussian",
     checked: bool = False,
     matrix_free: bool | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> float:
     """Seconds of a search of ``evals`` SROA runs (n steps each) at ``(method, n, p)`` of
     ``model``, plus one norm bound (families without a closed form): the core's cost model, or
     the measured matrix-free cost where the search builds the tensor matrix-free (from
     ``LARGE_N`` on, the large-n engine's measured cost, :func:`large_n_sroa_seconds`);
     ``checked``: every step globally checked (:data:`CHECK_COST_FACTOR`, measured into the
-    large-n engine's cost); ``matrix_free`` as the spec's."""
+    large-n engine's cost); ``matrix_free`` as the spec's; ``options`` the method's (``power``'s
+    budget sets its cost: :func:`power_operator_sroa_seconds` on an operator)."""
     factor = CHECK_COST_FACTOR if checked else 1.0
     if uses_matrix_free(n, p, model, None, matrix_free) and _large_engine_steps(method, n):
         sroa = large_n_sroa_seconds(n, p, checked)
         return evals * max(sroa, n * STEP_FLOOR)
     if uses_matrix_free(n, p, model, None, matrix_free):
-        sroa = MATRIX_FREE_SROA_SECONDS * (n / MATRIX_FREE_REFERENCE_N) ** 4
+        if method == "power":
+            sroa = power_operator_sroa_seconds(n, options)
+        else:
+            sroa = MATRIX_FREE_SROA_SECONDS * (n / MATRIX_FREE_REFERENCE_N) ** 4
         return factor * evals * max(sroa, n * STEP_FLOOR)
     norm = solve_cost(resolve_norm_method(method, n, p, None), n, p)
-    return factor * evals * n * max(solve_cost(method, n, p), STEP_FLOOR) + norm
+    return factor * evals * n * max(solve_cost(method, n, p, options), STEP_FLOOR) + norm
+
+
+def power_operator_sroa_seconds(n: int, options: Mapping[str, Any] | None = None) -> float:
+    """CPU seconds of one ``power`` SROA (rank n) on a matrix-free operator with ``options``
+    (its budget): every step iterates its L starts N times against the operator and the
+    step's deflation terms, about ``N·L·n²·(2n·a + b)`` over the n steps with
+    ``(a, b) =`` :data:`POWER_OPERATOR_SECONDS`."""
+    opts = resolve_method("power").with_defaults(dict(options or {}))
+    starts, iters = int(opts["n_starts"]), int(opts["n_iter"])
+    if opts["budget"] == "aghkt":
+        starts, iters = aghkt_budget(n, opts["noise_level"])
+    a, b = POWER_OPERATOR_SECONDS
+    return iters * starts * float(n) ** 2 * (2.0 * n * a + b)
 
 
 def large_n_sroa_seconds(n: int, p: int, checked: bool) -> float:
@@ -884,7 +911,7 @@ def _all_costs(spec: ThresholdSweepSpec) -> list[float]:
     checked = bool(spec.threshold.search["global_check"])
     return [
         evaluation_scale(m, n, p, str(model), spec.matrix_free, spec.options_for(m))
-        * search_cost(m, n, p, evals, str(model), checked, spec.matrix_free)
+        * search_cost(m, n, p, evals, str(model), checked, spec.matrix_free, spec.options_for(m))
         for model in spec.axes["noise.model"].values
         for m, n, p in _combos(spec)
     ]
@@ -977,6 +1004,7 @@ def search_seconds(spec: ThresholdSweepSpec, settings: ThresholdSettings) -> flo
         settings.noise,
         checked,
         spec.matrix_free,
+        spec.options_for(settings.method),
     )
 
 
