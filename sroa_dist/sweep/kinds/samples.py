@@ -66,14 +66,7 @@ import numpy as np
 
 from sroa_dist.errors import InputError, with_hint
 from sroa_dist.methods import aghkt_budget, relaxation_tractable, revision_options, solve_cost
-from sroa_dist.moments import (
-    DEFAULT_TOLERANCES,
-    ICA_SOURCES,
-    MODELS,
-    Tolerances,
-    make_model,
-    run_study,
-)
+from sroa_dist.moments import DEFAULT_TOLERANCES, Tolerances, run_study
 from sroa_dist.studies import SampleSizeResult, max_size_evals, sample_size_search
 
 from ..cube import SHARED_AXES, STEP, Dim, Variable, by_name
@@ -89,6 +82,17 @@ from ..spec import (
     validate_table,
 )
 from .base import GridPoint, KindBase, grid_points, timed_block
+from .moment_model import (
+    MODEL_DIMS,
+    MODEL_SCHEMA,
+    check_model_keys,
+    class_weights,
+    dimension,
+    draw_model,
+    model_meanings,
+    model_order,
+    zipf_weights,
+)
 
 __all__ = [
     "SAMPLES",
@@ -111,16 +115,11 @@ SAMPLES_SCHEMA: dict[str, Any] = {
     **{k: COMMON_SCHEMA[k] for k in ("name", "description", "seed", "replicates")},
     # One table: the model's keys (a [model] table would make the spec a model sweep's).
     "samples": {
-        "model": ("str", None, True),
-        "k": ("int_axis", None, True),
-        "d": ("int", None, False),
-        "d_per_k": ("float", 2.0, False),
-        "L": ("int", None, False),
-        "sigma2": ("float", None, False),
-        "prior": ("table", {}, False),
+        **{key: MODEL_SCHEMA[key] for key in ("model", "k", "d", "d_per_k", "L", "sigma2")},
+        "prior": MODEL_SCHEMA["prior"],
         "tolerances": ("table", {}, False),
-        "weights": ("str_axis", "uniform", False),
-        "zipf_exponent": ("float", 1.0, False),
+        "weights": MODEL_SCHEMA["weights"],
+        "zipf_exponent": MODEL_SCHEMA["zipf_exponent"],
         "draws": ("int", 20, False),
         # Checked as a pair below; "float_axis" only type-checks the numbers.
         "N_range": ("float_axis", [100, 1_000_000], False),
@@ -148,13 +147,8 @@ AXIS_KEYS: dict[str, str] = {
 AXIS_LEAVES = ("k", "weights")
 #: Sweep dims of samples sweeps, in cube order.
 SAMPLES_DIMS: Mapping[str, Dim] = by_name(
-    Dim("k", "i8", "number of latent classes k (the whitened dimension SROA works in)"),
-    Dim("weights", "str", "class weights: uniform, or zipf (w_i proportional to i^-s)"),
-    SHARED_AXES["method"],
+    MODEL_DIMS["k"], MODEL_DIMS["weights"], SHARED_AXES["method"]
 )
-
-#: The weight shapes of ``samples.weights``.
-WEIGHT_SHAPES = ("uniform", "zipf")
 
 _S = (STEP,)
 _EVAL = (
@@ -288,18 +282,6 @@ def parse_method(label: Any) -> SampleMethod:
     return SampleMethod(label, "power", factor=factor)
 
 
-def model_order(name: str) -> int:
-    """Order of the tensor model ``name``'s SROA decomposes (its class's ``order``)."""
-    ctor = MODELS[name]
-    return int(getattr(ctor, "__self__", ctor).order)
-
-
-def zipf_weights(k: int, exponent: float = 1.0) -> np.ndarray:
-    """Zipf-like mixing weights ``w_i ∝ i^{−exponent}``, ``i = 1..k``, summing to 1."""
-    w = np.arange(1, k + 1, dtype=np.float64) ** (-float(exponent))
-    return w / w.sum()
-
-
 # --------------------------------------------------------------------------------------------
 # Spec
 
@@ -341,8 +323,7 @@ class SamplesSweepSpec(SweepSpec):
 
     def dimension(self, k: int) -> int:
         """The observation dimension d at ``k`` classes."""
-        d = self.samples["d"]
-        return int(d) if d is not None else max(int(k), math.ceil(self.samples["d_per_k"] * k))
+        return dimension(self.samples, k)
 
     def settings_at(self, coords: Mapping[str, Any]) -> SamplesSettings:
         """The :class:`SamplesSettings` of a grid point."""
@@ -400,24 +381,21 @@ class SamplesSettings(GridPoint):
 
     def class_weights(self) -> np.ndarray | None:
         """The mixing weights (None for ICA, whose SOD weights are the kurtoses)."""
-        if self.model == "ica":
-            return None
-        if self.weights == "zipf":
-            return zipf_weights(self.k, self.zipf_exponent)
-        return np.full(self.k, 1.0 / self.k)
+        return class_weights(self.model, self.k, self.weights, self.zipf_exponent)
 
     def build_model(self, seed: int, replicate: int, draw: int):
         """Draw ``draw``'s model of search ``replicate``, from the seeded prior."""
-        params: dict[str, Any] = dict(self.prior)
-        if self.model == "topics":
-            params["doc_length"] = int(self.L or 3)
-        elif self.model == "gmm":
-            params["sigma2"] = float(1.0 if self.sigma2 is None else self.sigma2)
-        w = self.class_weights()
-        if w is not None:
-            params["weights"] = w
-        rng = np.random.default_rng(self.seed(seed, replicate, draw))
-        return make_model(self.model, self.k, self.d, rng=rng, **params)
+        return draw_model(
+            self.model,
+            self.k,
+            self.d,
+            L=self.L,
+            sigma2=self.sigma2,
+            prior=self.prior,
+            weights=self.weights,
+            zipf_exponent=self.zipf_exponent,
+            rng=np.random.default_rng(self.seed(seed, replicate, draw)),
+        )
 
     def study_seed(self, seed: int, replicate: int, draw: int, n: int) -> np.random.SeedSequence:
         """Seed of draw ``draw``'s sample and SROA at size ``n``."""
@@ -601,35 +579,8 @@ def samples_spec_from_dict(raw: Mapping[str, Any], source: str = "<dict>") -> Sa
     axes = build_axes(data, SAMPLES_SCHEMA, AXIS_KEYS, source)
     check_replicates(data["replicates"], source)
     m = s = data["samples"]
+    check_model_keys(m, axes["samples.k"].values, axes["samples.weights"].values, "samples", source)
     name = m["model"]
-    if name not in MODELS:
-        raise SpecError(source, "samples.model", f"one of {sorted(MODELS)}", name)
-    ks = axes["samples.k"].values
-    if min(ks) < 2:
-        raise SpecError(source, "samples.k", "k >= 2 latent classes", min(ks))
-    if m["d"] is not None and m["d"] < max(ks):
-        raise SpecError(
-            source,
-            "samples.d",
-            f"d >= k (largest k is {max(ks)})",
-            m["d"],
-            "drop samples.d to take d = max(k, d_per_k * k) at each k",
-        )
-    if not m["d_per_k"] >= 1:
-        raise SpecError(source, "samples.d_per_k", "a ratio d / k >= 1", m["d_per_k"])
-    if name == "topics":
-        if m["L"] is None or m["L"] < 3:
-            raise SpecError(
-                source,
-                "samples.L",
-                "words per document L >= 3 (topics)",
-                "<missing>" if m["L"] is None else m["L"],
-            )
-    elif m["L"] is not None:
-        raise SpecError(source, "samples.L", f"no L for model {name!r}", m["L"], "L is the topics'")
-    if m["sigma2"] is not None and (name != "gmm" or not m["sigma2"] > 0):
-        raise SpecError(source, "samples.sigma2", "a variance > 0, for gmm only", m["sigma2"])
-    _check_prior(name, m["prior"], source)
     default = DEFAULT_TOLERANCES[name]
     for key, val in m["tolerances"].items():
         if key not in ("component", "weight"):
@@ -645,20 +596,6 @@ def samples_spec_from_dict(raw: Mapping[str, Any], source: str = "<dict>") -> Sa
         "component": float(m["tolerances"].get("component", default.component)),
         "weight": float(m["tolerances"].get("weight", default.weight)),
     }
-    for w in axes["samples.weights"].values:
-        if w not in WEIGHT_SHAPES:
-            raise SpecError(source, "samples.weights", f"one of {list(WEIGHT_SHAPES)}", w)
-        if name == "ica" and w != "uniform":
-            raise SpecError(
-                source,
-                "samples.weights",
-                '"uniform" for ica',
-                w,
-                "ICA has no class weights: its SOD weights are the sources' kurtoses "
-                "(samples.prior.sources)",
-            )
-    if not s["zipf_exponent"] > 0:
-        raise SpecError(source, "samples.zipf_exponent", "an exponent > 0", s["zipf_exponent"])
     for key, least in (
         ("draws", 1),
         ("k_section", 1),
@@ -731,23 +668,6 @@ def samples_spec_from_dict(raw: Mapping[str, Any], source: str = "<dict>") -> Sa
                 source, "solver.method", "a method label", label, with_hint(exc)
             ) from None
     return SamplesSweepSpec(data=data, source=source, axes=axes)
-
-
-def _check_prior(name: str, prior: Mapping[str, Any], source: str) -> None:
-    keys = {
-        "topics": ("concentration",),
-        "gmm": ("mean_scale",),
-        "ica": ("sources", "mixing_scale"),
-    }[name]
-    for key, val in prior.items():
-        if key not in keys:
-            raise SpecError(source, f"samples.prior.{key}", f"one of {list(keys)}", "<unknown key>")
-        if name == "ica" and key == "sources":
-            allowed = ("mixed", *sorted(ICA_SOURCES))
-            if val not in allowed:
-                raise SpecError(source, f"samples.prior.{key}", f"one of {list(allowed)}", val)
-        elif isinstance(val, bool) or not isinstance(val, int | float) or not val > 0:
-            raise SpecError(source, f"samples.prior.{key}", "a positive number", val)
 
 
 # --------------------------------------------------------------------------------------------
@@ -904,17 +824,8 @@ def write_search(
 SAMPLES_KEY_MEANINGS: Mapping[str, str] = key_meanings(
     SAMPLES_SCHEMA,
     {
-        "samples.model": "latent variable model: `topics`, `gmm` or `ica`",
-        "samples.k": "number of latent classes k (the whitened dimension)",
-        "samples.d": "observation dimension d at every k; default max(k, ⌈d_per_k·k⌉)",
-        "samples.d_per_k": "d / k where `d` is not given",
-        "samples.L": "words per document (topics)",
-        "samples.sigma2": "noise variance of the mixture (gmm)",
-        "samples.prior": "prior of the model's parameters, as a model sweep's `[model.prior]`",
+        **model_meanings("samples"),
         "samples.tolerances": "success tolerances: `component`, `weight`",
-        "samples.weights": "class weights: `uniform` or `zipf` (w_i ∝ i^-zipf_exponent; ica: "
-        "uniform only)",
-        "samples.zipf_exponent": "exponent s of the Zipf weights",
         "samples.draws": "independent draws (model, sample, fit) per evaluated sample size",
         "samples.N_range": "`[smallest, largest]` sample size the search scans",
         "samples.rtol": "relative width N_hi / N_lo − 1 the bracket is refined to",
