@@ -13,7 +13,7 @@ Two views of the perturbation SROA sees:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -146,11 +146,14 @@ def recovery_errors(
     return RecoveryErrors(perm, comp_err, w_err, tol, success)
 
 
-def _norm(E: FloatArray, rng: RngLike) -> OperatorNormResult:
+def _norm(
+    E: FloatArray, rng: RngLike, options: Mapping[str, Mapping[str, Any]] | None = None
+) -> OperatorNormResult:
     # The certified bracket where the moment relaxation is small enough, else a multi-start
-    # local lower bound (reported as not certified).
+    # local lower bound (reported as not certified). ``options``: per method, the options it
+    # runs with (a pinned method revision's).
     method = "certified" if relaxation_tractable(E.shape[0], E.ndim) else "sshopm"
-    return operator_norm(symmetrize(E), method, rng=rng)
+    return operator_norm(symmetrize(E), method, rng=rng, **dict((options or {}).get(method, {})))
 
 
 def perturbations(

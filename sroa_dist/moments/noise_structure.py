@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -211,6 +212,7 @@ def perturbation_structure(
     radius: float = DEFAULT_RADIUS,
     attractor_reference: bool = True,
     norm: OperatorNormResult | None = None,
+    norm_options: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> NoiseStructure:
     """Measure the structure of a perturbation ``E`` of ``T = Σ_i λ_i v_i^{⊗p}``.
 
@@ -235,6 +237,10 @@ def perturbation_structure(
         Also measure ``q`` on the attractor family at the same ``k`` and ``‖E‖/λ_max``.
     norm : OperatorNormResult, optional
         ``‖E‖`` when already known (its ``x`` is taken as E's best rank-one direction).
+    norm_options : mapping, optional
+        Per method (``"certified"`` where the relaxation is tractable, else ``"sshopm"``), the
+        options ``‖E‖`` is solved with: a pinned method revision's, so a stored result is
+        recomputed with the same bits.
     """
     E = check_symmetric_tensor(symmetrize(np.asarray(E, dtype=np.float64)), "E")
     k, p = E.shape[0], E.ndim
@@ -256,7 +262,7 @@ def perturbation_structure(
     seq = _seed(rng)
     s_norm, s_starts, s_dirs, s_attr = seq.spawn(4)
     if norm is None:
-        norm = _norm(E, np.random.default_rng(s_norm))
+        norm = _norm(E, np.random.default_rng(s_norm), norm_options)
     x = np.asarray(norm.x, dtype=np.float64)
     a = V.T @ x
     comp, coh = _overlap_stats(a, p)
@@ -311,6 +317,7 @@ def noise_structure(
     attractor_reference: bool = True,
     chunk_size: int = CHUNK_SIZE,
     estimator: dict[str, Any] | None = None,
+    norm_options: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> NoiseStructure:
     """Sample ``n_samples`` observations of ``model`` and measure the structure of
     ``E = T̂ − T`` (:func:`perturbation_structure`).
@@ -318,7 +325,8 @@ def noise_structure(
     ``whitening`` (:data:`WHITENINGS`): ``"estimated"`` measures the perturbation SROA sees
     (``T̂`` whitened by ``Ŵ`` from the same sample, the truth in Ŵ's coordinates);
     ``"population"`` the moment noise alone. ``rng`` is split into the sample's stream and the
-    measurement's, so a result is reproducible from one seed.
+    measurement's, so a result is reproducible from one seed. ``norm_options``: as
+    :func:`perturbation_structure`'s.
     """
     if whitening not in WHITENINGS:
         raise InputError(
@@ -343,5 +351,6 @@ def noise_structure(
         rng=s_measure,
         n_starts=n_starts,
         attractor_reference=attractor_reference,
+        norm_options=norm_options,
     )
     return dataclasses.replace(res, kind=model.kind, n_samples=int(n_samples), whitening=whitening)

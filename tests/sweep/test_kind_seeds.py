@@ -41,6 +41,7 @@ SPECS: dict[str, tuple[str, ...]] = {
     ),
     "accumulation": ("sweeps/studies/smoke/accumulation.toml",),
     "samples": ("sweeps/studies/smoke/samples-topics.toml",),
+    "structure": ("sweeps/studies/smoke/noise-structure-gmm.toml",),
 }
 
 
@@ -101,6 +102,12 @@ def _samples(spec: Any, s: Any, rep: int) -> list[np.random.SeedSequence]:
     return out
 
 
+def _structure(spec: Any, s: Any, rep: int) -> list[np.random.SeedSequence]:
+    with _recorded() as made:  # the model's seed is built inside draw
+        s.draw(spec.seed)
+    return [made[0], s.pilot_seed(spec.seed), s.measure_seed(spec.seed, rep)]
+
+
 PROBES: dict[str, Callable[[Any, Any, int], list[np.random.SeedSequence]]] = {
     "tensor": _tensor,
     "model": _model,
@@ -109,6 +116,7 @@ PROBES: dict[str, Callable[[Any, Any, int], list[np.random.SeedSequence]]] = {
     "escape": _escape,
     "accumulation": _problem,
     "samples": _samples,
+    "structure": _structure,
 }
 
 

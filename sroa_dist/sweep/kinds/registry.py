@@ -58,6 +58,7 @@ from .accumulation import ACCUMULATION
 from .model import MODEL
 from .samples import SAMPLES
 from .start_escape import ESCAPE
+from .structure import STRUCTURE
 from .tensor import TENSOR
 from .threshold import THRESHOLD
 from .worst_case import WORST_CASE
@@ -543,6 +544,7 @@ _BUILTIN: tuple[SweepKind, ...] = (
     ESCAPE,
     ACCUMULATION,
     SAMPLES,
+    STRUCTURE,
 )
 for _kind in _BUILTIN:
     register_kind(_kind)
