@@ -1,6 +1,6 @@
 """The blocks of docs/results/samples.md: the N* table says "not yet measured" until a samples
-store exists and fits the exponent of N*(k) once one does; the noise and real-data tables read
-their published JSON."""
+store exists and fits the exponent of N*(k) once one does; the noise table reads the structure
+kind's stores, the real-data table its published JSON."""
 
 from __future__ import annotations
 
@@ -107,12 +107,22 @@ def test_nstar_rows_reads_a_real_store_with_its_model(tmp_path):
 
 
 def test_noise_and_real_data_tables_cover_every_model():
+    """The noise table from the committed structure stores (one per model), the real-data
+    table from its JSON."""
     data = Data(ROOT)
     noise = samples.noise_table(data)
     real = samples.real_data_table(data)
     for kind in ("topics", "gmm", "ica"):
         assert f"| {kind} |" in noise and f"| {kind} |" in real
-    assert {s.path for s in data.used} == {samples.NOISE, samples.REAL_DATA}
+    stores = {f"docs/data/studies/{s}.zarr" for s in samples.NOISE_STUDIES}
+    assert {s.path for s in data.used} == stores | {samples.REAL_DATA}
+    assert "| topics | 100 | uniform | global |" in noise
+
+
+def test_noise_block_without_a_store_says_not_yet_measured(tmp_path):
+    data = Data(tmp_path)
+    assert samples.noise_table(data).startswith("Noise structure not yet measured")
+    assert data.used == []
 
 
 def test_slope_range_spans_every_choice_inside_the_intervals():

@@ -7,7 +7,8 @@
   fitted by least squares on log N* over every replicate and its 95 % interval, and where
   the methods' brackets differ; "not yet measured" while there is no such store;
 - ``samples-noise``: the structure of the sampling noise ``E = T̂ − T``
-  (:func:`sroa_dist.moments.noise_structure`) from ``docs/data/samples/noise-structure.json``;
+  (:func:`sroa_dist.moments.noise_structure`) from the structure kind's stores
+  ``docs/data/studies/noise-structure-<model>.zarr``;
 - ``samples-real-data``: power against global steps on shipped real datasets, from
   ``docs/data/samples/real-data.json``;
 - ``figure-samples-noise``: the overlaps and escape probabilities against k.
@@ -24,11 +25,12 @@ import numpy as np
 from matplotlib.figure import Figure
 from scipy import stats
 
+from ..structure import figure_structure, span_text, structure_rows, structure_table
 from .rate_figures import RateFigure
 from .sources import STUDIES, Data, Source, fingerprint
 
 __all__ = [
-    "NOISE",
+    "NOISE_STUDIES",
     "REAL_DATA",
     "SAMPLES_BLOCKS",
     "SAMPLES_FIGURES",
@@ -36,6 +38,7 @@ __all__ = [
     "method_differences",
     "nstar_rows",
     "nstar_table",
+    "noise_rows",
     "noise_table",
     "norm_table",
     "real_data_table",
@@ -44,7 +47,8 @@ __all__ = [
 ]
 
 SAMPLES = "docs/data/samples"
-NOISE = f"{SAMPLES}/noise-structure.json"
+#: The noise-structure study's stores (the ``structure`` kind), one per model, in page order.
+NOISE_STUDIES = ("noise-structure-topics", "noise-structure-gmm", "noise-structure-ica")
 REAL_DATA = f"{SAMPLES}/real-data.json"
 #: Measured costs: per-draw rows (``rows``) and the study stores' runs (``searches``).
 COST = f"{STUDIES}/samples-cost.json"
@@ -229,10 +233,10 @@ def norm_table(data: Data) -> str:
         eps = [r["eps_at_star"] for r in grp]
         power = [r["eps_at_star"] / r["scale_power"] for r in grp]
         glob = [r["eps_at_star"] / r["scale_global"] for r in grp]
-        n = _span([r[NSTAR_VAR] for r in grp], ",.0f")
+        n = span_text([r[NSTAR_VAR] for r in grp], ",.0f")
         out.append(
-            f"| {model} | {weights} | {k} | {n} | {_span(eps, '.3g')} | {_span(power)} | "
-            f"{_span(glob)} |"
+            f"| {model} | {weights} | {k} | {n} | {span_text(eps, '.3g')} | {span_text(power)} | "
+            f"{span_text(glob)} |"
         )
     head = ["model", "weights", "k", "N*", "‖E‖ at N*", "‖E‖ / (λ_min/k)",
             "‖E‖ / (λ_min k^−1/(p−1))"]  # fmt: skip
@@ -365,84 +369,40 @@ def cost_table(data: Data) -> str:
     return text
 
 
-def _noise_groups(doc: dict) -> list[tuple[tuple[str, int, str], list[dict]]]:
-    groups: dict[tuple[str, int, str], list[dict]] = {}
-    for r in doc["rows"]:
-        if r["target"] == "pilot":
+def noise_rows(data: Data) -> list[dict[str, Any]]:
+    """The rows of every noise-structure store (:func:`~sroa_dist.analysis.structure.
+    structure_rows`: one per model, k, weights and target), models in page order; each store
+    is recorded as a source."""
+    rows: list[dict[str, Any]] = []
+    for study in NOISE_STUDIES:
+        ds = data.store(study)
+        if ds is None:
             continue
-        groups.setdefault((r["kind"], r["k"], r["target"]), []).append(r)
-    order = {m: i for i, m in enumerate(MODEL_ORDER)}
-    return sorted(groups.items(), key=lambda kv: (order.get(kv[0][0], 9), kv[0][1], kv[0][2]))
-
-
-def _span(vals: list[float], fmt: str = ".2f") -> str:
-    lo, hi = min(vals), max(vals)
-    return f"{lo:{fmt}}" if f"{lo:{fmt}}" == f"{hi:{fmt}}" else f"{lo:{fmt}}–{hi:{fmt}}"
+        mine = data.cached(f"structure-rows:{study}", lambda ds=ds: structure_rows(ds))
+        data.note_store(study, mine)
+        rows += mine
+    return rows
 
 
 def noise_table(data: Data) -> str:
-    """Per (model, k, calibration target): N, the norm ratios, the overlaps against their
-    isotropic values and the three escape probabilities (ranges over the replicates)."""
-    doc = data.json(NOISE)
-    out = []
-    for (kind, k, target), grp in _noise_groups(doc):
-        ns = sorted({r["n_samples"] for r in grp})
-        capped = any(r.get("capped") for r in grp)
-        cert = all(r["certified"] for r in grp)
-        n_text = ", ".join(f"{n:,}" for n in ns) + (" (capped)" if capped else "")
-
-        def q(key: str, grp: list[dict] = grp) -> str:
-            vals = [r[key]["q"] for r in grp if r[key] is not None]
-            return _span(vals) if vals else "—"
-
-        out.append(
-            "| "
-            + " | ".join(
-                [
-                    kind,
-                    str(k),
-                    target,
-                    n_text,
-                    _span([r["power_ratio"] for r in grp]) + ("" if cert else " ≥"),
-                    _span([r["global_ratio"] for r in grp]) + ("" if cert else " ≥"),
-                    f"{_span([r['component_overlap'] for r in grp])} "
-                    f"({np.mean([r['component_overlap_random'] for r in grp]):.2f})",
-                    f"{_span([r['attractor_overlap'] for r in grp])} "
-                    f"({np.mean([r['attractor_overlap_random'] for r in grp]):.2f})",
-                    q("q"),
-                    q("q_clean"),
-                    q("q_attractor"),
-                ]
-            )
-            + " |"
-        )
-    head = [
-        "model",
-        "k",
-        "N for",
-        "N",
-        "‖E‖/(λ_min/k)",
-        "‖E‖/(λ_min k^−1/(p−1))",
-        "max_i |v_i·x_E| (random)",
-        "attractor overlap (random)",
-        "q on T+E",
-        "q on T",
-        "q, attractor",
-    ]
-    study = doc["study"]
+    """Per (model, k, weights, calibration target): N, the norm ratios, the overlaps against
+    their isotropic values and the three escape probabilities (pooled over replicates, with
+    their Wilson intervals), from the noise-structure stores; a line saying the study is not
+    measured while none exists."""
+    rows = noise_rows(data)
+    if not rows:
+        stores = ", ".join(f"`{STUDIES}/{s}.zarr`" for s in NOISE_STUDIES)
+        return f"Noise structure not yet measured: none of {stores} exists.\n"
+    head, body = structure_table(rows)
+    reps = sorted({r["replicates"] for r in rows})
+    seconds = sum(sum(r["seconds"]) for r in rows)
     note = (
-        f"\n{study['replicates']} replicates per row, {study['n_starts']} starts per q; "
-        f"norms certified where k allows (a ≥ marks rows with multi-start lower bounds); "
-        f"{study['wall_seconds'] / 60:.1f} min wall, {study['cpu_seconds'] / 60:.1f} CPU-min "
-        f"(load {study['load_average'][0][0]:.1f}), commit {study['git_commit'][:10]}.\n"
+        f"\n{'–'.join(map(str, reps))} replicates per row (each resamples the point's one model), "
+        f"{'–'.join(map(str, sorted({r['starts'] for r in rows})))} starts per q; "
+        "norms certified where k allows (a ≥ marks rows with multi-start lower bounds); "
+        f"the instances' wall time summed: {seconds / 60:.1f} min.\n"
     )
-    for ext in study.get("extensions", []):
-        note += (
-            f"k = {ext['k']} ({', '.join(ext['models'])}; {', '.join(ext['targets'])}) added "
-            f"later: {ext['wall_seconds'] / 60:.1f} min wall, {ext['cpu_seconds'] / 60:.1f} "
-            f"CPU-min (load {ext['load_average'][0][0]:.1f}), commit {ext['git_commit'][:10]}.\n"
-        )
-    return _table(head, out) + note
+    return _table(head, ["| " + " | ".join(cells) + " |" for cells in body]) + note
 
 
 def real_data_table(data: Data) -> str:
@@ -478,49 +438,10 @@ def real_data_table(data: Data) -> str:
 
 def figure_noise(data: Data) -> Figure:
     """Left: E's best direction's overlaps (largest with one component, with the attractor's
-    direction) over their isotropic values, against k. Right: q on T + E, on T and on the
-    attractor at the same norm, against ‖E‖/(λ_min k^{−1/(p−1)})."""
-    doc = data.json(NOISE)
-    fig = Figure(figsize=(11, 4.2))
-    ax1, ax2 = fig.subplots(1, 2)
-    colours = {"topics": "tab:blue", "gmm": "tab:orange", "ica": "tab:green"}
-    rows = [r for r in doc["rows"] if r["target"] != "pilot"]
-    for kind in MODEL_ORDER:
-        mine = [r for r in rows if r["kind"] == kind]
-        if not mine:
-            continue
-        c = colours[kind]
-        k = np.array([r["k"] for r in mine], float)
-        jitter = k * (1 + 0.04 * (MODEL_ORDER.index(kind) - 1))
-        comp = [r["component_overlap"] / r["component_overlap_random"] for r in mine]
-        att = [r["attractor_overlap"] / r["attractor_overlap_random"] for r in mine]
-        ax1.scatter(jitter, comp, color=c, marker="o", s=18, label=f"{kind}: one component")
-        ax1.scatter(jitter, att, color=c, marker="x", s=22, label=f"{kind}: attractor")
-        g = [r["global_ratio"] for r in mine]
-        ax2.scatter(g, [r["q"]["q"] for r in mine], color=c, marker="o", s=18, label=f"{kind}: T+E")
-        qa = [(x, r["q_attractor"]["q"]) for x, r in zip(g, mine, strict=True) if r["q_attractor"]]
-        if qa:
-            xs, ys = np.array(qa).T
-            ax2.scatter(xs, ys, color=c, marker="^", s=18, facecolors="none",
-                        label=f"{kind}: attractor, same ‖E‖")  # fmt: skip
-    ax1.axhline(1.0, color="grey", ls="--", lw=1)
-    ax1.text(30, 1.04, "isotropic", color="grey", fontsize=8, ha="center")
-    ax1.set_xscale("log")
-    ax1.set_xticks(sorted({r["k"] for r in rows}))
-    ax1.set_xlabel("k (whitened dimension)")
-    ax1.set_ylabel("overlap / its value for a random direction")
-    ax1.set_title("E's best rank-one direction")
-    top = max(r["component_overlap"] / r["component_overlap_random"] for r in rows)
-    ax1.set_ylim(0, 1.5 * top)  # the legend sits above the data
-    ax1.legend(fontsize=7, ncol=2, loc="upper left")
-    ax2.set_xscale("log")
-    ax2.set_xlabel("‖E‖ / (λ_min k^(−1/(p−1)))")
-    ax2.set_ylabel("per-start escape probability q")
-    ax2.set_ylim(0.5, 1.02)
-    ax2.set_title("random starts of the power method (AGHKT iterations)")
-    ax2.legend(fontsize=7, loc="lower left")
-    fig.tight_layout()
-    return fig
+    direction) over their isotropic values, against k. Right: q on T + E and on the attractor
+    at the same norm, against ‖E‖/(λ_min k^{−1/(p−1)}) (:func:`~sroa_dist.analysis.structure.
+    figure_structure` over every noise-structure store)."""
+    return figure_structure(noise_rows(data))
 
 
 #: Block name -> text generator, in page order (the figure is registered separately).
