@@ -456,10 +456,14 @@ def structure_spec_from_dict(raw: Mapping[str, Any], source: str = "<dict>") -> 
 
 #: Seconds per sample and moment entry (``width·k`` for the whitening, ``k^p/p!`` for the
 #: symmetric moment tensor): the samples kind's fitted constant (docs/data/studies/
-#: samples-cost.json), which prices one sample's estimate; a measurement streams the sample
-#: twice (moments, then the tensor in the estimated coordinates).
+#: samples-cost.json), which prices one sample's estimate. Checked against the committed
+#: noise-structure stores (78 instances, k = 5-100, one worker at load 3-4, wall seconds): one
+#: pass per sample and a fixed 0.15 s price their instances at 0.6-2.8x the measured (20 of the
+#: 26 points at 0.6-1.3x), where two passes and no fixed part priced them at 0.05-4.7x.
 SECONDS_PER_SAMPLE_ENTRY = 5e-9
-SAMPLE_PASSES = 2
+SAMPLE_PASSES = 1
+#: Seconds of an instance's fixed part (model, pilot set-up, the isotropic reference directions).
+INSTANCE_FIXED_SECONDS = 0.15
 #: Seconds per start-iteration and tensor entry of the escape counts (three sets of starts:
 #: T + E, T and the attractor reference).
 SECONDS_PER_START_ENTRY = 2e-10
@@ -493,7 +497,7 @@ def instance_seconds(spec: StructureSweepSpec, settings: StructureSettings) -> f
     norm = solve_cost(method, k, p) * (2 if pilot else 1)
     sets = ESCAPE_SETS if s.attractor_reference else 2
     escape = SECONDS_PER_START_ENTRY * sets * s.starts * ESCAPE_ITERATIONS * float(k) ** p
-    return sample + norm + escape
+    return INSTANCE_FIXED_SECONDS + sample + norm + escape
 
 
 def structure_mean_cost(spec: StructureSweepSpec) -> float:
