@@ -459,7 +459,7 @@ def structure_spec_from_dict(raw: Mapping[str, Any], source: str = "<dict>") -> 
 #: samples-cost.json), which prices one sample's estimate. Checked against the committed
 #: noise-structure stores (78 instances, k = 5-100, one worker at load 3-4, wall seconds): one
 #: pass per sample and a fixed 0.15 s price their instances at 0.6-2.8x the measured (20 of the
-#: 26 points at 0.6-1.3x), where two passes and no fixed part priced them at 0.05-4.7x.
+#: 26 points at 0.6-1.3x), where two passes and no fixed part priced them at 0.04-4.7x.
 SECONDS_PER_SAMPLE_ENTRY = 5e-9
 SAMPLE_PASSES = 1
 #: Seconds of an instance's fixed part (model, pilot set-up, the isotropic reference directions).
