@@ -461,8 +461,8 @@ def structure_spec_from_dict(raw: Mapping[str, Any], source: str = "<dict>") -> 
 #: noise-structure stores (78 instances, k = 5-100): their instances' wall times, scaled by
 #: their runs' CPU / wall (0.23 topics, 0.27 GMM: one nice-10 worker beside two other runs): the
 #: model prices the instances past 1 s at 0.7-4.8x (those at k >= 50 at 0.8-1.3x) and the topics
-#: and GMM runs at 1.25x their recorded CPU. The first constants (the samples kind's 5e-9 per entry, two
-#: passes, no fixed part) were fitted to nothing here and priced those runs 8.7x over.
+#: and GMM runs at 1.25x their recorded CPU. The first constants (the samples kind's 5e-9 per
+#: entry, two passes, no fixed part) were fitted to nothing here and priced those runs 8.7x over.
 SECONDS_PER_SAMPLE_ENTRY = 1.3e-9
 SECONDS_PER_START_ENTRY = 5e-11
 INSTANCE_FIXED_SECONDS = 0.04
