@@ -71,6 +71,7 @@ def test_the_kind_is_registered_and_marked_by_its_table():
         ("structure.k", 1, "structure.k"),
         ("structure.target", "somewhere", "structure.target"),
         ("structure.target", "N=1", "structure.target"),
+        ("structure.target", "N=11", "structure.target"),
         ("structure.whitening", "sample", "structure.whitening"),
         ("structure.starts", 0, "structure.starts"),
         ("structure.cost_cap", 0.0, "structure.cost_cap"),

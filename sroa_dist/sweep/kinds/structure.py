@@ -399,13 +399,22 @@ def structure_spec_from_dict(raw: Mapping[str, Any], source: str = "<dict>") -> 
     check_model_keys(
         s, axes["structure.k"].values, axes["structure.weights"].values, "structure", source
     )
+    kmax = max(axes["structure.k"].values)
     for label in axes["structure.target"].values:
         try:
-            parse_target(label)
+            kind, size = parse_target(label)
         except InputError:
             raise SpecError(
                 source, "structure.target", "a target label", label, _TARGET_HINT
             ) from None
+        if kind == "N" and (size or 0) < 4 * kmax:
+            raise SpecError(
+                source,
+                "structure.target",
+                f"a fixed sample size N >= 4k ({4 * kmax} at the largest k)",
+                label,
+                "the moment estimators need a few samples per class",
+            )
     for key, least in (("pilot_per_k", 2), ("n_cap", 8), ("starts", 1)):
         if s[key] < least:
             raise SpecError(source, f"structure.{key}", f"an integer >= {least}", s[key])
