@@ -32,6 +32,7 @@ SPECS = {
     "escape": ROOT / "sweeps/studies/smoke/attractor-escape.toml",
     "worst_case": ROOT / "sweeps/studies/smoke/worst-case.toml",
     "samples": ROOT / "sweeps/studies/smoke/samples-topics.toml",
+    "structure": ROOT / "sweeps/studies/smoke/noise-structure-gmm.toml",
 }
 
 
