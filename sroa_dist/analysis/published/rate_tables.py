@@ -567,7 +567,11 @@ ASYMPTOTE_STUDIES: dict[tuple[int, str], list[str]] = {
         "asymptote-p4-c0.5-n512",
         "asymptote-p4-c0.5-n1024",
     ],
-    (4, "theorem c=2"): ["asymptote-p4-c2", "asymptote-p4-c2-n512"],
+    (4, "theorem c=2"): [
+        "asymptote-p4-c2",
+        "asymptote-p4-c2-n512",
+        "asymptote-p4-c2-n1024",
+    ],
     (5, "value c=0.5"): [
         "asymptote-p5-c0.5",
         "asymptote-p5-c0.5-n256",
