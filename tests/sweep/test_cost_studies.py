@@ -133,3 +133,12 @@ def test_each_measured_evaluation_is_priced_within_2x_by_its_regime():
     rev8 = METHODS["sshopm"].options_at(8)
     assert evaluation_scale("sshopm", 512, 3, "coherent-tilt", True, rev8) == 1.0  # the law
     assert evaluation_scale("sshopm", 512, 3, "coherent-tilt", True) == FAST_STARTS_SCALE
+    # Revision 10 (whole powers as products) prices p >= 4 below revision 9; p = 3 unchanged.
+    from sroa_dist.sweep.kinds.threshold import INTEGER_PRODUCTS_SCALE
+
+    rev9 = METHODS["sshopm"].options_at(9)
+    assert evaluation_scale("sshopm", 512, 4, "coherent-tilt", True, rev9) == FAST_STARTS_SCALE
+    assert evaluation_scale("sshopm", 512, 4, "coherent-tilt", True) == pytest.approx(
+        FAST_STARTS_SCALE * INTEGER_PRODUCTS_SCALE
+    )
+    assert evaluation_scale("sshopm", 512, 3, "coherent-tilt", True, rev9) == FAST_STARTS_SCALE

@@ -817,6 +817,14 @@ MATRIX_FREE_SCALE = 0.5
 #: (docs/data/bench/global-large-n-2026-11-29-rev9.json): 0.62 on the identity-basis tilt at
 #: n = 512, 0.61 at n = 1024, 0.66 on the studies' random basis at n = 512.
 FAST_STARTS_SCALE = 0.63
+#: ``sshopm`` revision 10 (whole powers above the square as products, not the C library's
+#: ``pow``) over revision 9, on the large-n engine at p >= 4: 0.57 in one benchmark run on the
+#: same SROA (docs/data/bench/global-large-n-2026-11-29-rev10.json and -rev10-p56.json: 15.7 s
+#: against 27.5 s at p = 4, n = 512; 8.9 s against 18.5 s at p = 6), and 0.585 in the first
+#: study run on it (the p = 4 theorem search at n = 1024: 3393 CPU-s against 5803 priced by
+#: revision 9's scale). p = 3 takes no factor: its one benchmark pair (13.7 s against 15.8 s)
+#: ran with the DGEMM yardstick 1.5x slower and shows no reliable change.
+INTEGER_PRODUCTS_SCALE = 0.57
 
 
 def evaluation_scale(
@@ -830,13 +838,17 @@ def evaluation_scale(
     """The measured-over-model factor of one evaluation at ``(method, n, p)`` of ``model`` with
     the method's ``options`` (a pinned revision's included; ``None``: the current revision's):
     1 on the large-n engine (:data:`FAST_STARTS_SCALE` where its spectral starts run in single
-    precision, ``sshopm`` revision 9 on), :data:`MATRIX_FREE_SCALE` on an operator below it,
-    else :data:`SEARCH_COST_SCALE` (p = 3) or :data:`DENSE_HIGH_ORDER_SCALE` (p >= 4)."""
+    precision, ``sshopm`` revision 9 on; times :data:`INTEGER_PRODUCTS_SCALE` at p >= 4 where
+    whole powers are products, revision 10 on), :data:`MATRIX_FREE_SCALE` on an operator below
+    it, else :data:`SEARCH_COST_SCALE` (p = 3) or :data:`DENSE_HIGH_ORDER_SCALE` (p >= 4)."""
     if uses_matrix_free(n, p, model, None, matrix_free):
         if not _large_engine_steps(method, n):
             return MATRIX_FREE_SCALE
         opts = resolve_method(method).with_defaults(dict(options or {}))
-        return FAST_STARTS_SCALE if opts.get("spectral_precision") == "single" else 1.0
+        scale = FAST_STARTS_SCALE if opts.get("spectral_precision") == "single" else 1.0
+        if p >= 4 and opts.get("integer_powers") == "products":
+            scale *= INTEGER_PRODUCTS_SCALE
+        return scale
     return SEARCH_COST_SCALE if p <= 3 else DENSE_HIGH_ORDER_SCALE
 
 
