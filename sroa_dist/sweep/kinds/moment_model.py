@@ -31,10 +31,11 @@ __all__ = [
     "MODEL_DIMS",
     "MODEL_SCHEMA",
     "WEIGHT_SHAPES",
+    "MomentModelPoint",
     "check_model_keys",
     "class_weights",
     "dimension",
-    "draw_model",
+    "model_fields",
     "model_meanings",
     "model_order",
     "zipf_weights",
@@ -116,28 +117,57 @@ def class_weights(model: str, k: int, weights: str, exponent: float) -> np.ndarr
     return np.full(k, 1.0 / k)
 
 
-def draw_model(
-    model: str,
-    k: int,
-    d: int,
-    *,
-    L: int | None,
-    sigma2: float | None,
-    prior: Sequence[tuple[str, Any]] | Mapping[str, Any],
-    weights: str,
-    zipf_exponent: float,
-    rng: np.random.Generator,
-) -> Any:
-    """The model of a grid point, its parameters drawn from the seeded prior by ``rng``."""
-    params: dict[str, Any] = dict(prior)
-    if model == "topics":
-        params["doc_length"] = int(L or 3)
-    elif model == "gmm":
-        params["sigma2"] = float(1.0 if sigma2 is None else sigma2)
-    w = class_weights(model, k, weights, zipf_exponent)
-    if w is not None:
-        params["weights"] = w
-    return make_model(model, k, d, rng=rng, **params)
+def model_fields(table: Mapping[str, Any], k: int, weights: str) -> dict[str, Any]:
+    """The model fields of a grid point (``model, k, d, L, sigma2, weights, zipf_exponent,
+    prior``) from a validated table, at ``k`` classes and weight shape ``weights``: what a
+    :class:`MomentModelPoint` holds."""
+    return {
+        "model": str(table["model"]),
+        "k": int(k),
+        "d": dimension(table, k),
+        "L": None if table["L"] is None else int(table["L"]),
+        "sigma2": None if table["sigma2"] is None else float(table["sigma2"]),
+        "weights": str(weights),
+        "zipf_exponent": float(table["zipf_exponent"]),
+        "prior": tuple(sorted(table["prior"].items())),
+    }
+
+
+class MomentModelPoint:
+    """What a moment kind's grid point (a frozen dataclass with the fields of
+    :func:`model_fields`) knows of its model: its order, its class weights, and the model drawn
+    from the seeded prior. A mixin without fields, so each kind keeps its own field order and
+    seeds."""
+
+    model: str
+    k: int
+    d: int
+    L: int | None
+    sigma2: float | None
+    weights: str
+    zipf_exponent: float
+    prior: tuple[tuple[str, Any], ...]
+
+    @property
+    def order(self) -> int:
+        """Order p of the model's moment tensor."""
+        return model_order(self.model)
+
+    def class_weights(self) -> np.ndarray | None:
+        """The mixing weights (None for ICA, whose SOD weights are the kurtoses)."""
+        return class_weights(self.model, self.k, self.weights, self.zipf_exponent)
+
+    def model_from(self, rng: np.random.Generator) -> Any:
+        """The point's model, its parameters drawn from the prior by ``rng``."""
+        params: dict[str, Any] = dict(self.prior)
+        if self.model == "topics":
+            params["doc_length"] = int(self.L or 3)
+        elif self.model == "gmm":
+            params["sigma2"] = float(1.0 if self.sigma2 is None else self.sigma2)
+        w = self.class_weights()
+        if w is not None:
+            params["weights"] = w
+        return make_model(self.model, self.k, self.d, rng=rng, **params)
 
 
 def check_model_keys(

@@ -85,10 +85,10 @@ from .base import GridPoint, KindBase, grid_points, timed_block
 from .moment_model import (
     MODEL_DIMS,
     MODEL_SCHEMA,
+    MomentModelPoint,
     check_model_keys,
-    class_weights,
     dimension,
-    draw_model,
+    model_fields,
     model_meanings,
     model_order,
     zipf_weights,
@@ -327,18 +327,11 @@ class SamplesSweepSpec(SweepSpec):
 
     def settings_at(self, coords: Mapping[str, Any]) -> SamplesSettings:
         """The :class:`SamplesSettings` of a grid point."""
-        k = int(self.setting("samples.k", coords))
         m = self.samples
+        k, weights = self.setting("samples.k", coords), self.setting("samples.weights", coords)
         return SamplesSettings(
-            model=str(m["model"]),
-            k=k,
-            d=self.dimension(k),
-            L=None if m["L"] is None else int(m["L"]),
-            sigma2=None if m["sigma2"] is None else float(m["sigma2"]),
-            weights=str(self.setting("samples.weights", coords)),
-            zipf_exponent=float(self.samples["zipf_exponent"]),
+            **model_fields(m, k, weights),
             method=str(self.setting("solver.method", coords)),
-            prior=tuple(sorted(m["prior"].items())),
             draws=int(m["draws"]),
             n_range=(int(m["N_range"][0]), int(m["N_range"][1])),
             norm_draws=int(m["norm_draws"]),
@@ -347,7 +340,7 @@ class SamplesSweepSpec(SweepSpec):
 
 
 @dataclass(frozen=True)
-class SamplesSettings(GridPoint):
+class SamplesSettings(GridPoint, MomentModelPoint):
     """One grid point (searches are not batched). A draw's model is seeded by the coordinates
     but the method (methods compared on the same samples), and its draw index."""
 
@@ -374,28 +367,9 @@ class SamplesSettings(GridPoint):
         what sizes a block's deadline, so it must not come out low."""
         return search_seconds(self)
 
-    @property
-    def order(self) -> int:
-        """Order p of the model's moment tensor."""
-        return model_order(self.model)
-
-    def class_weights(self) -> np.ndarray | None:
-        """The mixing weights (None for ICA, whose SOD weights are the kurtoses)."""
-        return class_weights(self.model, self.k, self.weights, self.zipf_exponent)
-
     def build_model(self, seed: int, replicate: int, draw: int):
         """Draw ``draw``'s model of search ``replicate``, from the seeded prior."""
-        return draw_model(
-            self.model,
-            self.k,
-            self.d,
-            L=self.L,
-            sigma2=self.sigma2,
-            prior=self.prior,
-            weights=self.weights,
-            zipf_exponent=self.zipf_exponent,
-            rng=np.random.default_rng(self.seed(seed, replicate, draw)),
-        )
+        return self.model_from(np.random.default_rng(self.seed(seed, replicate, draw)))
 
     def study_seed(self, seed: int, replicate: int, draw: int, n: int) -> np.random.SeedSequence:
         """Seed of draw ``draw``'s sample and SROA at size ``n``."""

@@ -68,9 +68,9 @@ from .base import GridPoint, KindBase, grid_points, timed_block
 from .moment_model import (
     MODEL_DIMS,
     MODEL_SCHEMA,
+    MomentModelPoint,
     check_model_keys,
-    dimension,
-    draw_model,
+    model_fields,
     model_meanings,
     model_order,
 )
@@ -232,18 +232,11 @@ class StructureSweepSpec(SweepSpec):
 
     def settings_at(self, coords: Mapping[str, Any]) -> StructureSettings:
         """The :class:`StructureSettings` of a grid point."""
-        k = int(self.setting("structure.k", coords))
         s = self.structure
+        k, weights = self.setting("structure.k", coords), self.setting("structure.weights", coords)
         return StructureSettings(
-            model=str(s["model"]),
-            k=k,
-            d=dimension(s, k),
-            L=None if s["L"] is None else int(s["L"]),
-            sigma2=None if s["sigma2"] is None else float(s["sigma2"]),
-            weights=str(self.setting("structure.weights", coords)),
-            zipf_exponent=float(s["zipf_exponent"]),
+            **model_fields(s, k, weights),
             target=str(self.setting("structure.target", coords)),
-            prior=tuple(sorted(s["prior"].items())),
             pilot_per_k=int(s["pilot_per_k"]),
             cost_cap=float(s["cost_cap"]),
             n_cap=int(s["n_cap"]),
@@ -254,7 +247,7 @@ class StructureSweepSpec(SweepSpec):
 
 
 @dataclass(frozen=True)
-class StructureSettings(GridPoint):
+class StructureSettings(GridPoint, MomentModelPoint):
     """One grid point: the model (seeded by its coordinates but the target), the target and
     the measurement's settings (not seeded)."""
 
@@ -277,11 +270,6 @@ class StructureSettings(GridPoint):
     attractor_reference: bool = True
 
     @property
-    def order(self) -> int:
-        """Order p of the model's moment tensor."""
-        return model_order(self.model)
-
-    @property
     def pilot_n(self) -> int:
         """The pilot's sample size."""
         return self.pilot_per_k * self.k
@@ -301,17 +289,7 @@ class StructureSettings(GridPoint):
 
     def draw(self, seed: int) -> Any:
         """The point's model, drawn from its seeded prior."""
-        return draw_model(
-            self.model,
-            self.k,
-            self.d,
-            L=self.L,
-            sigma2=self.sigma2,
-            prior=self.prior,
-            weights=self.weights,
-            zipf_exponent=self.zipf_exponent,
-            rng=np.random.default_rng(self.seed(seed, 0, 0)),
-        )
+        return self.model_from(np.random.default_rng(self.seed(seed, 0, 0)))
 
 
 @dataclass(frozen=True)
