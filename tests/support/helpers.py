@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -194,3 +195,16 @@ def assert_same_bits(a: dict, b: dict) -> None:
             assert np.array_equal(x.view(np.int64), y.view(np.int64)), name
         else:
             assert np.array_equal(x, y), name
+
+
+def with_dotted(raw: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """``raw`` (a spec as a dict) with each dotted key of ``over`` set, making the tables on
+    its way (``{"noise.eps": 0.1}`` sets ``raw["noise"]["eps"]``); ``raw`` is changed and
+    returned."""
+    for key, value in over.items():
+        node = raw
+        *parts, leaf = key.split(".")
+        for part in parts:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return raw

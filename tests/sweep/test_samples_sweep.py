@@ -20,7 +20,7 @@ from sroa_dist.sweep.run.worker import compute_block
 from sroa_dist.sweep.spec.fields import SpecError
 from sroa_dist.sweep.store.block_write import write_block
 from sroa_dist.sweep.store.prepare import prepare_store, read_done
-from tests.support.helpers import ROOT, assert_same_bits, cube_values
+from tests.support.helpers import ROOT, assert_same_bits, cube_values, with_dotted
 
 KIND = KINDS["samples"]
 STUDIES = ROOT / "sweeps" / "studies"
@@ -45,13 +45,7 @@ def _small(**over):
         },
         "solver": {"method": "power@aghkt"},
     }
-    for key, value in over.items():
-        node = raw
-        *parts, leaf = key.split(".")
-        for part in parts:
-            node = node.setdefault(part, {})
-        node[leaf] = value
-    return raw
+    return with_dotted(raw, over)
 
 
 def test_the_kind_is_registered_and_marked_by_its_table():

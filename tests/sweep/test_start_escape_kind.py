@@ -27,7 +27,7 @@ from sroa_dist.sweep.kinds import (
 )
 from sroa_dist.sweep.kinds.start_escape import ESCAPE_VARIABLES, parse_solver, parse_stages
 from sroa_dist.sweep.spec.fields import SpecError
-from tests.support.helpers import ROOT, assert_same_bits, cube_values, run_cli
+from tests.support.helpers import ROOT, assert_same_bits, cube_values, run_cli, with_dotted
 
 
 def _escape_specs(folder):
@@ -49,13 +49,7 @@ def _tiny(**over):
         "solver": {"method": ["power@2", "sshopm@global"]},
         "escape": {"starts": 40, "stages": "n, n/2, 1"},
     }
-    for key, value in over.items():
-        node = raw
-        *parts, leaf = key.split(".")
-        for part in parts:
-            node = node.setdefault(part, {})
-        node[leaf] = value
-    return raw
+    return with_dotted(raw, over)
 
 
 def test_the_kind_is_registered_and_marked_by_its_table():

@@ -31,6 +31,7 @@ from tests.support.helpers import (
     cube_values,
     run_cli,
     sigkill_run_mid_sweep,
+    with_dotted,
 )
 
 SWEEPS = ROOT / "sweeps"
@@ -51,13 +52,7 @@ def _small(**over):
         "solver": {"method": "sshopm"},
         "threshold": {"criterion": "value", "c": 0.5, "eps_range": [0.05, 1.5], "rtol": 0.03},
     }
-    for key, value in over.items():
-        node = raw
-        *parts, leaf = key.split(".")
-        for part in parts:
-            node = node.setdefault(part, {})
-        node[leaf] = value
-    return raw
+    return with_dotted(raw, over)
 
 
 def test_the_kind_is_registered_and_marked_by_its_table():

@@ -29,7 +29,7 @@ from sroa_dist.sweep.run.worker import compute_block
 from sroa_dist.sweep.spec.fields import SpecError
 from sroa_dist.sweep.store.block_write import write_block
 from sroa_dist.sweep.store.prepare import prepare_store
-from tests.support.helpers import ROOT
+from tests.support.helpers import ROOT, with_dotted
 
 STUDIES = ROOT / "sweeps" / "studies"
 #: The shipped worst_case specs (a worst-case study on another kind, e.g. the tilt-shrink
@@ -54,13 +54,7 @@ TINY: dict[str, Any] = {
 
 def _raw(**over: Any) -> dict[str, Any]:
     raw = copy.deepcopy(TINY)
-    for key, value in over.items():
-        node = raw
-        *parts, leaf = key.split(".")
-        for part in parts:
-            node = node.setdefault(part, {})
-        node[leaf] = value
-    return raw
+    return with_dotted(raw, over)
 
 
 def test_the_kind_is_registered_and_dispatched_by_its_table():
