@@ -210,12 +210,15 @@ def run_study(
     norms: bool = True,
     chunk_size: int = CHUNK_SIZE,
     estimator: dict[str, Any] | None = None,
+    norm_options: Mapping[str, Mapping[str, Any]] | None = None,
     **sroa_options: Any,
 ) -> MomentStudy:
     """Sample ``n_samples`` observations of ``model``, fit it, and measure the errors.
 
     ``rng`` is split into independent streams for the sample, SROA's starts and the norm
     solver, so a study is reproducible from one seed; ``norms=False`` skips ``‖E‖``.
+    ``norm_options``: per norm method (``certified``, ``sshopm``), the options it solves
+    ``‖E‖`` with (a pinned method revision's; none: the current revisions).
     """
     seq = rng if isinstance(rng, np.random.SeedSequence) else None
     if seq is None:
@@ -230,6 +233,7 @@ def run_study(
     if norms:
         E_pop, E_full = perturbations(model, wm, chunk_size=chunk_size)
         g1, g2 = np.random.default_rng(s_norm).spawn(2)
-        eps_pop, eps_full = _norm(E_pop, g1), _norm(E_full, g2)
+        eps_pop = _norm(E_pop, g1, norm_options)
+        eps_full = _norm(E_full, g2, norm_options)
     lambda_min = float(np.min(np.abs(model.sod()[0])))
     return MomentStudy(fit, errors, eps_pop, eps_full, lambda_min)

@@ -15,6 +15,7 @@ from sroa_dist.analysis import write_report
 from sroa_dist.sweep import load_spec, open_results, run_sweep
 from sroa_dist.sweep.kinds import KINDS, kind_for_raw, make_layout, spec_from_dict
 from sroa_dist.sweep.kinds.registry import estimate
+from sroa_dist.sweep.kinds.samples import draw_outcome, problem_of
 from sroa_dist.sweep.layout import block_task
 from sroa_dist.sweep.run.worker import compute_block
 from sroa_dist.sweep.spec.fields import SpecError
@@ -106,6 +107,48 @@ def test_draws_are_pure_in_seed_coordinates_replicate_draw_and_n_and_not_the_met
     ma, mb = a.build_model(11, 0, 2), b.build_model(11, 0, 2)
     assert ma.components.tobytes() == mb.components.tobytes()  # the same model for both methods
     assert np.allclose(ma.weights, np.array([2, 1]) / 3)  # Zipf: w_i ∝ 1/i
+
+
+#: ``journal_key((400, 1))`` of the Zipf point's norm draw in ``_small()``, computed before the
+#: norm methods' revisions entered the key: a store at the current revisions keeps its journal.
+NORM_DRAW_KEY = "b0ed7594b82c65a41ed0efdc59715c1550e5901fbc66211de6f1980afdd1ee62"
+
+
+def test_norms_are_solved_at_the_revisions_the_store_pins():
+    def problem(revisions):
+        spec = spec_from_dict(_small(**{"solver.revisions": revisions}))
+        s = spec.settings_at({"weights": "zipf", "method": "power@aghkt"})
+        return problem_of(spec, s, 0)
+
+    current, pinned = problem({}), problem({"sshopm": 9})
+    assert current.norm_options == {}
+    assert pinned.norm_options == {"sshopm": {"integer_powers": "pow"}}
+    assert current.draw(norms=True).journal_key((400, 1)) == NORM_DRAW_KEY
+    # The pinned norm is another computation, so another key; a draw without norms is not.
+    assert pinned.draw(norms=True).journal_key((400, 1)) != NORM_DRAW_KEY
+    assert pinned.draw().journal_key((400, 1)) == current.draw().journal_key((400, 1))
+    # The options reach the norm's solver: at k = 23 (past the relaxation, p = 3) sshopm
+    # solves ‖E‖, and an option it does not know is refused by name.
+    spec = spec_from_dict(_small(**{"samples.k": 23, "samples.d": 23}))
+    s = spec.settings_at({"weights": "uniform", "method": "power@aghkt"})
+    bogus = {"sshopm": {"integer_powers": "bogus"}}
+    with pytest.raises(ValueError, match="integer_powers"):
+        draw_outcome(s, 11, 0, 0, 2000, {"component": 0.5, "weight": 0.05}, {}, True, bogus)
+    at = {
+        rule: draw_outcome(
+            s,
+            11,
+            0,
+            0,
+            2000,
+            {"component": 0.5, "weight": 0.05},
+            {},
+            True,
+            {"sshopm": {"integer_powers": rule}},
+        )
+        for rule in ("pow", "products")
+    }
+    assert math.isclose(at["pow"][1], at["products"][1], rel_tol=1e-10)
 
 
 def test_certified_is_skipped_beyond_its_tractable_k():

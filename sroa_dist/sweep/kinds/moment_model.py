@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from sroa_dist.methods import revision_options
 from sroa_dist.moments import ICA_SOURCES, MODELS, make_model
 
 from ..cube import Dim, by_name
@@ -30,6 +31,7 @@ from ..spec import SpecError
 __all__ = [
     "MODEL_DIMS",
     "MODEL_SCHEMA",
+    "NORM_METHODS",
     "WEIGHT_SHAPES",
     "MomentModelPoint",
     "check_model_keys",
@@ -38,6 +40,7 @@ __all__ = [
     "model_fields",
     "model_meanings",
     "model_order",
+    "norm_revision_options",
     "zipf_weights",
 ]
 
@@ -60,6 +63,9 @@ MODEL_DIMS: Mapping[str, Dim] = by_name(
     Dim("k", "i8", "number of latent classes k (the whitened dimension SROA works in)"),
     Dim("weights", "str", "class weights: uniform, or zipf (w_i proportional to i^-s)"),
 )
+
+#: The methods that solve ``‖E‖`` (certified where the relaxation is tractable, else sshopm).
+NORM_METHODS = ("certified", "sshopm")
 
 #: The weight shapes of the ``weights`` key.
 WEIGHT_SHAPES = ("uniform", "zipf")
@@ -168,6 +174,15 @@ class MomentModelPoint:
         if w is not None:
             params["weights"] = w
         return make_model(self.model, self.k, self.d, rng=rng, **params)
+
+
+def norm_revision_options(revisions: Mapping[str, int]) -> dict[str, dict[str, Any]]:
+    """Per norm method (:data:`NORM_METHODS`), the options that reproduce the revision a store
+    pins (``revisions``: its ``[solver.revisions]``), for the methods whose pinned revision is
+    not the current one: a store keeps solving ``‖E‖`` as it did when it was made, and a
+    store at the current revisions gets an empty mapping."""
+    out = {m: dict(revision_options(m, revisions.get(m))) for m in NORM_METHODS}
+    return {m: o for m, o in out.items() if o}
 
 
 def check_model_keys(

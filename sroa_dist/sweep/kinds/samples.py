@@ -91,6 +91,7 @@ from .moment_model import (
     model_fields,
     model_meanings,
     model_order,
+    norm_revision_options,
     zipf_weights,
 )
 
@@ -131,7 +132,8 @@ SAMPLES_SCHEMA: dict[str, Any] = {
         "norm_draws": ("int", 2, False),
         "certified_max_k": ("int", CERTIFIED_MAX_K, False),
     },
-    # The common [solver] and [output] tables (the store pins [solver.revisions]); a samples
+    # The common [solver] and [output] tables (the store pins [solver.revisions]: the search's
+    # method and the norm's, certified and sshopm, run at the pinned revisions); a samples
     # sweep names its methods by label and sets no other solver or output key.
     "solver": COMMON_SCHEMA["solver"],
     "output": COMMON_SCHEMA["output"],
@@ -391,10 +393,12 @@ def draw_outcome(
     tolerances: Mapping[str, float],
     revisions: Mapping[str, Any],
     norms: bool = False,
+    norm_options: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> tuple[bool, float, float, bool, float]:
     """One draw: ``(success, ‖E‖, its certified upper bound, certified, λ_min)`` of
     recovering draw ``draw``'s model from ``n`` samples (NaN norms without ``norms``); a pure
-    function of its arguments."""
+    function of its arguments. ``revisions``: the search method's options of its pinned
+    revision; ``norm_options``: per norm method, those of its pinned revision."""
     sm = parse_method(settings.method)
     model = settings.build_model(seed, replicate, draw)
     options = {**sm.options(settings.k), **revisions}
@@ -405,6 +409,7 @@ def draw_outcome(
         rng=settings.study_seed(seed, replicate, draw, n),
         tolerances=Tolerances(**tolerances),
         norms=norms,
+        norm_options=norm_options,
         **options,
     )
     e = st.eps_population
@@ -434,24 +439,31 @@ class _Draw:
     tolerances: tuple[tuple[str, float], ...]
     revisions: tuple[tuple[str, Any], ...]
     norms: bool = False
+    #: Per norm method, the options of its pinned revision, where that is not the current one.
+    norm_options: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
 
     def journal_key(self, item: tuple[int, int]) -> str:
         """A digest naming this draw at ``item = (N, draw)`` and nothing else: the grid point's
         settings, the seed, the replicate, the tolerances, the method revision's options,
-        whether the norms are drawn, and the item (:mod:`..store.journal` keeps its outcome
-        under it)."""
+        whether the norms are drawn, the norm methods' revision options where the norms are
+        drawn at other than the current revisions (absent otherwise, so the keys journalled
+        before they were named stay valid), and the item (:mod:`..store.journal` keeps its
+        outcome under it)."""
+        draw: list[Any] = [
+            dataclasses.asdict(self.settings),
+            self.seed,
+            self.replicate,
+            self.tolerances,
+            self.revisions,
+            self.norms,
+        ]
+        if self.norms and self.norm_options:
+            draw.append(self.norm_options)
         text = json.dumps(
             {
                 "format": 1,
                 "kind": "samples",
-                "draw": [
-                    dataclasses.asdict(self.settings),
-                    self.seed,
-                    self.replicate,
-                    self.tolerances,
-                    self.revisions,
-                    self.norms,
-                ],
+                "draw": draw,
                 "item": [int(x) for x in item],
             },
             sort_keys=True,
@@ -470,6 +482,7 @@ class _Draw:
             dict(self.tolerances),
             dict(self.revisions),
             self.norms,
+            {m: dict(o) for m, o in self.norm_options},
         )
 
 
@@ -488,6 +501,8 @@ class SamplesProblem:
     samples: Mapping[str, Any]
     tolerances: Mapping[str, float]
     revisions: Mapping[str, Any]
+    #: Per norm method, the options of the revision the store pins (only those not current).
+    norm_options: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
 
     def draw(self, norms: bool = False) -> _Draw:
         """The draw evaluation of this search (``norms``: with ``‖E‖``)."""
@@ -498,6 +513,7 @@ class SamplesProblem:
             tuple(sorted(self.tolerances.items())),
             tuple(sorted(self.revisions.items())),
             norms,
+            tuple((m, tuple(sorted(o.items()))) for m, o in sorted(self.norm_options.items())),
         )
 
     def run(self, pool: Any = None) -> tuple[SampleSizeResult, list[tuple]]:
@@ -540,6 +556,7 @@ def problem_of(spec: SamplesSweepSpec, settings: SamplesSettings, replicate: int
         samples=spec.samples,
         tolerances=spec.samples["tolerances"],
         revisions=_revision_options(spec, method),
+        norm_options=norm_revision_options(spec.solver.revisions),
     )
 
 

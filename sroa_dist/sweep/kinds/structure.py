@@ -50,7 +50,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from sroa_dist.errors import InputError
-from sroa_dist.methods import relaxation_tractable, revision_options, solve_cost
+from sroa_dist.methods import relaxation_tractable, solve_cost
 from sroa_dist.moments import WHITENINGS, NoiseStructure, noise_structure
 
 from ..cube import COMPONENT, Dim, Variable, by_name
@@ -73,6 +73,7 @@ from .moment_model import (
     model_fields,
     model_meanings,
     model_order,
+    norm_revision_options,
 )
 
 __all__ = [
@@ -103,8 +104,6 @@ STRUCTURE_SCHEMA: dict[str, Any] = {
     "solver": COMMON_SCHEMA["solver"],
     "output": COMMON_SCHEMA["output"],
 }
-#: The methods that solve ``‖E‖`` (certified where the relaxation is tractable, else sshopm).
-NORM_METHODS = ("certified", "sshopm")
 
 #: Dotted spec key -> axis (dimension) name, for keys that may be swept.
 AXIS_KEYS: dict[str, str] = {
@@ -359,7 +358,7 @@ def structure_instance(
     spec: StructureSweepSpec, settings: StructureSettings, replicate: int
 ) -> StructureInstance:
     """Instance ``(settings, replicate)`` as its block computes it."""
-    options = {m: revision_options(m, spec.solver.revisions.get(m)) for m in NORM_METHODS}
+    options = norm_revision_options(spec.solver.revisions)
     return StructureInstance(settings, int(spec.seed), int(replicate), options)
 
 
