@@ -82,3 +82,17 @@ def test_the_normalised_figure_puts_the_asymptote_runs_beside_the_committed_pred
     expected = math.sqrt(0.150 * 0.153) * 511 ** (1 / 3) / prefactor(data, 4, 0.5)
     assert math.isclose(y[0], expected, rel_tol=1e-12)
     assert _asymptote_points(fig, 0) is None
+
+
+def test_the_attractor_pair_past_256_reads_each_solvers_store_and_names_what_is_missing(tmp_path):
+    from sroa_dist.analysis.published.rate_tables import attractor_large_n_table
+
+    empty = attractor_large_n_table(Data(tmp_path))
+    assert empty.count("not measured") == 4  # two sizes, two solvers
+    data = Data(ROOT)
+    table = attractor_large_n_table(data)
+    line = next(x for x in table.splitlines() if x.startswith("| 512 | global (sshopm checked) |"))
+    cells = line.split(" | ")
+    assert cells[2:5] == ["[0.12, 0.6]", "19", "(0.30294, 0.30634]"]
+    assert "| 1024 | power AGHKT | — | — | not measured | — |" in table
+    assert "docs/data/studies/asymptote-attractor-global-n512.zarr" in {s.path for s in data.used}

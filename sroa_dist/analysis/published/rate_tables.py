@@ -9,6 +9,7 @@ stores it read. First crossings come from a study's store where it has the size
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 from typing import Any
@@ -26,6 +27,8 @@ __all__ = [
     "TABLES",
     "ASYMPTOTE_PREDICTIONS",
     "ASYMPTOTE_STUDIES",
+    "ATTRACTOR_LARGE_N",
+    "ATTRACTOR_LARGE_SIZES",
     "VALUE_STUDIES",
     "asymptote_brackets",
     "WORST_CASE_STUDIES",
@@ -409,6 +412,44 @@ def power_table(data: Data) -> str:
     return _table(["solver", *(f"n = {n}" for n in sizes)], out)
 
 
+#: Whole-SROA first crossings on the attractor past n = 256 (issue 35): per size, the study
+#: store of each solver, run one size at a time (``--set 'tensor.n=[N]'``) on the same instance
+#: (the two specs share seed and settings but the method and the check).
+ATTRACTOR_LARGE_N: dict[str, str] = {
+    "global (sshopm checked)": "asymptote-attractor-global-n{n}",
+    "power AGHKT": "asymptote-attractor-power-n{n}",
+}
+ATTRACTOR_LARGE_SIZES = (512, 1024)
+
+
+def attractor_large_n_table(data: Data) -> str:
+    """Per size and solver: the scan range the store's spec searched, the evaluations, the
+    bracket and the evaluations with a redone step, from the stores that exist ("not measured"
+    where none does, "unfinished" where its search has not ended)."""
+    out = []
+    for n in ATTRACTOR_LARGE_SIZES:
+        for solver, pattern in ATTRACTOR_LARGE_N.items():
+            study = pattern.format(n=n)
+            rows = data.threshold_store(study)
+            if rows is None:
+                out.append(f"| {n} | {solver} | — | — | not measured | — |")
+                continue
+            spec = json.loads(data.store(study).attrs["spec"])
+            a, b = spec["threshold"]["eps_range"]
+            if not rows:
+                out.append(f"| {n} | {solver} | [{a:g}, {b:g}] | — | unfinished | — |")
+                continue
+            data.note_store(study, rows, f"n = {n}")
+            (r,) = rows
+            out.append(
+                f"| {n} | {solver} | [{a:g}, {b:g}] | {r['n_evals']} | "
+                f"({r['lo']:.5f}, {r['hi']:.5f}] | {r['redone']} |"
+            )
+    head = ["n", "solver", "scan range", "evaluations", "first crossing (lo, hi]",
+            "evaluations with a redone step"]  # fmt: skip
+    return _table(head, out)
+
+
 def escape_series(data: Data) -> dict:
     """{(n, r, n_iter): (eps array, q array)} of the attractor escape study."""
     rows = data.json(f"{RATE}/attractor-escape.json")["rows"]
@@ -692,6 +733,7 @@ TABLES: dict[str, Callable[[Data], str]] = {
     "worst-case": worst_case_table,
     "escape": escape_table,
     "attractor-thresholds": power_table,
+    "attractor-large-n": attractor_large_n_table,
     "confirm": confirm_table,
     "rerun": rerun_table,
 }
