@@ -47,8 +47,16 @@ __all__ = [
 ]
 
 SAMPLES = "docs/data/samples"
-#: The noise-structure study's stores (the ``structure`` kind), one per model, in page order.
-NOISE_STUDIES = ("noise-structure-topics", "noise-structure-gmm", "noise-structure-ica")
+#: The noise-structure study's stores (the ``structure`` kind), in page order: per model its
+#: spec's store, and for topics and GMM k = 200 run into its own store (``--set
+#: 'structure.k=[200]' --set 'structure.target=["global"]' --set structure.cost_cap=4e11``).
+NOISE_STUDIES = (
+    "noise-structure-topics",
+    "noise-structure-topics-k200",
+    "noise-structure-gmm",
+    "noise-structure-gmm-k200",
+    "noise-structure-ica",
+)
 REAL_DATA = f"{SAMPLES}/real-data.json"
 #: Measured costs: per-draw rows (``rows``) and the study stores' runs (``searches``).
 COST = f"{STUDIES}/samples-cost.json"
