@@ -283,3 +283,25 @@ def test_global_check_names_methods_of_the_sweep_and_checks_only_their_steps():
         assert got["lam_hat"].ravel()[:3].tobytes() == st.fit.lambdas.tobytes()
         checked_gaps = np.isfinite(np.asarray(st.fit.sroa.global_gap, dtype=float))
         assert checked_gaps.any() == checked
+
+
+def test_norms_are_solved_at_the_revisions_the_store_pins(monkeypatch):
+    """A block solves ‖E‖ with the options of the norm methods' pinned revisions (none at the
+    current ones), as it runs the SROA's method at its own."""
+    import sroa_dist.sweep.kinds.model as model_kind
+
+    seen = []
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("norm_options"))
+        return run_study(*args, **kwargs)
+
+    monkeypatch.setattr(model_kind, "run_study", spy)
+    for revisions, want in (({}, {}), ({"sshopm": 9}, {"sshopm": {"integer_powers": "pow"}})):
+        raw = _raw()
+        raw.setdefault("solver", {})["revisions"] = revisions
+        spec = spec_from_dict(raw)
+        layout = make_layout(spec, block_size=3)
+        seen.clear()
+        compute_block(block_task(spec, layout, 0))
+        assert seen and all(options == want for options in seen)

@@ -69,6 +69,7 @@ from ..spec import (
     validate_table,
 )
 from .base import GridPoint, KindBase, grid_points, timed_block
+from .moment_model import norm_revision_options
 
 __all__ = [
     "MODEL",
@@ -593,6 +594,8 @@ def compute_model_block(task: BlockTask, spec: ModelSweepSpec) -> BlockResult:
     tol = Tolerances(**spec.model.tolerances)
     norms = bool(spec.model.norms)
     checked = spec.model.checked_methods
+    # ‖E‖ by the norm methods at the revisions the store pins, as the SROA's method.
+    norm_options = norm_revision_options(spec.solver.revisions)
 
     def solve(s: ModelInstanceSettings, rep: int) -> MomentStudy:
         return run_study(
@@ -602,6 +605,7 @@ def compute_model_block(task: BlockTask, spec: ModelSweepSpec) -> BlockResult:
             rng=s.study_seed(spec.seed, rep),
             tolerances=tol,
             norms=norms,
+            norm_options=norm_options,
             **spec.options_for(s.method),
             **({"global_check": True, "redo": True} if s.method in checked else {}),
         )
