@@ -162,3 +162,15 @@ def test_the_largest_of_many_z_scores_is_judged_as_the_largest():
     assert largest_z_p(3.5, 224) > 0.09  # a fixed cut of 3.5 fires one time in ten
     assert largest_z_p(z, m) > FAMILY_ALPHA > largest_z_p(z, 1)
     assert largest_z_p(5.0, 224) < FAMILY_ALPHA
+
+
+def test_a_bracket_from_zero_is_compared_by_its_upper_end():
+    """A search that failed at its first point has the bracket (0, hi]: no geometric centre,
+    so its row compares the first failures."""
+    from sroa_dist.analysis.published.regression import _compare
+
+    old = {"lo": 0.0, "hi": 0.05}
+    cube, status = _compare(old, {"lo": 0.0, "hi": 0.0505})
+    assert cube == "(0.0000, 0.0505]"
+    assert status.startswith("differs by +1.00 % in the upper end, a bracket from 0")
+    assert _compare(old, dict(old))[1].startswith("same bits")

@@ -78,8 +78,17 @@ def _compare(
         return cube, "same bits (other seeds)"
     if not (math.isfinite(new["hi"]) and math.isfinite(old["hi"])):
         return cube, f"differs: one search crossed, the other did not ({why})"
-    shift = math.sqrt(new["lo"] * new["hi"] / (old["lo"] * old["hi"])) - 1
     overlap = new["lo"] < old["hi"] and old["lo"] < new["hi"]
+    if min(new["lo"], old["lo"]) <= 0:
+        # A search that failed at its first point has the bracket (0, hi]: no geometric centre,
+        # so the upper ends (the first failures) are compared.
+        shift = new["hi"] / old["hi"] - 1
+        where = "brackets overlap" if overlap else "brackets disjoint"
+        return (
+            cube,
+            f"differs by {100 * shift:+.2f} % in the upper end, a bracket from 0 ({where}; {why})",
+        )
+    shift = math.sqrt(new["lo"] * new["hi"] / (old["lo"] * old["hi"])) - 1
     if abs(shift) < 1e-12:
         if family == "coherent-tilt" and why == "other seeds":
             why = (
