@@ -79,11 +79,11 @@ def _compare(
     if not (math.isfinite(new["hi"]) and math.isfinite(old["hi"])):
         return cube, f"differs: one search crossed, the other did not ({why})"
     overlap = new["lo"] < old["hi"] and old["lo"] < new["hi"]
+    where = "brackets overlap" if overlap else "brackets disjoint"
     if min(new["lo"], old["lo"]) <= 0:
         # A search that failed at its first point has the bracket (0, hi]: no geometric centre,
         # so the upper ends (the first failures) are compared.
         shift = new["hi"] / old["hi"] - 1
-        where = "brackets overlap" if overlap else "brackets disjoint"
         return (
             cube,
             f"differs by {100 * shift:+.2f} % in the upper end, a bracket from 0 ({where}; {why})",
@@ -97,7 +97,6 @@ def _compare(
                 f"(`{NSCALING_GLOBAL}`); not checked for this one"
             )
         return cube, f"differs in the last bits only ({why})"
-    where = "brackets overlap" if overlap else "brackets disjoint"
     return cube, f"differs by {100 * shift:+.2f} % ({where}; {why})"
 
 
