@@ -338,6 +338,32 @@ def test_the_cost_of_a_large_n_search_is_the_engines_measured_growth():
     assert 3600 < threshold_mean_cost(spec) < 24 * 3600  # per search; the n^4 model: ~10^6 s
 
 
+def test_power_on_an_operator_is_priced_by_its_own_measured_scale():
+    """``power``'s own iterations on an operator take the scale measured on its whole AGHKT
+    SROAs at n = 512 (POWER_OPERATOR_SCALE), not the SS-HOPM searches' MATRIX_FREE_SCALE, which
+    priced that run at 0.39x its CPU: the committed run's spec (its scan range the global
+    bracket, two evaluations in one round) is priced within 1.5x of the 4093 CPU-s it recorded."""
+    from sroa_dist.sweep.kinds.threshold import (
+        MATRIX_FREE_SCALE,
+        POWER_OPERATOR_SCALE,
+        evaluation_scale,
+        threshold_mean_cost,
+    )
+
+    aghkt = {"budget": "aghkt", "noise_level": 0.05}
+    assert evaluation_scale("power", 512, 3, "attractor", None, aghkt) == POWER_OPERATOR_SCALE
+    assert evaluation_scale("sshopm", 64, 4, "coherent-tilt", True) == MATRIX_FREE_SCALE
+    spec = load_spec(
+        ROOT / "sweeps" / "studies" / "asymptote-attractor-power.toml",
+        overrides={
+            "tensor.n": [512],
+            "threshold.eps_range": [0.30294082237329056, 0.30633971267322463],
+            "threshold.k_section": 2,
+        },
+    )
+    assert 4093 / 1.5 < threshold_mean_cost(spec) < 4093 * 1.5
+
+
 def test_matrix_free_is_an_instance_setting_the_search_and_the_estimates_follow():
     """``threshold.matrix_free = true`` builds the tilt as a structured operator even where
     find_threshold's rule would build it densely (n = 5, p = 6 here): the search is

@@ -803,14 +803,19 @@ SEARCH_COST_SCALE = 0.8
 #: 2.86, 1.07, 1.50, 1.44; eval-cost-2026-11-29.json) and of the theorem-p4-c0.5 store's
 #: idle run (1.85 on its busy worker-seconds).
 DENSE_HIGH_ORDER_SCALE = 1.6
-#: Matrix-free where the large-n law does not price it (below ``LARGE_N``, and ``power``'s own
-#: iterations at any n; the structured tilt's contractions, not the dense n^p tensor the core's
+#: Matrix-free where the large-n law does not price it (below ``LARGE_N``; the structured tilt's contractions, not the dense n^p tensor the core's
 #: records price): 0.5, the geometric mean of four single searches at p = 4-6, n = 32-96 (0.40,
-#: 0.75, 0.49, 0.43; eval-cost-2026-11-29.json). For ``power`` at n >= ``LARGE_N`` it is not
-#: measured: the only data, the nscaling-tilt-p4 store's wall seconds at n = 192 and 256 (1702
-#: and 2340 s beside SS-HOPM's 175 and 1844 s, at load 12-18 with the searches' evaluations
-#: queued together), cannot separate one search's CPU.
+#: 0.75, 0.49, 0.43; eval-cost-2026-11-29.json). ``power``'s own iterations on an operator
+#: take :data:`POWER_OPERATOR_SCALE` instead.
 MATRIX_FREE_SCALE = 0.5
+#: ``power``'s own iterations on an operator, measured over :func:`power_operator_sroa_seconds`
+#: (whose constants were profiled on one iteration at n = 512 against 256 deflation terms):
+#: 1.28, the one whole run measured (asymptote-attractor-power-n512.zarr, 2026-11-29: 4093 CPU-s
+#: recorded for its two AGHKT SROAs at n = 512, against 3192 s from the profile; a whole SROA's
+#: later steps see up to 512 deflation terms). Fitted on that run alone, so it prices that run
+#: exactly and no other run tests it yet. Until 2026-11-30 power took :data:`MATRIX_FREE_SCALE`
+#: (fitted to SS-HOPM searches below ``LARGE_N``), which priced that run at 0.39x its CPU.
+POWER_OPERATOR_SCALE = 1.28
 #: ``sshopm`` revision 9 (spectral starts accepted at a Lanczos residual of 1e-3, their products
 #: against single-precision deflation terms) over revision 8, on the large-n engine: the large-n
 #: law was fitted to study runs of revisions 6-8. Measured in one run on the same SROA
@@ -839,9 +844,12 @@ def evaluation_scale(
     the method's ``options`` (a pinned revision's included; ``None``: the current revision's):
     1 on the large-n engine (:data:`FAST_STARTS_SCALE` where its spectral starts run in single
     precision, ``sshopm`` revision 9 on; times :data:`INTEGER_PRODUCTS_SCALE` at p >= 4 where
-    whole powers are products, revision 10 on), :data:`MATRIX_FREE_SCALE` on an operator below
-    it, else :data:`SEARCH_COST_SCALE` (p = 3) or :data:`DENSE_HIGH_ORDER_SCALE` (p >= 4)."""
+    whole powers are products, revision 10 on), :data:`POWER_OPERATOR_SCALE` for ``power``'s
+    own iterations on an operator, :data:`MATRIX_FREE_SCALE` for other methods on an operator
+    below it, else :data:`SEARCH_COST_SCALE` (p = 3) or :data:`DENSE_HIGH_ORDER_SCALE` (p >= 4)."""
     if uses_matrix_free(n, p, model, None, matrix_free):
+        if method == "power":
+            return POWER_OPERATOR_SCALE
         if not _large_engine_steps(method, n):
             return MATRIX_FREE_SCALE
         opts = resolve_method(method).with_defaults(dict(options or {}))
