@@ -803,10 +803,11 @@ SEARCH_COST_SCALE = 0.8
 #: 2.86, 1.07, 1.50, 1.44; eval-cost-2026-11-29.json) and of the theorem-p4-c0.5 store's
 #: idle run (1.85 on its busy worker-seconds).
 DENSE_HIGH_ORDER_SCALE = 1.6
-#: Matrix-free where the large-n law does not price it (below ``LARGE_N``; the structured tilt's contractions, not the dense n^p tensor the core's
-#: records price): 0.5, the geometric mean of four single searches at p = 4-6, n = 32-96 (0.40,
-#: 0.75, 0.49, 0.43; eval-cost-2026-11-29.json). ``power``'s own iterations on an operator
-#: take :data:`POWER_OPERATOR_SCALE` instead.
+#: Matrix-free where the large-n law does not price it (below ``LARGE_N``; the structured
+#: tilt's contractions, not the dense n^p tensor the core's records price): 0.5, the geometric
+#: mean of four single searches at p = 4-6, n = 32-96 (0.40, 0.75, 0.49, 0.43;
+#: eval-cost-2026-11-29.json). ``power``'s own iterations on an operator take
+#: :data:`POWER_OPERATOR_SCALE` instead.
 MATRIX_FREE_SCALE = 0.5
 #: ``power``'s own iterations on an operator, measured over :func:`power_operator_sroa_seconds`
 #: (whose constants were profiled on one iteration at n = 512 against 256 deflation terms):
