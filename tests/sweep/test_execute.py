@@ -571,6 +571,30 @@ def test_block_deadlines_follow_the_cost_model(tmp_path):
     assert deadline > TASK_DEADLINE_FLOOR  # 64 certified n = 22 instances: the estimate rules
 
 
+def test_a_blocks_deadline_is_priced_at_its_own_grid_point():
+    """A search spec whose sizes differ in cost by orders of magnitude (the recovery study,
+    n = 8-64) gives each block the deadline of its own point (the kind's ``instance_cost``),
+    not 20x the grid's mean: the n = 64 searches, priced at the mean, were restarted mid-run."""
+    from sroa_dist.sweep import load_spec
+    from sroa_dist.sweep.kinds import kind_of, make_layout, point_cost
+    from sroa_dist.sweep.layout import block_task
+    from sroa_dist.sweep.run.execute import TASK_DEADLINE_FACTOR, block_deadline
+
+    spec = load_spec(ROOT / "sweeps" / "studies" / "nscaling-recovery-p3.toml")
+    layout = make_layout(spec)
+    deadlines = {}
+    for b in range(layout.n_blocks):
+        task = block_task(spec, layout, b)
+        ((_, settings, _),) = list(task.instances(spec))
+        deadlines[(settings.n, settings.method)] = block_deadline(spec, task)
+        own = kind_of(spec).instance_cost(spec, settings)
+        assert point_cost(spec, settings) == own
+        assert deadlines[(settings.n, settings.method)] >= TASK_DEADLINE_FACTOR * own
+    mean = kind_of(spec).mean_cost(spec)
+    assert deadlines[(64, "sshopm")] > TASK_DEADLINE_FACTOR * mean
+    assert deadlines[(64, "sshopm")] > deadlines[(8, "sshopm")]
+
+
 def _profiler_state(dask_worker) -> dict:
     import threading
 

@@ -77,6 +77,7 @@ __all__ = [
     "load_spec",
     "make_layout",
     "parse_as",
+    "point_cost",
     "parse_spec",
     "recorded_kind",
     "resolve_kind",
@@ -472,6 +473,20 @@ def default_block_size(spec: SweepSpec, mean_cost: float | None = None) -> int:
     return _block_size_for_cost(spec, mean_cost)
 
 
+def point_cost(spec: SweepSpec, settings: Any) -> float:
+    """CPU seconds of one instance at grid point ``settings`` of ``spec`` on one idle core:
+    its kind's ``instance_cost`` where the kind has one, else the settings' own ``cost()``,
+    else the kind's grid mean. What both the estimate and a block's deadline are made of, so
+    a grid whose points differ in cost by orders of magnitude (n = 8 to 64 in one search
+    spec) gives each block the deadline of its own points, not of the grid's mean."""
+    kind = kind_of(spec)
+    own = getattr(kind, "instance_cost", None)
+    if own is not None:
+        return float(own(spec, settings))
+    fallback = getattr(settings, "cost", None)
+    return float(fallback()) if callable(fallback) else float(kind.mean_cost(spec))
+
+
 def estimate(
     spec: SweepSpec, layout: Layout, workers: int, blocks: Sequence[int] | None = None
 ) -> SweepEstimate:
@@ -481,18 +496,10 @@ def estimate(
     ``worker_memory``. ``blocks``: only these blocks (a resumed run's pending ones; default
     all). Costs O(grid points + blocks)."""
     kind = kind_of(spec)
-    own = getattr(kind, "instance_cost", None)
-
-    def cost(settings: Any) -> float:
-        if own is not None:
-            return float(own(spec, settings))
-        fallback = getattr(settings, "cost", None)
-        return float(fallback()) if callable(fallback) else float(kind.mean_cost(spec))
-
     outer_dims = layout.dims[:-1]  # the last dim is the replicate: the layout's own points
     per_point = np.array(
         [
-            cost(spec.settings_at(dict(zip(outer_dims, point, strict=True))))
+            point_cost(spec, spec.settings_at(dict(zip(outer_dims, point, strict=True))))
             for point in itertools.product(*layout.coords[:-1])
         ]
     ).reshape(layout.shape[:-1])

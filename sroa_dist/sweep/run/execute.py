@@ -45,7 +45,14 @@ from typing import Any, TextIO
 from sroa_dist.errors import InputError, InputTypeError, SroaWarning
 
 from ..cost import estimate_line
-from ..kinds import advice, estimate, kind_of, load_spec, make_layout, spec_from_dict
+from ..kinds import (
+    advice,
+    estimate,
+    load_spec,
+    make_layout,
+    point_cost,
+    spec_from_dict,
+)
 from ..layout import BlockTask, Layout, block_task
 from ..spec import SpecError, SweepSpec, apply_overrides
 from ..store import DEFAULT_LEASE_TIMEOUT, StoreLease
@@ -139,15 +146,8 @@ def block_deadline(spec: SweepSpec, task: BlockTask, task_timeout: float | None 
     """
     if task_timeout is not None:
         return float(task_timeout)
-    estimate = sum(_instance_cost(spec, st) for _, st, _ in task.instances(spec))
+    estimate = sum(point_cost(spec, st) for _, st, _ in task.instances(spec))
     return max(TASK_DEADLINE_FLOOR, TASK_DEADLINE_FACTOR * estimate)
-
-
-def _instance_cost(spec: SweepSpec, settings: Any) -> float:
-    """Seconds one instance is expected to take: its settings' own estimate where they have one
-    (tensor and model sweeps), else its kind's grid mean."""
-    cost = getattr(settings, "cost", None)
-    return float(cost()) if callable(cost) else float(kind_of(spec).mean_cost(spec))
 
 
 def _run_block(
