@@ -82,7 +82,7 @@ def test_the_kind_is_registered_and_marked_by_its_table():
         ("noise.model", "nope", "noise.model"),
         ("tensor.n", 1, "tensor.n"),
         ("tensor.p", 2, "tensor.p"),
-        ("tensor.basis", "random", "tensor.basis"),  # find_threshold always draws the basis
+        ("tensor.basis", "haar", "tensor.basis"),  # random or identity
         ("tensor.weights", "spread", "tensor.weights"),
         ("tensor.lambda_min", 0.5, "tensor.lambda_min"),  # a level without a profile
         ("threshold.matrix_free", True, "threshold.matrix_free"),  # the gaussian has no form
@@ -848,3 +848,55 @@ def test_k_section_sweep_is_the_same_on_one_two_and_four_workers_and_serial(tmp_
     np.testing.assert_array_equal(got.trace_eps.values[:k], [e.eps for e in want.trace])
     np.testing.assert_array_equal(got.trace_metric.values[:k], [e.metric for e in want.trace])
     assert json.loads(two.attrs["setting_search"])["k_section"] == 3
+
+
+def test_the_basis_is_an_instance_setting_and_the_tilts_crossing_does_not_depend_on_it():
+    """``tensor.basis``: not given, the spec's data are as before it existed (so every older
+    store keeps its settings); a name outside random/identity is refused naming the key; an
+    identity-basis search runs find_threshold(V="identity"), whose instance is V = I, and on
+    the coherent tilt gives the random basis' bracket bit for bit (dense at n = 5,
+    matrix-free at n = 24); a store refuses to resume with another basis."""
+    from sroa_dist.sweep.kinds.threshold import problem_of
+    from sroa_dist.sweep.spec import resumable_as
+
+    plain = spec_from_dict(_small(**{"noise.model": "coherent-tilt"}))
+    assert "basis" not in plain.data["tensor"]
+    with pytest.raises(SpecError, match=r"tensor\.basis"):
+        spec_from_dict(_small(**{"tensor.basis": "haar"}))
+    ident = spec_from_dict(_small(**{"noise.model": "coherent-tilt", "tensor.basis": "identity"}))
+    assert resumable_as(plain, ident)[1] == "tensor.basis: None -> 'identity'"
+    explicit = spec_from_dict(_small(**{"noise.model": "coherent-tilt", "tensor.basis": "random"}))
+    assert explicit.data["tensor"]["basis"] == "random"
+    for n, matrix_free in ((5, False), (24, True)):
+        over = {"noise.model": "coherent-tilt", "tensor.n": [n]}
+        over["threshold.matrix_free"] = matrix_free
+        results = {}
+        for basis in (None, "identity"):
+            spec = spec_from_dict(_small(**over, **({"tensor.basis": basis} if basis else {})))
+            problem = problem_of(spec, spec.settings_at({"noise": "coherent-tilt", "n": n}), 0)
+            assert problem.basis == basis
+            results[basis] = problem.run()
+        assert results[None].bracket == results["identity"].bracket, n
+    kw = dict(criterion="value", c=0.5, eps_range=(0.05, 1.5), rtol=0.03)
+    by_name = find_threshold(5, 3, V="identity", rng=np.random.SeedSequence(1), **kw)
+    by_array = find_threshold(5, 3, V=np.eye(5), rng=np.random.SeedSequence(1), **kw)
+    assert by_name.trace == by_array.trace
+    with pytest.raises(ValueError, match="basis name"):
+        find_threshold(5, 3, V="haar", **kw)
+
+
+def test_an_identity_basis_search_on_the_large_n_engine_is_priced_as_measured():
+    """The large-n law was fitted to the studies' random basis; on the identity a search on the
+    large-n engine is priced IDENTITY_BASIS_SCALE of it (measured at n = 256 and 512), and
+    below the engine (dense or small n) the basis changes no price."""
+    from sroa_dist.sweep.kinds.threshold import IDENTITY_BASIS_SCALE, search_seconds
+
+    path = ROOT / "sweeps" / "studies" / "asymptote-p3-c0.5.toml"
+    for n, scale in ((512, IDENTITY_BASIS_SCALE), (64, 1.0)):
+        over = [f"tensor.n=[{n}]"]
+        plain = load_spec(path, over)
+        ident = load_spec(path, [*over, 'tensor.basis="identity"'])
+        point = {"n": n}
+        a = search_seconds(plain, plain.settings_at(point))
+        b = search_seconds(ident, ident.settings_at(point))
+        assert b == pytest.approx(scale * a), n

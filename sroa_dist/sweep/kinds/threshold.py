@@ -10,8 +10,9 @@ and no worker idles while another refines.
 Grammar (marker table ``[threshold]``)::
 
     name, seed, replicates, description
-    [tensor]    n, p, lambdas | weights, lambda_min
-                                         (basis random, full rank: as find_threshold builds it)
+    [tensor]    n, p, lambdas | weights, lambda_min, basis
+                                         (full rank; basis random by default, as
+                                         find_threshold draws it, or identity)
     [noise]     model, params            (ε is searched, so no noise level)
     [solver]    method, options          (options: the rank-one method's, as any sweep's)
     [threshold] criterion, c, radius, eps_range, rtol,
@@ -142,6 +143,8 @@ THRESHOLD_SCHEMA: dict[str, Any] = {
         # A weight profile over n (exclusive with lambdas): see the module docstring.
         "weights": ("str", None, False),
         "lambda_min": ("float", None, False),
+        # None: random (Haar, drawn per instance); dropped from the spec when not given.
+        "basis": ("str", None, False),
     },
     "noise": {
         "model": ("str_axis", "coherent-tilt", False),
@@ -471,6 +474,8 @@ class ThresholdProblem:
     #: The rank-one method's options from ``[solver.options]`` (the spec's own, not those of
     #: a pinned revision, which ``revisions`` brings).
     options: Mapping[str, Any] = field(default_factory=dict)
+    #: ``[tensor] basis`` where the spec names one (None: find_threshold's random basis).
+    basis: str | None = None
 
     def run(self, executor: Any = None) -> ThresholdResult:
         """:func:`sroa_dist.find_threshold` on this instance; ``executor`` runs the rounds'
@@ -478,6 +483,8 @@ class ThresholdProblem:
         kwargs: dict[str, Any] = {} if self.c is None else {"c": self.c}
         if self.options:  # only when given: a search without options calls as before
             kwargs["options"] = dict(self.options)
+        if self.basis is not None:
+            kwargs["V"] = self.basis
         if self.radius is not None and self.criterion == "theorem":
             kwargs["radius"] = self.radius
         return find_threshold(
@@ -520,6 +527,7 @@ def problem_of(
         radius=t.radius if t.criterion == "theorem" else None,
         search=t.search,
         options=spec.own_options(settings.method),
+        basis=spec.data["tensor"].get("basis"),
     )
 
 
@@ -545,6 +553,7 @@ def threshold_spec_from_dict(raw: Mapping[str, Any], source: str = "<dict>") -> 
         raise SpecError(source, "tensor.p", "tensor order p >= 3", min(ps))
     check_tensor_size(ns, ps, source)
     _check_weights(data["tensor"], source)
+    _check_basis(data["tensor"], source)
     _check_threshold(data["threshold"], source)
     _check_solver(data, axes["solver.method"].values, ns, ps, source)
     models = axes["noise.model"].values
@@ -571,6 +580,27 @@ def threshold_spec_from_dict(raw: Mapping[str, Any], source: str = "<dict>") -> 
                     "drop matrix_free (or set false) for i.i.d. noise and mixtures with it",
                 ) from exc
     return ThresholdSweepSpec(data=data, source=source, axes=axes)
+
+
+#: The bases ``[tensor] basis`` may name: the components' basis of every instance.
+THRESHOLD_BASES = ("random", "identity")
+
+
+def _check_basis(t: dict[str, Any], source: str) -> None:
+    """``tensor.basis`` checked; when not given it is dropped, so that a spec that does not
+    name it (every store written before it existed) keeps its settings and its bits."""
+    basis = t.pop("basis")
+    if basis is None:
+        return
+    if basis not in THRESHOLD_BASES:
+        raise SpecError(
+            source,
+            "tensor.basis",
+            f"one of {list(THRESHOLD_BASES)}",
+            basis,
+            'e.g. basis = "identity" (the coherent tilt\'s crossing does not depend on it)',
+        )
+    t["basis"] = basis
 
 
 #: The shapes ``[tensor] weights`` may give (see the module docstring).
@@ -1004,12 +1034,30 @@ def search_evals(spec: ThresholdSweepSpec) -> float:
     )
 
 
+#: A search on the identity basis (``tensor.basis = "identity"``) over the large-n law, which
+#: was fitted to the studies' random basis: the matrix-free operator then skips the basis'
+#: products with every vector. Measured 2026-11-30 on the p = 3 value spec (c = 0.5) run with
+#: the identity at n = 256 and 512 (41 and 130 CPU-s, one worker beside two others, load about
+#: 3) against the law's 176 and 927 s: 0.23 and 0.14; their geometric mean. The same searches
+#: on the random basis (the committed stores) gave the same brackets bit for bit.
+IDENTITY_BASIS_SCALE = 0.18
+
+
 def search_seconds(spec: ThresholdSweepSpec, settings: ThresholdSettings) -> float:
     """Expected CPU seconds of one search at ``settings``: :func:`search_cost` at the
     evaluations the search's own parameters make on average (:func:`search_evals`), scaled to
-    measured evaluations (:func:`evaluation_scale`)."""
+    measured evaluations (:func:`evaluation_scale`; :data:`IDENTITY_BASIS_SCALE` for a search
+    on the identity basis whose steps run the large-n engine)."""
     checked = bool(spec.threshold.search["global_check"])
-    scale = evaluation_scale(
+    identity = spec.data["tensor"].get("basis") == "identity"
+    if identity and uses_matrix_free(
+        settings.n, settings.p, settings.noise, None, spec.matrix_free
+    ):
+        identity = _large_engine_steps(settings.method, settings.n)
+    else:
+        identity = False
+    scale = IDENTITY_BASIS_SCALE if identity else 1.0
+    scale *= evaluation_scale(
         settings.method,
         settings.n,
         settings.p,
@@ -1096,6 +1144,9 @@ THRESHOLD_KEY_MEANINGS: Mapping[str, str] = key_meanings(
         "tensor.weights": "a weight profile over n instead of lambdas: `last` (every weight 1 but "
         "the last, lambda_min) or `linear` (evenly from 1 down to lambda_min)",
         "tensor.lambda_min": "the profile's smallest weight, in (0, 1]; default 0.95",
+        "tensor.basis": "the components' basis: `random` (default: Haar, drawn per instance) "
+        "or `identity` (nothing drawn; a matrix-free search skips the basis' products; the "
+        "coherent tilt's crossing does not depend on the basis)",
         "noise.model": "perturbation family or model whose threshold is searched (as "
         "`noise.model` of a tensor sweep)",
         "solver.options": "keyword options of the rank-one method of every SROA step of the "
