@@ -595,12 +595,15 @@ ASYMPTOTE_STUDIES: dict[tuple[int, str], list[str]] = {
         "asymptote-p3-c0.5-n256",
         "asymptote-p3-c0.5-n512",
         "asymptote-p3-c0.5-n1024",
+        # n = 2048 on the identity basis (the same brackets as the random one at n = 256, 512)
+        "asymptote-p3-c0.5-n2048-identity",
     ],
     (3, "theorem c=2"): [
         "asymptote-p3-c2",
         "asymptote-p3-c2-n256",
         "asymptote-p3-c2-n512",
         "asymptote-p3-c2-n1024",
+        "asymptote-p3-c2-n2048-identity",
     ],
     (4, "value c=0.5"): [
         "asymptote-p4-c0.5",
