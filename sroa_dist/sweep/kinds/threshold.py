@@ -120,7 +120,7 @@ from ..spec import (
     replicate_advice,
     validate_table,
 )
-from .base import GridPoint, KindBase, timed_block, worker_limit
+from .base import GridPoint, KindBase, grid_points, timed_block, worker_limit
 
 __all__ = [
     "THRESHOLD",
@@ -844,7 +844,7 @@ MATRIX_FREE_SCALE = 0.5
 #: 1.28, the one whole run measured (asymptote-attractor-power-n512.zarr, 2026-11-29: 4093 CPU-s
 #: recorded for its two AGHKT SROAs at n = 512, against 3192 s from the profile; a whole SROA's
 #: later steps see up to 512 deflation terms). Fitted on that run alone, so it prices that run
-#: exactly and no other run tests it yet. Until 2026-11-30 power took :data:`MATRIX_FREE_SCALE`
+#: exactly and no other run tests it yet. Until 2026-11-29 power took :data:`MATRIX_FREE_SCALE`
 #: (fitted to SS-HOPM searches below ``LARGE_N``), which priced that run at 0.39x its CPU.
 POWER_OPERATOR_SCALE = 1.28
 #: ``sshopm`` revision 9 (spectral starts accepted at a Lanczos residual of 1e-3, their products
@@ -957,21 +957,10 @@ def _large_engine_steps(method: str, n: int) -> bool:
     return n >= LARGE_N and "n_spectral" in opts and opts.get("engine") in ("auto", "krylov")
 
 
-def _all_costs(spec: ThresholdSweepSpec) -> list[float]:
-    evals = search_evals(spec)
-    checked = bool(spec.threshold.search["global_check"])
-    return [
-        evaluation_scale(m, n, p, str(model), spec.matrix_free, spec.options_for(m))
-        * search_cost(m, n, p, evals, str(model), checked, spec.matrix_free, spec.options_for(m))
-        for model in spec.axes["noise.model"].values
-        for m, n, p in _combos(spec)
-    ]
-
-
 def threshold_mean_cost(spec: ThresholdSweepSpec) -> float:
-    """Estimated seconds per instance, averaged over the grid (every search assumed to make
-    :func:`search_evals` evaluations)."""
-    costs = _all_costs(spec)
+    """Estimated seconds per instance, averaged over the grid (every search priced by
+    :func:`search_seconds`, at the evaluations :func:`search_evals` expects)."""
+    costs = [search_seconds(spec, settings) for settings in grid_points(spec)]
     return sum(costs) / len(costs)
 
 
@@ -1036,7 +1025,7 @@ def search_evals(spec: ThresholdSweepSpec) -> float:
 
 #: A search on the identity basis (``tensor.basis = "identity"``) over the large-n law, which
 #: was fitted to the studies' random basis: the matrix-free operator then skips the basis'
-#: products with every vector. Measured 2026-11-30 on the p = 3 value spec (c = 0.5) run with
+#: products with every vector. Measured 2026-11-29 on the p = 3 value spec (c = 0.5) run with
 #: the identity at n = 256 and 512 (41 and 130 CPU-s, one worker beside two others, load about
 #: 3) against the law's 176 and 927 s: 0.23 and 0.14; their geometric mean. The same searches
 #: on the random basis (the committed stores) gave the same brackets bit for bit.
@@ -1049,13 +1038,11 @@ def search_seconds(spec: ThresholdSweepSpec, settings: ThresholdSettings) -> flo
     measured evaluations (:func:`evaluation_scale`; :data:`IDENTITY_BASIS_SCALE` for a search
     on the identity basis whose steps run the large-n engine)."""
     checked = bool(spec.threshold.search["global_check"])
-    identity = spec.data["tensor"].get("basis") == "identity"
-    if identity and uses_matrix_free(
-        settings.n, settings.p, settings.noise, None, spec.matrix_free
-    ):
-        identity = _large_engine_steps(settings.method, settings.n)
-    else:
-        identity = False
+    identity = (
+        spec.data["tensor"].get("basis") == "identity"
+        and uses_matrix_free(settings.n, settings.p, settings.noise, None, spec.matrix_free)
+        and _large_engine_steps(settings.method, settings.n)
+    )
     scale = IDENTITY_BASIS_SCALE if identity else 1.0
     scale *= evaluation_scale(
         settings.method,
