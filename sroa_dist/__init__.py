@@ -11,7 +11,7 @@ from importlib import metadata as _metadata
 from typing import Any
 
 from .certificate import Certificate
-from .decomposition import SROAResult, sroa, sroa_batch
+from .decomposition import FileCheckpoint, SROAResult, StepCheckpoint, sroa, sroa_batch
 from .errors import InputError, SroaWarning, install_warning_format
 from .methods import (
     METHODS,
@@ -62,6 +62,7 @@ __all__ = [
     "NOISE_MODELS",
     "PERTURBATIONS",
     "Family",
+    "FileCheckpoint",
     "Perturbation",
     "draw_perturbation",
     "register_perturbation",
@@ -79,6 +80,7 @@ __all__ = [
     "OperatorNormResult",
     "RankOneResult",
     "SROAResult",
+    "StepCheckpoint",
     "identity_basis",
     "load_spec",
     "make_instance",

@@ -28,6 +28,7 @@ from ..methods import (
 from ..operators import TensorOperator
 from ..tensors import as_rng_list, check_symmetric_tensor
 from ..threads import single_blas
+from .checkpoint import StepCheckpoint, StepRecorder, fingerprint, generator_state
 from .engines import make_engine
 from .global_check import (
     GLOBAL_RTOL,
@@ -148,13 +149,14 @@ def sroa_batch(
     deflation: str = "auto",
     global_check: bool = False,
     redo: bool = False,
+    checkpoint: StepCheckpoint | None = None,
     **options: Any,
 ) -> SROAResult:
     """Algorithm 1 on every tensor of a stack ``(B, n, ..., n)``, all steps batched.
 
     Each instance draws from its own stream in ``rng`` (one seed-like spawned into B, or B
     seed-likes), so results match one-at-a-time :func:`sroa` calls bit for bit.
-    ``deflation``, ``global_check`` and ``redo``: see :func:`sroa`.
+    ``deflation``, ``global_check``, ``redo`` and ``checkpoint``: see :func:`sroa`.
     """
     if not isinstance(Ts, TensorOperator):  # an operator was checked when it was built
         Ts = check_symmetric_tensor(Ts, "Ts", batched=True)
@@ -192,10 +194,35 @@ def sroa_batch(
     # whole powers under the rule the method's options pin (sshopm revision 10: products).
     with resolve_method(method).power_rule(options):
         engine = make_engine(mode, Ts, method, rngs, gap_tol, options, draws)
-        steps = []
-        for _ in range(r):
+        steps: list[RankOneResult] = []
+        recorder = None
+        if checkpoint is not None:
+            if not isinstance(checkpoint, StepCheckpoint):
+                raise InputTypeError(
+                    f"checkpoint: expected a step checkpoint (load, save, rejected, interval_s), "
+                    f"received {type(checkpoint).__name__}",
+                    "pass checkpoint=sroa_dist.FileCheckpoint(path), or None",
+                )
+            settings = {
+                "method": method,
+                "rank": r,
+                "gap_tol": float(gap_tol).hex(),
+                "mode": mode,
+                "global_check": bool(global_check),
+                "redo": bool(redo),
+                "options": options,
+                "shared_check": draws is not None,
+                "engine": [type(engine).__name__, engine.STATE_VERSION],
+                # the generators as the steps find them (another seed: another SROA)
+                "rngs": [generator_state(g) for g in rngs],
+            }
+            recorder = StepRecorder(checkpoint, fingerprint(Ts, settings), r, engine, rngs, draws)
+            steps = recorder.resume()
+        while len(steps) < r:
             steps.append(engine.propose())
             engine.commit()
+            if recorder is not None:
+                recorder.after_step(steps)
         res = _assemble(steps, p, method)
         if global_check:
             shared = None if draws is None else (draws, engine.check_starts)
@@ -219,6 +246,7 @@ def sroa(
     deflation: str = "auto",
     global_check: bool = False,
     redo: bool = False,
+    checkpoint: StepCheckpoint | None = None,
     **options: Any,
 ) -> SROAResult:
     """Successive rank-one approximation of a symmetric tensor (Algorithm 1).
@@ -258,6 +286,12 @@ def sroa(
         With ``global_check``: where a check finds a value higher than the step's by more
         than ``GLOBAL_RTOL·‖T̂_{j-1}‖_F``, take its point as the step instead (``redone``) and
         compute the later steps again from there, so SROA continues on the global branch.
+    checkpoint : StepCheckpoint, optional
+        Save the steps as they go (at most every ``checkpoint.interval_s`` seconds) and, where
+        the checkpoint already holds this call's steps, continue from them: a call killed and
+        made again with the same arguments returns the uninterrupted result bit for bit
+        (:mod:`sroa_dist.decomposition.checkpoint`; :class:`FileCheckpoint` for a local file).
+        The global check after the last step is not saved: after a kill it runs again.
 
     Returns
     -------
@@ -274,6 +308,7 @@ def sroa(
         deflation=deflation,
         global_check=global_check,
         redo=redo,
+        checkpoint=checkpoint,
         **options,
     )
     return res[0]

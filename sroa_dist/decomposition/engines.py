@@ -99,6 +99,19 @@ class ExplicitSteps:
         """Deflate a step taken elsewhere (``lam (B,)``, ``x (B, n)``)."""
         self.residual -= rank_one_tensor(lam, x, self.residual.ndim - 1)
 
+    #: Version of :meth:`snapshot`'s layout (a step checkpoint's fingerprint holds it).
+    STATE_VERSION = 1
+
+    def snapshot(self) -> dict[str, Any]:
+        """What the next steps read besides the generators: the deflated tensors (between
+        steps: nothing is pending)."""
+        return {"residual": self.residual}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Continue from a :meth:`snapshot` of an engine built with the same arguments."""
+        self.residual = np.array(state["residual"], dtype=float)
+        self.pending = None
+
 
 def _forced_output(x: np.ndarray) -> MethodOutput:
     B = x.shape[0]
@@ -215,6 +228,41 @@ class ImplicitSteps:
                 :, None, :
             ]
             self.warm = (Xw, Gw)
+        self.pending = None
+
+    #: Version of :meth:`snapshot`'s layout (a step checkpoint's fingerprint holds it).
+    STATE_VERSION = 1
+
+    def snapshot(self) -> dict[str, Any]:
+        """What the next steps read besides the generators and the check draws (between
+        steps: nothing is pending): the deflation terms as they are laid out in memory, the
+        running sums, the warm starts and the shared check starts."""
+        return {
+            "Ut": self._Ut,
+            "U": self.U if self.block is None else None,
+            "W": self.W,
+            "lams": self.lams,
+            "abs_sum": self.abs_sum,
+            "fro2": self.fro2,
+            "warm": None if self.warm is None else list(self.warm),
+            "check_starts": {str(j): v for j, v in self.check_starts.items()},
+        }
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Continue from a :meth:`snapshot` of an engine built with the same arguments."""
+        self._Ut = np.array(state["Ut"], dtype=float)
+        self.lams = np.array(state["lams"], dtype=float)
+        k = self.lams.shape[1]
+        if self.block is None:
+            self.U = np.array(state["U"], dtype=float)
+        else:  # the view the steps read: the first k rows of the buffer of Uᵀ, transposed
+            self.U = self._Ut[:, :k].transpose(0, 2, 1)
+        self.W = np.array(state["W"], dtype=float)
+        self.abs_sum = np.array(state["abs_sum"], dtype=float)
+        self.fro2 = np.array(state["fro2"], dtype=float)
+        warm = state["warm"]
+        self.warm = None if warm is None else (np.array(warm[0]), np.array(warm[1]))
+        self.check_starts = {int(j): np.asarray(v) for j, v in state["check_starts"].items()}
         self.pending = None
 
     def replay(self, lam: np.ndarray, x: np.ndarray) -> None:

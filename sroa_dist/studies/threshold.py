@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..decomposition import SROAResult, sroa_batch
+from ..decomposition import SROAResult, StepCheckpoint, sroa_batch
 from ..errors import InputError, InputTypeError
 from ..methods import check_options, resolve_norm_method, revision_options
 from ..metrics import match
@@ -437,22 +437,29 @@ class _Evaluator:
             )
         )
 
-    @single_blas
     def __call__(self, eps: float) -> tuple:
+        return self.checkpointed(eps, None)
+
+    @single_blas
+    def checkpointed(self, eps: float, checkpoint: StepCheckpoint | None) -> tuple:
+        """The evaluation at ``eps`` with its SROA's steps saved to (and, where it holds them,
+        continued from) ``checkpoint``: the same outcome as :meth:`__call__`, bit for bit
+        (a sweep's evaluation journal gives each evaluation its own)."""
         crit = get_run_criterion(self.criterion)
         opts = {**self.checks, **self.options}
+        rng = [_copy(self.solve_ss)]
         if self.matrix_free:
             lam, basis = self.instance()
             op = structured_tensor(
                 self.p, lam, V=basis, family=self.family, eps=eps, params=self.params
             )
             res = sroa_batch(
-                op.as_batch(), rank=self.n, method=self.method, rng=[_copy(self.solve_ss)], **opts
+                op.as_batch(), self.n, self.method, rng=rng, checkpoint=checkpoint, **opts
             )
         else:
             T, E, lam, basis = self.instance().scaled(eps)
             res = sroa_batch(
-                (T + E)[None], rank=self.n, method=self.method, rng=[_copy(self.solve_ss)], **opts
+                (T + E)[None], self.n, self.method, rng=rng, checkpoint=checkpoint, **opts
             )
         m = match(res, lam[None], basis[None])
         metric, ok = crit.evaluate(

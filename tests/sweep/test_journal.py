@@ -10,6 +10,7 @@ that is no ``Exception`` (as a SIGKILL, nothing after it runs) raised by the k-t
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import shutil
 import tomllib
@@ -19,6 +20,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from sroa_dist.decomposition import checkpoint_header
+from sroa_dist.decomposition.engines import ExplicitSteps
 from sroa_dist.errors import SroaWarning
 from sroa_dist.studies import threshold as search
 from sroa_dist.sweep.kinds import make_layout, spec_from_dict
@@ -32,6 +35,7 @@ from sroa_dist.sweep.store import (
     scan_store,
     store_status,
 )
+from sroa_dist.sweep.store.journal import STEP_INTERVAL_ENV, STEPS_SUFFIX
 from tests.support.helpers import assert_same_bits, cube_values, run_cli, sigkill_run_when
 
 
@@ -62,20 +66,20 @@ class Killed(BaseException):
 
 
 class Counter:
-    """Counts the search's evaluations (``_Evaluator.__call__``), and kills the block at the
-    evaluation after ``kill_after`` (None: never)."""
+    """Counts the search's evaluations (``_Evaluator.checkpointed``, what a journal runs), and
+    kills the block at the evaluation after ``kill_after`` (None: never)."""
 
     def __init__(self, monkeypatch, kill_after: int | None = None):
         self.calls, self.kill_after = 0, kill_after
-        real = search._Evaluator.__call__
+        real = search._Evaluator.checkpointed
 
-        def counted(ev, eps):
+        def counted(ev, eps, checkpoint):
             if self.kill_after is not None and self.calls >= self.kill_after:
                 raise Killed
             self.calls += 1
-            return real(ev, eps)
+            return real(ev, eps, checkpoint)
 
-        monkeypatch.setattr(search._Evaluator, "__call__", counted)
+        monkeypatch.setattr(search._Evaluator, "checkpointed", counted)
 
 
 def _store(path: Path, raw: dict):
@@ -400,3 +404,155 @@ def test_sigkill_of_a_cli_run_mid_search_resumes_from_the_journal(tmp_path):
     assert k < int(cube_values(ref)["n_evals"].ravel()[0])
     assert_same_bits(cube_values(store), cube_values(ref))
     assert _entries(store) == []
+
+
+# ---- an SROA killed mid-evaluation: its step checkpoint -------------------------------------
+
+
+def _steps_files(path: Path) -> list[Path]:
+    return sorted((path / "journal").glob(f"*/*{STEPS_SUFFIX}"))
+
+
+class StepKill:
+    """Counts every step an engine commits (``ExplicitSteps.commit``: the n = 4 search forms
+    its deflated tensors) and proposes, and kills the block right after the ``kill_at``-th
+    commit (None: never); the step checkpoint of that commit is not written, as with a kill
+    landing mid-step."""
+
+    def __init__(self, monkeypatch, kill_at: int | None = None):
+        self.commits = self.proposes = 0
+        commit, propose = ExplicitSteps.commit, ExplicitSteps.propose
+
+        def counted_commit(engine):
+            commit(engine)
+            self.commits += 1
+            if self.commits == kill_at:
+                raise Killed
+
+        def counted_propose(engine, forced=None):
+            self.proposes += 1
+            return propose(engine, forced)
+
+        monkeypatch.setattr(ExplicitSteps, "commit", counted_commit)
+        monkeypatch.setattr(ExplicitSteps, "propose", counted_propose)
+
+
+def test_an_sroa_killed_mid_evaluation_continues_from_its_step_checkpoint(
+    tmp_path, monkeypatch, reference
+):
+    """With a checkpoint after every step, a kill at the 3rd step of the 6th evaluation leaves
+    5 entries and that SROA saved at step 2 of 4 (the status says so); the resumed block
+    replays the 5, continues the 6th from its 3rd step, and writes the uninterrupted cube bit
+    for bit; no checkpoint is left behind."""
+    values, total = reference
+    monkeypatch.setenv(STEP_INTERVAL_ENV, "0")
+    path = tmp_path / "s.zarr"
+    task, layout = _store(path, _raw())
+    mp = pytest.MonkeyPatch()
+    try:
+        StepKill(mp, kill_at=5 * 4 + 3)
+        with pytest.raises(Killed):
+            _compute_and_write(str(path), task, None)
+    finally:
+        mp.undo()
+    counts = journal_counts(str(path), layout, [0])
+    assert counts[0].entries == 5 and counts[0].in_progress == ((2, 4),)
+    assert len(_steps_files(path)) == 1
+    assert describe_journal(counts) == [
+        "5 evaluations of block 0 journalled; SROA in progress saved at step 2 of 4"
+    ]
+    assert not scan_store(str(path), layout).damaged  # bookkeeping, not damage
+    steps = StepKill(monkeypatch)
+    _run_block(path, task)
+    # every evaluation's 4 steps, less the 5 replayed and the 2 continued from
+    assert steps.proposes == (total - 5) * 4 - 2
+    assert_same_bits(cube_values(path), values)
+    assert _steps_files(path) == [] and _entries(path) == []
+
+
+def test_a_damaged_step_checkpoint_is_named_and_its_sroa_starts_again(
+    tmp_path, monkeypatch, reference
+):
+    values, total = reference
+    monkeypatch.setenv(STEP_INTERVAL_ENV, "0")
+    path = tmp_path / "d.zarr"
+    task, layout = _store(path, _raw())
+    mp = pytest.MonkeyPatch()
+    try:
+        StepKill(mp, kill_at=3)
+        with pytest.raises(Killed):
+            _compute_and_write(str(path), task, None)
+    finally:
+        mp.undo()
+    (victim,) = _steps_files(path)
+    data = bytearray(victim.read_bytes())
+    data[-7] ^= 0x01
+    victim.write_bytes(bytes(data))
+    steps = StepKill(monkeypatch)
+    with pytest.warns(SroaWarning, match=f"step checkpoint {victim}: damaged checkpoint"):
+        _run_block(path, task)
+    assert steps.proposes == total * 4  # the damaged one's SROA ran from its first step
+    assert_same_bits(cube_values(path), values)
+
+
+def test_the_step_interval_setting_is_checked_by_name(tmp_path, monkeypatch):
+    monkeypatch.setenv(STEP_INTERVAL_ENV, "soon")
+    path = tmp_path / "e.zarr"
+    task, _ = _store(path, _raw())
+    info = _compute_and_write(str(path), task, None)
+    assert STEP_INTERVAL_ENV in info.get("error", "") and "soon" in info["error"]
+
+
+STEP_KILL_SPEC = """\
+name = "journal-step-kill"
+seed = 5
+replicates = 1
+[tensor]
+n = 160
+p = 3
+basis = "identity"
+[noise]
+model = "attractor"
+[solver]
+method = "power"
+[threshold]
+criterion = "theorem"
+c = 0.5
+radius = 0.3
+eps_range = [0.3, 0.32]
+rtol = 0.05
+matrix_free = true
+"""
+
+
+@pytest.mark.slow
+def test_sigkill_of_a_cli_run_mid_sroa_continues_from_its_step_checkpoint(tmp_path, monkeypatch):
+    """The real thing, one level down: `sroa-dist run` of a search whose evaluations are one
+    matrix-free power SROA of 160 steps each, with a checkpoint after every step, SIGKILLed
+    with its scheduler and workers once an SROA is saved past its 20th step; the same command
+    again says where it continues, and the cube equals an uninterrupted search's (computed in
+    this process, without checkpoints) bit for bit."""
+    monkeypatch.setenv(STEP_INTERVAL_ENV, "0")  # the CLI's worker processes inherit it
+    spec = tmp_path / "kill.toml"
+    spec.write_text(STEP_KILL_SPEC)
+    store = tmp_path / "k.zarr"
+    args = ["run", str(spec), "--store", str(store), "--workers", "1"]
+    args += ["--dashboard-address", ":0"]
+
+    def saved_past_20() -> bool:
+        for f in _steps_files(store):
+            with contextlib.suppress(OSError, ValueError), f.open("rb") as fh:
+                if checkpoint_header(fh.readline())[0] > 20:
+                    return True
+        return False
+
+    sigkill_run_when(args, saved_past_20)
+    assert not read_done(str(store)).any()
+    again = run_cli(*args, timeout=600)
+    assert "SROA in progress saved at step" in again.stderr + again.stdout
+    monkeypatch.delenv(STEP_INTERVAL_ENV)
+    ref = tmp_path / "ref.zarr"
+    task, _ = _store(ref, tomllib.loads(STEP_KILL_SPEC))
+    _run_block(ref, task)
+    assert_same_bits(cube_values(store), cube_values(ref))
+    assert _steps_files(store) == []

@@ -44,6 +44,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
+import os
 import re
 import uuid
 import warnings
@@ -53,7 +55,8 @@ from typing import Any
 
 import fsspec.core
 
-from sroa_dist.errors import SroaWarning
+from sroa_dist.decomposition import DEFAULT_INTERVAL_S, checkpoint_header
+from sroa_dist.errors import InputError, SroaWarning
 
 from ..layout import Layout
 from .certificate_files import block_file_name, make_folder
@@ -177,6 +180,10 @@ class _Entries:
                 fs.rm(tmp)
             raise
 
+    def steps(self, key: str) -> StepFile:
+        """The step checkpoint of the evaluation of ``key`` (its SROA in progress)."""
+        return StepFile(self, key)
+
     def read(self, key: str) -> tuple[Any, str] | None:
         """``(outcome, commit)`` of the entry of ``key``; None where there is none or it is
         damaged (a warning names the file)."""
@@ -219,18 +226,101 @@ def read_entry(data: bytes, key: str | None = None) -> tuple[Any, str]:
     return outcome, str(doc.get("git_commit", "unknown"))
 
 
+#: Seconds of steps between two writes of an evaluation's step checkpoint, unless the
+#: environment variable of this name says otherwise (tests set 0: a write after every step).
+STEP_INTERVAL_ENV = "SROA_DIST_STEP_CHECKPOINT_S"
+
+
+@dataclass(frozen=True)
+class StepFile:
+    """The step checkpoint of one journalled evaluation (:mod:`sroa_dist.decomposition.
+    checkpoint`): ``<key>.steps`` beside its entry, so that an SROA of hours killed mid-run
+    continues from its last write. Written whole (temporary name, then renamed); removed once
+    the evaluation's entry is written. A damaged file or one of another SROA is the run's own
+    bookkeeping: a warning names it and the SROA starts from its first step."""
+
+    entries: _Entries
+    key: str
+
+    @property
+    def interval_s(self) -> float:
+        text = os.environ.get(STEP_INTERVAL_ENV, "")
+        try:
+            value = float(text) if text else DEFAULT_INTERVAL_S
+        except ValueError:
+            value = math.nan
+        if not value >= 0:
+            raise InputError(
+                f"environment variable {STEP_INTERVAL_ENV}: expected seconds >= 0, "
+                f"received {text!r}",
+                f"unset {STEP_INTERVAL_ENV} (every {DEFAULT_INTERVAL_S:.0f} s) or give seconds",
+            )
+        return value
+
+    def path(self) -> tuple[Any, str]:
+        fs, base = self.entries.folder()
+        return fs, f"{base}/{self.key}{STEPS_SUFFIX}"
+
+    def load(self) -> bytes | None:
+        fs, path = self.path()
+        try:
+            return fs.cat_file(path)
+        except FileNotFoundError:
+            return None
+
+    def save(self, data: bytes) -> None:
+        fs, path = self.path()
+        base = path.rsplit("/", 1)[0]
+        make_folder(fs, base.rsplit("/", 1)[0])
+        fs.makedirs(base, exist_ok=True)
+        tmp = f"{path}.{uuid.uuid4().hex}.tmp"
+        try:
+            fs.pipe_file(tmp, data)
+            fs.mv(tmp, path)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                fs.rm(tmp)
+            raise
+
+    def rejected(self, reason: str) -> None:
+        warnings.warn(
+            f"step checkpoint {self.path()[1]}: {reason}; not used, the SROA starts from its "
+            "first step",
+            SroaWarning,
+            stacklevel=2,
+        )
+
+    def drop(self) -> None:
+        """Remove the checkpoint (its evaluation's entry is written: it is spent)."""
+        fs, path = self.path()
+        with contextlib.suppress(FileNotFoundError):
+            fs.rm(path)
+
+
+#: Suffix of an evaluation's step checkpoint in its block's journal folder.
+STEPS_SUFFIX = ".steps"
+
+
 @dataclass(frozen=True)
 class _Recorded:
     """``fn`` on ``(key, item)``, its outcome journalled under ``key`` as soon as it is known
-    (where it ran)."""
+    (where it ran). An evaluator with ``checkpointed(item, checkpoint)`` gets the step
+    checkpoint of its key, so an SROA in progress survives a kill as well."""
 
     fn: Callable[[Any], Any]
     entries: _Entries
 
     def __call__(self, keyed: tuple[str, Any]) -> Any:
         key, item = keyed
-        out = self.fn(item)
+        checkpointed = getattr(self.fn, "checkpointed", None)
+        if checkpointed is None:
+            out = self.fn(item)
+        else:
+            steps = self.entries.steps(key)
+            out = checkpointed(item, steps)
         self.entries.write(key, out)
+        if checkpointed is not None:
+            steps.drop()
         return out
 
 
@@ -338,6 +428,8 @@ class JournalCount:
 
     entries: int
     damaged: tuple[str, ...] = ()
+    #: ``(steps done, rank)`` of each SROA in progress (a step checkpoint), in key order.
+    in_progress: tuple[tuple[int, int], ...] = ()
 
 
 def journal_counts(
@@ -360,8 +452,12 @@ def journal_counts(
         name = _block_folder(layout.dims, coords)
         if name not in present:
             continue
-        good, damaged = 0, []
+        good, damaged, partial = 0, [], []
         for f in sorted(fs.ls(f"{root}/{name}", detail=False)):
+            if f.endswith(STEPS_SUFFIX):
+                with contextlib.suppress(ValueError, OSError), fs.open(f, "rb") as fh:
+                    partial.append(checkpoint_header(fh.readline()))
+                continue
             if not f.endswith(".json"):
                 continue  # a temporary name: a write that never finished
             try:
@@ -370,8 +466,8 @@ def journal_counts(
                 good += 1
             except (_Damaged, OSError):
                 damaged.append(f)
-        if good or damaged:
-            out[int(b)] = JournalCount(good, tuple(damaged))
+        if good or damaged or partial:
+            out[int(b)] = JournalCount(good, tuple(damaged), tuple(partial))
     return out
 
 
@@ -382,5 +478,8 @@ def describe_journal(counts: Mapping[int, JournalCount]) -> list[str]:
         line = f"{c.entries} evaluation{'s' if c.entries != 1 else ''} of block {b} journalled"
         if c.damaged:
             line += f"; {len(c.damaged)} damaged (not used, run again): {', '.join(c.damaged)}"
+        if c.in_progress:
+            steps = ", ".join(f"step {d} of {r}" for d, r in c.in_progress)
+            line += f"; SROA in progress saved at {steps}"
         lines.append(line)
     return lines
