@@ -91,8 +91,27 @@ def test_the_attractor_pair_past_256_reads_each_solvers_store_and_names_what_is_
     assert empty.count("not measured") == 4  # two sizes, two solvers
     data = Data(ROOT)
     table = attractor_large_n_table(data)
-    line = next(x for x in table.splitlines() if x.startswith("| 512 | global (sshopm checked) |"))
-    cells = line.split(" | ")
-    assert cells[2:5] == ["[0.12, 0.6]", "19", "(0.30294, 0.30634]"]
-    assert "| 1024 | power AGHKT | — | — | not measured | — |" in table
-    assert "docs/data/studies/asymptote-attractor-global-n512.zarr" in {s.path for s in data.used}
+    rows = [x.split(" | ") for x in table.splitlines() if x.startswith("| 512 | global (sshopm")]
+    # each basis' store is a row: the same bracket on the random basis and on the identity
+    assert [r[2:6] for r in rows] == [
+        ["random", "[0.12, 0.6]", "19", "(0.30294, 0.30634]"],
+        ["identity", "[0.12, 0.6]", "19", "(0.30294, 0.30634]"],
+    ]
+    used = {s.path for s in data.used}
+    assert "docs/data/studies/asymptote-attractor-global-n512.zarr" in used
+    assert "docs/data/studies/asymptote-attractor-global-n512-identity.zarr" in used
+
+
+def test_a_search_that_passes_its_whole_scan_is_a_lower_bound_not_a_crossing():
+    """No crossing in the scan range (bracket (end, inf)): the row says so, and compares the
+    scan's end with the prediction as a bound; no doubling slope is drawn through it."""
+    stores = {
+        "asymptote-p5-c2-n512": [_row(512, 1.2, math.inf)],
+        "asymptote-p5-c2-n1024-identity": [_row(1024, 1.2, math.inf)],
+    }
+    table = asymptote_table(_Stores(stores))
+    cells = _line(table, 5, "theorem c=2", 1024)
+    assert cells[8] == "none: passes up to 1.20 (the scan's end)"
+    assert cells[9] == f"> {100 * (1.2 / float(cells[3]) - 1):+.0f} %"
+    assert cells[10] == f"> {1.2 * 1023**0.25:.3f}"
+    assert cells[11].startswith("—")

@@ -31,6 +31,7 @@ __all__ = [
     "ATTRACTOR_LARGE_SIZES",
     "VALUE_STUDIES",
     "asymptote_brackets",
+    "asymptote_open",
     "WORST_CASE_STUDIES",
     "bracket_moved",
     "escape_series",
@@ -413,39 +414,51 @@ def power_table(data: Data) -> str:
 
 
 #: Whole-SROA first crossings on the attractor past n = 256 (issue 35): per size, the study
-#: store of each solver, run one size at a time (``--set 'tensor.n=[N]'``) on the same instance
-#: (the two specs share seed and settings but the method and the check).
-ATTRACTOR_LARGE_N: dict[str, str] = {
-    "global (sshopm checked)": "asymptote-attractor-global-n{n}",
-    "power AGHKT": "asymptote-attractor-power-n{n}",
+#: stores of each solver, run one size at a time (``--set 'tensor.n=[N]'``) on the same instance
+#: (the two specs share seed and settings but the method and the check), on the random basis
+#: and (``--set 'tensor.basis="identity"'``, where the basis' products would dominate the cost)
+#: on the identity; each store that exists is a row.
+ATTRACTOR_LARGE_N: dict[str, tuple[str, ...]] = {
+    "global (sshopm checked)": (
+        "asymptote-attractor-global-n{n}",
+        "asymptote-attractor-global-n{n}-identity",
+    ),
+    "power AGHKT": ("asymptote-attractor-power-n{n}", "asymptote-attractor-power-n{n}-identity"),
 }
 ATTRACTOR_LARGE_SIZES = (512, 1024)
 
 
 def attractor_large_n_table(data: Data) -> str:
-    """Per size and solver: the scan range the store's spec searched, the evaluations, the
-    bracket and the evaluations with a redone step, from the stores that exist ("not measured"
-    where none does, "unfinished" where its search has not ended)."""
+    """Per size, solver and basis: the scan range the store's spec searched, the evaluations,
+    the bracket and the evaluations with a redone step, from the stores that exist ("not
+    measured" where none does, "unfinished" where its search has not ended)."""
     out = []
     for n in ATTRACTOR_LARGE_SIZES:
-        for solver, pattern in ATTRACTOR_LARGE_N.items():
-            study = pattern.format(n=n)
-            rows = data.threshold_store(study)
-            if rows is None:
-                out.append(f"| {n} | {solver} | — | — | not measured | — |")
-                continue
-            spec = json.loads(data.store(study).attrs["spec"])
-            a, b = spec["threshold"]["eps_range"]
-            if not rows:
-                out.append(f"| {n} | {solver} | [{a:g}, {b:g}] | — | unfinished | — |")
-                continue
-            data.note_store(study, rows, f"n = {n}")
-            (r,) = rows
-            out.append(
-                f"| {n} | {solver} | [{a:g}, {b:g}] | {r['n_evals']} | "
-                f"({r['lo']:.5f}, {r['hi']:.5f}] | {r['redone']} |"
-            )
-    head = ["n", "solver", "scan range", "evaluations", "first crossing (lo, hi]",
+        for solver, patterns in ATTRACTOR_LARGE_N.items():
+            found = False
+            for pattern in patterns:
+                study = pattern.format(n=n)
+                rows = data.threshold_store(study)
+                if rows is None:
+                    continue
+                found = True
+                spec = json.loads(data.store(study).attrs["spec"])
+                a, b = spec["threshold"]["eps_range"]
+                basis = spec["tensor"].get("basis", "random")
+                if not rows:
+                    out.append(
+                        f"| {n} | {solver} | {basis} | [{a:g}, {b:g}] | — | unfinished | — |"
+                    )
+                    continue
+                data.note_store(study, rows, f"n = {n}")
+                (r,) = rows
+                out.append(
+                    f"| {n} | {solver} | {basis} | [{a:g}, {b:g}] | {r['n_evals']} | "
+                    f"({r['lo']:.5f}, {r['hi']:.5f}] | {r['redone']} |"
+                )
+            if not found:
+                out.append(f"| {n} | {solver} | — | — | — | not measured | — |")
+    head = ["n", "solver", "basis", "scan range", "evaluations", "first crossing (lo, hi]",
             "evaluations with a redone step"]  # fmt: skip
     return _table(head, out)
 
@@ -622,7 +635,12 @@ ASYMPTOTE_STUDIES: dict[tuple[int, str], list[str]] = {
         "asymptote-p5-c0.5-n512",
         "asymptote-p5-c0.5-n1024",
     ],
-    (5, "theorem c=2"): ["asymptote-p5-c2"],
+    (5, "theorem c=2"): [
+        "asymptote-p5-c2",
+        "asymptote-p5-c2-n512",
+        # n = 1024 on the identity basis (at n = 512 both bases gave the same scan verdicts)
+        "asymptote-p5-c2-n1024-identity",
+    ],
 }
 ASYMPTOTE_PREDICTIONS = f"{RATE}/asymptote-predictions.json"
 
@@ -637,6 +655,18 @@ def asymptote_brackets(data: Data, p: int, label: str) -> dict[int, tuple[float,
             data.note_store(study, cube, f"n = {_sizes(r['n'] for r in cube)}")
             rows += cube
     return per_size(rows)
+
+
+def asymptote_open(data: Data, p: int, label: str) -> dict[int, float]:
+    """n -> the scan end of an asymptote search of ``(p, label)`` that found no crossing in its
+    range (the criterion passed everywhere, bracket ``(end, inf)``): a lower bound on ε*, not
+    a crossing. Reads the stores :func:`asymptote_brackets` reads (and notes them)."""
+    out: dict[int, float] = {}
+    for study in ASYMPTOTE_STUDIES.get((p, label), []):
+        for r in data.threshold_store(study) or []:
+            if r["lo"] > 0 and not math.isfinite(r["hi"]):
+                out[r["n"]] = min(out.get(r["n"], math.inf), r["lo"])
+    return out
 
 
 def _doubling(brackets: dict[int, tuple[float, float]], n: int, p: int) -> str:
@@ -660,6 +690,7 @@ def asymptote_table(data: Data) -> str:
     for e in doc["predictions"]:
         p, label = e["p"], e["criterion"]
         brackets = asymptote_brackets(data, p, label)
+        open_ = asymptote_open(data, p, label)
         for r in e["rows"]:
             n = r["n"]
             if p == 6 and label == "value c=0.5" and n < 2048:
@@ -679,6 +710,11 @@ def asymptote_table(data: Data) -> str:
                 if corr is not None:
                     cmp += f" ({100 * (mid / corr - 1):+.1f} % corrected)"
                 norm = f"{mid * (n - 1) ** (1 / (p - 1)):.3f}"
+            elif n in open_:  # passed over the whole scan: ε* lies above its end
+                end = open_[n]
+                meas = f"none: passes up to {end:.2f} (the scan's end)"
+                cmp = f"> {100 * (end / pred - 1):+.0f} %"
+                norm = f"> {end * (n - 1) ** (1 / (p - 1)):.3f}"
             else:
                 meas, cmp, norm = "not yet measured", "—", "—"
             out.append(
