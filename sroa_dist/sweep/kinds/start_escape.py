@@ -53,7 +53,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from sroa_dist.errors import InputError
-from sroa_dist.methods import aghkt_budget
+from sroa_dist.methods import LARGE_N, aghkt_budget
 from sroa_dist.studies import (
     DEFAULT_RADIUS,
     ESCAPE_FAMILIES,
@@ -74,6 +74,7 @@ from ..spec import (
     validate_table,
 )
 from .base import GridPoint, KindBase, grid_points, timed_block
+from .threshold import IDENTITY_BASIS_SCALE, large_n_sroa_seconds
 
 __all__ = [
     "ESCAPE",
@@ -437,19 +438,25 @@ def escape_spec_from_dict(raw: Mapping[str, Any], source: str = "<dict>") -> Esc
 #: an upper bound on CPU): the whole store priced at 144 s against 145 s measured; per (n,
 #: budget) 0.49-1.31x, per instance 0.44-1.45x (5-95 %). The constants before (2.0e-5,
 #: 3.5e-10), fitted to timings at load 16-40, priced that store at 26.5 CPU-min, 10x over.
-#: One SROA step costs ``SROA_STEP + SROA_CUBIC·n³ + SROA_UNIT·L·N·n²`` (Python overhead, the
-#: deflation and polish, the starts' iterations), fitted to
-#: :func:`~sroa_dist.studies.start_escape.whole_sroa` (n = 16-64, 2026-11-28, nice 5, load 16
-#: on 2 cores: CPU time, inflated by the load) and to the published whole SROAs of
-#: attractor-confirm.json (n = 128, 256): the attractor-confirm store (n = 128) measured 338
-#: CPU-s against 538 priced (1.6x over, not refitted: one size).
+#: One power SROA step costs ``SROA_STEP + SROA_UNIT·L·N·n²`` (Python overhead, the deflation
+#: and polish, then the starts' iterations against the operator and the deflation terms):
+#: refitted 2026-11-29 to the CPU of the three committed whole-SROA stores, each instance's CPU
+#: its share of the store's recorded CPU by its ``solve_time`` (docs/data/cost/study-runs.json):
+#: attractor-confirm (n = 128, L = 1 and 4: 0.96 and 0.73 CPU-s per SROA), attractor-confirm-256
+#: (n = 256, L = 5 and 20: 1.15 and 2.45) and attractor-capture (n = 256, L = 20: 2.28); the
+#: step's cost is flat in n over 128-256 at L ≤ 5 and grows with L·N·n² at L = 20. The model
+#: before (a cubic term 2.0e-9·n³ and SROA_UNIT 1.0e-9, fitted at n = 16-64 under load 16 on the
+#: engine before the large-n one) priced the n = 256 stores 8-14x over.
 ESCAPE_ITER_SECONDS = 7.8e-7
 ESCAPE_UNIT_SECONDS = 4.9e-11
 SROA_STEP_SECONDS = 4.0e-3
-SROA_CUBIC_SECONDS = 2.0e-9
-SROA_UNIT_SECONDS = 1.0e-9
+SROA_UNIT_SECONDS = 1.6e-10
 #: SS-HOPM's start-iterations per step (16 uniform and 4 spectral starts, tens of iterations)
-#: and the factor a global check with redo puts on a step (about 2 at n = 16-32, measured).
+#: and the factor a global check with redo puts on a step (about 2 at n = 16-32, measured), for
+#: sizes below the large-n engine's; from ``LARGE_N`` on an SS-HOPM SROA is priced by that
+#: engine's law (:func:`~.threshold.large_n_sroa_seconds`) on the identity basis the escape
+#: kind's instances have (:data:`~.threshold.IDENTITY_BASIS_SCALE`): 2.5 CPU-s at n = 256
+#: against 2.84 measured (attractor-capture's sshopm@global).
 SSHOPM_STEP_WORK = 20 * 40
 GLOBAL_STEP_FACTOR = 2.0
 
@@ -466,9 +473,12 @@ def instance_seconds(spec: EscapeSweepSpec, settings: EscapeSettings) -> float:
     if solver.power and e.starts > 0:
         for r in parse_stages(e.stages, n):
             seconds += e.starts * N * (ESCAPE_ITER_SECONDS + ESCAPE_UNIT_SECONDS * n * (n + r))
-    if e.sroa:
+    if e.sroa and not solver.power and n >= LARGE_N:
+        checked = large_n_sroa_seconds(n, settings.p, checked=solver.global_steps)
+        seconds += checked * IDENTITY_BASIS_SCALE
+    elif e.sroa:
         work = L * N if solver.power else SSHOPM_STEP_WORK
-        step = SROA_STEP_SECONDS + SROA_CUBIC_SECONDS * n**3 + SROA_UNIT_SECONDS * work * n * n
+        step = SROA_STEP_SECONDS + SROA_UNIT_SECONDS * work * n * n
         seconds += n * step * (GLOBAL_STEP_FACTOR if solver.global_steps else 1.0)
     return seconds
 
