@@ -10,9 +10,10 @@ published one (``docs/data/nscaling/<file>``) and the script's rerun with the cu
 (``docs/data/nscaling-global/<file>``, same seeds). Where the cube differs from the published
 bracket and this gives the published search's bits, the seeds are the whole difference.
 
-Usage: ``python docs/data/studies/threshold-regression.py SPEC FILE N [N ...]``, e.g.
-``sweeps/studies/nscaling-recovery-p3.toml gauss-p3-rec 8``. Appends to
-docs/data/studies/threshold-regression.json.
+Usage: ``python docs/data/studies/threshold-regression.py SPEC FILE N[/REP] [N[/REP] ...]``,
+e.g. ``sweeps/studies/nscaling-recovery-p3.toml gauss-p3-rec 8`` (replicate 0) or ``... tiltg-p3
+8/1`` (replicate 1). Appends to docs/data/studies/threshold-regression.json, replacing the rows
+of the same file, n and replicate.
 """
 
 from __future__ import annotations
@@ -58,26 +59,28 @@ def main() -> None:
     st = published["study"]
     kind = KINDS["threshold"]
     rows = []
-    for n in map(int, ns):
+    for arg in ns:
+        n, _, r = arg.partition("/")
+        n, rep = int(n), int(r or 0)
         settings = spec.settings_at({"n": n, "method": st["method"], "noise": st["family"]})
-        problem = kind.instance(spec, settings, 0)
+        problem = kind.instance(spec, settings, rep)
         assert (problem.family, problem.method, problem.criterion) == (
             st["family"], st["method"], st["criterion"]
         )  # fmt: skip
         at_script = dataclasses.replace(
-            problem, seed=SCRIPT_SEED, spawn_key=script_key(published, n, 0)
+            problem, seed=SCRIPT_SEED, spawn_key=script_key(published, n, rep)
         )
         t0, c0 = time.perf_counter(), time.process_time()
         res = at_script.run()
         lo, hi = (float(x) for x in res.bracket)
-        old = next(r for r in published["results"] if (r["n"], r["replicate"]) == (n, 0))
-        new = next(r for r in again["results"] if (r["n"], r["replicate"]) == (n, 0))
+        old = next(r for r in published["results"] if (r["n"], r["replicate"]) == (n, rep))
+        new = next(r for r in again["results"] if (r["n"], r["replicate"]) == (n, rep))
         rows.append(
             {
                 "file": name,
                 "spec": spec_path,
                 "n": n,
-                "replicate": 0,
+                "replicate": rep,
                 "kind_at_script_seed": [lo, hi],
                 "n_evals": int(res.n_evals),
                 "published": [old["lo"], old["hi"]],
@@ -85,7 +88,12 @@ def main() -> None:
                 "script_current_search": [new["lo"], new["hi"]],
                 "same_bits_as_published": [lo, hi] == [old["lo"], old["hi"]],
                 "same_bits_as_script_current_search": [lo, hi] == [new["lo"], new["hi"]],
-                "rel_diff_published": float(np.sqrt(lo * hi / (old["lo"] * old["hi"])) - 1),
+                # a bracket from 0 (the first scan point failed) has no centre: its upper end
+                "rel_diff_published": float(
+                    np.sqrt(lo * hi / (old["lo"] * old["hi"])) - 1
+                    if old["lo"] > 0
+                    else hi / old["hi"] - 1
+                ),
                 "cpu_s": round(time.process_time() - c0, 1),
                 "wall_s": round(time.perf_counter() - t0, 1),
             }
@@ -96,9 +104,8 @@ def main() -> None:
         ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True
     ).stdout.strip()
     doc.setdefault("rows", [])
-    doc["rows"] = [
-        r for r in doc["rows"] if (r["file"], r["n"]) not in {(x["file"], x["n"]) for x in rows}
-    ] + rows
+    done = {(x["file"], x["n"], x["replicate"]) for x in rows}
+    doc["rows"] = [r for r in doc["rows"] if (r["file"], r["n"], r["replicate"]) not in done] + rows
     doc["git_commit"], doc["python"] = commit, platform.python_version()
     OUT.write_text(json.dumps(doc, indent=1) + "\n")
 
