@@ -889,14 +889,23 @@ def test_an_identity_basis_search_on_the_large_n_engine_is_priced_as_measured():
     """The large-n law was fitted to the studies' random basis; on the identity a search on the
     large-n engine is priced IDENTITY_BASIS_SCALE of it (measured at n = 256 and 512), and
     below the engine (dense or small n) the basis changes no price."""
-    from sroa_dist.sweep.kinds.threshold import IDENTITY_BASIS_SCALE, search_seconds
+    from sroa_dist.sweep.kinds.threshold import (
+        IDENTITY_BASIS_POWER_SCALE,
+        IDENTITY_BASIS_SCALE,
+        search_seconds,
+    )
 
-    path = ROOT / "sweeps" / "studies" / "asymptote-p3-c0.5.toml"
-    for n, scale in ((512, IDENTITY_BASIS_SCALE), (64, 1.0)):
+    tilt = ROOT / "sweeps" / "studies" / "asymptote-p3-c0.5.toml"
+    power = ROOT / "sweeps" / "studies" / "asymptote-attractor-power.toml"
+    for path, n, scale in (
+        (tilt, 512, IDENTITY_BASIS_SCALE),
+        (tilt, 64, 1.0),
+        (power, 512, IDENTITY_BASIS_POWER_SCALE),  # power's own iterations, measured once
+    ):
         over = [f"tensor.n=[{n}]"]
         plain = load_spec(path, over)
         ident = load_spec(path, [*over, 'tensor.basis="identity"'])
         point = {"n": n}
         a = search_seconds(plain, plain.settings_at(point))
         b = search_seconds(ident, ident.settings_at(point))
-        assert b == pytest.approx(scale * a), n
+        assert b == pytest.approx(scale * a), (path.name, n)

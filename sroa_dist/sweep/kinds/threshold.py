@@ -1030,20 +1030,30 @@ def search_evals(spec: ThresholdSweepSpec) -> float:
 #: 3) against the law's 176 and 927 s: 0.23 and 0.14; their geometric mean. The same searches
 #: on the random basis (the committed stores) gave the same brackets bit for bit.
 IDENTITY_BASIS_SCALE = 0.18
+#: The same for ``power``'s own iterations on an operator (its AGHKT budget's starts, which the
+#: basis multiplies at every iteration), over :data:`POWER_OPERATOR_SCALE`'s random-basis
+#: price: the attractor's power search at n = 512 on the identity at the global bracket's two
+#: ends (docs/data/studies/asymptote-attractor-power-n512-identity.zarr, 2026-11-29, 2 workers,
+#: load about 2) took about 1 940 CPU-s against the 4 092 s printed (0.47); the random-basis
+#: run of the same two SROAs took 4 093 CPU-s. One run: the same verdicts and bracket on both.
+IDENTITY_BASIS_POWER_SCALE = 0.47
 
 
 def search_seconds(spec: ThresholdSweepSpec, settings: ThresholdSettings) -> float:
     """Expected CPU seconds of one search at ``settings``: :func:`search_cost` at the
     evaluations the search's own parameters make on average (:func:`search_evals`), scaled to
-    measured evaluations (:func:`evaluation_scale`; :data:`IDENTITY_BASIS_SCALE` for a search
-    on the identity basis whose steps run the large-n engine)."""
+    measured evaluations (:func:`evaluation_scale`; on the identity basis
+    :data:`IDENTITY_BASIS_SCALE` where the steps run the large-n engine,
+    :data:`IDENTITY_BASIS_POWER_SCALE` for ``power`` on an operator)."""
     checked = bool(spec.threshold.search["global_check"])
-    identity = (
-        spec.data["tensor"].get("basis") == "identity"
-        and uses_matrix_free(settings.n, settings.p, settings.noise, None, spec.matrix_free)
-        and _large_engine_steps(settings.method, settings.n)
+    identity = spec.data["tensor"].get("basis") == "identity" and uses_matrix_free(
+        settings.n, settings.p, settings.noise, None, spec.matrix_free
     )
-    scale = IDENTITY_BASIS_SCALE if identity else 1.0
+    scale = 1.0
+    if identity and _large_engine_steps(settings.method, settings.n):
+        scale = IDENTITY_BASIS_SCALE
+    elif identity and settings.method == "power":
+        scale = IDENTITY_BASIS_POWER_SCALE
     scale *= evaluation_scale(
         settings.method,
         settings.n,
