@@ -510,8 +510,9 @@ def regression_table(data: Data) -> str:
         f"{sum(total.values())} published rows: **{total['same']} same** from a cube (bits, or "
         "counts and findings where the draw differs), "
         f"**{total['differs']} differ** (each says why), **{total[NOT_RERUN]} not rerun yet** "
-        f"(their studies have no store under `{STUDIES}` yet), **{total[NO_SPEC]} without a "
-        f"spec** (each says why), **{total[WITHDRAWN]} withdrawn**.\n",
+        f"(no store under `{STUDIES}` holds them yet: none for their study, or an unfinished "
+        f"one), **{total[NO_SPEC]} without a spec** (each says why), "
+        f"**{total[WITHDRAWN]} withdrawn**.\n",
         "### First-crossing brackets\n",
         _md(["study", "row", "n", "published (lo, hi]", "cube (lo, hi]", "status"], brackets),
         "### Accumulation coefficients g_p(ε)\n",
