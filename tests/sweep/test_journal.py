@@ -437,6 +437,17 @@ class StepKill:
         monkeypatch.setattr(ExplicitSteps, "propose", counted_propose)
 
 
+def _kill_mid_sroa(path: Path, task, kill_at: int) -> None:
+    """Run the block of ``path`` until right after its ``kill_at``-th committed step."""
+    mp = pytest.MonkeyPatch()
+    try:
+        StepKill(mp, kill_at=kill_at)
+        with pytest.raises(Killed):
+            _compute_and_write(str(path), task, None)
+    finally:
+        mp.undo()
+
+
 def test_an_sroa_killed_mid_evaluation_continues_from_its_step_checkpoint(
     tmp_path, monkeypatch, reference
 ):
@@ -448,13 +459,7 @@ def test_an_sroa_killed_mid_evaluation_continues_from_its_step_checkpoint(
     monkeypatch.setenv(STEP_INTERVAL_ENV, "0")
     path = tmp_path / "s.zarr"
     task, layout = _store(path, _raw())
-    mp = pytest.MonkeyPatch()
-    try:
-        StepKill(mp, kill_at=5 * 4 + 3)
-        with pytest.raises(Killed):
-            _compute_and_write(str(path), task, None)
-    finally:
-        mp.undo()
+    _kill_mid_sroa(path, task, kill_at=5 * 4 + 3)
     counts = journal_counts(str(path), layout, [0])
     assert counts[0].entries == 5 and counts[0].in_progress == ((2, 4),)
     assert len(_steps_files(path)) == 1
@@ -477,13 +482,7 @@ def test_a_damaged_step_checkpoint_is_named_and_its_sroa_starts_again(
     monkeypatch.setenv(STEP_INTERVAL_ENV, "0")
     path = tmp_path / "d.zarr"
     task, layout = _store(path, _raw())
-    mp = pytest.MonkeyPatch()
-    try:
-        StepKill(mp, kill_at=3)
-        with pytest.raises(Killed):
-            _compute_and_write(str(path), task, None)
-    finally:
-        mp.undo()
+    _kill_mid_sroa(path, task, kill_at=3)
     (victim,) = _steps_files(path)
     data = bytearray(victim.read_bytes())
     data[-7] ^= 0x01

@@ -137,6 +137,24 @@ class _Damaged(ValueError):
     hint = "the evaluation runs again and rewrites the entry; nothing needs doing"
 
 
+def _write_whole(fs: Any, path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` inside a block's journal folder (made, with the journal's
+    zarr group, where missing), whole or not at all: a temporary name, then renamed."""
+    base = path.rsplit("/", 1)[0]
+    make_folder(fs, base.rsplit("/", 1)[0])
+    fs.makedirs(base, exist_ok=True)
+    tmp = f"{path}.{uuid.uuid4().hex}.tmp"
+    try:
+        fs.pipe_file(tmp, data)
+        fs.mv(tmp, path)
+    except BaseException:
+        # A full disk, say: leave no temporary file behind (the OSError fails the block as any
+        # store write does; its evaluations so far stay journalled).
+        with contextlib.suppress(Exception):
+            fs.rm(tmp)
+        raise
+
+
 @dataclass(frozen=True)
 class _Entries:
     """One block's journal folder: read and write entries (picklable: an evaluation on another
@@ -165,20 +183,7 @@ class _Entries:
         ).encode()
         head = f"{_MAGIC} {ENTRY_FORMAT} {hashlib.sha256(body).hexdigest()}\n".encode()
         fs, base = self.folder()
-        root = base.rsplit("/", 1)[0]
-        make_folder(fs, root)
-        fs.makedirs(base, exist_ok=True)
-        path = f"{base}/{key}.json"
-        tmp = f"{path}.{uuid.uuid4().hex}.tmp"
-        try:
-            fs.pipe_file(tmp, head + body)
-            fs.mv(tmp, path)
-        except BaseException:
-            # A full disk, say: leave no temporary file behind (the OSError fails the block
-            # as any store write does; its evaluations so far stay journalled).
-            with contextlib.suppress(Exception):
-                fs.rm(tmp)
-            raise
+        _write_whole(fs, f"{base}/{key}.json", head + body)
 
     def steps(self, key: str) -> StepFile:
         """The step checkpoint of the evaluation of ``key`` (its SROA in progress)."""
@@ -270,17 +275,7 @@ class StepFile:
 
     def save(self, data: bytes) -> None:
         fs, path = self.path()
-        base = path.rsplit("/", 1)[0]
-        make_folder(fs, base.rsplit("/", 1)[0])
-        fs.makedirs(base, exist_ok=True)
-        tmp = f"{path}.{uuid.uuid4().hex}.tmp"
-        try:
-            fs.pipe_file(tmp, data)
-            fs.mv(tmp, path)
-        except BaseException:
-            with contextlib.suppress(Exception):
-                fs.rm(tmp)
-            raise
+        _write_whole(fs, path, data)
 
     def rejected(self, reason: str) -> None:
         warnings.warn(
