@@ -202,3 +202,33 @@ def test_a_bracket_from_zero_is_compared_by_its_upper_end():
     assert cube == "(0.0000, 0.0505]"
     assert status.startswith("differs by +1.00 % in the upper end, a bracket from 0")
     assert _compare(old, dict(old))[1].startswith("same bits")
+
+
+def test_a_last_bits_difference_reads_the_check_at_the_scripts_seed(tmp_path):
+    """A bracket that differs in its last bits names what the kind gave at the script's own
+    seed: the published bits (the seeds made the difference), the cube's bits (they made none:
+    the search revision did), or neither; with no check it says so."""
+    from sroa_dist.analysis.published.regression import THRESHOLD_CHECK, _compare, _same_search
+
+    old = {"n": 8, "replicate": 0, "lo": 0.5406073840839108, "hi": 0.5481997702440861}
+    new = {"lo": 0.540607384083911, "hi": 0.5481997702440862}
+    rel = "docs/data/nscaling/tilt-p4.json"
+    data = Data(tmp_path)
+    assert _same_search(data, rel, old, new) == "other seeds"
+    assert "not checked for this one" in _compare(old, new, "coherent-tilt")[1]
+
+    def check(kind: list[float]) -> str:
+        row = {"file": "tilt-p4", "n": 8, "replicate": 0, "kind_at_script_seed": kind}
+        row |= {"same_bits_as_published": kind == [old["lo"], old["hi"]]}
+        row |= {"same_bits_as_script_current_search": None, "rel_diff_published": 2.2e-16}
+        path = tmp_path / THRESHOLD_CHECK
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"rows": [row]}))
+        return _same_search(Data(tmp_path), rel, old, new)
+
+    why = check([new["lo"], new["hi"]])
+    assert "gives the cube's bits, so the draw makes no difference" in why
+    status = _compare(old, new, "coherent-tilt", why)[1]
+    assert status.startswith("differs in the last bits only") and "not checked" not in status
+    assert "gives the published bracket bit for bit" in check([old["lo"], old["hi"]])
+    assert "a bracket +0.00 % from the published" in check([0.5406, 0.5482])

@@ -7,8 +7,10 @@ crc32(method), crc32(criterion), round(1000 c), replicate))``. This runs the kin
 (``KINDS["threshold"].instance(spec, settings, replicate)``: the spec's settings, revision and
 weights) with only the seed swapped for the script's, and sets the bracket beside the
 published one (``docs/data/nscaling/<file>``) and the script's rerun with the current search
-(``docs/data/nscaling-global/<file>``, same seeds). Where the cube differs from the published
-bracket and this gives the published search's bits, the seeds are the whole difference.
+(``docs/data/nscaling-global/<file>``, same seeds; null where the script never reran that
+file). Where the cube differs from the published bracket and this gives the published
+search's bits, the seeds are the whole difference; where this gives the cube's bits, the seeds
+make no difference and the rest is the search revision's.
 
 Usage: ``python docs/data/studies/threshold-regression.py SPEC FILE N[/REP] [N[/REP] ...]``,
 e.g. ``sweeps/studies/nscaling-recovery-p3.toml gauss-p3-rec 8`` (replicate 0) or ``... tiltg-p3
@@ -55,7 +57,8 @@ def main() -> None:
     spec_path, name, *ns = sys.argv[1:]
     spec = load_spec(spec_path)
     published = json.loads((ROOT / f"docs/data/nscaling/{name}.json").read_text())
-    again = json.loads((ROOT / f"docs/data/nscaling-global/{name}.json").read_text())
+    rerun = ROOT / f"docs/data/nscaling-global/{name}.json"
+    again = json.loads(rerun.read_text()) if rerun.exists() else {"results": []}
     st = published["study"]
     kind = KINDS["threshold"]
     rows = []
@@ -74,7 +77,8 @@ def main() -> None:
         res = at_script.run()
         lo, hi = (float(x) for x in res.bracket)
         old = next(r for r in published["results"] if (r["n"], r["replicate"]) == (n, rep))
-        new = next(r for r in again["results"] if (r["n"], r["replicate"]) == (n, rep))
+        new = next((r for r in again["results"] if (r["n"], r["replicate"]) == (n, rep)), None)
+        current = None if new is None else [new["lo"], new["hi"]]
         rows.append(
             {
                 "file": name,
@@ -85,9 +89,11 @@ def main() -> None:
                 "n_evals": int(res.n_evals),
                 "published": [old["lo"], old["hi"]],
                 "published_n_evals": old["n_evals"],
-                "script_current_search": [new["lo"], new["hi"]],
+                "script_current_search": current,
                 "same_bits_as_published": [lo, hi] == [old["lo"], old["hi"]],
-                "same_bits_as_script_current_search": [lo, hi] == [new["lo"], new["hi"]],
+                "same_bits_as_script_current_search": (
+                    None if current is None else [lo, hi] == current
+                ),
                 # a bracket from 0 (the first scan point failed) has no centre: its upper end
                 "rel_diff_published": float(
                     np.sqrt(lo * hi / (old["lo"] * old["hi"])) - 1

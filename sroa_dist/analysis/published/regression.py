@@ -112,7 +112,8 @@ def _same_search(data: Data, rel: str, old: dict[str, Any], new: dict[str, Any])
     the script's rerun with the current search revision (same seeds;
     ``docs/data/nscaling-global``) has the cube's bits when only the revision made the
     difference; the kind's search at the script's seed (:data:`THRESHOLD_CHECK`) gives the
-    published bits when only the seeds did. Otherwise: the seeds differ, unchecked."""
+    published bits when only the seeds did, and the cube's bits when the seeds made no
+    difference. Otherwise: the seeds differ, unchecked."""
     name = Path(rel).name
     key = (old["n"], old.get("replicate", 0))
     if rel.startswith(f"{NSCALING}/") and data.exists(f"{NSCALING_GLOBAL}/{name}"):
@@ -143,6 +144,11 @@ def _same_search(data: Data, rel: str, old: dict[str, Any], new: dict[str, Any])
                         "the bits of the script's rerun with the current search "
                         f"(`{NSCALING_GLOBAL}/{name}`)"
                     )
+            elif list(check["kind_at_script_seed"]) == [new["lo"], new["hi"]]:
+                found = (
+                    "the cube's bits, so the draw makes no difference and the last bits are "
+                    "the search revision's"
+                )
             else:
                 found = f"a bracket {100 * check['rel_diff_published']:+.2f} % from the published"
             return f"other seeds: the kind at the script's seed gives {found} (`{THRESHOLD_CHECK}`)"
