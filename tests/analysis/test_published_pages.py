@@ -119,6 +119,38 @@ def test_a_block_without_a_store_says_it_read_json(tmp_path):
     assert [s.form for s in data.used] == ["JSON"]
 
 
+def test_a_labelled_file_reads_each_label_from_its_own_store(tmp_path):
+    """λ_min's three weight profiles come back from three specs: each row a store holds is the
+    store's (λ_min from the store's spec), the rest the JSON's, and the sources say which."""
+    from sroa_dist.analysis.published.rate_tables import labelled_rows
+
+    name = "docs/data/rate/lambda-min.json"
+    (tmp_path / name).parent.mkdir(parents=True)
+    shutil.copyfile(ROOT / name, tmp_path / name)
+    store = "docs/data/studies/lambda-min-linear.zarr"
+    shutil.copytree(ROOT / store, tmp_path / store)
+    published_rows = Data(ROOT).json(name)["rows"]
+    data = Data(tmp_path)
+    rows = labelled_rows(data, name)
+    assert [(r["weights"], r["n"]) for r in rows] == [
+        (r["weights"], r["n"]) for r in published_rows
+    ]
+    linear = [r for r in rows if r["weights"] == "linear [0.5, 1]"]
+    assert len(linear) == 4 and all(r["lambda_min"] == 0.5 and "artefacts" not in r for r in linear)
+    assert all("artefacts" in r for r in rows if r["weights"] != "linear [0.5, 1]")
+    (from_store, from_json) = data.used
+    assert (from_store.form, from_store.path) == ("store", store)
+    assert from_store.part == "n = 8, 16, 32, 64"
+    assert from_json.form == "JSON"
+    assert (
+        from_json.part == "default (target 0.95): n = 8, 16, 32, 64; target 0.5: n = 8, 16, 32, 64"
+    )
+    # Only the labels asked for are read.
+    data = Data(tmp_path)
+    assert {r["weights"] for r in labelled_rows(data, name, ("target 0.5",))} == {"target 0.5"}
+    assert [s.form for s in data.used] == ["JSON"]
+
+
 def test_a_regression_row_says_same_bits_differs_or_not_rerun():
     from sroa_dist.analysis.published.regression import NOT_RERUN, _compare
 

@@ -32,12 +32,15 @@ from ..accumulation import PredictedThreshold
 from ..prediction import compare_prediction, figure_prediction
 from .rate_tables import (
     ASYMPTOTE_PREDICTIONS,
+    GLOBAL_CHECKED,
+    POWER_L20,
     RATE,
     VALUE_STUDIES,
     WORST_CASE_STUDIES,
     asymptote_brackets,
     escape_series,
     hardest_stage,
+    labelled_rows,
     prediction,
     prefactor,
     success_edge,
@@ -367,8 +370,8 @@ def figure_power_vs_global(data: Data) -> Figure:
         ax.plot(near, e0 * n0 / near, "k:", lw=1, label=f"∝ 1/n through n = {n0:.0f}")
         root = np.sqrt(np.log(near) / near) / math.sqrt(math.log(n0) / n0)
         ax.plot(near, e0 * root, "k--", lw=1, label=f"∝ √(ln n / n) through n = {n0:.0f}")
-    rows = data.json(f"{RATE}/attractor-thresholds.json")["rows"]
-    glob = [r for r in rows if r["solver"].startswith("global (sshopm")]
+    rows = labelled_rows(data, f"{RATE}/attractor-thresholds.json", (GLOBAL_CHECKED, POWER_L20))
+    glob = [r for r in rows if r["solver"] == GLOBAL_CHECKED]
     if glob:
         gn, gc, glo, ghi = _centres(glob)
         ax.errorbar(
@@ -381,7 +384,7 @@ def figure_power_vs_global(data: Data) -> Figure:
             capsize=3,
             label="whole SROA, global steps: first crossing",
         )
-    power = [r for r in rows if r["solver"] == "power L=20"]
+    power = [r for r in rows if r["solver"] == POWER_L20]
     if power:
         pn, pc, plo, phi = _centres(power)
         ax.errorbar(
@@ -418,7 +421,7 @@ def figure_power_vs_global(data: Data) -> Figure:
 
 
 def figure_lambda_min(data: Data) -> Figure:
-    rows = data.json(f"{RATE}/lambda-min.json")["rows"]
+    rows = labelled_rows(data, f"{RATE}/lambda-min.json")
     fig = Figure(figsize=(12, 4.6))
     axes = fig.subplots(1, 2)
     for label, marker in [

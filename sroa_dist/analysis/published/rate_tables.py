@@ -19,7 +19,7 @@ from scipy.stats import binomtest
 
 from sroa_dist.methods import aghkt_budget
 
-from .reruns import Rerun, rerun_of
+from .reruns import LABEL_KEYS, Rerun, rerun_of
 from .sources import Data
 
 __all__ = [
@@ -29,6 +29,8 @@ __all__ = [
     "ASYMPTOTE_STUDIES",
     "ATTRACTOR_LARGE_N",
     "ATTRACTOR_LARGE_SIZES",
+    "GLOBAL_CHECKED",
+    "POWER_L20",
     "VALUE_STUDIES",
     "asymptote_brackets",
     "asymptote_open",
@@ -36,6 +38,7 @@ __all__ = [
     "bracket_moved",
     "escape_series",
     "hardest_stage",
+    "labelled_rows",
     "per_size",
     "prediction",
     "prefactor",
@@ -102,6 +105,71 @@ def threshold_rows(data: Data, rel: str) -> list[dict[str, Any]]:
             }
         )
     return sorted(rows, key=lambda r: (r["n"], r["replicate"]))
+
+
+def labelled_rows(
+    data: Data, rel: str, labels: tuple[str, ...] | None = None
+) -> list[dict[str, Any]]:
+    """The published first crossings of ``rel``, a file whose rows come back from several
+    studies (its label key names the row's rerun: :data:`.reruns.LABEL_KEYS`), in the file's
+    order (only those of ``labels`` where given): each row whose instance a rerun store holds
+    carries that store's bracket, ε*, evaluations and λ_min (from the store's spec); the others
+    keep the file's. Every part read is recorded as a source."""
+    doc = data.json(rel, note=False)
+    key = LABEL_KEYS[rel]
+    out: list[dict[str, Any]] = []
+    kept: list[dict[str, Any]] = []
+    taken: dict[tuple, tuple[Rerun, list[dict[str, Any]]]] = {}
+    for row in doc["rows"]:
+        if labels is not None and str(row[key]) not in labels:
+            continue
+        rerun = rerun_of(rel, row)
+        hit = None
+        if rerun is not None and rerun.study:
+            where = (row["n"], row.get("replicate", 0))
+            cube = data.threshold_store(rerun.study) or []
+            hit = next(
+                (c for c in cube if rerun.selects(c) and (c["n"], c["replicate"]) == where), None
+            )
+        if hit is None:
+            kept.append(row)
+            out.append(row)
+            continue
+        part = (rerun.study, *sorted(rerun.where.items()))
+        taken.setdefault(part, (rerun, []))[1].append(hit)
+        lam = _smallest_weight(data, rerun.study)
+        out.append(
+            {
+                **{k: row[k] for k in (key, "n") if k in row},
+                "replicate": hit["replicate"],
+                **{k: hit[k] for k in ("lo", "hi", "eps_star", "n_evals")},
+                **({"lambda_min": lam} if lam is not None else {}),
+            }
+        )
+    for rerun, hits in taken.values():
+        data.note_store(rerun.study, hits, _part(rerun, (h["n"] for h in hits)))
+    if kept:
+        parts = dict.fromkeys(str(r[key]) for r in kept)
+        data.json(
+            rel,
+            "; ".join(
+                f"{label}: n = {_sizes(r['n'] for r in kept if str(r[key]) == label)}"
+                for label in parts
+            ),
+        )
+    return out
+
+
+def _smallest_weight(data: Data, study: str) -> float | None:
+    """The smallest weight λ_min of the threshold study ``study``'s spec: its weight profile's
+    ``lambda_min``, else the coherent tilt's default smallest weight; None for a spec of
+    explicit weights."""
+    from sroa_dist.studies import SMALLEST_WEIGHT
+
+    tensor = json.loads(data.store(study).attrs["spec"])["tensor"]
+    if tensor.get("lambdas") is not None:
+        return None
+    return float(tensor.get("lambda_min") or SMALLEST_WEIGHT)
 
 
 def per_size(rows: list[dict]) -> dict[int, tuple[float, float]]:
@@ -350,13 +418,18 @@ def wilson(k: int, m: int) -> tuple[float, float]:
     return float(ci.low), float(ci.high)
 
 
+#: The attractor study's rows of whole SROAs with global-checked steps, and with power steps
+#: (L = 20 starts).
+GLOBAL_CHECKED = "global (sshopm checked)"
+POWER_L20 = "power L=20"
+
+
 def confirm_table(data: Data) -> str:
     """The first step of whole SROAs against 1 − (1 − q)^L (later steps: see the JSON; at
     these ε every run has lost a component before them)."""
     glob = {
         r["n"]: r
-        for r in data.json(f"{RATE}/attractor-thresholds.json")["rows"]
-        if r["solver"].startswith("global (sshopm")
+        for r in labelled_rows(data, f"{RATE}/attractor-thresholds.json", (GLOBAL_CHECKED,))
     }
     out = []
     for row in data.json(f"{RATE}/attractor-confirm.json")["rows"]:
@@ -383,7 +456,7 @@ WEIGHTS = ("default (target 0.95)", "target 0.5", "linear [0.5, 1]")
 
 
 def lambda_table(data: Data) -> str:
-    rows = data.json(f"{RATE}/lambda-min.json")["rows"]
+    rows = labelled_rows(data, f"{RATE}/lambda-min.json")
     out = []
     for n in sorted({r["n"] for r in rows}):
         got = {r["weights"]: r for r in rows if r["n"] == n}
@@ -400,7 +473,7 @@ def lambda_table(data: Data) -> str:
 
 
 def power_table(data: Data) -> str:
-    rows = data.json(f"{RATE}/attractor-thresholds.json")["rows"]
+    rows = labelled_rows(data, f"{RATE}/attractor-thresholds.json")
     solvers = list(dict.fromkeys(r["solver"] for r in rows))
     sizes = sorted({r["n"] for r in rows})
     out = []
