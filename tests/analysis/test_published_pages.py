@@ -151,6 +151,31 @@ def test_a_labelled_file_reads_each_label_from_its_own_store(tmp_path):
     assert [s.form for s in data.used] == ["JSON"]
 
 
+def test_the_accumulation_curves_come_from_the_store_and_the_limit_from_its_closed_form(tmp_path):
+    """g_p over ε comes from the accumulation study's store where it is beside the page (the
+    JSON it was first published in otherwise), g_p(0) from its closed form; both agree to the
+    regression table's 4.7e-10 (p = 6, n = 8)."""
+    from sroa_dist.analysis import accumulation_limit
+    from sroa_dist.analysis.published.rate_tables import accumulation_curves
+
+    name, store = "docs/data/rate/accumulation.json", "docs/data/studies/accumulation.zarr"
+    (tmp_path / name).parent.mkdir(parents=True)
+    shutil.copyfile(ROOT / name, tmp_path / name)
+    data = Data(tmp_path)
+    eps_json, from_json = accumulation_curves(data)
+    assert [s.form for s in data.used] == ["JSON"]
+    shutil.copytree(ROOT / store, tmp_path / store)
+    data = Data(tmp_path)
+    eps, curves = accumulation_curves(data)
+    assert [(s.form, s.path, s.part) for s in data.used] == [("store", store, "g_p")]
+    assert [(r["p"], r["n"]) for r in curves] == [(p, n) for p in (3, 4, 5, 6) for n in (8, 16)]
+    assert [(r["p"], r["n"]) for r in from_json] == [(r["p"], r["n"]) for r in curves]
+    np.testing.assert_array_equal(eps, eps_json)
+    for old, new in zip(from_json, curves, strict=True):
+        assert new["g0"] == old["g0"] == accumulation_limit(new["p"])
+        np.testing.assert_allclose(new["g"], old["g"], rtol=5e-10)
+
+
 def test_a_regression_row_says_same_bits_differs_or_not_rerun():
     from sroa_dist.analysis.published.regression import NOT_RERUN, _compare
 

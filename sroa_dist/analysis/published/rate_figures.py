@@ -37,6 +37,7 @@ from .rate_tables import (
     RATE,
     VALUE_STUDIES,
     WORST_CASE_STUDIES,
+    accumulation_curves,
     asymptote_brackets,
     escape_series,
     hardest_stage,
@@ -94,15 +95,14 @@ def _centres(rows: list[dict]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
 
 
 def figure_accumulation(data: Data) -> Figure:
-    acc = data.json(f"{RATE}/accumulation.json")
-    eps = np.array(acc["setup"]["eps"])
+    eps, curves = accumulation_curves(data)
     fig = Figure(figsize=(7.5, 5))
     ax = fig.subplots()
     ax.axhspan(0.97, 1.03, color="0.9", label="±3 % of g_p(0)")
     ax.axhline(1.0, color="k", lw=0.8)
-    for row in acc["rows"]:
+    for row in curves:
         p, n = row["p"], row["n"]
-        ratio = np.array(row["g"]) / row["g0"]
+        ratio = row["g"] / row["g0"]
         ax.plot(
             eps,
             ratio,

@@ -25,6 +25,7 @@ from .sources import Data
 __all__ = [
     "RATE",
     "TABLES",
+    "ACCUMULATION_STUDY",
     "ASYMPTOTE_PREDICTIONS",
     "ASYMPTOTE_STUDIES",
     "ATTRACTOR_LARGE_N",
@@ -32,6 +33,7 @@ __all__ = [
     "GLOBAL_CHECKED",
     "POWER_L20",
     "VALUE_STUDIES",
+    "accumulation_curves",
     "asymptote_brackets",
     "asymptote_open",
     "WORST_CASE_STUDIES",
@@ -51,6 +53,8 @@ __all__ = [
 #: The rate study's own data (the first crossings it compares with are under nscaling/).
 RATE = "docs/data/rate"
 NSCALING = "docs/data/nscaling"
+#: The accumulation study (g_p(ε) of the coherent tilt, p = 3-6, n = 8 and 16).
+ACCUMULATION_STUDY = "accumulation"
 #: Published value-criterion studies of the coherent tilt (c = 0.5), per order.
 VALUE_STUDIES = {3: ["tilt-p3"], 4: ["tilt-p4"], 5: ["tilt-p5", "tilt-p5-big"]}
 #: Worst-case studies (file, order, steps) in docs/data/rate.
@@ -202,8 +206,34 @@ def predicted_at(pr: dict, n: int) -> float:
     return float(np.exp(np.interp(np.log(n), np.log(ns), np.log(es))))
 
 
+def accumulation_curves(data: Data) -> tuple[np.ndarray, list[dict[str, Any]]]:
+    """The coherent tilt's accumulation coefficients: the ε grid and, per (p, n), ``g`` (g_p
+    over the grid) and ``g0`` (its closed-form limit g_p(0)), from the accumulation study's
+    store (``sroa-dist run sweeps/studies/accumulation.toml``), or from the JSON the study
+    was first published in where no store is beside the page."""
+    from ..accumulation import accumulation_limit
+
+    ds = data.store(ACCUMULATION_STUDY)
+    if ds is None:
+        acc = data.json(f"{RATE}/accumulation.json")
+        rows = [{"p": r["p"], "n": r["n"], "g": np.asarray(r["g"], float)} for r in acc["rows"]]
+        eps = np.asarray(acc["setup"]["eps"], float)
+    else:
+        eps = np.asarray(ds["eps"].values, float)
+        rows = [
+            {"p": int(p), "n": int(n), "g": np.asarray(ds["g_p"].sel(p=p, n=n, replicate=0), float)}
+            for p in ds["p"].values
+            for n in ds["n"].values
+        ]
+        data.note_store(ACCUMULATION_STUDY, [r["g"] for r in rows], "g_p")
+    for r in rows:
+        r["g0"] = accumulation_limit(r["p"])
+    return eps, sorted(rows, key=lambda r: (r["p"], r["n"]))
+
+
 def g0_of(data: Data, p: int) -> float:
-    return next(r["g0"] for r in data.json(f"{RATE}/accumulation.json")["rows"] if r["p"] == p)
+    """g_p(0) of the curves the page reads."""
+    return next(r["g0"] for r in accumulation_curves(data)[1] if r["p"] == p)
 
 
 def prefactor(data: Data, p: int, c: float) -> float:
@@ -216,9 +246,8 @@ def _table(head: list[str], rows: list[str]) -> str:
 
 
 def accumulation_table(data: Data) -> str:
-    acc = data.json(f"{RATE}/accumulation.json")
-    eps = np.array(acc["setup"]["eps"])
-    rows = {(r["p"], r["n"]): r for r in acc["rows"]}
+    eps, curves = accumulation_curves(data)
+    rows = {(r["p"], r["n"]): r for r in curves}
     out = []
     for p in (3, 4, 5, 6):
         a, b = np.array(rows[(p, 8)]["g"]), np.array(rows[(p, 16)]["g"])
@@ -287,12 +316,11 @@ def slopes_table(data: Data) -> str:
 
 
 def onset_table(data: Data) -> str:
-    acc = data.json(f"{RATE}/accumulation.json")
-    eps = np.array(acc["setup"]["eps"])
+    eps, curves = accumulation_curves(data)
     out = []
     for p in (3, 4, 5, 6):
         pr = prediction(data, p, "value c=0.5")
-        row = next(r for r in acc["rows"] if r["p"] == p and r["n"] == 16)
+        row = next(r for r in curves if r["p"] == p and r["n"] == 16)
         e = pr["plateau"]
         g = float(np.exp(np.interp(np.log(e), np.log(eps), np.log(row["g"]))))
         out.append(
