@@ -176,6 +176,32 @@ def test_the_accumulation_curves_come_from_the_store_and_the_limit_from_its_clos
         np.testing.assert_allclose(new["g"], old["g"], rtol=5e-10)
 
 
+def test_the_escape_series_come_from_the_stores_on_the_published_points(tmp_path):
+    """q per (n, r, N, ε) comes from the two escape stores where they are beside the page, at
+    exactly the points first published as JSON (other starts: the q differ within noise)."""
+    from sroa_dist.analysis.published.rate_tables import ESCAPE_STUDIES, escape_series
+
+    name = "docs/data/rate/attractor-escape.json"
+    (tmp_path / name).parent.mkdir(parents=True)
+    shutil.copyfile(ROOT / name, tmp_path / name)
+    data = Data(tmp_path)
+    published = escape_series(data)
+    assert [s.form for s in data.used] == ["JSON"]
+    for study in ESCAPE_STUDIES:
+        store = f"docs/data/studies/{study}.zarr"
+        shutil.copytree(ROOT / store, tmp_path / store)
+    data = Data(tmp_path)
+    rerun = escape_series(data)
+    assert [(s.form, s.path) for s in data.used] == [
+        ("store", f"docs/data/studies/{study}.zarr") for study in ESCAPE_STUDIES
+    ]
+    assert sorted(rerun) == sorted(published)
+    for key, (eps, q) in rerun.items():
+        np.testing.assert_allclose(eps, published[key][0], rtol=0, atol=1e-9)  # 9 digits
+        # 1,000 starts per point: the binomial standard deviation is at most 0.016.
+        assert np.max(np.abs(q - published[key][1])) < 0.08
+
+
 def test_a_regression_row_says_same_bits_differs_or_not_rerun():
     from sroa_dist.analysis.published.regression import NOT_RERUN, _compare
 

@@ -38,6 +38,8 @@ __all__ = [
     "asymptote_open",
     "WORST_CASE_STUDIES",
     "bracket_moved",
+    "ESCAPE_STUDIES",
+    "escape_counts",
     "escape_series",
     "hardest_stage",
     "labelled_rows",
@@ -564,12 +566,43 @@ def attractor_large_n_table(data: Data) -> str:
     return _table(head, out)
 
 
+#: The attractor escape study's stores: n = 16-512, and n = 1024 (ε ≥ 0.25 only).
+ESCAPE_STUDIES = ("attractor-escape", "attractor-escape-1024")
+
+
+def escape_counts(ds: Any) -> dict[tuple[int, int, float, int], tuple[int, int]]:
+    """(n, r, ε rounded to 9 digits, N) -> (hits, starts) of an escape store's single starts:
+    of ``starts`` power-method starts with N iterations on the deflated tensor of the stage
+    with r components left, ``hits`` ended near a component."""
+    out = {}
+    for n in ds["n"].values if "n" in ds.dims else [int(ds.attrs["setting_n"])]:
+        sub = ds.sel(n=n) if "n" in ds.dims else ds
+        for m in sub["method"].values:
+            for e in sub["eps"].values:
+                one = sub.sel({"method": m, "eps": e, "replicate": 0})
+                big_n, starts = int(one["budget_iter"]), int(one["escape_starts"])
+                hits = one["escape_hits"].values
+                for j in np.flatnonzero(np.isfinite(hits)):
+                    key = (int(n), int(n) - int(j), round(float(e), 9), big_n)
+                    out[key] = (int(hits[j]), starts)
+    return out
+
+
 def escape_series(data: Data) -> dict:
-    """{(n, r, n_iter): (eps array, q array)} of the attractor escape study."""
-    rows = data.json(f"{RATE}/attractor-escape.json")["rows"]
+    """{(n, r, n_iter): (eps array, q array)} of the attractor escape study: from its stores
+    (:data:`ESCAPE_STUDIES`) where they are beside the page, else from the JSON it was first
+    published in."""
     out: dict = {}
-    for row in rows:
-        out.setdefault((row["n"], row["r"], row["n_iter"]), []).append((row["eps"], row["q"]))
+    stores = [s for s in ESCAPE_STUDIES if data.store(s) is not None]
+    if stores:
+        for study in stores:
+            counts = escape_counts(data.store(study))
+            data.note_store(study, sorted(counts.items()), "escape_hits")
+            for (n, r, eps, big_n), (hits, starts) in counts.items():
+                out.setdefault((n, r, big_n), []).append((eps, hits / starts))
+    else:
+        for row in data.json(f"{RATE}/attractor-escape.json")["rows"]:
+            out.setdefault((row["n"], row["r"], row["n_iter"]), []).append((row["eps"], row["q"]))
     return {k: tuple(np.array(x) for x in zip(*sorted(v), strict=False)) for k, v in out.items()}
 
 

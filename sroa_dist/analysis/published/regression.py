@@ -23,7 +23,14 @@ from typing import Any
 import numpy as np
 
 from ..worst_case import worst_case_rows as cube_worst_case_rows
-from .rate_tables import NSCALING, RATE, WORST_CASE_STUDIES, worst_case_rows
+from .rate_tables import (
+    ESCAPE_STUDIES,
+    NSCALING,
+    RATE,
+    WORST_CASE_STUDIES,
+    escape_counts,
+    worst_case_rows,
+)
 from .reruns import LABEL_KEYS, Rerun, rerun_of
 from .sources import STUDIES, Data
 
@@ -327,29 +334,13 @@ def largest_z_p(z: float, m: int) -> float:
     return float(-math.expm1(m * math.log1p(-one))) if one < 1 else 1.0
 
 
-def _escape_cube(ds: Any) -> dict[tuple[int, int, float, int], tuple[int, int]]:
-    """(n, r, ε rounded to 9 digits, N) -> (hits, starts) of an escape store's single starts."""
-    out = {}
-    for n in ds["n"].values if "n" in ds.dims else [int(ds.attrs["setting_n"])]:
-        sub = ds.sel(n=n) if "n" in ds.dims else ds
-        for m in sub["method"].values:
-            for e in sub["eps"].values:
-                one = sub.sel({"method": m, "eps": e, "replicate": 0})
-                big_n, starts = int(one["budget_iter"]), int(one["escape_starts"])
-                hits = one["escape_hits"].values
-                for j in np.flatnonzero(np.isfinite(hits)):
-                    key = (int(n), int(n) - int(j), round(float(e), 9), big_n)
-                    out[key] = (int(hits[j]), starts)
-    return out
-
-
 def escape_rows(data: Data) -> list[list[str]]:
     """The per-start escape probability q, one row per n, beside the escape stores."""
     esc = data.json(f"{RATE}/attractor-escape.json")["rows"]
     cube: dict[tuple[int, int, float, int], tuple[int, int]] = {}
-    studies = [s for s in ("attractor-escape", "attractor-escape-1024") if data.store(s)]
+    studies = [s for s in ESCAPE_STUDIES if data.store(s)]
     for s in studies:
-        mine = _escape_cube(data.store(s))
+        mine = escape_counts(data.store(s))
         cube.update(mine)
         data.note_store(s, sorted(mine.items()), "escape_hits")
     check = data.json(ESCAPE_CHECK)["escape_same_seeds"] if studies else None
