@@ -202,6 +202,31 @@ def test_the_escape_series_come_from_the_stores_on_the_published_points(tmp_path
         assert np.max(np.abs(q - published[key][1])) < 0.08
 
 
+def test_the_confirmation_points_come_from_the_stores(tmp_path):
+    """The whole-SROA confirmations come from their two stores where they are beside the
+    page, at the points first published as JSON: the same n, ε and L, every run reached the
+    first step, and q and the counts agree within binomial noise."""
+    from sroa_dist.analysis.published.rate_tables import CONFIRM_STUDIES, confirm_points
+
+    name = "docs/data/rate/attractor-confirm.json"
+    (tmp_path / name).parent.mkdir(parents=True)
+    shutil.copyfile(ROOT / name, tmp_path / name)
+    published = confirm_points(Data(tmp_path))
+    for study in CONFIRM_STUDIES:
+        store = f"docs/data/studies/{study}.zarr"
+        shutil.copytree(ROOT / store, tmp_path / store)
+    data = Data(tmp_path)
+    rerun = confirm_points(data)
+    assert [s.path for s in data.used] == [f"docs/data/studies/{s}.zarr" for s in CONFIRM_STUDIES]
+    assert [(r["n"], r["L"]) for r in rerun] == [(r["n"], r["L"]) for r in published]
+    for old, new in zip(published, rerun, strict=True):
+        assert new["eps"] == pytest.approx(old["eps"], abs=1e-9)
+        assert new["reached"] == new["runs"] == old["runs"] == 200
+        assert abs(new["q"] - old["q"]) < 0.05  # 1,000 starts
+        assert abs(new["passed"] - old["passed"]) < 20  # 200 runs
+        assert new["whole"] == old["whole"] == 0
+
+
 def test_a_regression_row_says_same_bits_differs_or_not_rerun():
     from sroa_dist.analysis.published.regression import NOT_RERUN, _compare
 

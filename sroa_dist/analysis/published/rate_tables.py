@@ -41,6 +41,8 @@ __all__ = [
     "ESCAPE_STUDIES",
     "escape_counts",
     "escape_series",
+    "CONFIRM_STUDIES",
+    "confirm_points",
     "hardest_stage",
     "labelled_rows",
     "per_size",
@@ -454,24 +456,75 @@ GLOBAL_CHECKED = "global (sshopm checked)"
 POWER_L20 = "power L=20"
 
 
+#: The whole-SROA confirmations of 1 − (1 − q)^L: one store per size.
+CONFIRM_STUDIES = ("attractor-confirm", "attractor-confirm-256")
+
+
+def confirm_points(data: Data) -> list[dict[str, Any]]:
+    """Per size, ε and number of starts L (in that order): the first step's q from the
+    single starts (``q``), and over whole SROA runs the first steps that found a component
+    (``passed`` of ``reached``) and the runs that found every one (``whole`` of ``runs``);
+    from the confirmation stores (:data:`CONFIRM_STUDIES`) where they are beside the page,
+    else from the JSON they were first published in."""
+    stores = [s for s in CONFIRM_STUDIES if data.store(s) is not None]
+    if not stores:
+        return [
+            {
+                "n": row["n"],
+                "eps": row["eps"],
+                "L": row["L"],
+                "q": row["stages"][0]["q"],
+                "passed": row["stages"][0]["passed"],
+                "reached": row["stages"][0]["reached"],
+                "whole": row["whole"],
+                "runs": row["runs"],
+            }  # fmt: skip
+            for row in data.json(f"{RATE}/attractor-confirm.json")["rows"]
+        ]
+    out = []
+    for study in stores:
+        ds = data.store(study)
+        for method in ds["method"].values:
+            one = ds.sel({"method": method})
+            found = one["step_found"].values[:, 0]
+            success = one["sroa_success"].values
+            out.append(
+                {
+                    "n": int(ds.attrs["setting_n"]),
+                    "eps": float(ds.attrs["setting_eps"]),
+                    "L": int(np.nanmax(one["budget_starts"].values)),
+                    "q": float(
+                        np.nansum(one["escape_hits"].values[:, 0])
+                        / np.nansum(one["escape_starts"].values)
+                    ),
+                    "passed": int(np.sum(found == 1)),
+                    "reached": int(np.sum(np.isfinite(found))),
+                    "whole": int(np.sum(success == 1)),
+                    "runs": int(np.sum(np.isfinite(success))),
+                }
+            )
+        mine = [r for r in out if r["n"] == int(ds.attrs["setting_n"])]
+        data.note_store(study, mine, "first step, whole runs")
+    return sorted(out, key=lambda r: (r["n"], r["L"]))
+
+
 def confirm_table(data: Data) -> str:
-    """The first step of whole SROAs against 1 − (1 − q)^L (later steps: see the JSON; at
-    these ε every run has lost a component before them)."""
+    """The first step of whole SROAs against 1 − (1 − q)^L (later steps: at these ε every
+    run has lost a component before them)."""
     glob = {
         r["n"]: r
         for r in labelled_rows(data, f"{RATE}/attractor-thresholds.json", (GLOBAL_CHECKED,))
     }
     out = []
-    for row in data.json(f"{RATE}/attractor-confirm.json")["rows"]:
-        first = row["stages"][0]
-        a, b = wilson(first["passed"], first["reached"])
+    for row in confirm_points(data):
+        q, L = row["q"], row["L"]
+        a, b = wilson(row["passed"], row["reached"])
         g = glob.get(row["n"])
         cross = f"({g['lo']:.4f}, {g['hi']:.4f}]" if g else "—"
         out.append(
-            f"| {row['n']} | {row['eps']:.3f} | {row['L']} | {first['q']:.3f} | "
-            f"{first['predicted']:.3f} | {first['passed']} of {first['reached']}: "
-            f"{first['passed'] / first['reached']:.3f} ({a:.3f}, {b:.3f}) | "
-            f"{row['whole']} of {row['runs']} | {cross} |"
+            f"| {row['n']} | {row['eps']:.3f} | {L} | {q:.3f} | {1 - (1 - q) ** L:.3f} | "
+            f"{row['passed']} of {row['reached']}: {row['passed'] / row['reached']:.3f} "
+            f"({a:.3f}, {b:.3f}) | {row['whole']} of {row['runs']} | {cross} |"
         )
     head = [
         "n", "ε", "L", "q of the first step (1000 single starts)", "1 − (1 − q)^L",
