@@ -35,6 +35,7 @@ __all__ = [
     "WORST_CASE_ANALYSIS",
     "figure_worst_case_ratio",
     "recheck_worst_cases",
+    "worst_case_points",
     "worst_case_rows",
 ]
 
@@ -69,19 +70,21 @@ def _points(ds: xr.Dataset) -> list[dict[str, Any]]:
     return [dict(zip(dims, combo, strict=True)) for combo in itertools.product(*values)]
 
 
-def worst_case_rows(ds: xr.Dataset) -> list[dict[str, Any]]:
-    """One row per (p, method, n): the largest ratio over ε and replicates with its kind, and
-    the first ε whose ratio exceeds ``c`` (``setting_c``), certified and as a lower bound."""
-    c = _claim_c(ds)
-    rows = []
-    groups: dict[tuple[int, str, int], list[dict[str, Any]]] = {}
+def worst_case_points(ds: xr.Dataset) -> list[dict[str, Any]]:
+    """Every finished instance of a worst-case cube: its ``p``, ``method``, ``n``, ``eps``,
+    ``ratio`` (error over the upper end of ‖E‖), whether that ratio is ``certified``, the
+    coherent tilt's value ratio at the same ε (``tilt``) and the ratio's upper end (error over
+    the lower end of ‖E‖, ``upper``)."""
+    out = []
     for pt in _points(ds):
         ratio = float(ds["ratio"].sel(pt))
         if not np.isfinite(ratio):
             continue
-        key = (int(_scalar(ds, "p", pt)), str(_scalar(ds, "method", pt)), int(_scalar(ds, "n", pt)))
-        groups.setdefault(key, []).append(
+        out.append(
             {
+                "p": int(_scalar(ds, "p", pt)),
+                "method": str(_scalar(ds, "method", pt)),
+                "n": int(_scalar(ds, "n", pt)),
                 "eps": float(_scalar(ds, "eps", pt)),
                 "ratio": ratio,
                 "certified": bool(ds["ratio_certified"].sel(pt)),
@@ -90,6 +93,17 @@ def worst_case_rows(ds: xr.Dataset) -> list[dict[str, Any]]:
                 "upper": float(ds["error"].sel(pt)) / float(ds["norm_lower"].sel(pt)),
             }
         )
+    return out
+
+
+def worst_case_rows(ds: xr.Dataset) -> list[dict[str, Any]]:
+    """One row per (p, method, n): the largest ratio over ε and replicates with its kind, and
+    the first ε whose ratio exceeds ``c`` (``setting_c``), certified and as a lower bound."""
+    c = _claim_c(ds)
+    rows = []
+    groups: dict[tuple[int, str, int], list[dict[str, Any]]] = {}
+    for point in worst_case_points(ds):
+        groups.setdefault((point["p"], point["method"], point["n"]), []).append(point)
     for (p, method, n), inst in sorted(groups.items()):
         best = max(inst, key=lambda r: r["ratio"])
         over = sorted((r for r in inst if r["ratio"] > c), key=lambda r: r["eps"])

@@ -227,6 +227,33 @@ def test_the_confirmation_points_come_from_the_stores(tmp_path):
         assert new["whole"] == old["whole"] == 0
 
 
+def test_the_worst_case_grid_comes_from_its_rerun_store(tmp_path):
+    """The worst case's grid points come from the store that reruns the study where it is
+    beside the page, with each norm's kind, at the published grid; the finding (no grid ε
+    past 2 upper(‖E‖) at n = 12) is the published one."""
+    from sroa_dist.analysis.published.rate_tables import (
+        worst_case_brackets,
+        worst_case_points,
+        worst_case_rows,
+    )
+
+    name, store = "worst-case.json", "docs/data/studies/worst-case-n12.zarr"
+    (tmp_path / "docs/data/rate").mkdir(parents=True)
+    shutil.copyfile(ROOT / "docs/data/rate" / name, tmp_path / "docs/data/rate" / name)
+    data = Data(tmp_path)
+    published = worst_case_points(data, name)
+    assert [s.form for s in data.used] == ["JSON"]
+    shutil.copytree(ROOT / store, tmp_path / store)
+    data = Data(tmp_path)
+    rerun = worst_case_points(data, name)
+    assert [(s.form, s.path, s.part) for s in data.used] == [("store", store, "n = 12")]
+    assert [r["eps"] for r in rerun] == pytest.approx([r["eps"] for r in published], rel=1e-3)
+    assert {r["ratio_kind"] for r in rerun} == {"certified"}
+    lo, hi, _ = worst_case_rows(data, name)[12]
+    lo_old, hi_old, _ = worst_case_brackets(published)[12]
+    assert hi == hi_old == float("inf") and lo == pytest.approx(lo_old, rel=1e-3)
+
+
 def test_a_regression_row_says_same_bits_differs_or_not_rerun():
     from sroa_dist.analysis.published.regression import NOT_RERUN, _compare
 

@@ -36,6 +36,7 @@ __all__ = [
     "accumulation_curves",
     "asymptote_brackets",
     "asymptote_open",
+    "WORST_CASE_RERUNS",
     "WORST_CASE_STUDIES",
     "bracket_moved",
     "ESCAPE_STUDIES",
@@ -51,6 +52,8 @@ __all__ = [
     "rerun_row",
     "success_edge",
     "threshold_rows",
+    "worst_case_brackets",
+    "worst_case_points",
     "worst_case_rows",
 ]
 
@@ -401,10 +404,46 @@ def _value(row: dict) -> float:
     return row["ratio"] if "ratio" in row else row["worst"]
 
 
+#: Stores that rerun a published worst-case study, by the study's file stem: the spec's whole
+#: grid, or the spec run at the published sizes alone (``--set 'tensor.n=[12]'``).
+WORST_CASE_RERUNS = {"worst-case": ["worst-case", "worst-case-n12"]}
+
+
+def worst_case_points(data: Data, name: str) -> list[dict[str, Any]]:
+    """The grid points of worst-case study ``name`` (a file of docs/data/rate): per size, from
+    the first rerun store that holds it (:data:`WORST_CASE_RERUNS`; ``ratio_kind`` says whether
+    its norm is certified), else from the file."""
+    from ..worst_case import worst_case_points as cube_points
+
+    out: dict[int, list[dict[str, Any]]] = {}
+    for store in WORST_CASE_RERUNS.get(name.removesuffix(".json"), []):
+        ds = data.store(store)
+        if ds is None:
+            continue
+        mine = [pt for pt in cube_points(ds) if pt["n"] not in out]
+        for pt in mine:
+            kind = "certified" if pt["certified"] else "lower bound"
+            row = {"n": pt["n"], "eps": pt["eps"], "ratio": pt["ratio"], "ratio_kind": kind}
+            out.setdefault(pt["n"], []).append({**row, "tilt": pt["tilt"]})
+        if mine:
+            data.note_store(store, mine, f"n = {_sizes(pt['n'] for pt in mine)}")
+    published = data.json(f"{RATE}/{name}", note=False)["rows"]
+    rest = [r for r in published if r["n"] not in out]
+    if rest or not out:
+        data.json(f"{RATE}/{name}", f"n = {_sizes(r['n'] for r in rest)}" if out else "")
+    return sum(out.values(), []) + rest
+
+
 def worst_case_rows(data: Data, name: str) -> dict[int, tuple[float, float, dict]]:
+    """n -> (last grid ε below the bound, first grid ε past it, that row) of worst-case study
+    ``name`` as the page reads it (:func:`worst_case_points`; ``hi = inf`` when no grid ε broke
+    the bound)."""
+    return worst_case_brackets(worst_case_points(data, name))
+
+
+def worst_case_brackets(rows: list[dict[str, Any]]) -> dict[int, tuple[float, float, dict]]:
     """n -> (last grid ε below the bound, first grid ε past it, that row) of a worst-case
-    study (``hi = inf`` when no grid ε broke the bound)."""
-    rows = data.json(f"{RATE}/{name}")["rows"]
+    study's grid points ``rows`` (``hi = inf`` when no grid ε broke the bound)."""
     out = {}
     for n in sorted({r["n"] for r in rows}):
         mine = sorted((r for r in rows if r["n"] == n), key=lambda r: r["eps"])
@@ -423,7 +462,7 @@ def worst_case_table(data: Data) -> str:
         for n, (lo, hi, row) in worst_case_rows(data, name).items():
             cert = "—"
             if "all_certified" in row:
-                rows = [r for r in data.json(f"{RATE}/{name}")["rows"] if r["n"] == n]
+                rows = [r for r in worst_case_points(data, name) if r["n"] == n]
                 cert = f"{sum(r['all_certified'] for r in rows)} of {len(rows)} grid points"
             if math.isfinite(hi):
                 out.append(

@@ -27,9 +27,10 @@ from .rate_tables import (
     ESCAPE_STUDIES,
     NSCALING,
     RATE,
+    WORST_CASE_RERUNS,
     WORST_CASE_STUDIES,
     escape_counts,
-    worst_case_rows,
+    worst_case_brackets,
 )
 from .reruns import LABEL_KEYS, Rerun, rerun_of
 from .sources import STUDIES, Data
@@ -178,7 +179,7 @@ def bracket_rows(data: Data) -> list[list[str]]:
     for name, rows in used.items():
         data.note_store(name, rows)
     for name, p, steps in WORST_CASE_STUDIES:
-        found = worst_case_rows(data, name)
+        found = worst_case_brackets(data.json(f"{RATE}/{name}")["rows"])
         label = f"p = {p}, {steps}"
         if not found:  # the withdrawn rows were removed from the file
             out.append(
@@ -189,11 +190,6 @@ def bracket_rows(data: Data) -> list[list[str]]:
             shown, status = _worst_case_rerun(data, Path(name).stem, n, lo, hi)
             out.append([Path(name).stem, label, str(n), _bracket(lo, hi), shown, status])
     return out
-
-
-#: Stores that rerun a published worst-case study, by the study's file stem: the spec's whole
-#: grid, or the spec run at the published sizes alone (``--set 'tensor.n=[12]'``).
-WORST_CASE_RERUNS = {"worst-case": ["worst-case", "worst-case-n12"]}
 
 
 def _worst_case_rerun(data: Data, study: str, n: int, lo: float, hi: float) -> tuple[str, str]:
