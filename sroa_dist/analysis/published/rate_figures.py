@@ -35,6 +35,7 @@ from .rate_tables import (
     GLOBAL_CHECKED,
     POWER_L20,
     RATE,
+    TILT_SHRINK_STUDY,
     VALUE_STUDIES,
     WORST_CASE_STUDIES,
     accumulation_curves,
@@ -46,6 +47,7 @@ from .rate_tables import (
     prefactor,
     success_edge,
     threshold_rows,
+    tilt_shrink_grid,
     value_rows,
     worst_case_rows,
 )
@@ -542,32 +544,41 @@ def _worst_case_panel(data: Data, ax, p: int) -> None:
 
 
 def _tilt_shrink_points(data: Data, ax, sizes: list[float]) -> None:
-    """The tilt-shrink family's first grid ε past 2‖E‖ (exact norm) per size and θ, with the
-    last grid ε below it."""
-    rows = data.json(f"{RATE}/worst-case-families.json")["rows"]
-    found = []
-    for n, theta in sorted({(r["n"], r["theta"]) for r in rows}):
-        mine = sorted(
-            (r for r in rows if (r["n"], r["theta"]) == (n, theta)), key=lambda r: r["eps"]
+    """The tilt-shrink family (θ = 0.7, exact norm): the first run's first grid ε past 2‖E‖
+    per size with the last grid ε below it, and the search's first crossing where its store
+    is beside the page."""
+    grid = tilt_shrink_grid(data)
+    if grid:
+        ns = np.array(sorted(grid), dtype=float)
+        root = np.sqrt(ns - 1)
+        lo = np.array([grid[n][0] for n in sorted(grid)]) / root
+        hi = np.array([grid[n][1] for n in sorted(grid)]) / root
+        sizes += list(ns)
+        ax.errorbar(
+            ns - 1,
+            hi,
+            yerr=[hi - lo, np.zeros_like(hi)],
+            fmt="s",
+            color="tab:green",
+            mfc="none",
+            capsize=3,
+            label="tilt-shrink (θ = 0.7, exact norm): first grid ε past 2‖E‖",
         )
-        past = [r for r in mine if r["broken"]]
-        if past and theta > 0:
-            below = [r["eps"] for r in mine if r["eps"] < past[0]["eps"]]
-            found.append((n, max(below) if below else past[0]["eps"], past[0]["eps"]))
-    if not found:
-        return
-    ns = np.array([f[0] for f in found], dtype=float)
-    lo, hi = np.array([f[1] for f in found]), np.array([f[2] for f in found])
-    sizes += list(ns)
-    ax.errorbar(
-        ns - 1,
-        hi,
-        yerr=[hi - lo, np.zeros_like(hi)],
-        fmt="s",
-        color="tab:green",
-        capsize=3,
-        label="tilt-shrink (θ = 0.7, exact norm): first grid ε past 2‖E‖",
-    )
+    rows = data.threshold_store(TILT_SHRINK_STUDY) or []
+    if rows:
+        data.note_store(TILT_SHRINK_STUDY, rows, f"n = {', '.join(str(r['n']) for r in rows)}")
+        tn, tc, tlo, thi = _centres(rows)
+        sizes += list(tn)
+        ax.errorbar(
+            (tn - 1) * 1.04,
+            tc,
+            yerr=[tc - tlo, thi - tc],
+            fmt="s",
+            color="tab:green",
+            ms=4,
+            capsize=3,
+            label="tilt-shrink (θ = 0.7): first crossing of 2‖E‖ (search)",
+        )
 
 
 def figure_worst_case(data: Data) -> Figure:

@@ -32,6 +32,7 @@ __all__ = [
     "ATTRACTOR_LARGE_SIZES",
     "GLOBAL_CHECKED",
     "POWER_L20",
+    "TILT_SHRINK_STUDY",
     "VALUE_STUDIES",
     "accumulation_curves",
     "asymptote_brackets",
@@ -52,6 +53,7 @@ __all__ = [
     "rerun_row",
     "success_edge",
     "threshold_rows",
+    "tilt_shrink_grid",
     "worst_case_brackets",
     "worst_case_points",
     "worst_case_rows",
@@ -337,6 +339,58 @@ def onset_table(data: Data) -> str:
     head = [
         "p", "plateau ε_pl (n = 16 model)", "g_p(ε_pl)", "1 + c/(g_p(ε_pl)·ε_pl^{p−1})",
         "predicted onset (model)", "1 + c/(g_p(0)·ε_pl^{p−1})",
+    ]  # fmt: skip
+    return _table(head, out)
+
+
+#: The tilt-shrink family's first-crossing search (θ = 0.7, exact norm, c = 2), and the grid
+#: it replaces (the first run: x = ε·(n − 1)^{1/2} up a ×1.05 grid, per size and θ).
+TILT_SHRINK_STUDY = "worst-case-tilt-shrink"
+TILT_SHRINK_GRID = f"{RATE}/worst-case-families.json"
+TILT_SHRINK_THETA = 0.7
+
+
+def tilt_shrink_grid(data: Data) -> dict[int, tuple[float, float]]:
+    """n -> (last grid x within 2‖E‖, first grid x past it) of the first run at θ = 0.7."""
+    rows = [r for r in data.json(TILT_SHRINK_GRID)["rows"] if r["theta"] == TILT_SHRINK_THETA]
+    out = {}
+    for n in sorted({r["n"] for r in rows}):
+        mine = sorted((r for r in rows if r["n"] == n), key=lambda r: r["x"])
+        past = [r for r in mine if r["broken"]]
+        if past:
+            below = [r["x"] for r in mine if r["x"] < past[0]["x"]]
+            out[n] = (max(below) if below else 0.0, past[0]["x"])
+    return out
+
+
+def tilt_shrink_table(data: Data) -> str:
+    """The tilt-shrink's first crossing of 2‖E‖ by the threshold kind's search (bisection to
+    rtol, global steps, a random basis per search) beside the first run's grid crossing."""
+    grid = tilt_shrink_grid(data)
+    store = data.threshold_store(TILT_SHRINK_STUDY)
+    found = {r["n"]: r for r in store or []}
+    if found:
+        data.note_store(TILT_SHRINK_STUDY, list(found.values()), f"n = {_sizes(found)}")
+    out = []
+    for n in sorted(set(grid) | set(found)):
+        g = grid.get(n)
+        was = f"({g[0]:.5f}, {g[1]:.5f}]" if g else "—"
+        r = found.get(n)
+        if r is None:
+            why = "not run yet" if store is None else "unfinished"
+            out.append(f"| {n} | {was} | {why} | — | — | — |")
+            continue
+        root = math.sqrt(n - 1)
+        inside = g is not None and g[0] < r["hi"] * root and r["lo"] * root <= g[1]
+        out.append(
+            f"| {n} | {was} | ({r['lo']:.5f}, {r['hi']:.5f}] | "
+            f"({r['lo'] * root:.4f}, {r['hi'] * root:.4f}] | {r['n_evals']} | "
+            f"{'yes' if inside else 'no'} |"
+        )
+    head = [
+        "n", "first run: x = ε·(n − 1)^{1/2}, last grid point within 2‖E‖, first past it",
+        "search: first crossing ε (lo, hi]", "as x", "evaluations",
+        "overlaps the grid's bracket",
     ]  # fmt: skip
     return _table(head, out)
 
@@ -996,6 +1050,7 @@ TABLES: dict[str, Callable[[Data], str]] = {
     "asymptote": asymptote_table,
     "lambda-min": lambda_table,
     "worst-case": worst_case_table,
+    "tilt-shrink": tilt_shrink_table,
     "escape": escape_table,
     "attractor-thresholds": power_table,
     "attractor-large-n": attractor_large_n_table,
