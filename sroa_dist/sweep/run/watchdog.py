@@ -28,6 +28,8 @@ from typing import Any
 __all__ = [
     "DEADLINE_EXIT_CODE",
     "DEADLINE_TOPIC",
+    "current_deadline",
+    "deadline_paused",
     "die_with_parent",
     "start_watchdog",
     "task_deadline",
@@ -48,6 +50,16 @@ _WATCHDOG: threading.Thread | None = None
 _TOKENS = itertools.count()
 
 
+#: This thread's deadlines, innermost last: (token, seconds, label).
+_THREAD = threading.local()
+
+
+def _stack() -> list[tuple[int, float, str]]:
+    if not hasattr(_THREAD, "stack"):
+        _THREAD.stack = []
+    return _THREAD.stack
+
+
 @contextlib.contextmanager
 def task_deadline(seconds: float | None, label: str) -> Iterator[None]:
     """Run the body under a deadline: past ``seconds`` the watchdog ends this worker process.
@@ -64,11 +76,40 @@ def task_deadline(seconds: float | None, label: str) -> Iterator[None]:
     token = next(_TOKENS)
     with _LOCK:
         _RUNNING[token] = (time.monotonic(), float(seconds), label)
+    _stack().append((token, float(seconds), label))
+    try:
+        yield
+    finally:
+        _stack().pop()
+        with _LOCK:
+            _RUNNING.pop(token, None)
+
+
+def current_deadline() -> tuple[float, str] | None:
+    """``(seconds, label)`` of the innermost deadline this thread runs under, or None."""
+    stack = _stack()
+    return stack[-1][1:] if stack else None
+
+
+@contextlib.contextmanager
+def deadline_paused() -> Iterator[None]:
+    """Stop the clock of this thread's innermost deadline for the body, then restart it where
+    it stopped: for a task that hands work to other tasks of the cluster and waits, so that
+    the wait (behind other tasks, which may be long) does not count as its own running time.
+    The tasks it waits on carry deadlines of their own."""
+    stack = _stack()
+    if not stack:
+        yield
+        return
+    token = stack[-1][0]
+    with _LOCK:
+        start, seconds, label = _RUNNING.pop(token)
+    used = time.monotonic() - start
     try:
         yield
     finally:
         with _LOCK:
-            _RUNNING.pop(token, None)
+            _RUNNING[token] = (time.monotonic() - used, seconds, label)
 
 
 def _current_worker() -> Any:
