@@ -4,6 +4,7 @@ docs/data; and the check and the writer work on a real copy of the pages and the
 
 from __future__ import annotations
 
+import math
 import shutil
 import subprocess
 import sys
@@ -252,6 +253,35 @@ def test_the_worst_case_grid_comes_from_its_rerun_store(tmp_path):
     lo, hi, _ = worst_case_rows(data, name)[12]
     lo_old, hi_old, _ = worst_case_brackets(published)[12]
     assert hi == hi_old == float("inf") and lo == pytest.approx(lo_old, rel=1e-3)
+
+
+def test_the_tilt_shrink_block_sets_the_search_beside_the_grid(tmp_path):
+    """Each size's grid bracket of the first run (x = ε·(n − 1)^{1/2}) beside the search's
+    first crossing from the spec's store: "not run yet" without the store, the store's
+    bracket (in ε and in x) for each size it holds."""
+    from sroa_dist.analysis.published.rate_tables import TILT_SHRINK_STUDY, tilt_shrink_table
+
+    name = "docs/data/rate/worst-case-families.json"
+    store = f"docs/data/studies/{TILT_SHRINK_STUDY}.zarr"
+    (tmp_path / name).parent.mkdir(parents=True)
+    shutil.copyfile(ROOT / name, tmp_path / name)
+    rows = tilt_shrink_table(Data(tmp_path)).splitlines()[2:]
+    assert [r.split(" | ")[0] for r in rows] == ["| 64", "| 128", "| 256"]
+    assert "| (0.99225, 1.04186] | not run yet |" in rows[1]
+    if not (ROOT / store).exists():
+        return
+    shutil.copytree(ROOT / store, tmp_path / store)
+    data = Data(tmp_path)
+    rows = tilt_shrink_table(data).splitlines()[2:]
+    found = {r["n"]: r for r in data.threshold_store(TILT_SHRINK_STUDY)}
+    for n, row in zip((64, 128, 256), rows, strict=True):
+        r = found.get(n)
+        if r is None:
+            assert "| unfinished |" in row
+            continue
+        x = math.sqrt(n - 1)
+        assert f"| ({r['lo']:.5f}, {r['hi']:.5f}] | ({r['lo'] * x:.4f}, {r['hi'] * x:.4f}] |" in row
+    assert [s.path for s in data.used][-1] == store
 
 
 def test_a_regression_row_says_same_bits_differs_or_not_rerun():
