@@ -66,8 +66,8 @@ def _asymptote_points(fig, panel: int):
 
 
 def test_the_normalised_figure_puts_the_asymptote_runs_beside_the_committed_predictions():
+    from sroa_dist.analysis.published.rate_data import prefactor
     from sroa_dist.analysis.published.rate_figures import figure_normalised
-    from sroa_dist.analysis.published.rate_tables import prefactor
 
     empty = figure_normalised(_Stores({}))
     assert all(_asymptote_points(empty, k) is None for k in range(4))

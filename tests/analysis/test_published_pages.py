@@ -14,7 +14,7 @@ import pytest
 
 from sroa_dist.analysis import published
 from sroa_dist.analysis.published.blocks import blocks
-from sroa_dist.analysis.published.rate_tables import threshold_rows
+from sroa_dist.analysis.published.rate_data import threshold_rows
 from sroa_dist.analysis.published.sources import Data
 from tests.support.helpers import ROOT, cli_env
 
@@ -123,7 +123,7 @@ def test_a_block_without_a_store_says_it_read_json(tmp_path):
 def test_a_labelled_file_reads_each_label_from_its_own_store(tmp_path):
     """λ_min's three weight profiles come back from three specs: each row a store holds is the
     store's (λ_min from the store's spec), the rest the JSON's, and the sources say which."""
-    from sroa_dist.analysis.published.rate_tables import labelled_rows
+    from sroa_dist.analysis.published.rate_data import labelled_rows
 
     name = "docs/data/rate/lambda-min.json"
     (tmp_path / name).parent.mkdir(parents=True)
@@ -157,7 +157,7 @@ def test_the_accumulation_curves_come_from_the_store_and_the_limit_from_its_clos
     JSON it was first published in otherwise), g_p(0) from its closed form; both agree to the
     regression table's 4.7e-10 (p = 6, n = 8)."""
     from sroa_dist.analysis import accumulation_limit
-    from sroa_dist.analysis.published.rate_tables import accumulation_curves
+    from sroa_dist.analysis.published.rate_data import accumulation_curves
 
     name, store = "docs/data/rate/accumulation.json", "docs/data/studies/accumulation.zarr"
     (tmp_path / name).parent.mkdir(parents=True)
@@ -180,7 +180,7 @@ def test_the_accumulation_curves_come_from_the_store_and_the_limit_from_its_clos
 def test_the_escape_series_come_from_the_stores_on_the_published_points(tmp_path):
     """q per (n, r, N, ε) comes from the two escape stores where they are beside the page, at
     exactly the points first published as JSON (other starts: the q differ within noise)."""
-    from sroa_dist.analysis.published.rate_tables import ESCAPE_STUDIES, escape_series
+    from sroa_dist.analysis.published.rate_data import ESCAPE_STUDIES, escape_series
 
     name = "docs/data/rate/attractor-escape.json"
     (tmp_path / name).parent.mkdir(parents=True)
@@ -207,7 +207,7 @@ def test_the_confirmation_points_come_from_the_stores(tmp_path):
     """The whole-SROA confirmations come from their two stores where they are beside the
     page, at the points first published as JSON: the same n, ε and L, every run reached the
     first step, and q and the counts agree within binomial noise."""
-    from sroa_dist.analysis.published.rate_tables import CONFIRM_STUDIES, confirm_points
+    from sroa_dist.analysis.published.rate_data import CONFIRM_STUDIES, confirm_points
 
     name = "docs/data/rate/attractor-confirm.json"
     (tmp_path / name).parent.mkdir(parents=True)
@@ -232,7 +232,7 @@ def test_the_worst_case_grid_comes_from_its_rerun_store(tmp_path):
     """The worst case's grid points come from the store that reruns the study where it is
     beside the page, with each norm's kind, at the published grid; the finding (no grid ε
     past 2 upper(‖E‖) at n = 12) is the published one."""
-    from sroa_dist.analysis.published.rate_tables import (
+    from sroa_dist.analysis.published.rate_data import (
         worst_case_brackets,
         worst_case_points,
         worst_case_rows,
@@ -259,7 +259,8 @@ def test_the_tilt_shrink_block_sets_the_search_beside_the_grid(tmp_path):
     """Each size's grid bracket of the first run (x = ε·(n − 1)^{1/2}) beside the search's
     first crossing from the spec's store: "not run yet" without the store, the store's
     bracket (in ε and in x) for each size it holds."""
-    from sroa_dist.analysis.published.rate_tables import TILT_SHRINK_STUDY, tilt_shrink_table
+    from sroa_dist.analysis.published.rate_data import TILT_SHRINK_STUDY
+    from sroa_dist.analysis.published.rate_tables import tilt_shrink_table
 
     name = "docs/data/rate/worst-case-families.json"
     store = f"docs/data/studies/{TILT_SHRINK_STUDY}.zarr"
@@ -303,7 +304,7 @@ def test_the_rerun_table_counts_moved_brackets_and_non_global_steps():
     """The rerun table of thresholds.md (the published n-scaling studies against their rerun
     with the global check): a bracket moved when disjoint or its upper end moved past rtol;
     an evaluation counts when its step was redone or left non-global."""
-    from sroa_dist.analysis.published.rate_tables import bracket_moved, rerun_row
+    from sroa_dist.analysis.published.rate_data import bracket_moved, rerun_row
 
     old = {"lo": 0.30, "hi": 0.31}
     assert not bracket_moved(old, {"lo": 0.302, "hi": 0.305}, 0.02)  # overlapping, 1.6 %

@@ -8,8 +8,8 @@ their data, and writes nothing. Prose outside the blocks stays hand-written.
 Data: a study's store under ``docs/data/studies/<study>.zarr``, read through ``open_results``
 (every block digest-checked), where one exists; the JSON the study's script published
 otherwise (:mod:`.sources`). Every block names the sources it used and their fingerprints.
-Pages and blocks: :mod:`.pages`; the rate study's tables and figures: :mod:`.rate_tables`,
-:mod:`.rate_figures`; the regression table of published against rerun numbers:
+Pages and blocks: :mod:`.pages`; the rate study's data, tables and figures: :mod:`.rate_data`,
+:mod:`.rate_tables`, :mod:`.rate_figures`; the regression table of published against rerun numbers:
 :mod:`.regression`.
 """
 

@@ -1,5 +1,5 @@
 """The figures of the rate study (docs/results/thresholds.md), drawn from the published data
-(the same reader and rows as :mod:`.rate_tables`):
+(the same reader and rows as the tables: :mod:`.rate_data`):
 
 - ``rate_accumulation.png``: g_p(ε)/g_p(0) against ε, p = 3–6, at n = 8 and 16;
 - ``rate_value.png``: value-criterion thresholds against n with the prediction from n = 16,
@@ -30,7 +30,7 @@ from matplotlib.figure import Figure
 from .._plotting import plain_log_labels
 from ..accumulation import PredictedThreshold
 from ..prediction import compare_prediction, figure_prediction
-from .rate_tables import (
+from .rate_data import (
     ASYMPTOTE_PREDICTIONS,
     GLOBAL_CHECKED,
     POWER_L20,

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..worst_case import worst_case_rows as cube_worst_case_rows
-from .rate_tables import (
+from .rate_data import (
     ESCAPE_STUDIES,
     NSCALING,
     RATE,
