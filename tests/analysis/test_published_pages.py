@@ -385,3 +385,51 @@ def test_a_damaged_store_is_refused_not_read_around(tmp_path):
     chunk.write_bytes(bytes(raw))
     with pytest.raises(InputError, match="eps_hi"):
         published.stale(root)
+
+
+#: The files a results page may still read beside the stores: predictions, committed before the
+#: measurements that test them, not a study's output.
+PREDICTIONS = ("docs/data/rate/predictions.json", "docs/data/rate/asymptote-predictions.json")
+#: Blocks that set the first published numbers beside the current ones: they need the old files.
+HISTORY_BLOCKS = ("rerun", "tilt-shrink")
+
+
+def test_the_rate_tables_need_no_study_json_once_the_stores_hold_every_row(tmp_path):
+    """In a tree with the study stores and the predictions but none of the JSON the study
+    scripts wrote, every table of thresholds.md but the two that set the first published
+    numbers beside the current ones comes back with the same rows, and names no JSON but the
+    predictions, and every figure draws from the same: the old files can go without losing a
+    published number. (One attractor row,
+    power L = 20 at n = 256, is still read from its file while its store is unfinished; it is
+    the one row allowed to be missing.)"""
+    from sroa_dist.analysis.published.rate_figures import FIGURES
+    from sroa_dist.analysis.published.rate_tables import TABLES
+
+    (tmp_path / "docs/data").mkdir(parents=True)
+    (tmp_path / "docs/data/studies").symlink_to(ROOT / "docs/data/studies")
+    (tmp_path / "docs/data/rate").mkdir()
+    for rel in PREDICTIONS:
+        shutil.copyfile(ROOT / rel, tmp_path / rel)
+    full, bare = Data(ROOT), Data(tmp_path)
+    for name, table in TABLES.items():
+        if name in HISTORY_BLOCKS:
+            continue
+        mine = bare.for_block()
+        got, want = table(mine), table(full.for_block())
+        read = [s.path for s in mine.used if s.form == "JSON"]
+        assert set(read) <= set(PREDICTIONS), (name, read)
+        if name == "attractor-thresholds" and got != want:
+            # The unfinished row: the same table but that cell.
+            lines = zip(got.splitlines(), want.splitlines(), strict=True)
+            differ = [(a, b) for a, b in lines if a != b]
+            assert [a.split(" | ")[0] for a, _ in differ] == ["| power L=20"], differ
+            got_cells, want_cells = ([c.strip() for c in r.split("|")] for r in differ[0])
+            cells = [(x, y) for x, y in zip(got_cells, want_cells, strict=True) if x != y]
+            assert cells == [("—", cells[0][1])] and cells[0][1].startswith("(0.37"), cells
+            continue
+        assert got == want, name
+    for name, fig in FIGURES.items():
+        mine = bare.for_block()
+        fig.draw(mine)
+        read = [s.path for s in mine.used if s.form == "JSON"]
+        assert set(read) <= set(PREDICTIONS), (name, read)

@@ -18,7 +18,7 @@ import numpy as np
 
 from sroa_dist.methods import aghkt_budget
 
-from .reruns import LABEL_KEYS, Rerun, rerun_of
+from .reruns import LABEL_KEYS, Rerun, labelled_reruns, rerun_of
 from .sources import Data
 
 __all__ = [
@@ -103,7 +103,7 @@ def threshold_rows(data: Data, rel: str) -> list[dict[str, Any]]:
     others. Each row has ``n``, ``replicate``, ``lo``, ``hi``, ``eps_star``, ``evals`` and
     ``redone`` (the evaluations with a redone step; ``None`` where the JSON's trace does not
     record it)."""
-    doc = data.json(rel, note=False)
+    doc = data.json(rel, note=False) if data.exists(rel) else {}
     old = doc.get("results", doc.get("rows", []))
     rerun = rerun_of(rel)
     cube = []
@@ -113,7 +113,7 @@ def threshold_rows(data: Data, rel: str) -> list[dict[str, Any]]:
     rest = [r for r in old if r["n"] not in have]
     if cube:
         data.note_store(rerun.study, cube, _part(rerun, have))
-    if rest or not cube:
+    if data.exists(rel) and (rest or not cube):
         data.json(rel, f"n = {size_list(r['n'] for r in rest)}" if cube else "")
     rows = [{**r, "evals": r["n_evals"]} for r in cube]
     for r in rest:
@@ -141,12 +141,12 @@ def labelled_rows(
     order (only those of ``labels`` where given): each row whose instance a rerun store holds
     carries that store's bracket, ε*, evaluations and λ_min (from the store's spec); the others
     keep the file's. Every part read is recorded as a source."""
-    doc = data.json(rel, note=False)
     key = LABEL_KEYS[rel]
+    published = data.json(rel, note=False)["rows"] if data.exists(rel) else _rerun_rows(data, rel)
     out: list[dict[str, Any]] = []
     kept: list[dict[str, Any]] = []
     taken: dict[tuple, tuple[Rerun, list[dict[str, Any]]]] = {}
-    for row in doc["rows"]:
+    for row in published:
         if labels is not None and str(row[key]) not in labels:
             continue
         rerun = rerun_of(rel, row)
@@ -184,6 +184,19 @@ def labelled_rows(
             ),
         )
     return out
+
+
+def _rerun_rows(data: Data, rel: str) -> list[dict[str, Any]]:
+    """The rows of labelled file ``rel`` as its reruns hold them, for a tree without the file:
+    per size, each label's instances (in :data:`.reruns.RERUNS`' label order) at the sizes
+    the label was published at."""
+    key = LABEL_KEYS[rel]
+    found = []
+    for order, (label, rerun) in enumerate(labelled_reruns(rel).items()):
+        for r in data.threshold_store(rerun.study) or []:
+            if rerun.selects(r) and rerun.publishes(r["n"]):
+                found.append(((r["n"], order, r["replicate"]), label))
+    return [{key: label, "n": n, "replicate": rep} for (n, _, rep), label in sorted(found)]
 
 
 def _smallest_weight(data: Data, study: str) -> float | None:
@@ -275,7 +288,10 @@ TILT_SHRINK_THETA = 0.7
 
 
 def tilt_shrink_grid(data: Data) -> dict[int, tuple[float, float]]:
-    """n -> (last grid x within 2‖E‖, first grid x past it) of the first run at θ = 0.7."""
+    """n -> (last grid x within 2‖E‖, first grid x past it) of the first run at θ = 0.7
+    (empty in a tree without the first run's file)."""
+    if not data.exists(TILT_SHRINK_GRID):
+        return {}
     rows = [r for r in data.json(TILT_SHRINK_GRID)["rows"] if r["theta"] == TILT_SHRINK_THETA]
     out = {}
     for n in sorted({r["n"] for r in rows}):
@@ -318,9 +334,10 @@ def worst_case_points(data: Data, name: str) -> list[dict[str, Any]]:
             out.setdefault(pt["n"], []).append({**row, "tilt": pt["tilt"]})
         if mine:
             data.note_store(store, mine, f"n = {size_list(pt['n'] for pt in mine)}")
-    published = data.json(f"{RATE}/{name}", note=False)["rows"]
+    rel = f"{RATE}/{name}"
+    published = data.json(rel, note=False)["rows"] if data.exists(rel) else []
     rest = [r for r in published if r["n"] not in out]
-    if rest or not out:
+    if data.exists(rel) and (rest or not out):
         data.json(f"{RATE}/{name}", f"n = {size_list(r['n'] for r in rest)}" if out else "")
     return sum(out.values(), []) + rest
 

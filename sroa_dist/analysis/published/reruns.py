@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-__all__ = ["LABEL_KEYS", "RERUNS", "Rerun", "rerun_of"]
+__all__ = ["LABEL_KEYS", "RERUNS", "Rerun", "labelled_reruns", "rerun_of"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,17 +28,24 @@ class Rerun:
     study: str
     where: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     why: str = ""
+    #: The sizes the rows were published at, where the store holds more (None: all it holds).
+    sizes: tuple[int, ...] | None = None
 
     def selects(self, row: Mapping[str, Any]) -> bool:
         return all(row.get(k) == v for k, v in self.where.items())
 
+    def publishes(self, n: int) -> bool:
+        """Whether the published rows include size ``n`` (rebuilding them from the store)."""
+        return self.sizes is None or n in self.sizes
 
-def _sweep(study: str, **where: Any) -> Rerun:
-    return Rerun(study, MappingProxyType(where))
+
+def _sweep(study: str, sizes: tuple[int, ...] | None = None, **where: Any) -> Rerun:
+    return Rerun(study, MappingProxyType(where), sizes=sizes)
 
 
 #: Published JSON (relative to the repository root) -> its rerun: one :class:`Rerun` for every
-#: row, or a mapping from a row's label (the file's label key, below) to its rerun.
+#: row, or a mapping from a row's label (the file's label key, below) to its rerun, in the order
+#: the file's table lists the labels (the order a tree without the file rebuilds its rows in).
 RERUNS: Mapping[str, Rerun | Mapping[str, Rerun]] = MappingProxyType(
     {
         "docs/data/nscaling/tilt-p3.json": _sweep(
@@ -75,7 +82,7 @@ RERUNS: Mapping[str, Rerun | Mapping[str, Rerun]] = MappingProxyType(
         # the default profile's rows (n <= 64) are theorem-p3-c0.5's (same seed and settings).
         "docs/data/rate/lambda-min.json": MappingProxyType(
             {
-                "default (target 0.95)": _sweep("theorem-p3-c0.5"),
+                "default (target 0.95)": _sweep("theorem-p3-c0.5", sizes=(8, 16, 32, 64)),
                 "linear [0.5, 1]": _sweep("lambda-min-linear"),
                 "target 0.5": _sweep("lambda-min-target"),
             }
@@ -83,10 +90,10 @@ RERUNS: Mapping[str, Rerun | Mapping[str, Rerun]] = MappingProxyType(
         "docs/data/rate/attractor-thresholds.json": MappingProxyType(
             {
                 "power L=20": _sweep("attractor-thresholds", method="power"),
-                "sshopm spectral starts": _sweep("attractor-thresholds", method="sshopm"),
-                "global (sshopm checked)": _sweep("attractor-thresholds-global"),
                 "power AGHKT": _sweep("attractor-thresholds-aghkt"),
                 "sshopm random starts": _sweep("attractor-thresholds-random-starts"),
+                "sshopm spectral starts": _sweep("attractor-thresholds", method="sshopm"),
+                "global (sshopm checked)": _sweep("attractor-thresholds-global"),
                 "global (certified)": _sweep("attractor-thresholds-certified"),
             }
         ),
@@ -99,6 +106,13 @@ LABEL_KEYS: Mapping[str, str] = MappingProxyType(
         "docs/data/rate/attractor-thresholds.json": "solver",
     }
 )
+
+
+def labelled_reruns(rel: str) -> Mapping[str, Rerun]:
+    """Label -> rerun of a file whose rows come back from several studies, in the order its
+    table lists them (empty for any other file)."""
+    found = RERUNS.get(rel)
+    return {} if found is None or isinstance(found, Rerun) else found
 
 
 def rerun_of(rel: str, row: Mapping[str, Any] | None = None) -> Rerun | None:
