@@ -49,8 +49,6 @@ def _copy_tree(tmp_path):
         shutil.copy(ROOT / page, tmp_path / page)
     for folder in (
         "docs/data/rate",
-        "docs/data/nscaling",
-        "docs/data/nscaling-global",
         "docs/data/studies",
         "docs/data/samples",
         "docs/data/cost",
@@ -63,27 +61,22 @@ def _copy_tree(tmp_path):
 def test_check_names_the_drifted_page_and_write_fixes_it(tmp_path, capsys):
     root = _copy_tree(tmp_path)
     # The copy as checked in is current: test_checked_in_page_is_current checks these same
-    # files, so the check's exit 0 is asserted once, after the second write below (four
-    # renders, not five).
-    # Without its store, the p = 6 study is read from its JSON (pages regenerated to match;
-    # that a write leaves nothing stale is asserted once, after the second write below).
-    shutil.rmtree(root / "docs/data/studies/tilt-p6.zarr", ignore_errors=True)
-    published.main([str(root)])
-    # Change one published bracket: the p = 6 table and the value figure read it.
-    path = root / "docs/data/rate/tilt-p6.json"
-    path.write_text(path.read_text().replace("0.5406", "0.5306", 1))
+    # files, so the check's exit 0 is asserted once, after the write below.
+    # Without its store, the p = 6 study has no rows: the p = 6 table and the value figure,
+    # which read it, are stale.
+    shutil.rmtree(root / "docs/data/studies/tilt-p6.zarr")
     capsys.readouterr()
     assert published.main([str(root), "--check"]) == 1
     err = capsys.readouterr().err
     assert "stale: docs/results/thresholds.md (blocks: p6, figure-value)" in err
-    assert "regression.md" in err  # it lists every published bracket, p = 6's too
     assert published.main([str(root)]) == 0
     assert (root / "docs/figures/rate_value.png").stat().st_size > 10_000
     capsys.readouterr()
     assert published.main([str(root), "--check"]) == 0  # nothing stale after a write
     assert capsys.readouterr().err == ""
     page = (root / "docs/results/thresholds.md").read_text(encoding="utf-8")
-    assert "| 16 | (0.5306, 0.5482] |" in page
+    p6 = blocks(page, "thresholds.md")["p6"]
+    assert "tilt-p6" not in p6 and "| 16 | (" not in p6
     # The prose outside the blocks is untouched.
     before = (ROOT / "docs/results/thresholds.md").read_text(encoding="utf-8")
     outside = [line for line in before.splitlines() if not line.startswith(("|", "<sub>"))]
@@ -92,10 +85,9 @@ def test_check_names_the_drifted_page_and_write_fixes_it(tmp_path, capsys):
 
 def test_the_check_runs_as_a_module_and_exits_1_on_drift(tmp_path):
     root = _copy_tree(tmp_path)
-    page = root / "docs/results/regression.md"
+    page = root / "docs/results/thresholds.md"
     text = page.read_text()
-    # A row's status: every row carries one, whichever rows are rerun by now.
-    drifted = text.replace("| same bits", "| differs", 1)
+    drifted = text.replace("<!-- /results:p6 -->", "| 512 | made up |\n<!-- /results:p6 -->", 1)
     assert drifted != text
     page.write_text(drifted)
     proc = subprocess.run(
@@ -106,153 +98,125 @@ def test_the_check_runs_as_a_module_and_exits_1_on_drift(tmp_path):
         timeout=300,
     )
     assert proc.returncode == 1
-    assert "stale: docs/results/regression.md (blocks: regression)" in proc.stderr
+    assert "stale: docs/results/thresholds.md (blocks: p6)" in proc.stderr
 
 
-def test_a_block_without_a_store_says_it_read_json(tmp_path):
-    # A copy of the tree's JSON alone: the study's store (docs/data/studies) is not beside it.
-    name = "docs/data/rate/theorem/theorem-p4-c2.json"
-    (tmp_path / name).parent.mkdir(parents=True)
-    shutil.copyfile(ROOT / name, tmp_path / name)
+def test_a_block_without_its_store_has_no_rows_and_names_no_source(tmp_path):
     data = Data(tmp_path)
-    rows = threshold_rows(data, name)
-    assert [r["n"] for r in rows] == [64, 128, 256]
-    assert [s.form for s in data.used] == ["JSON"]
+    assert threshold_rows(data, "theorem-p4-c2") == []
+    assert data.used == []
 
 
-def test_a_labelled_file_reads_each_label_from_its_own_store(tmp_path):
-    """λ_min's three weight profiles come back from three specs: each row a store holds is the
-    store's (λ_min from the store's spec), the rest the JSON's, and the sources say which."""
+def test_a_labelled_study_reads_each_label_from_its_own_store(tmp_path):
+    """λ_min's three weight profiles come back from three specs: each label's rows are its
+    store's (λ_min from the store's spec), at the sizes it was published at, in the table's
+    label order per size; a label whose store is absent has no rows, and the sources name
+    each store read."""
     from sroa_dist.analysis.published.rate_data import labelled_rows
 
-    name = "docs/data/rate/lambda-min.json"
-    (tmp_path / name).parent.mkdir(parents=True)
-    shutil.copyfile(ROOT / name, tmp_path / name)
     store = "docs/data/studies/lambda-min-linear.zarr"
     shutil.copytree(ROOT / store, tmp_path / store)
-    published_rows = Data(ROOT).json(name)["rows"]
     data = Data(tmp_path)
-    rows = labelled_rows(data, name)
+    rows = labelled_rows(data, "lambda-min")
     assert [(r["weights"], r["n"]) for r in rows] == [
-        (r["weights"], r["n"]) for r in published_rows
+        ("linear [0.5, 1]", n) for n in (8, 16, 32, 64)
     ]
-    linear = [r for r in rows if r["weights"] == "linear [0.5, 1]"]
-    assert len(linear) == 4 and all(r["lambda_min"] == 0.5 and "artefacts" not in r for r in linear)
-    assert all("artefacts" in r for r in rows if r["weights"] != "linear [0.5, 1]")
-    (from_store, from_json) = data.used
-    assert (from_store.form, from_store.path) == ("store", store)
-    assert from_store.part == "n = 8, 16, 32, 64"
-    assert from_json.form == "JSON"
-    assert (
-        from_json.part == "default (target 0.95): n = 8, 16, 32, 64; target 0.5: n = 8, 16, 32, 64"
-    )
+    assert all(r["lambda_min"] == 0.5 for r in rows)
+    ((form, path, part),) = [(s.form, s.path, s.part) for s in data.used]
+    assert (form, path, part) == ("store", store, "n = 8, 16, 32, 64")
+
+    data = Data(ROOT)
+    rows = labelled_rows(data, "lambda-min")
+    labels = ("default (target 0.95)", "linear [0.5, 1]", "target 0.5")
+    assert [(r["weights"], r["n"]) for r in rows] == [
+        (w, n) for n in (8, 16, 32, 64) for w in labels
+    ]  # the default profile's store (theorem-p3-c0.5) also holds n = 128: not a λ_min row
+    assert {r["lambda_min"] for r in rows if r["weights"] == "target 0.5"} == {0.5}
+    assert [s.path for s in data.used] == [
+        f"docs/data/studies/{s}.zarr"
+        for s in ("theorem-p3-c0.5", "lambda-min-linear", "lambda-min-target")
+    ]
     # Only the labels asked for are read.
-    data = Data(tmp_path)
-    assert {r["weights"] for r in labelled_rows(data, name, ("target 0.5",))} == {"target 0.5"}
-    assert [s.form for s in data.used] == ["JSON"]
+    data = Data(ROOT)
+    assert {r["weights"] for r in labelled_rows(data, "lambda-min", ("target 0.5",))} == {
+        "target 0.5"
+    }
+    assert [s.path for s in data.used] == ["docs/data/studies/lambda-min-target.zarr"]
 
 
 def test_the_accumulation_curves_come_from_the_store_and_the_limit_from_its_closed_form(tmp_path):
-    """g_p over ε comes from the accumulation study's store where it is beside the page (the
-    JSON it was first published in otherwise), g_p(0) from its closed form; both agree to the
-    regression table's 4.7e-10 (p = 6, n = 8)."""
+    """g_p over ε comes from the accumulation study's store, g_p(0) from its closed form; the
+    curves tend to it as ε → 0 (to 3 % at the grid's smallest ε). Without the store there
+    are no curves and no source."""
     from sroa_dist.analysis import accumulation_limit
     from sroa_dist.analysis.published.rate_data import accumulation_curves
 
-    name, store = "docs/data/rate/accumulation.json", "docs/data/studies/accumulation.zarr"
-    (tmp_path / name).parent.mkdir(parents=True)
-    shutil.copyfile(ROOT / name, tmp_path / name)
     data = Data(tmp_path)
-    eps_json, from_json = accumulation_curves(data)
-    assert [s.form for s in data.used] == ["JSON"]
+    eps, curves = accumulation_curves(data)
+    assert len(eps) == 0 and curves == [] and data.used == []
+    store = "docs/data/studies/accumulation.zarr"
     shutil.copytree(ROOT / store, tmp_path / store)
     data = Data(tmp_path)
     eps, curves = accumulation_curves(data)
     assert [(s.form, s.path, s.part) for s in data.used] == [("store", store, "g_p")]
     assert [(r["p"], r["n"]) for r in curves] == [(p, n) for p in (3, 4, 5, 6) for n in (8, 16)]
-    assert [(r["p"], r["n"]) for r in from_json] == [(r["p"], r["n"]) for r in curves]
-    np.testing.assert_array_equal(eps, eps_json)
-    for old, new in zip(from_json, curves, strict=True):
-        assert new["g0"] == old["g0"] == accumulation_limit(new["p"])
-        np.testing.assert_allclose(new["g"], old["g"], rtol=5e-10)
+    for r in curves:
+        assert r["g0"] == accumulation_limit(r["p"])
+        assert r["g"][np.argmin(eps)] == pytest.approx(r["g0"], rel=0.03)
 
 
-def test_the_escape_series_come_from_the_stores_on_the_published_points(tmp_path):
-    """q per (n, r, N, ε) comes from the two escape stores where they are beside the page, at
-    exactly the points first published as JSON (other starts: the q differ within noise)."""
+def test_the_escape_series_come_from_the_stores(tmp_path):
+    """q per (n, r, N, ε) comes from the two escape stores, each named as a source: n = 1024
+    from the second; every q a fraction of 1,000 starts."""
     from sroa_dist.analysis.published.rate_data import ESCAPE_STUDIES, escape_series
 
-    name = "docs/data/rate/attractor-escape.json"
-    (tmp_path / name).parent.mkdir(parents=True)
-    shutil.copyfile(ROOT / name, tmp_path / name)
-    data = Data(tmp_path)
-    published = escape_series(data)
-    assert [s.form for s in data.used] == ["JSON"]
     for study in ESCAPE_STUDIES:
         store = f"docs/data/studies/{study}.zarr"
         shutil.copytree(ROOT / store, tmp_path / store)
     data = Data(tmp_path)
-    rerun = escape_series(data)
+    series = escape_series(data)
     assert [(s.form, s.path) for s in data.used] == [
         ("store", f"docs/data/studies/{study}.zarr") for study in ESCAPE_STUDIES
     ]
-    assert sorted(rerun) == sorted(published)
-    for key, (eps, q) in rerun.items():
-        np.testing.assert_allclose(eps, published[key][0], rtol=0, atol=1e-9)  # 9 digits
-        # 1,000 starts per point: the binomial standard deviation is at most 0.016.
-        assert np.max(np.abs(q - published[key][1])) < 0.08
+    assert {n for n, _, _ in series} == {16, 32, 64, 128, 256, 512, 1024}
+    for eps, q in series.values():
+        assert np.all(np.diff(eps) > 0) and np.all((q >= 0) & (q <= 1))
+        np.testing.assert_allclose(q * 1000, np.round(q * 1000), atol=1e-9)
 
 
 def test_the_confirmation_points_come_from_the_stores(tmp_path):
-    """The whole-SROA confirmations come from their two stores where they are beside the
-    page, at the points first published as JSON: the same n, ε and L, every run reached the
-    first step, and q and the counts agree within binomial noise."""
+    """The whole-SROA confirmations come from their two stores, per size and L: 200 runs
+    each, every run reached the first step, none found every component."""
     from sroa_dist.analysis.published.rate_data import CONFIRM_STUDIES, confirm_points
 
-    name = "docs/data/rate/attractor-confirm.json"
-    (tmp_path / name).parent.mkdir(parents=True)
-    shutil.copyfile(ROOT / name, tmp_path / name)
-    published = confirm_points(Data(tmp_path))
     for study in CONFIRM_STUDIES:
         store = f"docs/data/studies/{study}.zarr"
         shutil.copytree(ROOT / store, tmp_path / store)
     data = Data(tmp_path)
-    rerun = confirm_points(data)
+    points = confirm_points(data)
     assert [s.path for s in data.used] == [f"docs/data/studies/{s}.zarr" for s in CONFIRM_STUDIES]
-    assert [(r["n"], r["L"]) for r in rerun] == [(r["n"], r["L"]) for r in published]
-    for old, new in zip(published, rerun, strict=True):
-        assert new["eps"] == pytest.approx(old["eps"], abs=1e-9)
-        assert new["reached"] == new["runs"] == old["runs"] == 200
-        assert abs(new["q"] - old["q"]) < 0.05  # 1,000 starts
-        assert abs(new["passed"] - old["passed"]) < 20  # 200 runs
-        assert new["whole"] == old["whole"] == 0
+    assert [(r["n"], r["L"]) for r in points] == [(128, 1), (128, 4), (256, 5), (256, 20)]
+    for r in points:
+        assert r["reached"] == r["runs"] == 200 and r["whole"] == 0
+        assert 0 <= r["passed"] <= r["reached"] and 0 < r["q"] < 1
 
 
-def test_the_worst_case_grid_comes_from_its_rerun_store(tmp_path):
-    """The worst case's grid points come from the store that reruns the study where it is
-    beside the page, with each norm's kind, at the published grid; the finding (no grid ε
-    past 2 upper(‖E‖) at n = 12) is the published one."""
-    from sroa_dist.analysis.published.rate_data import (
-        worst_case_brackets,
-        worst_case_points,
-        worst_case_rows,
-    )
+def test_the_worst_case_grid_comes_from_its_store(tmp_path):
+    """The worst case's grid points come from the store that holds the study, each norm
+    certified; at n = 12 no grid ε breaks 2 upper(‖E‖) (the bracket stays open)."""
+    from sroa_dist.analysis.published.rate_data import worst_case_points, worst_case_rows
 
-    name, store = "worst-case.json", "docs/data/studies/worst-case-n12.zarr"
-    (tmp_path / "docs/data/rate").mkdir(parents=True)
-    shutil.copyfile(ROOT / "docs/data/rate" / name, tmp_path / "docs/data/rate" / name)
+    store = "docs/data/studies/worst-case-n12.zarr"
     data = Data(tmp_path)
-    published = worst_case_points(data, name)
-    assert [s.form for s in data.used] == ["JSON"]
+    assert worst_case_points(data, "worst-case") == [] and data.used == []
     shutil.copytree(ROOT / store, tmp_path / store)
     data = Data(tmp_path)
-    rerun = worst_case_points(data, name)
+    points = worst_case_points(data, "worst-case")
     assert [(s.form, s.path, s.part) for s in data.used] == [("store", store, "n = 12")]
-    assert [r["eps"] for r in rerun] == pytest.approx([r["eps"] for r in published], rel=1e-3)
-    assert {r["ratio_kind"] for r in rerun} == {"certified"}
-    lo, hi, _ = worst_case_rows(data, name)[12]
-    lo_old, hi_old, _ = worst_case_brackets(published)[12]
-    assert hi == hi_old == float("inf") and lo == pytest.approx(lo_old, rel=1e-3)
+    assert {r["ratio_kind"] for r in points} == {"certified"} and len(points) == 30
+    assert max(r["ratio"] for r in points) < 2
+    lo, hi, _ = worst_case_rows(data, "worst-case")[12]
+    assert hi == float("inf") and lo == max(r["eps"] for r in points)
 
 
 def test_the_tilt_shrink_block_sets_the_search_beside_the_grid(tmp_path):
@@ -285,92 +249,22 @@ def test_the_tilt_shrink_block_sets_the_search_beside_the_grid(tmp_path):
     assert [s.path for s in data.used][-1] == store
 
 
-def test_a_regression_row_says_same_bits_differs_or_not_rerun():
-    from sroa_dist.analysis.published.regression import NOT_RERUN, _compare
-
-    old = {"lo": 0.3121, "hi": 0.3164}
-    assert _compare(old, None) == ("—", NOT_RERUN)
-    assert _compare(old, dict(old))[1] == "same bits (other seeds)"
-    assert "the tilt's bracket" in _compare(old, dict(old), "coherent-tilt")[1]
-    moved = _compare(old, {"lo": 0.3164, "hi": 0.3208})
-    assert moved[0] == "(0.3164, 0.3208]" and "differs by +1.38 % (brackets disjoint" in moved[1]
-    assert "did not" in _compare(old, {"lo": 1.5, "hi": float("inf")})[1]
-    ulp = {"lo": 0.3121, "hi": float(np.nextafter(0.3164, 1))}
-    assert _compare(old, ulp)[1] == "differs in the last bits only (other seeds)"
-    assert "search revision's" in _compare(old, ulp, "coherent-tilt")[1]
-
-
-def test_the_rerun_table_counts_moved_brackets_and_non_global_steps():
-    """The rerun table of thresholds.md (the published n-scaling studies against their rerun
-    with the global check): a bracket moved when disjoint or its upper end moved past rtol;
-    an evaluation counts when its step was redone or left non-global."""
-    from sroa_dist.analysis.published.rate_data import bracket_moved, rerun_row
-
-    old = {"lo": 0.30, "hi": 0.31}
-    assert not bracket_moved(old, {"lo": 0.302, "hi": 0.305}, 0.02)  # overlapping, 1.6 %
-    assert bracket_moved(old, {"lo": 0.31, "hi": 0.32}, 0.02)  # disjoint
-    assert bracket_moved(old, {"lo": 0.2, "hi": 0.35}, 0.02)  # upper end 13 % away
-    assert bracket_moved(old, {"lo": 1.5, "hi": float("inf")}, 0.02)  # one end open
-    assert not bracket_moved({"lo": 1.5, "hi": float("inf")}, {"lo": 1.4, "hi": float("inf")}, 0)
-    fields = ["eps", "metric", "passed", "redone", "non_global"]
-    published = {
-        "results": [
-            {"n": 8, "replicate": 0, "lo": 0.30, "hi": 0.31, "non_monotone": True},
-            {"n": 8, "replicate": 1, "lo": 0.40, "hi": 0.41, "non_monotone": False},
-        ]
-    }
-    rerun = {
-        "study": {"rtol": 0.02},
-        "results": [
-            {
-                "n": 8, "replicate": 0, "lo": 0.30, "hi": 0.31, "non_monotone": True,
-                "trace_fields": fields, "evals_non_global": 1,
-                "trace": [[0.3, 0.1, 1, 2, 0], [0.31, 0.9, 0, 0, 1], [0.2, 0.1, 1, 0, 0]],
-            },
-        ],
-    }  # fmt: skip
-    row = rerun_row(published, rerun)
-    assert row == {
-        "thresholds": 1, "published": 2, "evaluations": 3, "non_global": 2,
-        "left_non_global": 1, "moved": 0, "non_monotone_old": 1, "non_monotone_new": 1,
-    }  # fmt: skip
-    rerun["results"][0].update(lo=0.35, hi=0.36)
-    assert rerun_row(published, rerun)["moved"] == 1
-
-
 STUDY = "theorem-p3-c0.5"
 
 
-def test_a_study_store_gives_the_sizes_it_holds_and_the_json_the_rest(tmp_path):
-    """The committed store of theorem-p3-c0.5 (n = 8-128), read with open_results, gives every
-    published row, bit for bit; a size the store lacks comes from the JSON, and the block names
-    both sources with what each gave."""
-    import json
-
+def test_a_study_store_gives_every_published_row():
+    """The committed store of theorem-p3-c0.5 (n = 8-128), read with open_results, gives the
+    study's rows at the spec's seed, named as the block's one source; the regression page,
+    kept as last generated, set each beside its first-published bracket."""
     data = Data(ROOT)
-    rel = f"docs/data/rate/theorem/{STUDY}.json"
-    rows = threshold_rows(data, rel)
+    rows = threshold_rows(data, STUDY)
     assert [r["n"] for r in rows] == [8, 16, 32, 64, 128]
     (store,) = data.used
     assert (store.form, store.path) == ("store", f"docs/data/studies/{STUDY}.zarr")
-    published_rows = json.loads((ROOT / rel).read_text())["results"]
-    assert [(r["lo"], r["hi"]) for r in rows] == [(r["lo"], r["hi"]) for r in published_rows]
-    cube = data.threshold_store(STUDY)
-    assert all(r["seed"] == 20261127 for r in cube)
+    assert all(r["seed"] == 20261127 for r in rows)
     page = (ROOT / "docs/results/regression.md").read_text(encoding="utf-8")
-    for r in cube:
+    for r in rows:
         assert f"| {STUDY} | replicate 0 | {r['n']} | ({r['lo']:.4f}, {r['hi']:.4f}] | (" in page
-
-    root = _copy_tree(tmp_path)  # a published size the store does not hold
-    doc = json.loads((root / rel).read_text())
-    doc["results"].append({**doc["results"][-1], "n": 256})
-    (root / rel).write_text(json.dumps(doc))
-    data = Data(root)
-    assert [r["n"] for r in threshold_rows(data, rel)] == [8, 16, 32, 64, 128, 256]
-    assert [(s.form, s.part) for s in data.used] == [
-        ("store", "n = 8, 16, 32, 64, 128"),
-        ("JSON", "n = 256"),
-    ]
 
 
 def test_a_damaged_store_is_refused_not_read_around(tmp_path):
@@ -387,49 +281,36 @@ def test_a_damaged_store_is_refused_not_read_around(tmp_path):
         published.stale(root)
 
 
-#: The files a results page may still read beside the stores: predictions, committed before the
-#: measurements that test them, not a study's output.
-PREDICTIONS = ("docs/data/rate/predictions.json", "docs/data/rate/asymptote-predictions.json")
-#: Blocks that set the first published numbers beside the current ones: they need the old files.
-HISTORY_BLOCKS = ("rerun", "tilt-shrink")
+#: The JSON a results page may read beside the stores: inputs committed before the measurements
+#: that test them (predictions), or records no spec reruns (the tilt-shrink's first grid; the
+#: samples study's cost and real data).
+COMMITTED_JSON = (
+    "docs/data/rate/predictions.json",
+    "docs/data/rate/asymptote-predictions.json",
+    "docs/data/rate/worst-case-families.json",
+    "docs/data/studies/samples-cost.json",
+    "docs/data/samples/real-data.json",
+)
 
 
-def test_the_rate_tables_need_no_study_json_once_the_stores_hold_every_row(tmp_path):
-    """In a tree with the study stores and the predictions but none of the JSON the study
-    scripts wrote, every table of thresholds.md but the two that set the first published
-    numbers beside the current ones comes back with the same rows, and names no JSON but the
-    predictions, and every figure draws from the same: the old files can go without losing a
-    published number. (One attractor row,
-    power L = 20 at n = 256, is still read from its file while its store is unfinished; it is
-    the one row allowed to be missing.)"""
-    from sroa_dist.analysis.published.rate_figures import FIGURES
-    from sroa_dist.analysis.published.rate_tables import TABLES
+#: Cost measurements of the service itself (benchmarks.md), not a study's numbers.
+COST = "docs/data/cost/"
 
-    (tmp_path / "docs/data").mkdir(parents=True)
-    (tmp_path / "docs/data/studies").symlink_to(ROOT / "docs/data/studies")
-    (tmp_path / "docs/data/rate").mkdir()
-    for rel in PREDICTIONS:
-        shutil.copyfile(ROOT / rel, tmp_path / rel)
-    full, bare = Data(ROOT), Data(tmp_path)
-    for name, table in TABLES.items():
-        if name in HISTORY_BLOCKS:
-            continue
-        mine = bare.for_block()
-        got, want = table(mine), table(full.for_block())
-        read = [s.path for s in mine.used if s.form == "JSON"]
-        assert set(read) <= set(PREDICTIONS), (name, read)
-        if name == "attractor-thresholds" and got != want:
-            # The unfinished row: the same table but that cell.
-            lines = zip(got.splitlines(), want.splitlines(), strict=True)
-            differ = [(a, b) for a, b in lines if a != b]
-            assert [a.split(" | ")[0] for a, _ in differ] == ["| power L=20"], differ
-            got_cells, want_cells = ([c.strip() for c in r.split("|")] for r in differ[0])
-            cells = [(x, y) for x, y in zip(got_cells, want_cells, strict=True) if x != y]
-            assert cells == [("—", cells[0][1])] and cells[0][1].startswith("(0.37"), cells
-            continue
-        assert got == want, name
-    for name, fig in FIGURES.items():
-        mine = bare.for_block()
-        fig.draw(mine)
-        read = [s.path for s in mine.used if s.form == "JSON"]
-        assert set(read) <= set(PREDICTIONS), (name, read)
+
+def test_no_block_reads_a_study_s_output_from_json():
+    """Every number a results page publishes comes from a store: the JSON a block names is
+    one of the committed inputs, and the files the former study scripts wrote are gone."""
+    import re
+
+    for page in published.PAGES:
+        for name, text in blocks((ROOT / page).read_text(encoding="utf-8"), page).items():
+            named = re.findall(r"JSON `([^`]+)`", text.splitlines()[0])
+            studies = [f for f in named if not f.startswith(COST)]
+            assert set(studies) <= set(COMMITTED_JSON), (page, name, named)
+    for gone in ("docs/data/nscaling", "docs/data/nscaling-global", "docs/data/rate/theorem"):
+        assert not (ROOT / gone).exists(), gone
+    assert sorted(p.name for p in (ROOT / "docs/data/rate").glob("*.json")) == [
+        "asymptote-predictions.json",
+        "predictions.json",
+        "worst-case-families.json",
+    ]

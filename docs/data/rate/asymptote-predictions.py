@@ -59,19 +59,22 @@ def _against_earlier(record: dict, earlier: Path) -> dict[str, object]:
     return {"file": str(earlier.relative_to(ROOT)), "compared": count, "worst_rel": worst}
 
 
-#: The published c = 2 first crossings (Theorem 3.1's criterion) the correction is checked on.
-PUBLISHED_C2 = {
-    3: "docs/data/rate/theorem/theorem-p3-c2.json",
-    4: "docs/data/rate/theorem/theorem-p4-c2.json",
-}
+#: The published c = 2 first crossings (Theorem 3.1's criterion) the correction is checked on:
+#: their studies (stores under docs/data/studies; the committed file read the same brackets,
+#: bit for bit, from the JSON they were first published as, since retired).
+PUBLISHED_C2 = {3: "theorem-p3-c2", 4: "theorem-p4-c2"}
 
 
 def _check_correction(g_cube) -> list[dict[str, object]]:
     """The n = 16 model and its g-decay correction at the published c = 2 crossings (closed
     brackets only): how far each lies from what was measured before these predictions."""
+    from sroa_dist.analysis.published.rate_data import threshold_rows
+    from sroa_dist.analysis.published.sources import Data
+
     out = []
-    for p, rel in PUBLISHED_C2.items():
-        rows = [r for r in json.loads((ROOT / rel).read_text())["results"] if r["hi"] < math.inf]
+    data = Data(ROOT)
+    for p, study in PUBLISHED_C2.items():
+        rows = [r for r in threshold_rows(data, study) if r["hi"] < math.inf]
         sizes = [int(r["n"]) for r in rows]
         pr = predict_threshold(p, sizes, c=2.0, criterion="value")
         decay = fit_g_decay(g_cube, p)
@@ -90,7 +93,7 @@ def _check_correction(g_cube) -> list[dict[str, object]]:
                         centre / corrected - 1 if math.isfinite(corrected) else None
                     ),
                     "corrected_is": decay.where(corrected, int(r["n"])),
-                    "source": rel,
+                    "source": data.store_path(PUBLISHED_C2[p]),
                 }
             )
     return out

@@ -5,12 +5,13 @@
 show; ``python3 dev.py results --check`` exits 1 naming each page whose blocks drifted from
 their data, and writes nothing. Prose outside the blocks stays hand-written.
 
-Data: a study's store under ``docs/data/studies/<study>.zarr``, read through ``open_results``
-(every block digest-checked), where one exists; the JSON the study's script published
-otherwise (:mod:`.sources`). Every block names the sources it used and their fingerprints.
+Data: the study stores under ``docs/data/studies/<study>.zarr``, read through
+``open_results`` (every block digest-checked), and committed JSON inputs such as the
+predictions (:mod:`.sources`). Every block names the sources it used and their fingerprints.
 Pages and blocks: :mod:`.pages`; the rate study's data, tables and figures: :mod:`.rate_data`,
-:mod:`.rate_tables`, :mod:`.rate_figures`; the regression table of published against rerun numbers:
-:mod:`.regression`.
+:mod:`.rate_tables`, :mod:`.rate_figures`. The regression table of the first-published numbers
+against the stores (docs/results/regression.md) was generated until the first-published files
+were retired, and is kept as it was last generated.
 """
 
 from __future__ import annotations

@@ -16,7 +16,6 @@ from .blocks import blocks, splice
 from .cost import COST_BLOCKS
 from .rate_figures import FIGURES, RateFigure, save
 from .rate_tables import TABLES
-from .regression import regression_table
 from .samples import SAMPLES_BLOCKS, SAMPLES_FIGURES
 from .sources import Data
 
@@ -52,7 +51,6 @@ PAGES: dict[str, dict[str, Block]] = {
         **{name: Block(table) for name, table in TABLES.items()},
         **{name: _figure_block(fig) for name, fig in FIGURES.items()},
     },
-    "docs/results/regression.md": {"regression": Block(regression_table)},
     "docs/results/benchmarks.md": {name: Block(table) for name, table in COST_BLOCKS.items()},
     "docs/results/samples.md": {
         **{name: Block(table) for name, table in SAMPLES_BLOCKS.items()},

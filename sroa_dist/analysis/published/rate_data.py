@@ -1,7 +1,8 @@
 """The rate study's data as its results page reads it (docs/results/thresholds.md): per block,
-the stores that rerun a published study, and the JSON the study was first published in for
-what no store holds yet; and the numbers derived from them that the tables and figures share
-(brackets per size, predictions at a size, escape edges, a rerun against its file).
+the study stores under docs/data/studies that hold it (each published study's spec:
+:mod:`.reruns`), and the predictions committed before the runs; and the numbers derived from
+them that the tables and figures share (brackets per size, predictions at a size, escape
+edges).
 
 Each reader takes a :class:`~.sources.Data` and records the files and stores it read (with
 the part of each), so that every block can name its sources. The Markdown is
@@ -28,8 +29,6 @@ __all__ = [
     "CONFIRM_STUDIES",
     "ESCAPE_STUDIES",
     "GLOBAL_CHECKED",
-    "NSCALING",
-    "NSCALING_GLOBAL",
     "POWER_L20",
     "RATE",
     "TILT_SHRINK_GRID",
@@ -41,10 +40,11 @@ __all__ = [
     "accumulation_curves",
     "asymptote_brackets",
     "asymptote_open",
-    "bracket_moved",
     "confirm_points",
     "escape_counts",
     "escape_series",
+    "FAMILY_STUDIES",
+    "family_rows",
     "g0_of",
     "hardest_stage",
     "labelled_rows",
@@ -52,7 +52,6 @@ __all__ = [
     "predicted_at",
     "prediction",
     "prefactor",
-    "rerun_row",
     "size_list",
     "success_edge",
     "threshold_rows",
@@ -63,27 +62,17 @@ __all__ = [
     "worst_case_rows",
 ]
 
-#: The rate study's own data (the first crossings it compares with are under nscaling/).
+#: The rate study's committed inputs: the predictions, and the worst-case claims and grid.
 RATE = "docs/data/rate"
-
-
-NSCALING = "docs/data/nscaling"
-
-
 #: The accumulation study (g_p(ε) of the coherent tilt, p = 3-6, n = 8 and 16).
 ACCUMULATION_STUDY = "accumulation"
 
 
 #: Published value-criterion studies of the coherent tilt (c = 0.5), per order.
 VALUE_STUDIES = {3: ["tilt-p3"], 4: ["tilt-p4"], 5: ["tilt-p5", "tilt-p5-big"]}
-
-
-#: Worst-case studies (file, order, steps) in docs/data/rate.
-WORST_CASE_STUDIES = [
-    ("worst-case.json", 3, "sshopm, re-evaluated with the global check"),
-    ("worst-case-certified.json", 3, "certified"),
-    ("worst-case-p4.json", 4, "sshopm, re-evaluated with the global check"),
-]
+#: Published worst-case studies (name, order, steps); the certified-step and p = 4 searches
+#: were withdrawn (issue 33) and are not rerun.
+WORST_CASE_STUDIES = [("worst-case", 3, "sshopm, re-evaluated with the global check")]
 
 
 def size_list(ns) -> str:
@@ -97,106 +86,52 @@ def _part(rerun: Rerun, ns) -> str:
     return f"{where}, n = {size_list(ns)}" if where else f"n = {size_list(ns)}"
 
 
-def threshold_rows(data: Data, rel: str) -> list[dict[str, Any]]:
-    """The first crossings of the threshold study whose JSON is ``rel``: from the store of the
-    study that reruns it (:mod:`.reruns`) for every size the store holds, from the JSON for the
-    others. Each row has ``n``, ``replicate``, ``lo``, ``hi``, ``eps_star``, ``evals`` and
-    ``redone`` (the evaluations with a redone step; ``None`` where the JSON's trace does not
-    record it)."""
-    doc = data.json(rel, note=False) if data.exists(rel) else {}
-    old = doc.get("results", doc.get("rows", []))
-    rerun = rerun_of(rel)
-    cube = []
-    if rerun is not None and rerun.study:
-        cube = [r for r in data.threshold_store(rerun.study) or [] if rerun.selects(r)]
-    have = {r["n"] for r in cube}
-    rest = [r for r in old if r["n"] not in have]
+def threshold_rows(data: Data, name: str) -> list[dict[str, Any]]:
+    """The first crossings of published threshold study ``name`` (:mod:`.reruns`), from the
+    store of the spec that holds them. Each row has ``n``, ``replicate``, ``lo``, ``hi``,
+    ``eps_star``, ``evals`` and ``redone`` (the evaluations with a redone step); none where
+    the store is not beside the page."""
+    rerun = rerun_of(name)
+    cube = [r for r in data.threshold_store(rerun.study) or [] if rerun.selects(r)]
     if cube:
-        data.note_store(rerun.study, cube, _part(rerun, have))
-    if data.exists(rel) and (rest or not cube):
-        data.json(rel, f"n = {size_list(r['n'] for r in rest)}" if cube else "")
+        data.note_store(rerun.study, cube, _part(rerun, (r["n"] for r in cube)))
     rows = [{**r, "evals": r["n_evals"]} for r in cube]
-    for r in rest:
-        trace = r.get("trace", [])
-        redone = sum(1 for e in trace if e[5]) if trace and len(trace[0]) > 5 else None
-        rows.append(
-            {
-                "n": r["n"],
-                "replicate": r.get("replicate", 0),
-                "lo": r["lo"],
-                "hi": r["hi"],
-                "eps_star": r["eps_star"],
-                "evals": len(trace) if trace else r["n_evals"],
-                "redone": redone,
-            }
-        )
     return sorted(rows, key=lambda r: (r["n"], r["replicate"]))
 
 
 def labelled_rows(
-    data: Data, rel: str, labels: tuple[str, ...] | None = None
+    data: Data, name: str, labels: tuple[str, ...] | None = None
 ) -> list[dict[str, Any]]:
-    """The published first crossings of ``rel``, a file whose rows come back from several
-    studies (its label key names the row's rerun: :data:`.reruns.LABEL_KEYS`), in the file's
-    order (only those of ``labels`` where given): each row whose instance a rerun store holds
-    carries that store's bracket, ε*, evaluations and λ_min (from the store's spec); the others
-    keep the file's. Every part read is recorded as a source."""
-    key = LABEL_KEYS[rel]
-    published = data.json(rel, note=False)["rows"] if data.exists(rel) else _rerun_rows(data, rel)
-    out: list[dict[str, Any]] = []
-    kept: list[dict[str, Any]] = []
-    taken: dict[tuple, tuple[Rerun, list[dict[str, Any]]]] = {}
-    for row in published:
-        if labels is not None and str(row[key]) not in labels:
+    """The first crossings of published study ``name``, whose rows come back from several
+    specs (its label key names the row's spec: :data:`.reruns.LABEL_KEYS`): per size, each
+    label's rows in its table's label order (only those of ``labels`` where given), at the
+    sizes the label was published at, with the store's bracket, ε*, evaluations and λ_min
+    (from the store's spec). Every part read is recorded as a source."""
+    key = LABEL_KEYS[name]
+    found = []
+    taken: dict[str, tuple[Rerun, list[dict[str, Any]]]] = {}
+    for order, (label, rerun) in enumerate(labelled_reruns(name).items()):
+        if labels is not None and label not in labels:
             continue
-        rerun = rerun_of(rel, row)
-        hit = None
-        if rerun is not None and rerun.study:
-            where = (row["n"], row.get("replicate", 0))
-            cube = data.threshold_store(rerun.study) or []
-            hit = next(
-                (c for c in cube if rerun.selects(c) and (c["n"], c["replicate"]) == where), None
-            )
-        if hit is None:
-            kept.append(row)
-            out.append(row)
-            continue
-        part = (rerun.study, *sorted(rerun.where.items()))
-        taken.setdefault(part, (rerun, []))[1].append(hit)
+        for r in data.threshold_store(rerun.study) or []:
+            if rerun.selects(r) and rerun.publishes(r["n"]):
+                found.append(((r["n"], order, r["replicate"]), label, rerun, r))
+                taken.setdefault(label, (rerun, []))[1].append(r)
+    for rerun, hits in taken.values():
+        data.note_store(rerun.study, hits, _part(rerun, (h["n"] for h in hits)))
+    out = []
+    for _, label, rerun, hit in sorted(found, key=lambda f: f[0]):
         lam = _smallest_weight(data, rerun.study)
         out.append(
             {
-                **{k: row[k] for k in (key, "n") if k in row},
+                key: label,
+                "n": hit["n"],
                 "replicate": hit["replicate"],
                 **{k: hit[k] for k in ("lo", "hi", "eps_star", "n_evals")},
                 **({"lambda_min": lam} if lam is not None else {}),
             }
         )
-    for rerun, hits in taken.values():
-        data.note_store(rerun.study, hits, _part(rerun, (h["n"] for h in hits)))
-    if kept:
-        parts = dict.fromkeys(str(r[key]) for r in kept)
-        data.json(
-            rel,
-            "; ".join(
-                f"{label}: n = {size_list(r['n'] for r in kept if str(r[key]) == label)}"
-                for label in parts
-            ),
-        )
     return out
-
-
-def _rerun_rows(data: Data, rel: str) -> list[dict[str, Any]]:
-    """The rows of labelled file ``rel`` as its reruns hold them, for a tree without the file:
-    per size, each label's instances (in :data:`.reruns.RERUNS`' label order) at the sizes
-    the label was published at."""
-    key = LABEL_KEYS[rel]
-    found = []
-    for order, (label, rerun) in enumerate(labelled_reruns(rel).items()):
-        for r in data.threshold_store(rerun.study) or []:
-            if rerun.selects(r) and rerun.publishes(r["n"]):
-                found.append(((r["n"], order, r["replicate"]), label))
-    return [{key: label, "n": n, "replicate": rep} for (n, _, rep), label in sorted(found)]
 
 
 def _smallest_weight(data: Data, study: str) -> float | None:
@@ -225,7 +160,7 @@ def per_size(rows: list[dict]) -> dict[int, tuple[float, float]]:
 
 def value_rows(data: Data, p: int) -> list[dict]:
     """The published value-criterion first crossings of order ``p``."""
-    return sum((threshold_rows(data, f"{NSCALING}/{s}.json") for s in VALUE_STUDIES[p]), [])
+    return sum((threshold_rows(data, s) for s in VALUE_STUDIES[p]), [])
 
 
 def prediction(data: Data, p: int, label: str) -> dict:
@@ -244,36 +179,36 @@ def predicted_at(pr: dict, n: int) -> float:
 def accumulation_curves(data: Data) -> tuple[np.ndarray, list[dict[str, Any]]]:
     """The coherent tilt's accumulation coefficients: the ε grid and, per (p, n), ``g`` (g_p
     over the grid) and ``g0`` (its closed-form limit g_p(0)), from the accumulation study's
-    store (``sroa-dist run sweeps/studies/accumulation.toml``), or from the JSON the study
-    was first published in where no store is beside the page."""
-    from ..accumulation import accumulation_limit
-
+    store (``sroa-dist run sweeps/studies/accumulation.toml``); no curves where the store is
+    not beside the page."""
     ds = data.store(ACCUMULATION_STUDY)
     if ds is None:
-        acc = data.json(f"{RATE}/accumulation.json")
-        rows = [{"p": r["p"], "n": r["n"], "g": np.asarray(r["g"], float)} for r in acc["rows"]]
-        eps = np.asarray(acc["setup"]["eps"], float)
-    else:
-        eps = np.asarray(ds["eps"].values, float)
-        rows = [
-            {"p": int(p), "n": int(n), "g": np.asarray(ds["g_p"].sel(p=p, n=n, replicate=0), float)}
-            for p in ds["p"].values
-            for n in ds["n"].values
-        ]
-        data.note_store(ACCUMULATION_STUDY, [r["g"] for r in rows], "g_p")
-    for r in rows:
-        r["g0"] = accumulation_limit(r["p"])
+        return np.empty(0), []
+    eps = np.asarray(ds["eps"].values, float)
+    rows = [
+        {
+            "p": int(p),
+            "n": int(n),
+            "g": np.asarray(ds["g_p"].sel(p=p, n=n, replicate=0), float),
+            "g0": g0_of(int(p)),
+        }
+        for p in ds["p"].values
+        for n in ds["n"].values
+    ]
+    data.note_store(ACCUMULATION_STUDY, [r["g"] for r in rows], "g_p")
     return eps, sorted(rows, key=lambda r: (r["p"], r["n"]))
 
 
-def g0_of(data: Data, p: int) -> float:
-    """g_p(0) of the curves the page reads."""
-    return next(r["g0"] for r in accumulation_curves(data)[1] if r["p"] == p)
+def g0_of(p: int) -> float:
+    """g_p(0), the accumulation coefficient's limit as ε → 0 (closed form)."""
+    from ..accumulation import accumulation_limit
+
+    return accumulation_limit(p)
 
 
 def prefactor(data: Data, p: int, c: float) -> float:
     """(c/g_p(0))^{1/(p−1)}: ε*·(n−1)^{1/(p−1)} tends to it."""
-    return (c / g0_of(data, p)) ** (1 / (p - 1))
+    return (c / g0_of(p)) ** (1 / (p - 1))
 
 
 #: The tilt-shrink family's first-crossing search (θ = 0.7, exact norm, c = 2), and the grid
@@ -305,25 +240,23 @@ def tilt_shrink_grid(data: Data) -> dict[int, tuple[float, float]]:
 
 def _past_bound(row: dict) -> bool:
     """Whether a worst-case row breaks the value bound 2‖E‖: on its certified ratio (error over
-    the certified upper end of ‖E‖) where the row has one, never on a lower bound of it."""
-    if "ratio" in row:
-        return row.get("ratio_kind") == "certified" and row["ratio"] > 2.0
-    return row["worst"] > 2.0
+    the certified upper end of ‖E‖), never on a lower bound of it."""
+    return row["ratio_kind"] == "certified" and row["ratio"] > 2.0
 
 
-#: Stores that rerun a published worst-case study, by the study's file stem: the spec's whole
+#: Stores that hold a published worst-case study, by the study's name: the spec's whole
 #: grid, or the spec run at the published sizes alone (``--set 'tensor.n=[12]'``).
 WORST_CASE_RERUNS = {"worst-case": ["worst-case", "worst-case-n12"]}
 
 
 def worst_case_points(data: Data, name: str) -> list[dict[str, Any]]:
-    """The grid points of worst-case study ``name`` (a file of docs/data/rate): per size, from
-    the first rerun store that holds it (:data:`WORST_CASE_RERUNS`; ``ratio_kind`` says whether
-    its norm is certified), else from the file."""
+    """The grid points of published worst-case study ``name``: per size, from the first store
+    that holds it (:data:`WORST_CASE_RERUNS`; ``ratio_kind`` says whether its norm is
+    certified)."""
     from ..worst_case import worst_case_points as cube_points
 
     out: dict[int, list[dict[str, Any]]] = {}
-    for store in WORST_CASE_RERUNS.get(name.removesuffix(".json"), []):
+    for store in WORST_CASE_RERUNS.get(name, []):
         ds = data.store(store)
         if ds is None:
             continue
@@ -334,12 +267,7 @@ def worst_case_points(data: Data, name: str) -> list[dict[str, Any]]:
             out.setdefault(pt["n"], []).append({**row, "tilt": pt["tilt"]})
         if mine:
             data.note_store(store, mine, f"n = {size_list(pt['n'] for pt in mine)}")
-    rel = f"{RATE}/{name}"
-    published = data.json(rel, note=False)["rows"] if data.exists(rel) else []
-    rest = [r for r in published if r["n"] not in out]
-    if data.exists(rel) and (rest or not out):
-        data.json(f"{RATE}/{name}", f"n = {size_list(r['n'] for r in rest)}" if out else "")
-    return sum(out.values(), []) + rest
+    return sum(out.values(), [])
 
 
 def worst_case_rows(data: Data, name: str) -> dict[int, tuple[float, float, dict]]:
@@ -380,23 +308,8 @@ def confirm_points(data: Data) -> list[dict[str, Any]]:
     """Per size, ε and number of starts L (in that order): the first step's q from the
     single starts (``q``), and over whole SROA runs the first steps that found a component
     (``passed`` of ``reached``) and the runs that found every one (``whole`` of ``runs``);
-    from the confirmation stores (:data:`CONFIRM_STUDIES`) where they are beside the page,
-    else from the JSON they were first published in."""
+    from the confirmation stores (:data:`CONFIRM_STUDIES`) beside the page."""
     stores = [s for s in CONFIRM_STUDIES if data.store(s) is not None]
-    if not stores:
-        return [
-            {
-                "n": row["n"],
-                "eps": row["eps"],
-                "L": row["L"],
-                "q": row["stages"][0]["q"],
-                "passed": row["stages"][0]["passed"],
-                "reached": row["stages"][0]["reached"],
-                "whole": row["whole"],
-                "runs": row["runs"],
-            }  # fmt: skip
-            for row in data.json(f"{RATE}/attractor-confirm.json")["rows"]
-        ]
     out = []
     for study in stores:
         ds = data.store(study)
@@ -447,20 +360,16 @@ def escape_counts(ds: Any) -> dict[tuple[int, int, float, int], tuple[int, int]]
 
 
 def escape_series(data: Data) -> dict:
-    """{(n, r, n_iter): (eps array, q array)} of the attractor escape study: from its stores
-    (:data:`ESCAPE_STUDIES`) where they are beside the page, else from the JSON it was first
-    published in."""
+    """{(n, r, n_iter): (eps array, q array)} of the attractor escape study, from its stores
+    (:data:`ESCAPE_STUDIES`) beside the page."""
     out: dict = {}
-    stores = [s for s in ESCAPE_STUDIES if data.store(s) is not None]
-    if stores:
-        for study in stores:
-            counts = escape_counts(data.store(study))
-            data.note_store(study, sorted(counts.items()), "escape_hits")
-            for (n, r, eps, big_n), (hits, starts) in counts.items():
-                out.setdefault((n, r, big_n), []).append((eps, hits / starts))
-    else:
-        for row in data.json(f"{RATE}/attractor-escape.json")["rows"]:
-            out.setdefault((row["n"], row["r"], row["n_iter"]), []).append((row["eps"], row["q"]))
+    for study in ESCAPE_STUDIES:
+        if data.store(study) is None:
+            continue
+        counts = escape_counts(data.store(study))
+        data.note_store(study, sorted(counts.items()), "escape_hits")
+        for (n, r, eps, big_n), (hits, starts) in counts.items():
+            out.setdefault((n, r, big_n), []).append((eps, hits / starts))
     return {k: tuple(np.array(x) for x in zip(*sorted(v), strict=False)) for k, v in out.items()}
 
 
@@ -498,50 +407,55 @@ def hardest_stage(table: dict, n: int, budget: str) -> tuple[np.ndarray, np.ndar
     return np.array(keys), np.array([best[k] for k in keys])
 
 
-#: The published n-scaling studies rerun with the global check (docs/data/nscaling-global), in
-#: the table's order; those under docs/data/nscaling without a rerun file are listed as not rerun.
-NSCALING_GLOBAL = "docs/data/nscaling-global"
+#: The n-scaling families beside the coherent tilt, as their specs sweep them: (family, p,
+#: criterion, steps, study, the store's coordinates). Each family's search uses the spec's scan
+#: range, so an open bracket is a bound at the range's end.
+FAMILY_STUDIES: tuple[tuple[str, int, str, str, str, dict[str, str]], ...] = (
+    ("coherent tilt", 3, "value c = 0.5", "sshopm", "nscaling-value-p3",
+     {"noise": "coherent-tilt", "method": "sshopm"}),
+    ("coherent tilt", 3, "value c = 0.5", "power", "nscaling-value-p3",
+     {"noise": "coherent-tilt", "method": "power"}),
+    ("tilt + Gaussian", 3, "value c = 0.5", "sshopm", "nscaling-value-p3",
+     {"noise": "coherent-tilt+gaussian", "method": "sshopm"}),
+    ("tilt + Gaussian", 3, "value c = 0.5", "power", "nscaling-value-p3",
+     {"noise": "coherent-tilt+gaussian", "method": "power"}),
+    ("Gaussian", 3, "value c = 0.5", "sshopm", "nscaling-value-p3",
+     {"noise": "gaussian", "method": "sshopm"}),
+    ("Gaussian", 3, "value c = 0.5", "power", "nscaling-value-p3",
+     {"noise": "gaussian", "method": "power"}),
+    ("tilt + Gaussian", 4, "value c = 0.5", "sshopm (dense)", "nscaling-dense-p4",
+     {"noise": "coherent-tilt+gaussian"}),
+    ("Gaussian", 4, "value c = 0.5", "sshopm (dense)", "nscaling-dense-p4",
+     {"noise": "gaussian"}),
+    ("Gaussian", 3, "recovery r = 0.3", "sshopm", "nscaling-recovery-p3", {"method": "sshopm"}),
+    ("Gaussian", 3, "recovery r = 0.3", "power", "nscaling-recovery-p3", {"method": "power"}),
+)  # fmt: skip
 
 
-def bracket_moved(old: dict, new: dict, rtol: float) -> bool:
-    """Whether a threshold's bracket moved between two searches of one instance: disjoint
-    brackets, or upper ends more than the search's relative bracket width ``rtol`` apart (an
-    open end, ``hi = inf``, moved when only one of the two is open)."""
-    (olo, ohi), (nlo, nhi) = (old["lo"], old["hi"]), (new["lo"], new["hi"])
-    if math.isinf(ohi) or math.isinf(nhi):
-        return math.isinf(ohi) != math.isinf(nhi)
-    disjoint = nhi <= olo or ohi <= nlo
-    return disjoint or abs(nhi / ohi - 1) > rtol + 1e-12
-
-
-def rerun_row(old: dict, new: dict) -> dict[str, Any]:
-    """One study's rerun against its published file: thresholds rerun of those published, the
-    evaluations with a step the global check found non-global (redone, or left so), the
-    brackets that moved (:func:`bracket_moved` at the rerun's ``rtol``) and the non-monotone
-    flags of the rerun thresholds before and after."""
-    rtol = float(new["study"].get("rtol", 0.02))
-    old_by = {(r["n"], r["replicate"]): r for r in old.get("results", [])}
-    results = new["results"]
-    flagged = 0
-    for r in results:
-        fields = r.get("trace_fields", [])
-        redone = fields.index("redone") if "redone" in fields else None
-        left = fields.index("non_global") if "non_global" in fields else None
-        for e in r["trace"]:
-            flagged += (redone is not None and e[redone] > 0) or (
-                left is not None and bool(e[left])
-            )
-    pairs = [(old_by[k], r) for r in results if (k := (r["n"], r["replicate"])) in old_by]
-    return {
-        "thresholds": len(results),
-        "published": len(old_by),
-        "evaluations": sum(len(r["trace"]) for r in results),
-        "non_global": flagged,
-        "left_non_global": sum(int(r.get("evals_non_global", 0)) for r in results),
-        "moved": sum(bracket_moved(o, r, rtol) for o, r in pairs),
-        "non_monotone_old": sum(bool(o["non_monotone"]) for o, _ in pairs),
-        "non_monotone_new": sum(bool(r["non_monotone"]) for r in results),
-    }
+def family_rows(data: Data) -> list[dict[str, Any]]:
+    """Per family of :data:`FAMILY_STUDIES` whose store is beside the page: its label fields
+    and ``rows`` (the store's first crossings of that family, each with ``non_monotone``),
+    and the spec's scan range ``eps_range``."""
+    out = []
+    for family, p, criterion, steps, study, where in FAMILY_STUDIES:
+        cube = data.threshold_store(study)
+        if cube is None:
+            continue
+        mine = [r for r in cube if all(r[k] == v for k, v in where.items())]
+        part = ", ".join(f"{k} = {v}" for k, v in where.items())
+        data.note_store(study, mine, f"{part}, n = {size_list(r['n'] for r in mine)}")
+        spec = json.loads(data.store(study).attrs["spec"])
+        out.append(
+            {
+                "family": family,
+                "p": p,
+                "criterion": criterion,
+                "steps": steps,
+                "eps_range": tuple(spec["threshold"]["eps_range"]),
+                "rows": mine,
+            }
+        )
+    return out
 
 
 #: The asymptote runs (issue 35): (p, criterion label of asymptote-predictions.json) -> the

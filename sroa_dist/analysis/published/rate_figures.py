@@ -34,7 +34,6 @@ from .rate_data import (
     ASYMPTOTE_PREDICTIONS,
     GLOBAL_CHECKED,
     POWER_L20,
-    RATE,
     TILT_SHRINK_STUDY,
     VALUE_STUDIES,
     WORST_CASE_STUDIES,
@@ -139,9 +138,11 @@ def figure_value(data: Data) -> Figure:
         if p in VALUE_STUDIES:
             ns, _, lo, hi = _centres(value_rows(data, p))
         else:
-            rows = [r for r in threshold_rows(data, f"{RATE}/tilt-p6.json") if r["lo"] > 0]
+            rows = [r for r in threshold_rows(data, "tilt-p6") if r["lo"] > 0]
             ns = np.array([r["n"] for r in rows])
             lo, hi = np.array([r["lo"] for r in rows]), np.array([r["hi"] for r in rows])
+        if not len(ns):
+            continue  # no store holds this order's crossings: no panel
         pr = PredictedThreshold.from_record(prediction(data, p, "value c=0.5"))
         comparisons.append(compare_prediction(ns, lo, hi, prediction=pr))
     titles = []
@@ -247,7 +248,7 @@ def figure_theorem(data: Data) -> Figure:
     fig = Figure(figsize=(18, 5.6))
     axes = fig.subplots(1, 4, squeeze=False)
     for ax, (p, c, label) in zip(axes[0], panels, strict=False):
-        rel = f"{RATE}/theorem/theorem-p{p}-c{c:g}.json"
+        rel = f"theorem-p{p}-c{c:g}"
         pr = prediction(data, p, label)
         n_pred = np.array(pr["n"], dtype=float)
         e_pred = np.array(pr["eps_star"], dtype=float)
@@ -372,7 +373,7 @@ def figure_power_vs_global(data: Data) -> Figure:
         ax.plot(near, e0 * n0 / near, "k:", lw=1, label=f"∝ 1/n through n = {n0:.0f}")
         root = np.sqrt(np.log(near) / near) / math.sqrt(math.log(n0) / n0)
         ax.plot(near, e0 * root, "k--", lw=1, label=f"∝ √(ln n / n) through n = {n0:.0f}")
-    rows = labelled_rows(data, f"{RATE}/attractor-thresholds.json", (GLOBAL_CHECKED, POWER_L20))
+    rows = labelled_rows(data, "attractor-thresholds", (GLOBAL_CHECKED, POWER_L20))
     glob = [r for r in rows if r["solver"] == GLOBAL_CHECKED]
     if glob:
         gn, gc, glo, ghi = _centres(glob)
@@ -423,7 +424,7 @@ def figure_power_vs_global(data: Data) -> Figure:
 
 
 def figure_lambda_min(data: Data) -> Figure:
-    rows = labelled_rows(data, f"{RATE}/lambda-min.json")
+    rows = labelled_rows(data, "lambda-min")
     fig = Figure(figsize=(12, 4.6))
     axes = fig.subplots(1, 2)
     for label, marker in [
@@ -461,17 +462,14 @@ def figure_lambda_min(data: Data) -> Figure:
 
 
 def _worst_case_panel(data: Data, ax, p: int) -> None:
-    """One order: the worst case's first grid ε past 2ε (local and certified searches) beside
-    the coherent tilt's first crossing of 2ε, with the tilt's asymptote."""
-    styles = {"sshopm": ("v", "tab:red", "full"), "certified": ("D", "tab:purple", "none")}
+    """One order: the worst case's first grid ε past 2ε beside the coherent tilt's first
+    crossing of 2ε, with the tilt's asymptote."""
+    marker, colour, what = "v", "tab:red", "SS-HOPM steps, global-checked"
     level = None
     sizes: list[float] = []
-    for name, order, steps in WORST_CASE_STUDIES:
+    for name, order, _steps in WORST_CASE_STUDIES:
         if order != p:
             continue
-        kind = "certified" if steps == "certified" else "sshopm"
-        marker, colour, fill = styles[kind]
-        what = "certified steps" if kind == "certified" else "SS-HOPM steps, global-checked"
         rows = worst_case_rows(data, name)
         crossed = {n: v for n, v in rows.items() if math.isfinite(v[1])}
         never = {n: v for n, v in rows.items() if not math.isfinite(v[1])}
@@ -480,19 +478,16 @@ def _worst_case_panel(data: Data, ax, p: int) -> None:
             ns = np.array(sorted(crossed), dtype=float)
             lo = np.array([crossed[n][0] for n in sorted(crossed)])
             hi = np.array([crossed[n][1] for n in sorted(crossed)])
-            shift = 1.03 if kind == "certified" else 1.0
             ax.errorbar(
-                (ns - 1) * shift,
+                ns - 1,
                 hi,
                 yerr=[hi - lo, np.zeros_like(hi)],
                 fmt=marker,
                 color=colour,
-                mfc=colour if fill == "full" else "none",
                 capsize=3,
                 label=f"worst case found ({what}): first grid ε past 2ε",
             )
-            if kind == "sshopm":
-                level = float(np.median(hi * (ns - 1) ** (1 / (p - 1))))
+            level = float(np.median(hi * (ns - 1) ** (1 / (p - 1))))
         for n, (lo_n, _, _) in never.items():
             ax.plot(n - 1, lo_n, "^", color=colour, mfc="none", ms=8)
         if never:
@@ -501,7 +496,7 @@ def _worst_case_panel(data: Data, ax, p: int) -> None:
             )
     if p == 3:
         _tilt_shrink_points(data, ax, sizes)
-    rows = threshold_rows(data, f"{RATE}/theorem/theorem-p{p}-c2.json")
+    rows = threshold_rows(data, f"theorem-p{p}-c2")
     closed = [r for r in rows if math.isfinite(r["hi"])]
     open_ = [r for r in rows if not math.isfinite(r["hi"])]
     sizes += [r["n"] for r in rows]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from scipy.stats import binomtest
@@ -21,9 +22,6 @@ from sroa_dist.methods import aghkt_budget
 from .rate_data import (
     ASYMPTOTE_PREDICTIONS,
     GLOBAL_CHECKED,
-    NSCALING,
-    NSCALING_GLOBAL,
-    RATE,
     TILT_SHRINK_STUDY,
     VALUE_STUDIES,
     WORST_CASE_STUDIES,
@@ -32,19 +30,18 @@ from .rate_data import (
     asymptote_open,
     confirm_points,
     escape_series,
+    family_rows,
     hardest_stage,
     labelled_rows,
     per_size,
     predicted_at,
     prediction,
     prefactor,
-    rerun_row,
     size_list,
     success_edge,
     threshold_rows,
     tilt_shrink_grid,
     value_rows,
-    worst_case_points,
     worst_case_rows,
 )
 from .sources import Data
@@ -184,7 +181,7 @@ def tilt_shrink_table(data: Data) -> str:
 def p6_table(data: Data) -> str:
     pr = prediction(data, 6, "value c=0.5")
     out = []
-    for r in threshold_rows(data, f"{RATE}/tilt-p6.json"):
+    for r in threshold_rows(data, "tilt-p6"):
         mid, pred = math.sqrt(r["lo"] * r["hi"]), predicted_at(pr, r["n"])
         out.append(
             f"| {r['n']} | ({r['lo']:.4f}, {r['hi']:.4f}] | {pred:.4f} | "
@@ -194,7 +191,7 @@ def p6_table(data: Data) -> str:
     return _table(head, out)
 
 
-#: The theorem-criterion studies: (JSON under docs/data/rate/theorem, p, c, radius or None).
+#: The theorem-criterion studies: (published name, p, c, radius or None).
 THEOREM_STUDIES = [
     ("theorem-p3-c0.5", 3, 0.5, 0.3),
     ("theorem-p3-c2", 3, 2.0, None),
@@ -209,7 +206,7 @@ def theorem_table(data: Data) -> str:
         label = f"theorem c={c:g} r={radius:g}" if radius else f"value c={c:g}"
         pr = prediction(data, p, label)
         crit = f"c = {c:g}, " + (f"radius {radius:g}" if radius else "radius 20ε/λ_j")
-        for r in threshold_rows(data, f"{RATE}/theorem/{name}.json"):
+        for r in threshold_rows(data, name):
             n = r["n"]
             asym = prefactor(data, p, c) * (n - 1) ** (-1 / (p - 1))
             pred = predicted_at(pr, n)
@@ -231,34 +228,25 @@ def theorem_table(data: Data) -> str:
     return _table(head, out)
 
 
-def _value(row: dict) -> float:
-    """A row's value error over ‖E‖: the certified ratio where recorded, else over ε."""
-    return row["ratio"] if "ratio" in row else row["worst"]
-
-
 def worst_case_table(data: Data) -> str:
     out = []
     for name, p, steps in WORST_CASE_STUDIES:
         for n, (lo, hi, row) in worst_case_rows(data, name).items():
-            cert = "—"
-            if "all_certified" in row:
-                rows = [r for r in worst_case_points(data, name) if r["n"] == n]
-                cert = f"{sum(r['all_certified'] for r in rows)} of {len(rows)} grid points"
             if math.isfinite(hi):
                 out.append(
-                    f"| {p} | {steps} | {n} | ({lo:.4f}, {hi:.4f}] | {_value(row):.3f} | "
-                    f"{row['tilt']:.3f} | {hi * (n - 1) ** (1 / (p - 1)):.3f} | {cert} |"
+                    f"| {p} | {steps} | {n} | ({lo:.4f}, {hi:.4f}] | {row['ratio']:.3f} | "
+                    f"{row['tilt']:.3f} | {hi * (n - 1) ** (1 / (p - 1)):.3f} |"
                 )
             else:
                 out.append(
-                    f"| {p} | {steps} | {n} | none up to {lo:.3f} | {_value(row):.3f} (at "
-                    f"{lo:.3f}) | {row['tilt']:.3f} | — | {cert} |"
+                    f"| {p} | {steps} | {n} | none up to {lo:.3f} | {row['ratio']:.3f} (at "
+                    f"{lo:.3f}) | {row['tilt']:.3f} | — |"
                 )
     head = [
         "p", "steps", "n",
         "first grid ε with a found max_j \\|λ̂_j − λ_j\\| / upper(‖E‖) > 2 (bracket)",
         "found value / upper(‖E‖) there (re-evaluated)", "the tilt's value there",
-        "ε·(n−1)^{1/(p−1)} at the crossing", "every step certified",
+        "ε·(n−1)^{1/(p−1)} at the crossing",
     ]  # fmt: skip
     return _table(head, out)
 
@@ -272,10 +260,7 @@ def wilson(k: int, m: int) -> tuple[float, float]:
 def confirm_table(data: Data) -> str:
     """The first step of whole SROAs against 1 − (1 − q)^L (later steps: at these ε every
     run has lost a component before them)."""
-    glob = {
-        r["n"]: r
-        for r in labelled_rows(data, f"{RATE}/attractor-thresholds.json", (GLOBAL_CHECKED,))
-    }
+    glob = {r["n"]: r for r in labelled_rows(data, "attractor-thresholds", (GLOBAL_CHECKED,))}
     out = []
     for row in confirm_points(data):
         q, L = row["q"], row["L"]
@@ -300,7 +285,7 @@ WEIGHTS = ("default (target 0.95)", "target 0.5", "linear [0.5, 1]")
 
 
 def lambda_table(data: Data) -> str:
-    rows = labelled_rows(data, f"{RATE}/lambda-min.json")
+    rows = labelled_rows(data, "lambda-min")
     out = []
     for n in sorted({r["n"] for r in rows}):
         got = {r["weights"]: r for r in rows if r["n"] == n}
@@ -317,7 +302,7 @@ def lambda_table(data: Data) -> str:
 
 
 def power_table(data: Data) -> str:
-    rows = labelled_rows(data, f"{RATE}/attractor-thresholds.json")
+    rows = labelled_rows(data, "attractor-thresholds")
     solvers = list(dict.fromkeys(r["solver"] for r in rows))
     sizes = sorted({r["n"] for r in rows})
     out = []
@@ -398,34 +383,6 @@ def escape_table(data: Data) -> str:
         "AGHKT L",
     ]  # fmt: skip
     return _table(head, out)
-
-
-RERUN_STUDIES = (
-    "gauss-p3", "gauss-p3-rec", "gauss-p4", "power-gauss-p3-rec", "power-tilt-p3",
-    "power-tilt-p4", "tilt-p3", "tilt-p4", "tilt-p5", "tilt-p5-big", "tiltg-p3", "tiltg-p4",
-)  # fmt: skip
-
-
-def rerun_table(data: Data) -> str:
-    """The published n-scaling studies against their rerun with the global check."""
-    out, missing = [], []
-    for name in RERUN_STUDIES:
-        rel = f"{NSCALING_GLOBAL}/{name}.json"
-        if not data.exists(rel):
-            missing.append(name)
-            continue
-        r = rerun_row(data.json(f"{NSCALING}/{name}.json"), data.json(rel))
-        out.append(
-            f"| {name} | {r['thresholds']} / {r['published']} | {r['non_global']} of "
-            f"{r['evaluations']} ({r['left_non_global']}) | {r['moved']} | "
-            f"{r['non_monotone_old']} → {r['non_monotone_new']} |"
-        )
-    head = [
-        "study", "rerun / published thresholds",
-        "evaluations with a non-global step (left after redo)", "brackets moved",
-        "non-monotone, published → rerun",
-    ]  # fmt: skip
-    return _table(head, out) + f"\nNot rerun: {', '.join(missing) or 'none'}.\n"
 
 
 def _doubling(brackets: dict[int, tuple[float, float]], n: int, p: int) -> str:
@@ -518,6 +475,61 @@ def asymptote_table(data: Data) -> str:
     )
 
 
+def _family_cell(rows: list[dict[str, Any]], eps_range: tuple[float, float]) -> str:
+    """One size of a family: the median first crossing over the replicates (a bracket's
+    geometric centre; an open bracket counts as past the scan's end, one from 0 as before its
+    start), the range where the replicates differ, and the replicate count."""
+    lo_end, hi_end = eps_range
+
+    def centre(r: dict[str, Any]) -> float:
+        if not math.isfinite(r["hi"]):
+            return math.inf
+        return 0.0 if r["lo"] == 0 else math.sqrt(r["lo"] * r["hi"])
+
+    def text(x: float) -> str:
+        return f"> {hi_end:g}" if math.isinf(x) else (f"< {lo_end:g}" if x == 0 else f"{x:.3f}")
+
+    xs = sorted(centre(r) for r in rows)
+    mid = xs[(len(xs) - 1) // 2] if len(xs) % 2 else _median_pair(xs)
+    spread = f" [{text(xs[0])}, {text(xs[-1])}]" if xs[0] != xs[-1] else ""
+    return f"{text(mid)}{spread} ({len(xs)})"
+
+
+def _median_pair(xs: list[float]) -> float:
+    a, b = xs[len(xs) // 2 - 1], xs[len(xs) // 2]
+    return a if a == b else (math.inf if math.isinf(a) else math.sqrt(a * b) if b else 0.0)
+
+
+def families_table(data: Data) -> str:
+    """Per family the n-scaling specs sweep (the tilt, the tilt plus a Gaussian background,
+    Gaussian noise; value and recovery criteria): the median first crossing per size over
+    the replicates, the evaluations whose global check redid a step, and the searches that
+    saw a pass above a failure."""
+    found = family_rows(data)
+    sizes = sorted({r["n"] for f in found for r in f["rows"]})
+    out = []
+    for f in found:
+        cells = []
+        for n in sizes:
+            mine = [r for r in f["rows"] if r["n"] == n]
+            cells.append(_family_cell(mine, f["eps_range"]) if mine else "—")
+        flagged = sum(r["non_monotone"] for r in f["rows"])
+        redone = sum(r["redone"] for r in f["rows"])
+        evals = sum(r["n_evals"] for r in f["rows"])
+        out.append(
+            f"| {f['family']} | {f['p']} | {f['criterion']} | {f['steps']} | "
+            + " | ".join(cells)
+            + f" | {redone} of {evals} | {flagged} of {len(f['rows'])} |"
+        )
+    head = [
+        "family", "p", "criterion", "steps",
+        *(f"n = {n}: median ε* [range] (replicates)" if i == 0 else f"n = {n}"
+          for i, n in enumerate(sizes)),
+        "evaluations with a redone step", "non-monotone searches",
+    ]  # fmt: skip
+    return _table(head, out)
+
+
 #: Block name -> table, in the order of docs/results/thresholds.md.
 TABLES: dict[str, Callable[[Data], str]] = {
     "accumulation": accumulation_table,
@@ -534,5 +546,5 @@ TABLES: dict[str, Callable[[Data], str]] = {
     "attractor-thresholds": power_table,
     "attractor-large-n": attractor_large_n_table,
     "confirm": confirm_table,
-    "rerun": rerun_table,
+    "families": families_table,
 }

@@ -1,12 +1,13 @@
-"""Where each published first-crossing study comes back as a sweep: the study spec under
-``sweeps/studies`` whose store (``docs/data/studies/<study>.zarr``) reproduces a JSON file of
-``docs/data/nscaling`` or ``docs/data/rate``, and which of the store's instances are the
-published rows.
+"""Where each published first-crossing study lives as a sweep: the study spec under
+``sweeps/studies`` whose store (``docs/data/studies/<study>.zarr``) holds the study's rows,
+and which of the store's instances they are. A study is named as it was first published (the
+JSON of ``docs/data/nscaling`` or ``docs/data/rate`` its script wrote: ``tilt-p3``,
+``theorem-p4-c2``, ``lambda-min``; the files were retired once every row came back from a
+store, docs/results/regression.md).
 
-One spec may hold several published files (``nscaling-value-p3`` sweeps three families and two
-methods: four files), and one file may come back from several specs (``lambda-min.json``'s
-three weight profiles are three specs). A published row the sweep service cannot express says
-why instead of naming a store.
+One spec may hold several studies (``nscaling-value-p3`` sweeps three families and two
+methods: four studies), and one study may come back from several specs (``lambda-min``'s
+three weight profiles are three specs).
 """
 
 from __future__ import annotations
@@ -21,13 +22,12 @@ __all__ = ["LABEL_KEYS", "RERUNS", "Rerun", "labelled_reruns", "rerun_of"]
 
 @dataclasses.dataclass(frozen=True)
 class Rerun:
-    """The instances of study ``study``'s store that rerun published rows: those whose sweep
+    """The instances of study ``study``'s store that hold published rows: those whose sweep
     coordinates (``noise``, ``method``, ``p``: the spec's value where the spec does not sweep
-    it) equal ``where``. ``study`` is empty for rows no spec reruns, and ``why`` says why."""
+    it) equal ``where``, at the published ``sizes``."""
 
     study: str
     where: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-    why: str = ""
     #: The sizes the rows were published at, where the store holds more (None: all it holds).
     sizes: tuple[int, ...] | None = None
 
@@ -35,7 +35,7 @@ class Rerun:
         return all(row.get(k) == v for k, v in self.where.items())
 
     def publishes(self, n: int) -> bool:
-        """Whether the published rows include size ``n`` (rebuilding them from the store)."""
+        """Whether the published rows include size ``n``."""
         return self.sizes is None or n in self.sizes
 
 
@@ -43,51 +43,36 @@ def _sweep(study: str, sizes: tuple[int, ...] | None = None, **where: Any) -> Re
     return Rerun(study, MappingProxyType(where), sizes=sizes)
 
 
-#: Published JSON (relative to the repository root) -> its rerun: one :class:`Rerun` for every
-#: row, or a mapping from a row's label (the file's label key, below) to its rerun, in the order
-#: the file's table lists the labels (the order a tree without the file rebuilds its rows in).
+#: Published study -> its rerun: one :class:`Rerun` for every row, or a mapping from a row's
+#: label (the study's label key, below) to its rerun, in the order its table lists the labels.
 RERUNS: Mapping[str, Rerun | Mapping[str, Rerun]] = MappingProxyType(
     {
-        "docs/data/nscaling/tilt-p3.json": _sweep(
-            "nscaling-value-p3", noise="coherent-tilt", method="sshopm"
-        ),
-        "docs/data/nscaling/power-tilt-p3.json": _sweep(
-            "nscaling-value-p3", noise="coherent-tilt", method="power"
-        ),
-        "docs/data/nscaling/tiltg-p3.json": _sweep(
-            "nscaling-value-p3", noise="coherent-tilt+gaussian", method="sshopm"
-        ),
-        "docs/data/nscaling/gauss-p3.json": _sweep(
-            "nscaling-value-p3", noise="gaussian", method="sshopm"
-        ),
-        "docs/data/nscaling/tilt-p4.json": _sweep("nscaling-tilt-p4", method="sshopm"),
-        "docs/data/nscaling/power-tilt-p4.json": _sweep("nscaling-tilt-p4", method="power"),
-        "docs/data/nscaling/tilt-p5.json": _sweep("nscaling-tilt-p5"),
-        "docs/data/nscaling/tilt-p5-big.json": _sweep("nscaling-tilt-p5"),
-        "docs/data/nscaling/tiltg-p4.json": _sweep(
-            "nscaling-dense-p4", noise="coherent-tilt+gaussian"
-        ),
-        "docs/data/nscaling/gauss-p4.json": _sweep("nscaling-dense-p4", noise="gaussian"),
-        "docs/data/nscaling/gauss-p3-rec.json": _sweep("nscaling-recovery-p3", method="sshopm"),
-        "docs/data/nscaling/power-gauss-p3-rec.json": _sweep(
-            "nscaling-recovery-p3", method="power"
-        ),
+        "tilt-p3": _sweep("nscaling-value-p3", noise="coherent-tilt", method="sshopm"),
+        "power-tilt-p3": _sweep("nscaling-value-p3", noise="coherent-tilt", method="power"),
+        "tiltg-p3": _sweep("nscaling-value-p3", noise="coherent-tilt+gaussian", method="sshopm"),
+        "gauss-p3": _sweep("nscaling-value-p3", noise="gaussian", method="sshopm"),
+        "tilt-p4": _sweep("nscaling-tilt-p4", method="sshopm"),
+        "power-tilt-p4": _sweep("nscaling-tilt-p4", method="power"),
+        "tilt-p5": _sweep("nscaling-tilt-p5"),
+        "tilt-p5-big": _sweep("nscaling-tilt-p5"),
+        "tiltg-p4": _sweep("nscaling-dense-p4", noise="coherent-tilt+gaussian"),
+        "gauss-p4": _sweep("nscaling-dense-p4", noise="gaussian"),
+        "gauss-p3-rec": _sweep("nscaling-recovery-p3", method="sshopm"),
+        "power-gauss-p3-rec": _sweep("nscaling-recovery-p3", method="power"),
         **{
-            f"docs/data/rate/theorem/theorem-p{p}-c{c}.json": _sweep(f"theorem-p{p}-c{c}")
-            for p in (3, 4)
-            for c in ("0.5", "2")
+            f"theorem-p{p}-c{c}": _sweep(f"theorem-p{p}-c{c}") for p in (3, 4) for c in ("0.5", "2")
         },
-        "docs/data/rate/tilt-p6.json": _sweep("tilt-p6"),
+        "tilt-p6": _sweep("tilt-p6"),
         # The weights are not in a sweep's seed: the three profiles search the same draws, and
         # the default profile's rows (n <= 64) are theorem-p3-c0.5's (same seed and settings).
-        "docs/data/rate/lambda-min.json": MappingProxyType(
+        "lambda-min": MappingProxyType(
             {
                 "default (target 0.95)": _sweep("theorem-p3-c0.5", sizes=(8, 16, 32, 64)),
                 "linear [0.5, 1]": _sweep("lambda-min-linear"),
                 "target 0.5": _sweep("lambda-min-target"),
             }
         ),
-        "docs/data/rate/attractor-thresholds.json": MappingProxyType(
+        "attractor-thresholds": MappingProxyType(
             {
                 "power L=20": _sweep("attractor-thresholds", method="power"),
                 "power AGHKT": _sweep("attractor-thresholds-aghkt"),
@@ -99,26 +84,27 @@ RERUNS: Mapping[str, Rerun | Mapping[str, Rerun]] = MappingProxyType(
         ),
     }
 )
-#: The key of a row's label in a file whose rows come back from several reruns.
+#: The key of a row's label in a study whose rows come back from several reruns.
 LABEL_KEYS: Mapping[str, str] = MappingProxyType(
     {
-        "docs/data/rate/lambda-min.json": "weights",
-        "docs/data/rate/attractor-thresholds.json": "solver",
+        "lambda-min": "weights",
+        "attractor-thresholds": "solver",
     }
 )
 
 
-def labelled_reruns(rel: str) -> Mapping[str, Rerun]:
-    """Label -> rerun of a file whose rows come back from several studies, in the order its
-    table lists them (empty for any other file)."""
-    found = RERUNS.get(rel)
+def labelled_reruns(name: str) -> Mapping[str, Rerun]:
+    """Label -> rerun of study ``name`` whose rows come back from several specs, in the order
+    its table lists them (empty for any other study)."""
+    found = RERUNS.get(name)
     return {} if found is None or isinstance(found, Rerun) else found
 
 
-def rerun_of(rel: str, row: Mapping[str, Any] | None = None) -> Rerun | None:
-    """The rerun of published file ``rel`` (of its row ``row`` where the file's rows come back
-    from several; None without ``row`` there), or None when no spec reruns it."""
-    found = RERUNS.get(rel)
-    if found is None or isinstance(found, Rerun):
-        return found
-    return None if row is None else found.get(str(row[LABEL_KEYS[rel]]))
+def rerun_of(name: str) -> Rerun:
+    """The rerun of every row of published study ``name`` (one whose rows come from a single
+    spec)."""
+    found = RERUNS.get(name)
+    if not isinstance(found, Rerun):
+        known = ", ".join(k for k, v in RERUNS.items() if isinstance(v, Rerun))
+        raise KeyError(f"published study {name!r}: not a single-spec study (known: {known})")
+    return found

@@ -1,9 +1,9 @@
-"""Where a published number is read from: a study store when there is one, else the JSON the
-study's script wrote before it ran as a sweep.
+"""Where a published number is read from: a study store, or a committed JSON input (the
+predictions made before the runs that test them, the samples study's cost and real data).
 
 A study store (or its compact copy) lives at ``docs/data/studies/<study>.zarr`` and is read
 through :func:`sroa_dist.sweep.open_results`, so every block it gives is checked against its
-digests; the older results are JSON files under ``docs/data``. A :class:`Data` reader records
+digests. A :class:`Data` reader records
 each :class:`Source` a block used, so the block can say where its numbers came from, and
 fingerprints it (the JSON file's bytes, or the values read from the store) so that a page
 whose data changed reads as stale.
@@ -108,7 +108,8 @@ class Data:
         """The finished first crossings of threshold study ``study``'s store as rows (``n``,
         ``replicate``, ``noise``, ``method``, ``p``: the instance's coordinates, the spec's
         value where it sweeps none; ``lo``, ``hi``, ``eps_star``, ``n_evals``, ``redone``:
-        evaluations with a redone step, ``seed``: the spec's master seed), or None when it has
+        evaluations with a redone step, ``non_monotone``: whether the search saw a pass above
+        a failure, ``seed``: the spec's master seed), or None when it has
         no store. Not recorded as a source: :meth:`note_store` records the part a block
         used."""
         key = f"store:{study}"
@@ -168,6 +169,7 @@ def _threshold_rows(path: Path) -> list[dict[str, Any]]:
                 "eps_star": float(one["eps_star"]),
                 "n_evals": n_evals,
                 "redone": int(np.sum(redone > 0)),
+                "non_monotone": bool(one["non_monotone"]),
                 "seed": int(spec["seed"]),
             }
         )
