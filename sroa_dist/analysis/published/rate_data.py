@@ -66,8 +66,6 @@ __all__ = [
 RATE = "docs/data/rate"
 #: The accumulation study (g_p(ε) of the coherent tilt, p = 3-6, n = 8 and 16).
 ACCUMULATION_STUDY = "accumulation"
-
-
 #: Published value-criterion studies of the coherent tilt (c = 0.5), per order.
 VALUE_STUDIES = {3: ["tilt-p3"], 4: ["tilt-p4"], 5: ["tilt-p5", "tilt-p5-big"]}
 #: Published worst-case studies (name, order, steps); the certified-step and p = 4 searches
@@ -214,11 +212,7 @@ def prefactor(data: Data, p: int, c: float) -> float:
 #: The tilt-shrink family's first-crossing search (θ = 0.7, exact norm, c = 2), and the grid
 #: it replaces (the first run: x = ε·(n − 1)^{1/2} up a ×1.05 grid, per size and θ).
 TILT_SHRINK_STUDY = "worst-case-tilt-shrink"
-
-
 TILT_SHRINK_GRID = f"{RATE}/worst-case-families.json"
-
-
 TILT_SHRINK_THETA = 0.7
 
 
@@ -295,11 +289,7 @@ def worst_case_brackets(rows: list[dict[str, Any]]) -> dict[int, tuple[float, fl
 #: The attractor study's rows of whole SROAs with global-checked steps, and with power steps
 #: (L = 20 starts).
 GLOBAL_CHECKED = "global (sshopm checked)"
-
-
 POWER_L20 = "power L=20"
-
-
 #: The whole-SROA confirmations of 1 − (1 − q)^L: one store per size.
 CONFIRM_STUDIES = ("attractor-confirm", "attractor-confirm-256")
 
@@ -502,8 +492,6 @@ ASYMPTOTE_STUDIES: dict[tuple[int, str], list[str]] = {
         "asymptote-p5-c2-n1024-identity",
     ],
 }
-
-
 ASYMPTOTE_PREDICTIONS = f"{RATE}/asymptote-predictions.json"
 
 
