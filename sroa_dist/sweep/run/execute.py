@@ -519,7 +519,8 @@ def run_sweep(
                 stream.write(
                     f"sroa-dist: sweep '{spec.name}' -> {url} ({prepared.action}); "
                     f"{len(pending)}/{layout.n_blocks} blocks to run on {result.n_workers} "
-                    f"workers; dashboard: {result.dashboard}\n{estimate_line(est, loaded=True)}\n"
+                    f"worker{'' if result.n_workers == 1 else 's'}; dashboard: "
+                    f"{result.dashboard}\n{estimate_line(est, loaded=True)}\n"
                 )
                 # Searches killed mid-way resume from the evaluations they journalled.
                 for line in describe_journal(journal_counts(url, layout, pending, storage_options)):
