@@ -398,27 +398,29 @@ def hardest_stage(table: dict, n: int, budget: str) -> tuple[np.ndarray, np.ndar
 
 
 #: The n-scaling families beside the coherent tilt, as their specs sweep them: (family, p,
-#: criterion, steps, study, the store's coordinates). Each family's search uses the spec's scan
-#: range, so an open bracket is a bound at the range's end.
-FAMILY_STUDIES: tuple[tuple[str, int, str, str, str, dict[str, str]], ...] = (
-    ("coherent tilt", 3, "value c = 0.5", "sshopm", "nscaling-value-p3",
-     {"noise": "coherent-tilt", "method": "sshopm"}),
-    ("coherent tilt", 3, "value c = 0.5", "power", "nscaling-value-p3",
-     {"noise": "coherent-tilt", "method": "power"}),
-    ("tilt + Gaussian", 3, "value c = 0.5", "sshopm", "nscaling-value-p3",
-     {"noise": "coherent-tilt+gaussian", "method": "sshopm"}),
-    ("tilt + Gaussian", 3, "value c = 0.5", "power", "nscaling-value-p3",
-     {"noise": "coherent-tilt+gaussian", "method": "power"}),
-    ("Gaussian", 3, "value c = 0.5", "sshopm", "nscaling-value-p3",
-     {"noise": "gaussian", "method": "sshopm"}),
-    ("Gaussian", 3, "value c = 0.5", "power", "nscaling-value-p3",
-     {"noise": "gaussian", "method": "power"}),
-    ("tilt + Gaussian", 4, "value c = 0.5", "sshopm (dense)", "nscaling-dense-p4",
-     {"noise": "coherent-tilt+gaussian"}),
-    ("Gaussian", 4, "value c = 0.5", "sshopm (dense)", "nscaling-dense-p4",
-     {"noise": "gaussian"}),
-    ("Gaussian", 3, "recovery r = 0.3", "sshopm", "nscaling-recovery-p3", {"method": "sshopm"}),
-    ("Gaussian", 3, "recovery r = 0.3", "power", "nscaling-recovery-p3", {"method": "power"}),
+#: criterion, steps, the store's instances). Each family's search uses the spec's scan range, so
+#: an open bracket is a bound at the range's end.
+FAMILY_STUDIES: tuple[tuple[str, int, str, str, Rerun], ...] = (
+    ("coherent tilt", 3, "value c = 0.5", "sshopm",
+     Rerun("nscaling-value-p3", {"noise": "coherent-tilt", "method": "sshopm"})),
+    ("coherent tilt", 3, "value c = 0.5", "power",
+     Rerun("nscaling-value-p3", {"noise": "coherent-tilt", "method": "power"})),
+    ("tilt + Gaussian", 3, "value c = 0.5", "sshopm",
+     Rerun("nscaling-value-p3", {"noise": "coherent-tilt+gaussian", "method": "sshopm"})),
+    ("tilt + Gaussian", 3, "value c = 0.5", "power",
+     Rerun("nscaling-value-p3", {"noise": "coherent-tilt+gaussian", "method": "power"})),
+    ("Gaussian", 3, "value c = 0.5", "sshopm",
+     Rerun("nscaling-value-p3", {"noise": "gaussian", "method": "sshopm"})),
+    ("Gaussian", 3, "value c = 0.5", "power",
+     Rerun("nscaling-value-p3", {"noise": "gaussian", "method": "power"})),
+    ("tilt + Gaussian", 4, "value c = 0.5", "sshopm (dense)",
+     Rerun("nscaling-dense-p4", {"noise": "coherent-tilt+gaussian"})),
+    ("Gaussian", 4, "value c = 0.5", "sshopm (dense)",
+     Rerun("nscaling-dense-p4", {"noise": "gaussian"})),
+    ("Gaussian", 3, "recovery r = 0.3", "sshopm",
+     Rerun("nscaling-recovery-p3", {"method": "sshopm"})),
+    ("Gaussian", 3, "recovery r = 0.3", "power",
+     Rerun("nscaling-recovery-p3", {"method": "power"})),
 )  # fmt: skip
 
 
@@ -427,14 +429,13 @@ def family_rows(data: Data) -> list[dict[str, Any]]:
     and ``rows`` (the store's first crossings of that family, each with ``non_monotone``),
     and the spec's scan range ``eps_range``."""
     out = []
-    for family, p, criterion, steps, study, where in FAMILY_STUDIES:
-        cube = data.threshold_store(study)
+    for family, p, criterion, steps, rerun in FAMILY_STUDIES:
+        cube = data.threshold_store(rerun.study)
         if cube is None:
             continue
-        mine = [r for r in cube if all(r[k] == v for k, v in where.items())]
-        part = ", ".join(f"{k} = {v}" for k, v in where.items())
-        data.note_store(study, mine, f"{part}, n = {size_list(r['n'] for r in mine)}")
-        spec = json.loads(data.store(study).attrs["spec"])
+        mine = [r for r in cube if rerun.selects(r)]
+        data.note_store(rerun.study, mine, _part(rerun, (r["n"] for r in mine)))
+        spec = json.loads(data.store(rerun.study).attrs["spec"])
         out.append(
             {
                 "family": family,
