@@ -102,6 +102,32 @@ def test_the_attractor_pair_past_256_reads_each_solvers_store_and_names_what_is_
     assert "docs/data/studies/asymptote-attractor-global-n512-identity.zarr" in used
 
 
+def _errorbar_points(ax, label: str):
+    """(x, y) of the error-bar series of ``ax`` labelled ``label`` (None if there is none)."""
+    for container in ax.containers:
+        if container.get_label() == label:
+            return container.lines[0].get_data()
+    return None
+
+
+def test_the_power_figure_draws_the_pair_past_256_once_per_size_and_names_what_it_draws():
+    from sroa_dist.analysis.published.rate_figures import figure_power_vs_global
+
+    data = Data(ROOT)
+    ax = figure_power_vs_global(data).axes[2]
+    gx, gy = _errorbar_points(ax, "whole SROA, global steps: first crossing")
+    # n = 16-256 from the attractor threshold study, then 512 and 1024 from the large-n stores;
+    # the two bases' stores at n = 512 give one point
+    assert list(gx[-2:]) == [512, 1024]
+    assert len(set(gx)) == len(gx)
+    assert math.isclose(gy[-2], math.sqrt(0.30294082237329056 * 0.30633971267322463))
+    px, py = _errorbar_points(ax, "whole SROA, power AGHKT: first crossing")
+    assert math.isclose(px[0], 512 * 1.06) and math.isclose(py[0], gy[-2])
+    used = {s.path for s in data.used}
+    assert "docs/data/studies/asymptote-attractor-global-n512.zarr" in used
+    assert "docs/data/studies/asymptote-attractor-global-n512-identity.zarr" not in used
+
+
 def test_a_search_that_passes_its_whole_scan_is_a_lower_bound_not_a_crossing():
     """No crossing in the scan range (bracket (end, inf)): the row says so, and compares the
     scan's end with the prediction as a bound; no doubling slope is drawn through it."""

@@ -25,6 +25,8 @@ from .sources import Data
 __all__ = [
     "ACCUMULATION_STUDY",
     "ASYMPTOTE_PREDICTIONS",
+    "ATTRACTOR_LARGE_N",
+    "ATTRACTOR_LARGE_SIZES",
     "ASYMPTOTE_STUDIES",
     "CONFIRM_STUDIES",
     "ESCAPE_STUDIES",
@@ -40,6 +42,7 @@ __all__ = [
     "accumulation_curves",
     "asymptote_brackets",
     "asymptote_open",
+    "attractor_large_n_rows",
     "confirm_points",
     "escape_counts",
     "escape_series",
@@ -48,6 +51,7 @@ __all__ = [
     "g0_of",
     "hardest_stage",
     "labelled_rows",
+    "note_large_n",
     "per_size",
     "predicted_at",
     "prediction",
@@ -130,6 +134,62 @@ def labelled_rows(
             }
         )
     return out
+
+
+#: Whole-SROA first crossings on the attractor past n = 256 (issue 35): per size, the study
+#: stores of each solver, run one size at a time (``--set 'tensor.n=[N]'``) on the same instance
+#: (the two specs share seed and settings but the method and the check), on the random basis
+#: and (``--set 'tensor.basis="identity"'``, where the basis' products would dominate the cost)
+#: on the identity; each store that exists is a row.
+ATTRACTOR_LARGE_N: dict[str, tuple[str, ...]] = {
+    "global (sshopm checked)": (
+        "asymptote-attractor-global-n{n}",
+        "asymptote-attractor-global-n{n}-identity",
+    ),
+    "power AGHKT": ("asymptote-attractor-power-n{n}", "asymptote-attractor-power-n{n}-identity"),
+}
+ATTRACTOR_LARGE_SIZES = (512, 1024)
+
+
+def attractor_large_n_rows(data: Data) -> list[dict[str, Any]]:
+    """Per size (:data:`ATTRACTOR_LARGE_SIZES`), solver (:data:`ATTRACTOR_LARGE_N`) and store
+    that exists: ``n``, ``solver``, ``status`` ("measured", "unfinished": its search has not
+    ended, or "not measured": no store, the one row of its solver and size), ``basis`` and
+    ``scan`` (the spec's ``eps_range``) and, once measured, the store's ``lo``, ``hi``,
+    ``n_evals`` and ``redone``, and ``study``, its store's name. Not recorded as sources:
+    :func:`note_large_n` records the rows a block uses."""
+    out: list[dict[str, Any]] = []
+    for n in ATTRACTOR_LARGE_SIZES:
+        for solver, patterns in ATTRACTOR_LARGE_N.items():
+            found = False
+            for pattern in patterns:
+                study = pattern.format(n=n)
+                rows = data.threshold_store(study)
+                if rows is None:
+                    continue
+                found = True
+                spec = json.loads(data.store(study).attrs["spec"])
+                row = {
+                    "study": study,
+                    "n": n,
+                    "solver": solver,
+                    "basis": spec["tensor"].get("basis", "random"),
+                    "scan": tuple(spec["threshold"]["eps_range"]),
+                    "status": "measured" if rows else "unfinished",
+                }
+                if rows:
+                    (r,) = rows
+                    row.update({k: r[k] for k in ("lo", "hi", "n_evals", "redone")})
+                out.append(row)
+            if not found:
+                out.append({"n": n, "solver": solver, "status": "not measured"})
+    return out
+
+
+def note_large_n(data: Data, row: dict[str, Any]) -> None:
+    """Record a measured row of :func:`attractor_large_n_rows` as a source of the block that
+    uses it."""
+    data.note_store(row["study"], data.threshold_store(row["study"]), f"n = {row['n']}")
 
 
 def _smallest_weight(data: Data, study: str) -> float | None:

@@ -9,7 +9,6 @@ row, the study's JSON for the rest); this module only sets them as Markdown.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from typing import Any
@@ -28,11 +27,13 @@ from .rate_data import (
     accumulation_curves,
     asymptote_brackets,
     asymptote_open,
+    attractor_large_n_rows,
     confirm_points,
     escape_series,
     family_rows,
     hardest_stage,
     labelled_rows,
+    note_large_n,
     per_size,
     predicted_at,
     prediction,
@@ -48,8 +49,6 @@ from .sources import Data
 
 __all__ = [
     "TABLES",
-    "ATTRACTOR_LARGE_N",
-    "ATTRACTOR_LARGE_SIZES",
 ]
 
 
@@ -315,51 +314,25 @@ def power_table(data: Data) -> str:
     return _table(["solver", *(f"n = {n}" for n in sizes)], out)
 
 
-#: Whole-SROA first crossings on the attractor past n = 256 (issue 35): per size, the study
-#: stores of each solver, run one size at a time (``--set 'tensor.n=[N]'``) on the same instance
-#: (the two specs share seed and settings but the method and the check), on the random basis
-#: and (``--set 'tensor.basis="identity"'``, where the basis' products would dominate the cost)
-#: on the identity; each store that exists is a row.
-ATTRACTOR_LARGE_N: dict[str, tuple[str, ...]] = {
-    "global (sshopm checked)": (
-        "asymptote-attractor-global-n{n}",
-        "asymptote-attractor-global-n{n}-identity",
-    ),
-    "power AGHKT": ("asymptote-attractor-power-n{n}", "asymptote-attractor-power-n{n}-identity"),
-}
-ATTRACTOR_LARGE_SIZES = (512, 1024)
-
-
 def attractor_large_n_table(data: Data) -> str:
     """Per size, solver and basis: the scan range the store's spec searched, the evaluations,
-    the bracket and the evaluations with a redone step, from the stores that exist ("not
-    measured" where none does, "unfinished" where its search has not ended)."""
+    the bracket and the evaluations with a redone step ("not measured" where no store exists,
+    "unfinished" where its search has not ended)."""
     out = []
-    for n in ATTRACTOR_LARGE_SIZES:
-        for solver, patterns in ATTRACTOR_LARGE_N.items():
-            found = False
-            for pattern in patterns:
-                study = pattern.format(n=n)
-                rows = data.threshold_store(study)
-                if rows is None:
-                    continue
-                found = True
-                spec = json.loads(data.store(study).attrs["spec"])
-                a, b = spec["threshold"]["eps_range"]
-                basis = spec["tensor"].get("basis", "random")
-                if not rows:
-                    out.append(
-                        f"| {n} | {solver} | {basis} | [{a:g}, {b:g}] | — | unfinished | — |"
-                    )
-                    continue
-                data.note_store(study, rows, f"n = {n}")
-                (r,) = rows
-                out.append(
-                    f"| {n} | {solver} | {basis} | [{a:g}, {b:g}] | {r['n_evals']} | "
-                    f"({r['lo']:.5f}, {r['hi']:.5f}] | {r['redone']} |"
-                )
-            if not found:
-                out.append(f"| {n} | {solver} | — | — | — | not measured | — |")
+    for r in attractor_large_n_rows(data):
+        n, solver = r["n"], r["solver"]
+        if r["status"] == "not measured":
+            out.append(f"| {n} | {solver} | — | — | — | not measured | — |")
+            continue
+        (a, b), basis = r["scan"], r["basis"]
+        if r["status"] == "unfinished":
+            out.append(f"| {n} | {solver} | {basis} | [{a:g}, {b:g}] | — | unfinished | — |")
+            continue
+        note_large_n(data, r)
+        out.append(
+            f"| {n} | {solver} | {basis} | [{a:g}, {b:g}] | {r['n_evals']} | "
+            f"({r['lo']:.5f}, {r['hi']:.5f}] | {r['redone']} |"
+        )
     head = ["n", "solver", "basis", "scan range", "evaluations", "first crossing (lo, hi]",
             "evaluations with a redone step"]  # fmt: skip
     return _table(head, out)
