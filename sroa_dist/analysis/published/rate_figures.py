@@ -389,47 +389,25 @@ def figure_power_vs_global(data: Data) -> Figure:
         ax.plot(near, e0 * root, "k--", lw=1, label=f"∝ √(ln n / n) through n = {n0:.0f}")
     rows = labelled_rows(data, "attractor-thresholds", (GLOBAL_CHECKED, POWER_L20))
     large = _large_n_brackets(data)
-    glob = [r for r in rows if r["solver"] == GLOBAL_CHECKED] + large["global (sshopm checked)"]
-    if glob:
-        gn, gc, glo, ghi = _centres(glob)
-        ax.errorbar(
-            gn,
-            gc,
-            yerr=[gc - glo, ghi - gc],
-            fmt="D",
-            color="k",
-            ms=5,
-            capsize=3,
-            label="whole SROA, global steps: first crossing",
-        )
-    power = [r for r in rows if r["solver"] == POWER_L20]
-    if power:
-        pn, pc, plo, phi = _centres(power)
-        ax.errorbar(
-            pn * 1.06,
-            pc,
-            yerr=[pc - plo, phi - pc],
-            fmt="d",
-            color="tab:blue",
-            mfc="none",
-            ms=6,
-            capsize=3,
-            label="whole SROA, power L = 20: first crossing",
-        )
-    aghkt = large["power AGHKT"]
-    if aghkt:
-        an, ac, alo, ahi = _centres(aghkt)
-        ax.errorbar(
-            an * 1.06,
-            ac,
-            yerr=[ac - alo, ahi - ac],
-            fmt="s",
-            color="tab:orange",
-            mfc="none",
-            ms=6,
-            capsize=3,
-            label="whole SROA, power AGHKT: first crossing",
-        )
+    series = [
+        ([r for r in rows if r["solver"] == GLOBAL_CHECKED] + large["global (sshopm checked)"],
+         1.0, "global steps", {"fmt": "D", "color": "k", "ms": 5}),
+        ([r for r in rows if r["solver"] == POWER_L20],
+         1.06, "power L = 20", {"fmt": "d", "color": "tab:blue", "mfc": "none", "ms": 6}),
+        (large["power AGHKT"],
+         1.06, "power AGHKT", {"fmt": "s", "color": "tab:orange", "mfc": "none", "ms": 6}),
+    ]  # fmt: skip
+    for found, shift, solver, style in series:
+        if found:
+            xs, centre, lo, hi = _centres(found)
+            ax.errorbar(
+                xs * shift,
+                centre,
+                yerr=[centre - lo, hi - centre],
+                capsize=3,
+                label=f"whole SROA, {solver}: first crossing",
+                **style,
+            )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("n")
